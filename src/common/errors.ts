@@ -1,0 +1,144 @@
+import { Code, ConnectError } from "@connectrpc/connect";
+import { create } from "@bufbuild/protobuf";
+import { codeToHttpStatus } from "@connectrpc/connect/protocol-connect";
+import {
+  BadRequestSchema,
+  BadRequest_FieldViolationSchema,
+  ErrorInfoSchema,
+} from "../../gen/google/rpc/error_details_pb.js";
+import { type ResponseStatus, ResponseStatusSchema } from "../../gen/switchboard/v2/common_pb.js";
+
+/** The error domain carried in every google.rpc.ErrorInfo detail. */
+export const ERROR_DOMAIN = "switchboard";
+
+/** Stable PascalCase error codes of the API (README lists them). */
+export type ErrorCode =
+  | "Unauthorized"
+  | "NotFound"
+  | "MalformedRequest"
+  | "MissingParameter"
+  | "InvalidParameter"
+  | "InvalidSenderId"
+  | "SenderNotOwned"
+  | "InvalidRecipient"
+  | "InvalidSchedule"
+  | "ScheduleInPast"
+  | "TextTooLong"
+  | "SmsNotEnabled"
+  | "LeaseLimitReached"
+  | "NoLeasedNumberAvailable"
+  | "InvalidWebhookUri"
+  | "InvalidWebhookMethod"
+  | "InvalidEmail"
+  | "InvalidCountryCode"
+  | "AddressInUse"
+  | "AddressNotActive"
+  | "MessageNotCancelable"
+  | "NumberAlreadyExists"
+  | "MethodNotAllowed"
+  | "UnsupportedMediaType"
+  | "PayloadTooLarge"
+  | "RateLimited"
+  | "ServiceUnavailable"
+  | "InternalError";
+
+/** One field problem: the request field (as the client spelled it), its code and a fix-it message. */
+export interface FieldProblem {
+  field: string;
+  code: ErrorCode;
+  message: string;
+}
+
+/** Builds a ConnectError that carries the Switchboard ErrorCode and field problems as standard details. */
+export function apiError(
+  code: Code,
+  errorCode: ErrorCode,
+  message: string,
+  fields: FieldProblem[] = [],
+): ConnectError {
+  const details: ConstructorParameters<typeof ConnectError>[3] = [
+    { desc: ErrorInfoSchema, value: create(ErrorInfoSchema, { reason: errorCode, domain: ERROR_DOMAIN }) },
+  ];
+  if (fields.length > 0) {
+    details.push({
+      desc: BadRequestSchema,
+      value: create(BadRequestSchema, {
+        fieldViolations: fields.map((f) =>
+          create(BadRequest_FieldViolationSchema, { field: f.field, reason: f.code, description: f.message }),
+        ),
+      }),
+    });
+  }
+  return new ConnectError(message, code, undefined, details);
+}
+
+/** A 400 for one bad field: the common case of request validation. */
+export function fieldError(field: string, errorCode: ErrorCode, message: string): ConnectError {
+  return apiError(Code.InvalidArgument, errorCode, message, [{ field, code: errorCode, message }]);
+}
+
+/** A 400 for several field problems at once; the first one names the top-level code. */
+export function fieldErrors(problems: FieldProblem[]): ConnectError {
+  const first = problems[0];
+  const message = problems.length === 1 ? first.message : problems.map((p) => p.message).join(" ");
+  return apiError(Code.InvalidArgument, first.code, message, problems);
+}
+
+/** A 400 for a refused business rule that concerns no single field. */
+export function ruleError(errorCode: ErrorCode, message: string): ConnectError {
+  return apiError(Code.FailedPrecondition, errorCode, message);
+}
+
+/** The 404 every unknown, malformed or foreign Sid gets, so other tenants' resources stay invisible. */
+export function notFound(what: string, sid: string): ConnectError {
+  return apiError(Code.NotFound, "NotFound", `${what} ${sid} was not found.`);
+}
+
+/** The ErrorCode a ConnectError carries, or one derived from its Connect code. */
+export function errorCodeOf(err: ConnectError): ErrorCode {
+  const info = err.findDetails(ErrorInfoSchema).find((d) => d.domain === ERROR_DOMAIN);
+  if (info) return info.reason as ErrorCode;
+  switch (err.code) {
+    case Code.InvalidArgument:
+    case Code.FailedPrecondition:
+    case Code.OutOfRange:
+      return "InvalidParameter";
+    case Code.Unauthenticated:
+      return "Unauthorized";
+    case Code.NotFound:
+      return "NotFound";
+    case Code.ResourceExhausted:
+      return "RateLimited";
+    case Code.Unavailable:
+    case Code.DeadlineExceeded:
+      return "ServiceUnavailable";
+    case Code.Unimplemented:
+      return "NotFound";
+    default:
+      return "InternalError";
+  }
+}
+
+/** Converts any thrown value into the documented ResponseStatus and its HTTP status. */
+export function toResponseStatus(reason: unknown): { httpStatus: number; status: ResponseStatus } {
+  const err = ConnectError.from(reason);
+  const errorCode = errorCodeOf(err);
+  const violations = err.findDetails(BadRequestSchema).flatMap((b) => b.fieldViolations);
+  const internal = errorCode === "InternalError";
+  const status = create(ResponseStatusSchema, {
+    errorCode,
+    // Internal errors never leak their detail to the client; the log has it.
+    message: internal ? "An internal error occurred." : err.rawMessage,
+    errors: violations.map((v) => ({
+      fieldName: v.field,
+      errorCode: v.reason || errorCode,
+      message: v.description,
+    })),
+  });
+  return { httpStatus: codeToHttpStatus(err.code), status };
+}
+
+/** True when the value is a ConnectError that a client caused (not a bug). */
+export function isClientError(reason: unknown): boolean {
+  return reason instanceof ConnectError && reason.code !== Code.Internal && reason.code !== Code.Unknown;
+}
