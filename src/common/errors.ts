@@ -35,6 +35,7 @@ export type ErrorCode =
   | "AddressNotActive"
   | "MessageNotCancelable"
   | "NumberAlreadyExists"
+  | "AddressNotPending"
   | "MethodNotAllowed"
   | "UnsupportedMediaType"
   | "PayloadTooLarge"

@@ -1,0 +1,116 @@
+import { create } from "@bufbuild/protobuf";
+import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
+import type { EntityManager } from "@mikro-orm/sql";
+import {
+  type Address as AddressPb,
+  type AddressService,
+  AddressSchema,
+  DeleteAddressResponseSchema,
+  ListAddressesResponseSchema,
+  type CreateAddressRequest,
+  type DeleteAddressRequest,
+  type GetAddressRequest,
+  type ListAddressesRequest,
+} from "../../gen/switchboard/v2/addresses_pb.js";
+import type { Account } from "../accounts/account.entity.js";
+import type { Clock } from "../common/clock.js";
+import { requestEm, requireAccount } from "../common/context.js";
+import { fieldErrors, notFound, ruleError } from "../common/errors.js";
+import { pageOf } from "../common/paging.js";
+import { isSid, newSid } from "../common/sid.js";
+import { PhoneNumber } from "../numbers/phone-number.entity.js";
+import { Address } from "./address.entity.js";
+import { validateAddress } from "./address-rules.js";
+
+/** The Address resource (spec 2.2). */
+export function toAddressPb(a: Address): AddressPb {
+  return create(AddressSchema, {
+    addressSid: a.sid,
+    accountSid: a.accountSid,
+    friendly: a.friendly,
+    reference: a.reference,
+    line1: a.line1,
+    line2: a.line2,
+    city: a.city,
+    region: a.region,
+    countryCode: a.countryCode,
+    postalCode: a.postalCode,
+    status: a.status,
+  });
+}
+
+/** The account's own address, or 404 for anything else. */
+export async function ownedAddress(em: EntityManager, account: Account, addressSid: string): Promise<Address> {
+  const address = isSid(addressSid, "AD") ? await em.findOne(Address, { sid: addressSid, accountSid: account.sid }) : null;
+  if (!address) throw notFound("Address", addressSid);
+  return address;
+}
+
+/** The path's AccountSid must be the caller's own; any other is invisible (404). */
+export function ownAccountPath(account: Account, accountSid: string): void {
+  if (accountSid !== account.sid) throw notFound("Account", accountSid);
+}
+
+function isForeignKeyViolation(err: unknown): boolean {
+  const e = err as { code?: string; name?: string };
+  return e?.code === "23503" || e?.name === "ForeignKeyConstraintViolationException";
+}
+
+/** Creates the AddressService implementation. */
+export function createAddressService(deps: { clock: Clock }): ServiceImpl<typeof AddressService> {
+  return {
+    async createAddress(req: CreateAddressRequest, ctx: HandlerContext) {
+      const account = requireAccount(ctx);
+      ownAccountPath(account, req.accountSid);
+      const checked = validateAddress(req);
+      if ("problems" in checked) throw fieldErrors(checked.problems);
+      const em = requestEm(ctx);
+      const address = em.create(Address, { sid: newSid("AD"), accountSid: account.sid, ...checked.address, createdAt: deps.clock.now() });
+      await em.persist(address).flush();
+      return toAddressPb(address);
+    },
+
+    async getAddress(req: GetAddressRequest, ctx: HandlerContext) {
+      return toAddressPb(await ownedAddress(requestEm(ctx), requireAccount(ctx), req.addressSid));
+    },
+
+    async listAddresses(req: ListAddressesRequest, ctx: HandlerContext) {
+      const account = requireAccount(ctx);
+      ownAccountPath(account, req.accountSid);
+      const page = pageOf(req);
+      if (page.problems.length > 0) throw fieldErrors(page.problems);
+      const filters = {
+        friendly: req.friendly,
+        reference: req.reference,
+        city: req.city,
+        region: req.region,
+        countryCode: req.countryCode?.toUpperCase(),
+        postalCode: req.postalCode,
+      };
+      const where: Record<string, string> = { accountSid: account.sid };
+      for (const [k, val] of Object.entries(filters)) if (val !== undefined) where[k] = val;
+      const [rows, total] = await requestEm(ctx).findAndCount(Address, where, {
+        orderBy: { createdAt: "asc", sid: "asc" },
+        limit: page.limit,
+        offset: page.offset,
+      });
+      return create(ListAddressesResponseSchema, { addresses: rows.map(toAddressPb), totalCount: total });
+    },
+
+    async deleteAddress(req: DeleteAddressRequest, ctx: HandlerContext) {
+      const account = requireAccount(ctx);
+      const em = requestEm(ctx);
+      const address = await ownedAddress(em, account, req.addressSid);
+      const inUse = () => ruleError("AddressInUse", `Address ${address.sid} is used to register numbers; assign those numbers another address first (Configure Numbers).`);
+      if ((await em.count(PhoneNumber, { addressSid: address.sid })) > 0) throw inUse();
+      try {
+        // The foreign key from numbers is the real guard against a number assigned meanwhile.
+        await em.nativeDelete(Address, { sid: address.sid });
+      } catch (err) {
+        if (isForeignKeyViolation(err)) throw inUse();
+        throw err;
+      }
+      return create(DeleteAddressResponseSchema, { addressSid: address.sid });
+    },
+  };
+}

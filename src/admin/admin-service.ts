@@ -1,0 +1,178 @@
+import { randomBytes } from "node:crypto";
+import { create } from "@bufbuild/protobuf";
+import { Code, type HandlerContext, type ServiceImpl } from "@connectrpc/connect";
+import type { EntityManager } from "@mikro-orm/sql";
+import {
+  type Account as AccountPb,
+  AccountSchema,
+  type AdminService,
+  CreateAccountResponseSchema,
+  type Property as PropertyPb,
+  PropertySchema,
+  RotateTokenResponseSchema,
+  type CreateAccountRequest,
+  type CreateNumberRequest,
+  type CreatePropertyRequest,
+  type ReviewAddressRequest,
+  type RotateTokenRequest,
+  type UpdateAccountRequest,
+  type UpdatePropertyRequest,
+} from "../../gen/switchboard/admin/v1/admin_pb.js";
+import { Account } from "../accounts/account.entity.js";
+import { hashToken } from "../accounts/auth.js";
+import { Property } from "../accounts/property.entity.js";
+import { Address } from "../addresses/address.entity.js";
+import { toAddressPb } from "../addresses/address-service.js";
+import type { Clock } from "../common/clock.js";
+import { kAdmin, requestEm } from "../common/context.js";
+import { apiError, fieldError, notFound } from "../common/errors.js";
+import { parseE164 } from "../common/phone.js";
+import { isSid, newSid, randomSecret } from "../common/sid.js";
+import { PhoneNumber } from "../numbers/phone-number.entity.js";
+import { toNumberPb } from "../numbers/number-service.js";
+
+/** Contract §3: tokens are at least 32 random characters; we issue 40. */
+export const TOKEN_LENGTH = 40;
+
+/** A Standard Webhooks secret: "whsec_" and base64 of 32 random bytes. */
+export function newWebhookSecret(): string {
+  return `whsec_${randomBytes(32).toString("base64")}`;
+}
+
+function toAccountPb(a: Account): AccountPb {
+  return create(AccountSchema, { accountSid: a.sid, name: a.name, smsEnabled: a.smsEnabled });
+}
+
+function toPropertyPb(p: Property): PropertyPb {
+  return create(PropertySchema, { propertySid: p.sid, accountSid: p.accountSid, name: p.name, smsEnabled: p.smsEnabled });
+}
+
+function requireAdmin(ctx: HandlerContext): EntityManager {
+  if (!ctx.values.get(kAdmin)) throw apiError(Code.Unauthenticated, "Unauthorized", "Operator calls need the admin bearer token.");
+  return requestEm(ctx);
+}
+
+function checkName(name: string | undefined, required: boolean): string | undefined {
+  if (name === undefined) {
+    if (required) throw fieldError("Name", "MissingParameter", "Name is required.");
+    return undefined;
+  }
+  const n = name.trim();
+  if (n === "" && required) throw fieldError("Name", "MissingParameter", "Name is required.");
+  if (n.length > 255) throw fieldError("Name", "InvalidParameter", "Name must be at most 255 characters.");
+  return n;
+}
+
+async function findAccount(em: EntityManager, sid: string): Promise<Account> {
+  const account = isSid(sid, "AC") ? await em.findOne(Account, { sid }) : null;
+  if (!account) throw notFound("Account", sid);
+  return account;
+}
+
+/** Creates the operator's AdminService implementation. */
+export function createAdminService(deps: { clock: Clock }): ServiceImpl<typeof AdminService> {
+  return {
+    async createAccount(req: CreateAccountRequest, ctx: HandlerContext) {
+      const em = requireAdmin(ctx);
+      const name = checkName(req.name, true)!;
+      const token = randomSecret(TOKEN_LENGTH);
+      const webhookSecret = newWebhookSecret();
+      const account = em.create(Account, {
+        sid: newSid("AC"),
+        name,
+        smsEnabled: req.smsEnabled ?? true,
+        tokenHash: hashToken(token),
+        webhookSecret,
+        createdAt: deps.clock.now(),
+      });
+      await em.persist(account).flush();
+      return create(CreateAccountResponseSchema, { accountSid: account.sid, name, smsEnabled: account.smsEnabled, token, webhookSecret });
+    },
+
+    async updateAccount(req: UpdateAccountRequest, ctx: HandlerContext) {
+      const em = requireAdmin(ctx);
+      const account = await findAccount(em, req.accountSid);
+      const name = checkName(req.name, false);
+      if (name !== undefined && name !== "") account.name = name;
+      if (req.smsEnabled !== undefined) account.smsEnabled = req.smsEnabled;
+      await em.flush();
+      return toAccountPb(account);
+    },
+
+    async rotateToken(req: RotateTokenRequest, ctx: HandlerContext) {
+      const em = requireAdmin(ctx);
+      const account = await findAccount(em, req.accountSid);
+      const token = randomSecret(TOKEN_LENGTH);
+      account.tokenHash = hashToken(token);
+      await em.flush();
+      return create(RotateTokenResponseSchema, { accountSid: account.sid, token });
+    },
+
+    async createProperty(req: CreatePropertyRequest, ctx: HandlerContext) {
+      const em = requireAdmin(ctx);
+      const account = await findAccount(em, req.accountSid);
+      const name = checkName(req.name, true)!;
+      const property = em.create(Property, {
+        sid: newSid("PR"),
+        accountSid: account.sid,
+        name,
+        smsEnabled: req.smsEnabled ?? true,
+        createdAt: deps.clock.now(),
+      });
+      await em.persist(property).flush();
+      return toPropertyPb(property);
+    },
+
+    async updateProperty(req: UpdatePropertyRequest, ctx: HandlerContext) {
+      const em = requireAdmin(ctx);
+      const property = isSid(req.propertySid, "PR") ? await em.findOne(Property, { sid: req.propertySid }) : null;
+      if (!property) throw notFound("Property", req.propertySid);
+      const name = checkName(req.name, false);
+      if (name !== undefined && name !== "") property.name = name;
+      if (req.smsEnabled !== undefined) property.smsEnabled = req.smsEnabled;
+      await em.flush();
+      return toPropertyPb(property);
+    },
+
+    async createNumber(req: CreateNumberRequest, ctx: HandlerContext) {
+      const em = requireAdmin(ctx);
+      const value = req.number.trim();
+      if (value === "") throw fieldError("Number", "MissingParameter", "Number is required: an E164 number such as +14155550123.");
+      if (!parseE164(value)) throw fieldError("Number", "InvalidParameter", `Number "${req.number}" is not a valid E164 number such as +14155550123.`);
+      let accountSid: string | null = null;
+      if (req.accountSid.trim() !== "") {
+        const account = isSid(req.accountSid, "AC") ? await em.findOne(Account, { sid: req.accountSid }) : null;
+        if (!account) throw fieldError("AccountSid", "InvalidParameter", `AccountSid ${req.accountSid} is not an account.`);
+        accountSid = account.sid;
+      }
+      if (await em.findOne(PhoneNumber, { number: value })) {
+        throw apiError(Code.AlreadyExists, "NumberAlreadyExists", `Number ${value} already exists.`);
+      }
+      const number = em.create(PhoneNumber, {
+        sid: newSid("PN"),
+        number: value,
+        accountSid,
+        friendly: "",
+        addressSid: null,
+        createdAt: deps.clock.now(),
+      });
+      await em.persist(number).flush();
+      return toNumberPb(number);
+    },
+
+    async reviewAddress(req: ReviewAddressRequest, ctx: HandlerContext) {
+      const em = requireAdmin(ctx);
+      const address = isSid(req.addressSid, "AD") ? await em.findOne(Address, { sid: req.addressSid }) : null;
+      if (!address) throw notFound("Address", req.addressSid);
+      if (req.status !== "Active" && req.status !== "Rejected") {
+        throw fieldError("Status", "InvalidParameter", "Status must be Active or Rejected.");
+      }
+      if (address.status !== "Pending" && address.status !== req.status) {
+        throw apiError(Code.FailedPrecondition, "AddressNotPending", `Address ${address.sid} is ${address.status}; only a Pending address can be reviewed (a Rejected address stays rejected: the customer submits a new one).`);
+      }
+      address.status = req.status;
+      await em.flush();
+      return toAddressPb(address);
+    },
+  };
+}

@@ -1,0 +1,31 @@
+import { createContextKey, type HandlerContext } from "@connectrpc/connect";
+import type { EntityManager } from "@mikro-orm/sql";
+import type { Account } from "../accounts/account.entity.js";
+import { apiError } from "./errors.js";
+import { Code } from "@connectrpc/connect";
+
+/** The authenticated account of an account-facing call; set by the edge, undefined elsewhere. */
+export const kAccount = createContextKey<Account | undefined>(undefined, { description: "authenticated account" });
+
+/** True when the call carried the operator's bearer token; set by the edge. */
+export const kAdmin = createContextKey<boolean>(false, { description: "operator call" });
+
+/** The request's own EntityManager fork; set by the edge so one request shares one unit of work. */
+export const kEm = createContextKey<EntityManager | undefined>(undefined, { description: "request EntityManager" });
+
+/** The client's Idempotency-Key header, if any; set by the edge. */
+export const kIdempotencyKey = createContextKey<string | undefined>(undefined, { description: "Idempotency-Key" });
+
+/** The account of the call, or a 401 if the edge did not authenticate one. */
+export function requireAccount(ctx: HandlerContext): Account {
+  const account = ctx.values.get(kAccount);
+  if (!account) throw apiError(Code.Unauthenticated, "Unauthorized", "Authentication required: use HTTP Basic with your AccountSid and token.");
+  return account;
+}
+
+/** The request's EntityManager; the edge always sets one. */
+export function requestEm(ctx: HandlerContext): EntityManager {
+  const em = ctx.values.get(kEm);
+  if (!em) throw new Error("no EntityManager in the handler context: the edge did not run");
+  return em;
+}

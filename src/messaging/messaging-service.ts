@@ -1,0 +1,277 @@
+import { create } from "@bufbuild/protobuf";
+import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
+import type { EntityManager } from "@mikro-orm/sql";
+import {
+  type CancelMessageRequest,
+  type GetMessageRequest,
+  type ListMessagesRequest,
+  type ListMessagesResponse,
+  type Message as MessagePb,
+  MessageRecordSchema,
+  type MessageRecord,
+  MessageSchema,
+  type MessagingService,
+  type SendBatchRequest,
+  type SendBatchResponse,
+  SendBatchResponseSchema,
+  type SendMessageRequest,
+  ListMessagesResponseSchema,
+  BatchResultSchema,
+} from "../../gen/switchboard/v2/messaging_pb.js";
+import { Account } from "../accounts/account.entity.js";
+import { Property } from "../accounts/property.entity.js";
+import type { Clock } from "../common/clock.js";
+import { unixSeconds } from "../common/clock.js";
+import { kIdempotencyKey, requestEm, requireAccount } from "../common/context.js";
+import { fieldError, fieldErrors, notFound, ruleError, toResponseStatus } from "../common/errors.js";
+import { pageOf } from "../common/paging.js";
+import { isSid, newSid } from "../common/sid.js";
+import { allocateLease, releaseLease } from "../leases/lease-allocator.js";
+import { PhoneNumber } from "../numbers/phone-number.entity.js";
+import { IdempotencyKey } from "./idempotency-key.entity.js";
+import { Message } from "./message.entity.js";
+import { validateSend } from "./send-rules.js";
+
+/** What the messaging service needs. */
+export interface MessagingDeps {
+  clock: Clock;
+  webhookAllowPrivate: boolean;
+  /** Countries whose operators do not take alphanumeric sender IDs. */
+  noAlphaCountries: Set<string>;
+}
+
+/** Contract §6: at most this many items in one batch. */
+export const MAX_BATCH = 100;
+/** Contract §6: an Idempotency-Key is remembered this long. */
+export const IDEMPOTENCY_TTL_MS = 24 * 3600 * 1000;
+const STATUSES = ["Scheduled", "Processing", "Submitted", "Delivered", "Failed", "Canceled", "Received"];
+const DIRECTIONS = ["Transmit", "Receive"];
+
+/** The six-field Message resource (spec 2.1). */
+export function toMessagePb(m: Message): MessagePb {
+  return create(MessageSchema, {
+    messageSid: m.sid,
+    accountSid: m.accountSid,
+    propertySid: m.propertySid,
+    from: m.sender,
+    to: m.recipient,
+    text: m.text,
+  });
+}
+
+/** The full message record (contract §6). */
+export function toMessageRecord(m: Message): MessageRecord {
+  return create(MessageRecordSchema, {
+    messageSid: m.sid,
+    accountSid: m.accountSid,
+    propertySid: m.propertySid,
+    from: m.sender,
+    to: m.recipient,
+    text: m.text,
+    direction: m.direction,
+    status: m.status,
+    numSegments: m.numSegments,
+    encoding: m.encoding,
+    deliveryReceipt: m.deliveryReceipt,
+    schedule: BigInt(unixSeconds(m.scheduledAt)),
+    created: BigInt(unixSeconds(m.createdAt)),
+    submitted: BigInt(unixSeconds(m.submittedAt)),
+    delivered: BigInt(unixSeconds(m.deliveredAt)),
+    received: BigInt(unixSeconds(m.receivedAt)),
+    errorCode: m.errorCode,
+  });
+}
+
+async function ownedProperty(em: EntityManager, account: Account, propertySid: string): Promise<Property> {
+  const property = isSid(propertySid, "PR") ? await em.findOne(Property, { sid: propertySid, accountSid: account.sid }) : null;
+  if (!property) throw notFound("Property", propertySid);
+  return property;
+}
+
+async function ownedMessage(em: EntityManager, account: Account, messageSid: string): Promise<Message> {
+  const message = isSid(messageSid, "MG") ? await em.findOne(Message, { sid: messageSid, accountSid: account.sid }) : null;
+  if (!message) throw notFound("Message", messageSid);
+  return message;
+}
+
+function isUniqueViolation(err: unknown): boolean {
+  const e = err as { code?: string; name?: string };
+  return e?.code === "23505" || e?.name === "UniqueConstraintViolationException";
+}
+
+/** Creates the MessagingService implementation. */
+export function createMessagingService(deps: MessagingDeps): ServiceImpl<typeof MessagingService> {
+  const { clock } = deps;
+
+  /** Validates, resolves the sender and stores one message; shared by single and batch sends. */
+  async function send(em: EntityManager, account: Account, property: Property, req: SendMessageRequest, idemKey?: string): Promise<MessagePb> {
+    const now = clock.now();
+    const nowSeconds = Math.floor(now.getTime() / 1000);
+    const checked = validateSend(req, nowSeconds, deps);
+    if ("problems" in checked) throw fieldErrors(checked.problems);
+    const v = checked.send;
+
+    if (!account.smsEnabled) throw ruleError("SmsNotEnabled", `Account ${account.sid} is not enabled for SMS; ask the operator to enable it.`);
+    if (!property.smsEnabled) throw ruleError("SmsNotEnabled", `Property ${property.sid} is not enabled for SMS; ask the operator to enable it.`);
+
+    if (v.fromKind === "E164") {
+      const owned = await em.findOne(PhoneNumber, { number: v.from, accountSid: account.sid });
+      if (!owned) throw fieldError("From", "SenderNotOwned", `From ${v.from} is not one of this account's numbers; use one of them, an alphanumeric ID, or leave From blank for a leased sender.`);
+    }
+
+    if (idemKey) {
+      const previous = await findIdempotent(em, account, idemKey, now);
+      if (previous) return previous;
+    }
+
+    // Alphanumeric IDs do not reach operators in some countries (US and CA by default): those go out leased.
+    const leased = v.fromKind === "Blank" || (v.fromKind === "Alphanumeric" && v.to.countries.some((c) => deps.noAlphaCountries.has(c)));
+    const sid = newSid("MG");
+    try {
+      return await em.transactional(async (tx) => {
+        let sender = v.from;
+        let leaseSid: string | null = null;
+        if (leased) {
+          const lease = await allocateLease(tx, { recipient: v.to.number, accountSid: account.sid, messageSid: sid, now });
+          sender = lease.poolNumber;
+          leaseSid = lease.sid;
+        }
+        const message = tx.create(Message, {
+          sid,
+          accountSid: account.sid,
+          propertySid: property.sid,
+          direction: "Transmit",
+          status: v.scheduled ? "Scheduled" : "Processing",
+          senderKind: leased ? "Leased" : v.fromKind === "E164" ? "E164" : "Alphanumeric",
+          sender,
+          recipient: v.to.number,
+          text: v.text,
+          encoding: v.encoding,
+          numSegments: v.numSegments,
+          deliveryReceipt: v.deliveryReceipt,
+          drWebhookUri: v.drWebhookUri,
+          drWebhookMethod: v.drWebhookMethod,
+          // Lease options are kept only where a reply can come back: through a leased sender.
+          forwardToSms: leased ? v.forwardToSms : "",
+          forwardFromSms: leased ? v.forwardFromSms : "",
+          forwardToEmail: leased ? v.forwardToEmail : "",
+          forwardFromEmail: leased ? v.forwardFromEmail : "",
+          webhookUri: leased ? v.webhookUri : "",
+          webhookMethod: leased ? v.webhookMethod : "POST",
+          leaseSid,
+          inReplyTo: null,
+          scheduledAt: v.schedule === undefined ? null : new Date(v.schedule * 1000),
+          sendAt: v.scheduled ? new Date(v.schedule! * 1000) : now,
+          createdAt: now,
+          submittedAt: null,
+          deliveredAt: null,
+          receivedAt: null,
+          errorCode: "",
+          attempts: 0,
+          carrierRef: null,
+        });
+        tx.persist(message);
+        if (idemKey) tx.persist(tx.create(IdempotencyKey, { accountSid: account.sid, key: idemKey, messageSid: sid, createdAt: now }));
+        await tx.flush();
+        return toMessagePb(message);
+      });
+    } catch (err) {
+      // A concurrent request with the same Idempotency-Key won the race: answer with its message.
+      if (idemKey && isUniqueViolation(err)) {
+        const previous = await findIdempotent(em.fork(), account, idemKey, now);
+        if (previous) return previous;
+      }
+      throw err;
+    }
+  }
+
+  async function findIdempotent(em: EntityManager, account: Account, key: string, now: Date): Promise<MessagePb | undefined> {
+    const row = await em.findOne(IdempotencyKey, { accountSid: account.sid, key });
+    if (!row) return undefined;
+    if (now.getTime() - row.createdAt.getTime() >= IDEMPOTENCY_TTL_MS) {
+      await em.nativeDelete(IdempotencyKey, { accountSid: account.sid, key });
+      return undefined;
+    }
+    const message = await em.findOne(Message, { sid: row.messageSid });
+    return message ? toMessagePb(message) : undefined;
+  }
+
+  return {
+    async sendMessage(req: SendMessageRequest, ctx: HandlerContext) {
+      const account = requireAccount(ctx);
+      const em = requestEm(ctx);
+      const property = await ownedProperty(em, account, req.propertySid);
+      return send(em, account, property, req, ctx.values.get(kIdempotencyKey));
+    },
+
+    async sendBatch(req: SendBatchRequest, ctx: HandlerContext): Promise<SendBatchResponse> {
+      const account = requireAccount(ctx);
+      const em = requestEm(ctx);
+      const property = await ownedProperty(em, account, req.propertySid);
+      if (req.messages.length === 0) throw fieldError("Messages", "MissingParameter", "Messages is required: a list of 1 to 100 send bodies.");
+      if (req.messages.length > MAX_BATCH) throw fieldError("Messages", "InvalidParameter", `Messages holds ${req.messages.length} items; the limit is ${MAX_BATCH}.`);
+      const results = [];
+      for (const item of req.messages) {
+        try {
+          const m = await send(em.fork(), account, property, item);
+          results.push(create(BatchResultSchema, { messageSid: m.messageSid, accountSid: m.accountSid, propertySid: m.propertySid, from: m.from, to: m.to, text: m.text }));
+        } catch (err) {
+          results.push(create(BatchResultSchema, { responseStatus: toResponseStatus(err).status }));
+        }
+      }
+      return create(SendBatchResponseSchema, { messages: results });
+    },
+
+    async getMessage(req: GetMessageRequest, ctx: HandlerContext) {
+      const account = requireAccount(ctx);
+      return toMessageRecord(await ownedMessage(requestEm(ctx), account, req.messageSid));
+    },
+
+    async listMessages(req: ListMessagesRequest, ctx: HandlerContext): Promise<ListMessagesResponse> {
+      const account = requireAccount(ctx);
+      const em = requestEm(ctx);
+      const property = await ownedProperty(em, account, req.propertySid);
+      const page = pageOf(req);
+      const problems = [...page.problems];
+      if (req.status !== "" && !STATUSES.includes(req.status)) {
+        problems.push({ field: "Status", code: "InvalidParameter", message: `Status must be one of ${STATUSES.join(", ")}.` });
+      }
+      if (req.direction !== "" && !DIRECTIONS.includes(req.direction)) {
+        problems.push({ field: "Direction", code: "InvalidParameter", message: "Direction must be Transmit or Receive." });
+      }
+      if (problems.length > 0) throw fieldErrors(problems);
+      const created: Record<string, Date> = {};
+      if (req.dateFrom !== undefined) created.$gte = new Date(Number(req.dateFrom) * 1000);
+      if (req.dateTo !== undefined) created.$lt = new Date(Number(req.dateTo) * 1000);
+      const where = {
+        propertySid: property.sid,
+        ...(Object.keys(created).length > 0 ? { createdAt: created } : {}),
+        ...(req.status !== "" ? { status: req.status } : {}),
+        ...(req.direction !== "" ? { direction: req.direction } : {}),
+      } as Parameters<typeof em.find<Message>>[1];
+      const [rows, total] = await em.findAndCount(Message, where, {
+        orderBy: { createdAt: "desc", sid: "desc" },
+        limit: page.limit,
+        offset: page.offset,
+      });
+      return create(ListMessagesResponseSchema, { messages: rows.map(toMessageRecord), totalCount: total });
+    },
+
+    async cancelMessage(req: CancelMessageRequest, ctx: HandlerContext) {
+      const account = requireAccount(ctx);
+      const em = requestEm(ctx);
+      const message = await ownedMessage(em, account, req.messageSid);
+      // The conditional update is the race guard: a dispatcher that claimed the row first wins.
+      const canceled = await em.transactional(async (tx) => {
+        const n = await tx.nativeUpdate(Message, { sid: message.sid, status: "Scheduled" }, { status: "Canceled" });
+        if (n === 1 && message.leaseSid) await releaseLease(tx, message.leaseSid);
+        return n === 1;
+      });
+      if (!canceled) {
+        throw ruleError("MessageNotCancelable", `Message ${message.sid} is ${message.status}; only a Scheduled message that has not been handed to the carrier can be canceled.`);
+      }
+      await em.refresh(message);
+      return toMessageRecord(message);
+    },
+  };
+}

@@ -1,0 +1,158 @@
+import { SegmentedMessage } from "sms-segments-calculator";
+import type { SendMessageRequest } from "../../gen/switchboard/v2/messaging_pb.js";
+import type { FieldProblem } from "../common/errors.js";
+import { isAlphanumericSender, isEmail, parseE164, type E164Info } from "../common/phone.js";
+import { webhookUriProblem } from "../webhooks/url-guard.js";
+
+/** Spec 8: Schedule may be at most 14 days ahead. */
+export const SCHEDULE_HORIZON_SECONDS = 14 * 24 * 3600;
+/** Spec 4.1: a Schedule 1 hour or more in the past fails; less is sent at once. */
+export const PAST_TOLERANCE_SECONDS = 3600;
+/** Contract §6: longest accepted Text, in characters. */
+export const MAX_TEXT_CHARS = 1600;
+
+/** How the message will be sent, before a leased sender is allocated. */
+export type SenderPlan =
+  | { kind: "E164"; from: string }
+  | { kind: "Alphanumeric"; from: string }
+  | { kind: "Leased"; requestedFrom: string };
+
+/** The checked and normalized form of a send request. */
+export interface ValidSend {
+  to: E164Info;
+  text: string;
+  encoding: "GSM7" | "UCS2";
+  numSegments: number;
+  from: string;
+  /** Whether From asks for an alphanumeric ID (it may still go out leased). */
+  fromKind: "E164" | "Alphanumeric" | "Blank";
+  /** Requested Schedule, Unix seconds; undefined to send now. */
+  schedule: number | undefined;
+  /** True when the message waits for its Schedule; false when it goes out at once. */
+  scheduled: boolean;
+  deliveryReceipt: boolean;
+  drWebhookUri: string;
+  drWebhookMethod: "POST" | "GET";
+  forwardToSms: string;
+  forwardFromSms: string;
+  forwardToEmail: string;
+  forwardFromEmail: string;
+  webhookUri: string;
+  webhookMethod: "POST" | "GET";
+}
+
+function method(value: string): "POST" | "GET" | undefined {
+  const m = value.trim().toUpperCase();
+  if (m === "") return "POST";
+  return m === "POST" || m === "GET" ? m : undefined;
+}
+
+/** Text encoding and segment count, as the carrier will bill it. */
+export function textEncoding(text: string): { encoding: "GSM7" | "UCS2"; numSegments: number } {
+  const m = new SegmentedMessage(text);
+  return { encoding: m.encodingName === "GSM-7" ? "GSM7" : "UCS2", numSegments: m.segmentsCount };
+}
+
+/**
+ * Checks a send request against spec 4.1/8 and contract §6 at `nowSeconds` and returns either
+ * every field problem found or the normalized send. Sender ownership needs the database and is
+ * checked by the caller.
+ */
+export function validateSend(
+  req: SendMessageRequest,
+  nowSeconds: number,
+  opts: { webhookAllowPrivate: boolean },
+): { problems: FieldProblem[] } | { send: ValidSend } {
+  const problems: FieldProblem[] = [];
+  const add = (field: string, code: FieldProblem["code"], message: string) => problems.push({ field, code, message });
+
+  const toRaw = req.to.trim();
+  const to = parseE164(toRaw);
+  if (toRaw === "") add("To", "MissingParameter", "To is required: the recipient's number in E164 format, e.g. +14155550123.");
+  else if (!to) add("To", "InvalidRecipient", `To "${req.to}" is not a valid E164 number: use + and the country code, 8 to 15 digits, e.g. +14155550123.`);
+
+  const from = req.from.trim();
+  let fromKind: ValidSend["fromKind"] = "Blank";
+  if (from.startsWith("+")) {
+    fromKind = "E164";
+    if (!parseE164(from)) add("From", "InvalidSenderId", `From "${req.from}" is not a valid E164 number; use one of your account's numbers, an alphanumeric ID, or leave From blank for a leased sender.`);
+  } else if (from !== "") {
+    fromKind = "Alphanumeric";
+    if (!isAlphanumericSender(req.from)) {
+      add("From", "InvalidSenderId", `From "${req.from}" is not a valid alphanumeric sender ID: use 1 to 11 characters of A-Z, a-z, 0-9 and spaces, with at least one letter.`);
+    }
+  }
+
+  const text = req.text;
+  const chars = [...text].length;
+  if (text.trim() === "") add("Text", "MissingParameter", "Text is required and must not be empty.");
+  else if (chars > MAX_TEXT_CHARS) add("Text", "TextTooLong", `Text is ${chars} characters long; the limit is ${MAX_TEXT_CHARS}.`);
+
+  let schedule: number | undefined;
+  let scheduled = false;
+  if (req.schedule !== undefined) {
+    const s = Number(req.schedule);
+    if (s > nowSeconds + SCHEDULE_HORIZON_SECONDS) {
+      add("Schedule", "InvalidSchedule", "Schedule is more than 14 days in the future.");
+    } else if (nowSeconds - s >= PAST_TOLERANCE_SECONDS) {
+      add("Schedule", "ScheduleInPast", "Schedule is 1 hour or more in the past; omit it to send now, or use a time within the next 14 days.");
+    } else {
+      schedule = s;
+      scheduled = s > nowSeconds;
+    }
+  }
+
+  const uri = (field: string, value: string) => {
+    const v = value.trim();
+    if (v === "") return "";
+    const problem = webhookUriProblem(v, opts.webhookAllowPrivate);
+    if (problem) add(field, "InvalidWebhookUri", `${field} ${problem}.`);
+    return v;
+  };
+  const meth = (field: string, value: string) => {
+    const m = method(value);
+    if (!m) add(field, "InvalidWebhookMethod", `${field} must be POST or GET.`);
+    return m ?? "POST";
+  };
+  const drWebhookUri = uri("DeliveryReceiptWebhookUri", req.deliveryReceiptWebhookUri);
+  const drWebhookMethod = meth("DeliveryReceiptWebhookMethod", req.deliveryReceiptWebhookMethod);
+  const webhookUri = uri("WebhookUri", req.webhookUri);
+  const webhookMethod = meth("WebhookMethod", req.webhookMethod);
+
+  const forwardToSms = req.forwardToSms.trim();
+  if (forwardToSms !== "" && !parseE164(forwardToSms)) {
+    add("ForwardToSms", "InvalidRecipient", `ForwardToSms "${req.forwardToSms}" is not a valid E164 number, e.g. +14155550123.`);
+  }
+  const forwardFromSms = req.forwardFromSms.trim();
+  if (forwardFromSms !== "" && !(forwardFromSms.startsWith("+") ? parseE164(forwardFromSms) : isAlphanumericSender(req.forwardFromSms))) {
+    add("ForwardFromSms", "InvalidSenderId", "ForwardFromSms must be an E164 number or an alphanumeric sender ID of 1 to 11 characters (A-Z, a-z, 0-9, spaces, at least one letter).");
+  }
+  const forwardToEmail = req.forwardToEmail.trim();
+  if (forwardToEmail !== "" && !isEmail(forwardToEmail)) add("ForwardToEmail", "InvalidEmail", `ForwardToEmail "${req.forwardToEmail}" is not a valid e-mail address.`);
+  const forwardFromEmail = req.forwardFromEmail.trim();
+  if (forwardFromEmail !== "" && !isEmail(forwardFromEmail)) add("ForwardFromEmail", "InvalidEmail", `ForwardFromEmail "${req.forwardFromEmail}" is not a valid e-mail address.`);
+
+  if (problems.length > 0 || !to) return { problems };
+  const { encoding, numSegments } = textEncoding(text);
+  return {
+    send: {
+      to,
+      text,
+      encoding,
+      numSegments,
+      from: fromKind === "Alphanumeric" ? req.from : from,
+      fromKind,
+      schedule,
+      scheduled,
+      deliveryReceipt: req.deliveryReceipt ?? true,
+      drWebhookUri,
+      drWebhookMethod,
+      forwardToSms,
+      forwardFromSms,
+      forwardToEmail,
+      forwardFromEmail,
+      webhookUri,
+      webhookMethod,
+    },
+  };
+}

@@ -1,0 +1,73 @@
+import { create } from "@bufbuild/protobuf";
+import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
+import {
+  type ConfigureNumberRequest,
+  type ListNumbersRequest,
+  type Number as NumberPb,
+  NumberSchema,
+  type NumberService,
+  ListNumbersResponseSchema,
+} from "../../gen/switchboard/v2/numbers_pb.js";
+import { Address } from "../addresses/address.entity.js";
+import { ownAccountPath } from "../addresses/address-service.js";
+import { requestEm, requireAccount } from "../common/context.js";
+import { fieldError, fieldErrors, notFound } from "../common/errors.js";
+import { pageOf } from "../common/paging.js";
+import { isSid } from "../common/sid.js";
+import { PhoneNumber } from "./phone-number.entity.js";
+
+/** The Number resource. */
+export function toNumberPb(n: PhoneNumber): NumberPb {
+  return create(NumberSchema, {
+    number: n.number,
+    accountSid: n.accountSid ?? "",
+    friendly: n.friendly,
+    addressSid: n.addressSid ?? "",
+  });
+}
+
+/** Creates the NumberService implementation. */
+export function createNumberService(): ServiceImpl<typeof NumberService> {
+  return {
+    async listNumbers(req: ListNumbersRequest, ctx: HandlerContext) {
+      const account = requireAccount(ctx);
+      ownAccountPath(account, req.accountSid);
+      const page = pageOf(req);
+      if (page.problems.length > 0) throw fieldErrors(page.problems);
+      const [rows, total] = await requestEm(ctx).findAndCount(
+        PhoneNumber,
+        { accountSid: account.sid },
+        { orderBy: { number: "asc" }, limit: page.limit, offset: page.offset },
+      );
+      return create(ListNumbersResponseSchema, { numbers: rows.map(toNumberPb), totalCount: total });
+    },
+
+    async configureNumber(req: ConfigureNumberRequest, ctx: HandlerContext) {
+      const account = requireAccount(ctx);
+      const em = requestEm(ctx);
+      // The path carries E164 without "+" (a "+" in a path is easily mangled); accept either.
+      const digits = req.number.replace(/^\+/, "");
+      const number = /^\d{8,15}$/.test(digits) ? await em.findOne(PhoneNumber, { number: `+${digits}`, accountSid: account.sid }) : null;
+      if (!number) throw notFound("Number", req.number);
+      if (req.friendly !== undefined) {
+        if (req.friendly.length > 255) throw fieldError("Friendly", "InvalidParameter", "Friendly must be at most 255 characters.");
+        number.friendly = req.friendly;
+      }
+      if (req.addressSid !== undefined) {
+        const sid = req.addressSid.trim();
+        if (sid === "") {
+          number.addressSid = null;
+        } else {
+          const address = isSid(sid, "AD") ? await em.findOne(Address, { sid, accountSid: account.sid }) : null;
+          if (!address) throw fieldError("AddressSid", "InvalidParameter", `AddressSid ${sid} is not an address of this account; add it first (POST /v2/Accounts/{AccountSid}/Addresses).`);
+          if (address.status !== "Active") {
+            throw fieldError("AddressSid", "AddressNotActive", `Address ${sid} is ${address.status}; numbers can only be registered against an Active address.`);
+          }
+          number.addressSid = address.sid;
+        }
+      }
+      await em.flush();
+      return toNumberPb(number);
+    },
+  };
+}
