@@ -11,6 +11,7 @@ import { NumberService } from "../gen/switchboard/v2/numbers_pb.js";
 import { authenticateCall, type EdgeDeps } from "./accounts/auth.js";
 import { createAddressService } from "./addresses/address-service.js";
 import { createAdminService } from "./admin/admin-service.js";
+import type { Carrier } from "./carriers/carrier.js";
 import type { Clock } from "./common/clock.js";
 import { systemClock } from "./common/clock.js";
 import type { Config } from "./config.js";
@@ -24,6 +25,10 @@ export interface AppDeps {
   orm: MikroORM;
   config: Pick<Config, "adminToken" | "webhookAllowPrivate" | "noAlphaCountries" | "bodyLimit">;
   clock?: Clock;
+  /** The carrier, for the simulator's operator endpoints. */
+  carrier?: Carrier;
+  /** Called after a message is queued, to wake the dispatcher. */
+  onQueued?: () => void;
   /** Fastify logger option: false in tests, a pino instance or options in main. */
   logger?: FastifyServerOptions["logger"] | FastifyServerOptions["loggerInstance"];
 }
@@ -39,10 +44,10 @@ export function createServices(deps: AppDeps): ServedService[] {
   const clock = deps.clock ?? systemClock;
   const served = (service: DescService, impl: object) => ({ service, impl: impl as ServiceImpl<DescService> });
   return [
-    served(MessagingService, createMessagingService({ clock, ...deps.config })),
+    served(MessagingService, createMessagingService({ clock, ...deps.config, onQueued: deps.onQueued })),
     served(AddressService, createAddressService({ clock })),
     served(NumberService, createNumberService()),
-    served(AdminService, createAdminService({ clock })),
+    served(AdminService, createAdminService({ clock, carrier: deps.carrier })),
   ];
 }
 
@@ -55,7 +60,18 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const isInstance = typeof loggerOpt === "object" && loggerOpt !== null && "child" in loggerOpt;
   const app = fastify({
     // httpolyglot sniffs each connection: HTTP/1.1 for curl and browsers, h2c for gRPC clients.
-    serverFactory: (handler) => createServer(handler) as unknown as import("node:http").Server,
+    // It is a net.Server, so Fastify cannot see its h2c sessions: without closeHttp2Sessions (which
+    // Fastify calls on close) an idle gRPC client session held close() open for its 15-minute idle timeout.
+    serverFactory: (handler) => {
+      const server = createServer(handler);
+      const sessions = new Set<import("node:http2").Http2Session>();
+      server.on("session", (s: import("node:http2").Http2Session) => {
+        sessions.add(s);
+        s.once("close", () => sessions.delete(s));
+      });
+      const closeHttp2Sessions = () => sessions.forEach((s) => s.close());
+      return Object.assign(server, { closeHttp2Sessions }) as unknown as import("node:http").Server;
+    },
     ...(isInstance ? { loggerInstance: loggerOpt as FastifyServerOptions["loggerInstance"] } : { logger: loggerOpt as FastifyServerOptions["logger"] }),
     bodyLimit: deps.config.bodyLimit,
     // Idle HTTP/2 sessions would otherwise hold close() open.
@@ -83,6 +99,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     bodyLimit: deps.config.bodyLimit,
     edge: (ctx) => authenticateCall(edgeDeps, { service: ctx.service, header: ctx.requestHeader, values: ctx.values }),
   });
+
+  if (deps.carrier?.routes) await app.register(deps.carrier.routes);
 
   app.get("/healthz", async () => ({ Status: "ok" }));
   app.get("/readyz", async (_req, reply) => {

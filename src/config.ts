@@ -15,6 +15,21 @@ export interface Config {
   noAlphaCountries: Set<string>;
   /** Largest accepted request body, bytes. */
   bodyLimit: number;
+  /** Delay before the simulator's delivery reports, ms. */
+  simulatorReportDelayMs: number;
+  /** The Kannel carrier's settings (CARRIER=kannel). */
+  kannel: KannelConfig;
+}
+
+/** How to reach Kannel's sendsms and how Kannel reaches us back. */
+export interface KannelConfig {
+  sendsmsUrl: string;
+  username: string;
+  password: string;
+  /** Base URL at which Kannel reaches this service for delivery reports and inbound SMS. */
+  callbackBaseUrl: string;
+  /** Shared secret Kannel's callbacks must carry. */
+  callbackSecret: string;
 }
 
 const DEFAULT_DATA_DIR = ".switchboard/data";
@@ -43,5 +58,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
         .filter(Boolean),
     ),
     bodyLimit: Number(env.BODY_LIMIT_BYTES ?? 1024 * 1024),
+    simulatorReportDelayMs: Number(env.SIMULATOR_REPORT_DELAY_MS ?? 200),
+    kannel: {
+      sendsmsUrl: env.KANNEL_SENDSMS_URL ?? "http://127.0.0.1:13013/cgi-bin/sendsms",
+      username: env.KANNEL_USERNAME ?? "switchboard",
+      password: env.KANNEL_PASSWORD ?? "switchboard",
+      callbackBaseUrl: env.KANNEL_CALLBACK_URL ?? `http://127.0.0.1:${port}`,
+      callbackSecret: env.KANNEL_CALLBACK_SECRET ?? "switchboard-kannel",
+    },
   };
 }

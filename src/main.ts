@@ -3,7 +3,9 @@ import { buildApp } from "./app.js";
 import { firstRunBanner, resolveAdminToken, seedDemo } from "./bootstrap.js";
 import { systemClock } from "./common/clock.js";
 import { loadConfig } from "./config.js";
+import { createCarrier } from "./carriers/index.js";
 import { createOrm, migrateUp } from "./db/orm.js";
+import { createDeliveryEngine } from "./delivery/engine.js";
 
 /** Starts the service: config, database and migrations, HTTP port; stops cleanly on SIGTERM/SIGINT. */
 async function main(): Promise<void> {
@@ -15,13 +17,16 @@ async function main(): Promise<void> {
   const orm = await createOrm({ databaseUrl: config.databaseUrl });
   await migrateUp(orm);
   const demo = await seedDemo(orm, systemClock);
-  const app = await buildApp({ orm, config, clock: systemClock, logger: log });
+  const carrier = await createCarrier(config, systemClock);
+  const engine = createDeliveryEngine({ orm, clock: systemClock, carrier, webhookAllowPrivate: config.webhookAllowPrivate, log });
+  const app = await buildApp({ orm, config, clock: systemClock, logger: log, carrier, onQueued: () => engine.nudge() });
+  await engine.start();
   await app.listen({ port: config.port, host: config.host });
   const shown = config.host === "0.0.0.0" || config.host === "::" ? "localhost" : config.host;
   const base = `http://${shown}:${config.port}`;
   if (demo) process.stdout.write(firstRunBanner(base, admin, demo) + "\n");
   else if (admin.generated) process.stdout.write(`SWITCHBOARD_ADMIN_TOKEN is not set; operator token for this run: ${admin.token}\n`);
-  log.info({ url: base }, "Switchboard listening");
+  log.info({ url: base, carrier: carrier.name }, "Switchboard listening");
 
   let stopping = false;
   const stop = async (signal: string) => {
@@ -34,7 +39,9 @@ async function main(): Promise<void> {
     }, 10_000);
     timer.unref();
     try {
+      // Stop taking requests (in-flight ones finish), then let the workers finish their round.
       await app.close();
+      await engine.stop();
       await orm.close(true);
     } finally {
       process.exit(0);

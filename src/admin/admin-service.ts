@@ -17,7 +17,16 @@ import {
   type RotateTokenRequest,
   type UpdateAccountRequest,
   type UpdatePropertyRequest,
+  type InjectInboundRequest,
+  type ListHandsetMessagesRequest,
+  type ListWebhookDeliveriesRequest,
+  InjectInboundResponseSchema,
+  ListHandsetMessagesResponseSchema,
+  ListWebhookDeliveriesResponseSchema,
 } from "../../gen/switchboard/admin/v1/admin_pb.js";
+import type { Carrier } from "../carriers/carrier.js";
+import type { SimulatorCarrier } from "../carriers/simulator.js";
+import { unixSeconds } from "../common/clock.js";
 import { Account } from "../accounts/account.entity.js";
 import { hashToken } from "../accounts/auth.js";
 import { Property } from "../accounts/property.entity.js";
@@ -70,7 +79,13 @@ async function findAccount(em: EntityManager, sid: string): Promise<Account> {
 }
 
 /** Creates the operator's AdminService implementation. */
-export function createAdminService(deps: { clock: Clock }): ServiceImpl<typeof AdminService> {
+export function createAdminService(deps: { clock: Clock; carrier?: Carrier }): ServiceImpl<typeof AdminService> {
+  const simulator = (): SimulatorCarrier => {
+    if (deps.carrier?.name !== "simulator") {
+      throw apiError(Code.FailedPrecondition, "InvalidParameter", "The simulator endpoints work only with CARRIER=simulator.");
+    }
+    return deps.carrier as SimulatorCarrier;
+  };
   return {
     async createAccount(req: CreateAccountRequest, ctx: HandlerContext) {
       const em = requireAdmin(ctx);
@@ -173,6 +188,57 @@ export function createAdminService(deps: { clock: Clock }): ServiceImpl<typeof A
       address.status = req.status;
       await em.flush();
       return toAddressPb(address);
+    },
+
+    async injectInbound(req: InjectInboundRequest, ctx: HandlerContext) {
+      requireAdmin(ctx);
+      const sim = simulator();
+      const from = req.from.trim();
+      if (!parseE164(from)) throw fieldError("From", "InvalidParameter", "From must be the handset's E164 number, e.g. +14155550123.");
+      if (!parseE164(req.to.trim())) throw fieldError("To", "InvalidParameter", "To must be an E164 number of the service, e.g. a leased pool number.");
+      const result = await sim.injectInbound({ from, to: req.to.trim(), text: req.text });
+      return create(InjectInboundResponseSchema, result);
+    },
+
+    async listHandsetMessages(req: ListHandsetMessagesRequest, ctx: HandlerContext) {
+      requireAdmin(ctx);
+      const number = `+${req.number.replace(/^\+/, "")}`;
+      const messages = simulator()
+        .handsetMessages(number)
+        .map((m) => ({ messageSid: m.messageSid, from: m.from, to: m.to, text: m.text, received: BigInt(unixSeconds(m.at)) }));
+      return create(ListHandsetMessagesResponseSchema, { messages });
+    },
+
+    async listWebhookDeliveries(req: ListWebhookDeliveriesRequest, ctx: HandlerContext) {
+      const em = requireAdmin(ctx);
+      if (!isSid(req.messageSid, "MG")) throw notFound("Message", req.messageSid);
+      const deliveries = await em.execute<Record<string, any>[]>(
+        "select * from webhook_deliveries where message_sid = ? order by created_at, id",
+        [req.messageSid],
+      );
+      const attempts = deliveries.length
+        ? await em.execute<Record<string, any>[]>(
+            `select * from webhook_attempts where delivery_id in (${deliveries.map(() => "?").join(",")}) order by id`,
+            deliveries.map((d) => d.id),
+          )
+        : [];
+      const secs = (v: unknown) => BigInt(unixSeconds(v ? new Date(v as string) : null));
+      return create(ListWebhookDeliveriesResponseSchema, {
+        deliveries: deliveries.map((d) => ({
+          webhookId: d.id,
+          eventType: d.event_type,
+          url: d.url,
+          method: d.method,
+          status: d.status,
+          attempts: d.attempts,
+          nextAttempt: d.status === "Pending" ? secs(d.next_attempt_at) : 0n,
+          created: secs(d.created_at),
+          delivered: secs(d.delivered_at),
+          attemptLog: attempts
+            .filter((a) => a.delivery_id === d.id)
+            .map((a) => ({ attempted: secs(a.attempted_at), statusCode: a.status_code ?? 0, error: a.error, durationMs: a.duration_ms })),
+        })),
+      });
     },
   };
 }

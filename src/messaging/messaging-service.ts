@@ -38,6 +38,8 @@ export interface MessagingDeps {
   webhookAllowPrivate: boolean;
   /** Countries whose operators do not take alphanumeric sender IDs. */
   noAlphaCountries: Set<string>;
+  /** Wakes the dispatcher after a message is committed. */
+  onQueued?: () => void;
 }
 
 /** Contract §6: at most this many items in one batch. */
@@ -174,6 +176,9 @@ export function createMessagingService(deps: MessagingDeps): ServiceImpl<typeof 
         if (idemKey) tx.persist(tx.create(IdempotencyKey, { accountSid: account.sid, key: idemKey, messageSid: sid, createdAt: now }));
         await tx.flush();
         return toMessagePb(message);
+      }).then((m) => {
+        if (!v.scheduled) deps.onQueued?.();
+        return m;
       });
     } catch (err) {
       // A concurrent request with the same Idempotency-Key won the race: answer with its message.
@@ -186,7 +191,9 @@ export function createMessagingService(deps: MessagingDeps): ServiceImpl<typeof 
   }
 
   async function findIdempotent(em: EntityManager, account: Account, key: string, now: Date): Promise<MessagePb | undefined> {
-    const row = await em.findOne(IdempotencyKey, { accountSid: account.sid, key });
+    // Not managed: an expired row is deleted natively below, and a managed copy would turn the
+    // re-insert of the same key in send() into an UPDATE of the deleted row (the key was lost).
+    const row = await em.findOne(IdempotencyKey, { accountSid: account.sid, key }, { disableIdentityMap: true });
     if (!row) return undefined;
     if (now.getTime() - row.createdAt.getTime() >= IDEMPOTENCY_TTL_MS) {
       await em.nativeDelete(IdempotencyKey, { accountSid: account.sid, key });

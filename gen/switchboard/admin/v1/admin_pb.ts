@@ -15,7 +15,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file switchboard/admin/v1/admin.proto.
  */
 export const file_switchboard_admin_v1_admin: GenFile = /*@__PURE__*/
-  fileDesc("CiBzd2l0Y2hib2FyZC9hZG1pbi92MS9hZG1pbi5wcm90bxIUc3dpdGNoYm9hcmQuYWRtaW4udjEiXwoHQWNjb3VudBIfCgthY2NvdW50X3NpZBgBIAEoCVIKQWNjb3VudFNpZBISCgRuYW1lGAIgASgJUgROYW1lEh8KC3Ntc19lbmFibGVkGAMgASgIUgpTbXNFbmFibGVkImAKFENyZWF0ZUFjY291bnRSZXF1ZXN0EhIKBG5hbWUYASABKAlSBE5hbWUSJAoLc21zX2VuYWJsZWQYAiABKAhIAFIKU21zRW5hYmxlZIgBAUIOCgxfc21zX2VuYWJsZWQiqgEKFUNyZWF0ZUFjY291bnRSZXNwb25zZRIfCgthY2NvdW50X3NpZBgBIAEoCVIKQWNjb3VudFNpZBISCgRuYW1lGAIgASgJUgROYW1lEh8KC3Ntc19lbmFibGVkGAMgASgIUgpTbXNFbmFibGVkEhQKBXRva2VuGAQgASgJUgVUb2tlbhIlCg53ZWJob29rX3NlY3JldBgFIAEoCVINV2ViaG9va1NlY3JldCKPAQoUVXBkYXRlQWNjb3VudFJlcXVlc3QSHwoLYWNjb3VudF9zaWQYASABKAlSCkFjY291bnRTaWQSFwoEbmFtZRgCIAEoCUgAUgROYW1liAEBEiQKC3Ntc19lbmFibGVkGAMgASgISAFSClNtc0VuYWJsZWSIAQFCBwoFX25hbWVCDgoMX3Ntc19lbmFibGVkIjUKElJvdGF0ZVRva2VuUmVxdWVzdBIfCgthY2NvdW50X3NpZBgBIAEoCVIKQWNjb3VudFNpZCJMChNSb3RhdGVUb2tlblJlc3BvbnNlEh8KC2FjY291bnRfc2lkGAEgASgJUgpBY2NvdW50U2lkEhQKBXRva2VuGAIgASgJUgVUb2tlbiKDAQoIUHJvcGVydHkSIQoMcHJvcGVydHlfc2lkGAEgASgJUgtQcm9wZXJ0eVNpZBIfCgthY2NvdW50X3NpZBgCIAEoCVIKQWNjb3VudFNpZBISCgRuYW1lGAMgASgJUgROYW1lEh8KC3Ntc19lbmFibGVkGAQgASgIUgpTbXNFbmFibGVkIoIBChVDcmVhdGVQcm9wZXJ0eVJlcXVlc3QSHwoLYWNjb3VudF9zaWQYASABKAlSCkFjY291bnRTaWQSEgoEbmFtZRgCIAEoCVIETmFtZRIkCgtzbXNfZW5hYmxlZBgDIAEoCEgAUgpTbXNFbmFibGVkiAEBQg4KDF9zbXNfZW5hYmxlZCKSAQoVVXBkYXRlUHJvcGVydHlSZXF1ZXN0EiEKDHByb3BlcnR5X3NpZBgBIAEoCVILUHJvcGVydHlTaWQSFwoEbmFtZRgCIAEoCUgAUgROYW1liAEBEiQKC3Ntc19lbmFibGVkGAMgASgISAFSClNtc0VuYWJsZWSIAQFCBwoFX25hbWVCDgoMX3Ntc19lbmFibGVkIk4KE0NyZWF0ZU51bWJlclJlcXVlc3QSFgoGbnVtYmVyGAEgASgJUgZOdW1iZXISHwoLYWNjb3VudF9zaWQYAiABKAlSCkFjY291bnRTaWQiTwoUUmV2aWV3QWRkcmVzc1JlcXVlc3QSHwoLYWRkcmVzc19zaWQYASABKAlSCkFkZHJlc3NTaWQSFgoGc3RhdHVzGAIgASgJUgZTdGF0dXMy3wcKDEFkbWluU2VydmljZRKHAQoNQ3JlYXRlQWNjb3VudBIqLnN3aXRjaGJvYXJkLmFkbWluLnYxLkNyZWF0ZUFjY291bnRSZXF1ZXN0Gisuc3dpdGNoYm9hcmQuYWRtaW4udjEuQ3JlYXRlQWNjb3VudFJlc3BvbnNlIh2C0+STAhc6ASoiEi9hZG1pbi92MS9BY2NvdW50cxKHAQoNVXBkYXRlQWNjb3VudBIqLnN3aXRjaGJvYXJkLmFkbWluLnYxLlVwZGF0ZUFjY291bnRSZXF1ZXN0Gh0uc3dpdGNoYm9hcmQuYWRtaW4udjEuQWNjb3VudCIrgtPkkwIlOgEqIiAvYWRtaW4vdjEvQWNjb3VudHMve2FjY291bnRfc2lkfRKVAQoLUm90YXRlVG9rZW4SKC5zd2l0Y2hib2FyZC5hZG1pbi52MS5Sb3RhdGVUb2tlblJlcXVlc3QaKS5zd2l0Y2hib2FyZC5hZG1pbi52MS5Sb3RhdGVUb2tlblJlc3BvbnNlIjGC0+STAis6ASoiJi9hZG1pbi92MS9BY2NvdW50cy97YWNjb3VudF9zaWR9L1Rva2VuEpUBCg5DcmVhdGVQcm9wZXJ0eRIrLnN3aXRjaGJvYXJkLmFkbWluLnYxLkNyZWF0ZVByb3BlcnR5UmVxdWVzdBoeLnN3aXRjaGJvYXJkLmFkbWluLnYxLlByb3BlcnR5IjaC0+STAjA6ASoiKy9hZG1pbi92MS9BY2NvdW50cy97YWNjb3VudF9zaWR9L1Byb3BlcnRpZXMSjQEKDlVwZGF0ZVByb3BlcnR5Eisuc3dpdGNoYm9hcmQuYWRtaW4udjEuVXBkYXRlUHJvcGVydHlSZXF1ZXN0Gh4uc3dpdGNoYm9hcmQuYWRtaW4udjEuUHJvcGVydHkiLoLT5JMCKDoBKiIjL2FkbWluL3YxL1Byb3BlcnRpZXMve3Byb3BlcnR5X3NpZH0SbwoMQ3JlYXRlTnVtYmVyEikuc3dpdGNoYm9hcmQuYWRtaW4udjEuQ3JlYXRlTnVtYmVyUmVxdWVzdBoWLnN3aXRjaGJvYXJkLnYyLk51bWJlciIcgtPkkwIWOgEqIhEvYWRtaW4vdjEvTnVtYmVycxKJAQoNUmV2aWV3QWRkcmVzcxIqLnN3aXRjaGJvYXJkLmFkbWluLnYxLlJldmlld0FkZHJlc3NSZXF1ZXN0Ghcuc3dpdGNoYm9hcmQudjIuQWRkcmVzcyIzgtPkkwItOgEqIigvYWRtaW4vdjEvQWRkcmVzc2VzL3thZGRyZXNzX3NpZH0vUmV2aWV3YgZwcm90bzM", [file_google_api_annotations, file_switchboard_v2_addresses, file_switchboard_v2_numbers]);
+  fileDesc("CiBzd2l0Y2hib2FyZC9hZG1pbi92MS9hZG1pbi5wcm90bxIUc3dpdGNoYm9hcmQuYWRtaW4udjEiXwoHQWNjb3VudBIfCgthY2NvdW50X3NpZBgBIAEoCVIKQWNjb3VudFNpZBISCgRuYW1lGAIgASgJUgROYW1lEh8KC3Ntc19lbmFibGVkGAMgASgIUgpTbXNFbmFibGVkImAKFENyZWF0ZUFjY291bnRSZXF1ZXN0EhIKBG5hbWUYASABKAlSBE5hbWUSJAoLc21zX2VuYWJsZWQYAiABKAhIAFIKU21zRW5hYmxlZIgBAUIOCgxfc21zX2VuYWJsZWQiqgEKFUNyZWF0ZUFjY291bnRSZXNwb25zZRIfCgthY2NvdW50X3NpZBgBIAEoCVIKQWNjb3VudFNpZBISCgRuYW1lGAIgASgJUgROYW1lEh8KC3Ntc19lbmFibGVkGAMgASgIUgpTbXNFbmFibGVkEhQKBXRva2VuGAQgASgJUgVUb2tlbhIlCg53ZWJob29rX3NlY3JldBgFIAEoCVINV2ViaG9va1NlY3JldCKPAQoUVXBkYXRlQWNjb3VudFJlcXVlc3QSHwoLYWNjb3VudF9zaWQYASABKAlSCkFjY291bnRTaWQSFwoEbmFtZRgCIAEoCUgAUgROYW1liAEBEiQKC3Ntc19lbmFibGVkGAMgASgISAFSClNtc0VuYWJsZWSIAQFCBwoFX25hbWVCDgoMX3Ntc19lbmFibGVkIjUKElJvdGF0ZVRva2VuUmVxdWVzdBIfCgthY2NvdW50X3NpZBgBIAEoCVIKQWNjb3VudFNpZCJMChNSb3RhdGVUb2tlblJlc3BvbnNlEh8KC2FjY291bnRfc2lkGAEgASgJUgpBY2NvdW50U2lkEhQKBXRva2VuGAIgASgJUgVUb2tlbiKDAQoIUHJvcGVydHkSIQoMcHJvcGVydHlfc2lkGAEgASgJUgtQcm9wZXJ0eVNpZBIfCgthY2NvdW50X3NpZBgCIAEoCVIKQWNjb3VudFNpZBISCgRuYW1lGAMgASgJUgROYW1lEh8KC3Ntc19lbmFibGVkGAQgASgIUgpTbXNFbmFibGVkIoIBChVDcmVhdGVQcm9wZXJ0eVJlcXVlc3QSHwoLYWNjb3VudF9zaWQYASABKAlSCkFjY291bnRTaWQSEgoEbmFtZRgCIAEoCVIETmFtZRIkCgtzbXNfZW5hYmxlZBgDIAEoCEgAUgpTbXNFbmFibGVkiAEBQg4KDF9zbXNfZW5hYmxlZCKSAQoVVXBkYXRlUHJvcGVydHlSZXF1ZXN0EiEKDHByb3BlcnR5X3NpZBgBIAEoCVILUHJvcGVydHlTaWQSFwoEbmFtZRgCIAEoCUgAUgROYW1liAEBEiQKC3Ntc19lbmFibGVkGAMgASgISAFSClNtc0VuYWJsZWSIAQFCBwoFX25hbWVCDgoMX3Ntc19lbmFibGVkIk4KE0NyZWF0ZU51bWJlclJlcXVlc3QSFgoGbnVtYmVyGAEgASgJUgZOdW1iZXISHwoLYWNjb3VudF9zaWQYAiABKAlSCkFjY291bnRTaWQiTwoUUmV2aWV3QWRkcmVzc1JlcXVlc3QSHwoLYWRkcmVzc19zaWQYASABKAlSCkFkZHJlc3NTaWQSFgoGc3RhdHVzGAIgASgJUgZTdGF0dXMiTgoUSW5qZWN0SW5ib3VuZFJlcXVlc3QSEgoEZnJvbRgBIAEoCVIERnJvbRIOCgJ0bxgCIAEoCVICVG8SEgoEdGV4dBgDIAEoCVIEVGV4dCJYChVJbmplY3RJbmJvdW5kUmVzcG9uc2USHwoLbWVzc2FnZV9zaWQYASABKAlSCk1lc3NhZ2VTaWQSHgoLaW5fcmVwbHlfdG8YAiABKAlSCUluUmVwbHlUbyI0ChpMaXN0SGFuZHNldE1lc3NhZ2VzUmVxdWVzdBIWCgZudW1iZXIYASABKAlSBk51bWJlciKFAQoOSGFuZHNldE1lc3NhZ2USHwoLbWVzc2FnZV9zaWQYASABKAlSCk1lc3NhZ2VTaWQSEgoEZnJvbRgCIAEoCVIERnJvbRIOCgJ0bxgDIAEoCVICVG8SEgoEdGV4dBgEIAEoCVIEVGV4dBIaCghyZWNlaXZlZBgFIAEoA1IIUmVjZWl2ZWQiXwobTGlzdEhhbmRzZXRNZXNzYWdlc1Jlc3BvbnNlEkAKCG1lc3NhZ2VzGAEgAygLMiQuc3dpdGNoYm9hcmQuYWRtaW4udjEuSGFuZHNldE1lc3NhZ2VSCE1lc3NhZ2VzIj8KHExpc3RXZWJob29rRGVsaXZlcmllc1JlcXVlc3QSHwoLbWVzc2FnZV9zaWQYASABKAlSCk1lc3NhZ2VTaWQihgEKDldlYmhvb2tBdHRlbXB0EhwKCWF0dGVtcHRlZBgBIAEoA1IJQXR0ZW1wdGVkEh8KC3N0YXR1c19jb2RlGAIgASgFUgpTdGF0dXNDb2RlEhQKBWVycm9yGAMgASgJUgVFcnJvchIfCgtkdXJhdGlvbl9tcxgEIAEoBVIKRHVyYXRpb25NcyLPAgoPV2ViaG9va0RlbGl2ZXJ5Eh0KCndlYmhvb2tfaWQYASABKAlSCVdlYmhvb2tJZBIdCgpldmVudF90eXBlGAIgASgJUglFdmVudFR5cGUSEAoDdXJsGAMgASgJUgNVcmwSFgoGbWV0aG9kGAQgASgJUgZNZXRob2QSFgoGc3RhdHVzGAUgASgJUgZTdGF0dXMSGgoIYXR0ZW1wdHMYBiABKAVSCEF0dGVtcHRzEiEKDG5leHRfYXR0ZW1wdBgHIAEoA1ILTmV4dEF0dGVtcHQSGAoHY3JlYXRlZBgIIAEoA1IHQ3JlYXRlZBIcCglkZWxpdmVyZWQYCSABKANSCURlbGl2ZXJlZBJFCgthdHRlbXB0X2xvZxgKIAMoCzIkLnN3aXRjaGJvYXJkLmFkbWluLnYxLldlYmhvb2tBdHRlbXB0UgpBdHRlbXB0TG9nImYKHUxpc3RXZWJob29rRGVsaXZlcmllc1Jlc3BvbnNlEkUKCmRlbGl2ZXJpZXMYASADKAsyJS5zd2l0Y2hib2FyZC5hZG1pbi52MS5XZWJob29rRGVsaXZlcnlSCkRlbGl2ZXJpZXMy3QsKDEFkbWluU2VydmljZRKHAQoNQ3JlYXRlQWNjb3VudBIqLnN3aXRjaGJvYXJkLmFkbWluLnYxLkNyZWF0ZUFjY291bnRSZXF1ZXN0Gisuc3dpdGNoYm9hcmQuYWRtaW4udjEuQ3JlYXRlQWNjb3VudFJlc3BvbnNlIh2C0+STAhc6ASoiEi9hZG1pbi92MS9BY2NvdW50cxKHAQoNVXBkYXRlQWNjb3VudBIqLnN3aXRjaGJvYXJkLmFkbWluLnYxLlVwZGF0ZUFjY291bnRSZXF1ZXN0Gh0uc3dpdGNoYm9hcmQuYWRtaW4udjEuQWNjb3VudCIrgtPkkwIlOgEqIiAvYWRtaW4vdjEvQWNjb3VudHMve2FjY291bnRfc2lkfRKVAQoLUm90YXRlVG9rZW4SKC5zd2l0Y2hib2FyZC5hZG1pbi52MS5Sb3RhdGVUb2tlblJlcXVlc3QaKS5zd2l0Y2hib2FyZC5hZG1pbi52MS5Sb3RhdGVUb2tlblJlc3BvbnNlIjGC0+STAis6ASoiJi9hZG1pbi92MS9BY2NvdW50cy97YWNjb3VudF9zaWR9L1Rva2VuEpUBCg5DcmVhdGVQcm9wZXJ0eRIrLnN3aXRjaGJvYXJkLmFkbWluLnYxLkNyZWF0ZVByb3BlcnR5UmVxdWVzdBoeLnN3aXRjaGJvYXJkLmFkbWluLnYxLlByb3BlcnR5IjaC0+STAjA6ASoiKy9hZG1pbi92MS9BY2NvdW50cy97YWNjb3VudF9zaWR9L1Byb3BlcnRpZXMSjQEKDlVwZGF0ZVByb3BlcnR5Eisuc3dpdGNoYm9hcmQuYWRtaW4udjEuVXBkYXRlUHJvcGVydHlSZXF1ZXN0Gh4uc3dpdGNoYm9hcmQuYWRtaW4udjEuUHJvcGVydHkiLoLT5JMCKDoBKiIjL2FkbWluL3YxL1Byb3BlcnRpZXMve3Byb3BlcnR5X3NpZH0SbwoMQ3JlYXRlTnVtYmVyEikuc3dpdGNoYm9hcmQuYWRtaW4udjEuQ3JlYXRlTnVtYmVyUmVxdWVzdBoWLnN3aXRjaGJvYXJkLnYyLk51bWJlciIcgtPkkwIWOgEqIhEvYWRtaW4vdjEvTnVtYmVycxKJAQoNUmV2aWV3QWRkcmVzcxIqLnN3aXRjaGJvYXJkLmFkbWluLnYxLlJldmlld0FkZHJlc3NSZXF1ZXN0Ghcuc3dpdGNoYm9hcmQudjIuQWRkcmVzcyIzgtPkkwItOgEqIigvYWRtaW4vdjEvQWRkcmVzc2VzL3thZGRyZXNzX3NpZH0vUmV2aWV3EpABCg1JbmplY3RJbmJvdW5kEiouc3dpdGNoYm9hcmQuYWRtaW4udjEuSW5qZWN0SW5ib3VuZFJlcXVlc3QaKy5zd2l0Y2hib2FyZC5hZG1pbi52MS5JbmplY3RJbmJvdW5kUmVzcG9uc2UiJoLT5JMCIDoBKiIbL2FkbWluL3YxL1NpbXVsYXRvci9JbmJvdW5kErIBChNMaXN0SGFuZHNldE1lc3NhZ2VzEjAuc3dpdGNoYm9hcmQuYWRtaW4udjEuTGlzdEhhbmRzZXRNZXNzYWdlc1JlcXVlc3QaMS5zd2l0Y2hib2FyZC5hZG1pbi52MS5MaXN0SGFuZHNldE1lc3NhZ2VzUmVzcG9uc2UiNoLT5JMCMBIuL2FkbWluL3YxL1NpbXVsYXRvci9IYW5kc2V0cy97bnVtYmVyfS9NZXNzYWdlcxKzAQoVTGlzdFdlYmhvb2tEZWxpdmVyaWVzEjIuc3dpdGNoYm9hcmQuYWRtaW4udjEuTGlzdFdlYmhvb2tEZWxpdmVyaWVzUmVxdWVzdBozLnN3aXRjaGJvYXJkLmFkbWluLnYxLkxpc3RXZWJob29rRGVsaXZlcmllc1Jlc3BvbnNlIjGC0+STAisSKS9hZG1pbi92MS9NZXNzYWdlcy97bWVzc2FnZV9zaWR9L1dlYmhvb2tzYgZwcm90bzM", [file_google_api_annotations, file_switchboard_v2_addresses, file_switchboard_v2_numbers]);
 
 /**
  * An account, without secrets.
@@ -332,6 +332,280 @@ export const ReviewAddressRequestSchema: GenMessage<ReviewAddressRequest> = /*@_
   messageDesc(file_switchboard_admin_v1_admin, 10);
 
 /**
+ * An SMS from a simulated handset.
+ *
+ * @generated from message switchboard.admin.v1.InjectInboundRequest
+ */
+export type InjectInboundRequest = Message<"switchboard.admin.v1.InjectInboundRequest"> & {
+  /**
+   * @generated from field: string from = 1 [json_name = "From"];
+   */
+  from: string;
+
+  /**
+   * @generated from field: string to = 2 [json_name = "To"];
+   */
+  to: string;
+
+  /**
+   * @generated from field: string text = 3 [json_name = "Text"];
+   */
+  text: string;
+};
+
+/**
+ * Describes the message switchboard.admin.v1.InjectInboundRequest.
+ * Use `create(InjectInboundRequestSchema)` to create a new message.
+ */
+export const InjectInboundRequestSchema: GenMessage<InjectInboundRequest> = /*@__PURE__*/
+  messageDesc(file_switchboard_admin_v1_admin, 11);
+
+/**
+ * The inbound message as stored, if it was matched to an account.
+ *
+ * @generated from message switchboard.admin.v1.InjectInboundResponse
+ */
+export type InjectInboundResponse = Message<"switchboard.admin.v1.InjectInboundResponse"> & {
+  /**
+   * The inbound MessageSid; "" when the reply matched no live lease.
+   *
+   * @generated from field: string message_sid = 1 [json_name = "MessageSid"];
+   */
+  messageSid: string;
+
+  /**
+   * The outbound MessageSid whose lease it answered; "" if none.
+   *
+   * @generated from field: string in_reply_to = 2 [json_name = "InReplyTo"];
+   */
+  inReplyTo: string;
+};
+
+/**
+ * Describes the message switchboard.admin.v1.InjectInboundResponse.
+ * Use `create(InjectInboundResponseSchema)` to create a new message.
+ */
+export const InjectInboundResponseSchema: GenMessage<InjectInboundResponse> = /*@__PURE__*/
+  messageDesc(file_switchboard_admin_v1_admin, 12);
+
+/**
+ * Identifies a simulated handset; Number is E164 without the +.
+ *
+ * @generated from message switchboard.admin.v1.ListHandsetMessagesRequest
+ */
+export type ListHandsetMessagesRequest = Message<"switchboard.admin.v1.ListHandsetMessagesRequest"> & {
+  /**
+   * @generated from field: string number = 1 [json_name = "Number"];
+   */
+  number: string;
+};
+
+/**
+ * Describes the message switchboard.admin.v1.ListHandsetMessagesRequest.
+ * Use `create(ListHandsetMessagesRequestSchema)` to create a new message.
+ */
+export const ListHandsetMessagesRequestSchema: GenMessage<ListHandsetMessagesRequest> = /*@__PURE__*/
+  messageDesc(file_switchboard_admin_v1_admin, 13);
+
+/**
+ * One SMS delivered to a simulated handset.
+ *
+ * @generated from message switchboard.admin.v1.HandsetMessage
+ */
+export type HandsetMessage = Message<"switchboard.admin.v1.HandsetMessage"> & {
+  /**
+   * @generated from field: string message_sid = 1 [json_name = "MessageSid"];
+   */
+  messageSid: string;
+
+  /**
+   * @generated from field: string from = 2 [json_name = "From"];
+   */
+  from: string;
+
+  /**
+   * @generated from field: string to = 3 [json_name = "To"];
+   */
+  to: string;
+
+  /**
+   * @generated from field: string text = 4 [json_name = "Text"];
+   */
+  text: string;
+
+  /**
+   * @generated from field: int64 received = 5 [json_name = "Received"];
+   */
+  received: bigint;
+};
+
+/**
+ * Describes the message switchboard.admin.v1.HandsetMessage.
+ * Use `create(HandsetMessageSchema)` to create a new message.
+ */
+export const HandsetMessageSchema: GenMessage<HandsetMessage> = /*@__PURE__*/
+  messageDesc(file_switchboard_admin_v1_admin, 14);
+
+/**
+ * What a handset received, oldest first.
+ *
+ * @generated from message switchboard.admin.v1.ListHandsetMessagesResponse
+ */
+export type ListHandsetMessagesResponse = Message<"switchboard.admin.v1.ListHandsetMessagesResponse"> & {
+  /**
+   * @generated from field: repeated switchboard.admin.v1.HandsetMessage messages = 1 [json_name = "Messages"];
+   */
+  messages: HandsetMessage[];
+};
+
+/**
+ * Describes the message switchboard.admin.v1.ListHandsetMessagesResponse.
+ * Use `create(ListHandsetMessagesResponseSchema)` to create a new message.
+ */
+export const ListHandsetMessagesResponseSchema: GenMessage<ListHandsetMessagesResponse> = /*@__PURE__*/
+  messageDesc(file_switchboard_admin_v1_admin, 15);
+
+/**
+ * Identifies the message whose webhook calls to list.
+ *
+ * @generated from message switchboard.admin.v1.ListWebhookDeliveriesRequest
+ */
+export type ListWebhookDeliveriesRequest = Message<"switchboard.admin.v1.ListWebhookDeliveriesRequest"> & {
+  /**
+   * @generated from field: string message_sid = 1 [json_name = "MessageSid"];
+   */
+  messageSid: string;
+};
+
+/**
+ * Describes the message switchboard.admin.v1.ListWebhookDeliveriesRequest.
+ * Use `create(ListWebhookDeliveriesRequestSchema)` to create a new message.
+ */
+export const ListWebhookDeliveriesRequestSchema: GenMessage<ListWebhookDeliveriesRequest> = /*@__PURE__*/
+  messageDesc(file_switchboard_admin_v1_admin, 16);
+
+/**
+ * One attempt at a webhook call.
+ *
+ * @generated from message switchboard.admin.v1.WebhookAttempt
+ */
+export type WebhookAttempt = Message<"switchboard.admin.v1.WebhookAttempt"> & {
+  /**
+   * @generated from field: int64 attempted = 1 [json_name = "Attempted"];
+   */
+  attempted: bigint;
+
+  /**
+   * 0 when no HTTP answer came (timeout, network error, refused target).
+   *
+   * @generated from field: int32 status_code = 2 [json_name = "StatusCode"];
+   */
+  statusCode: number;
+
+  /**
+   * @generated from field: string error = 3 [json_name = "Error"];
+   */
+  error: string;
+
+  /**
+   * @generated from field: int32 duration_ms = 4 [json_name = "DurationMs"];
+   */
+  durationMs: number;
+};
+
+/**
+ * Describes the message switchboard.admin.v1.WebhookAttempt.
+ * Use `create(WebhookAttemptSchema)` to create a new message.
+ */
+export const WebhookAttemptSchema: GenMessage<WebhookAttempt> = /*@__PURE__*/
+  messageDesc(file_switchboard_admin_v1_admin, 17);
+
+/**
+ * One webhook call and its attempts.
+ *
+ * @generated from message switchboard.admin.v1.WebhookDelivery
+ */
+export type WebhookDelivery = Message<"switchboard.admin.v1.WebhookDelivery"> & {
+  /**
+   * @generated from field: string webhook_id = 1 [json_name = "WebhookId"];
+   */
+  webhookId: string;
+
+  /**
+   * @generated from field: string event_type = 2 [json_name = "EventType"];
+   */
+  eventType: string;
+
+  /**
+   * @generated from field: string url = 3 [json_name = "Url"];
+   */
+  url: string;
+
+  /**
+   * @generated from field: string method = 4 [json_name = "Method"];
+   */
+  method: string;
+
+  /**
+   * Pending, Delivered or Failed.
+   *
+   * @generated from field: string status = 5 [json_name = "Status"];
+   */
+  status: string;
+
+  /**
+   * @generated from field: int32 attempts = 6 [json_name = "Attempts"];
+   */
+  attempts: number;
+
+  /**
+   * @generated from field: int64 next_attempt = 7 [json_name = "NextAttempt"];
+   */
+  nextAttempt: bigint;
+
+  /**
+   * @generated from field: int64 created = 8 [json_name = "Created"];
+   */
+  created: bigint;
+
+  /**
+   * @generated from field: int64 delivered = 9 [json_name = "Delivered"];
+   */
+  delivered: bigint;
+
+  /**
+   * @generated from field: repeated switchboard.admin.v1.WebhookAttempt attempt_log = 10 [json_name = "AttemptLog"];
+   */
+  attemptLog: WebhookAttempt[];
+};
+
+/**
+ * Describes the message switchboard.admin.v1.WebhookDelivery.
+ * Use `create(WebhookDeliverySchema)` to create a new message.
+ */
+export const WebhookDeliverySchema: GenMessage<WebhookDelivery> = /*@__PURE__*/
+  messageDesc(file_switchboard_admin_v1_admin, 18);
+
+/**
+ * A message's webhook calls, oldest first.
+ *
+ * @generated from message switchboard.admin.v1.ListWebhookDeliveriesResponse
+ */
+export type ListWebhookDeliveriesResponse = Message<"switchboard.admin.v1.ListWebhookDeliveriesResponse"> & {
+  /**
+   * @generated from field: repeated switchboard.admin.v1.WebhookDelivery deliveries = 1 [json_name = "Deliveries"];
+   */
+  deliveries: WebhookDelivery[];
+};
+
+/**
+ * Describes the message switchboard.admin.v1.ListWebhookDeliveriesResponse.
+ * Use `create(ListWebhookDeliveriesResponseSchema)` to create a new message.
+ */
+export const ListWebhookDeliveriesResponseSchema: GenMessage<ListWebhookDeliveriesResponse> = /*@__PURE__*/
+  messageDesc(file_switchboard_admin_v1_admin, 19);
+
+/**
  * Operator API: accounts, properties, numbers and address review (bearer admin token).
  *
  * @generated from service switchboard.admin.v1.AdminService
@@ -406,6 +680,36 @@ export const AdminService: GenService<{
     methodKind: "unary";
     input: typeof ReviewAddressRequestSchema;
     output: typeof AddressSchema;
+  },
+  /**
+   * Simulator carrier only: makes a handset send an SMS into the service.
+   *
+   * @generated from rpc switchboard.admin.v1.AdminService.InjectInbound
+   */
+  injectInbound: {
+    methodKind: "unary";
+    input: typeof InjectInboundRequestSchema;
+    output: typeof InjectInboundResponseSchema;
+  },
+  /**
+   * Simulator carrier only: what the simulated network delivered to a handset.
+   *
+   * @generated from rpc switchboard.admin.v1.AdminService.ListHandsetMessages
+   */
+  listHandsetMessages: {
+    methodKind: "unary";
+    input: typeof ListHandsetMessagesRequestSchema;
+    output: typeof ListHandsetMessagesResponseSchema;
+  },
+  /**
+   * The webhook calls queued for a message, with every attempt.
+   *
+   * @generated from rpc switchboard.admin.v1.AdminService.ListWebhookDeliveries
+   */
+  listWebhookDeliveries: {
+    methodKind: "unary";
+    input: typeof ListWebhookDeliveriesRequestSchema;
+    output: typeof ListWebhookDeliveriesResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_switchboard_admin_v1_admin, 0);

@@ -1,0 +1,148 @@
+import { mkdirSync } from "node:fs";
+import { resolve } from "node:path";
+import type { MikroORM, Options } from "@mikro-orm/sql";
+import { Migrator } from "@mikro-orm/migrations";
+import { entities } from "./entities.js";
+import { Migration20261122000000 } from "./migrations/Migration20261122000000.js";
+import { Migration20261122010000 } from "./migrations/Migration20261122010000.js";
+
+/** Every committed migration, oldest first; listed so they run from TS source and bundles alike (no glob). */
+export const migrations = [
+  { name: "Migration20261122000000", class: Migration20261122000000 },
+  { name: "Migration20261122010000", class: Migration20261122010000 },
+];
+
+/** Options of createOrm. */
+export interface CreateOrmOptions {
+  /** postgres:// or postgresql:// for a server; memory:// for in-memory PGlite; any other value is a PGlite data folder. */
+  databaseUrl: string;
+  /** Logs every query through MikroORM's logger. */
+  debug?: boolean;
+  /** Largest number of pooled connections (PostgreSQL only); at least 2, see migrateUp. */
+  poolMax?: number;
+  /** In-memory PGlite only: start from this `dumpDataDir()` image instead of an empty cluster. */
+  pgliteImage?: Blob;
+}
+
+/** Which engine a database URL selects. */
+export function databaseKind(databaseUrl: string): "postgres" | "pglite" {
+  return /^postgres(ql)?:\/\//i.test(databaseUrl) ? "postgres" : "pglite";
+}
+
+const kinds = new WeakMap<MikroORM, "postgres" | "pglite">();
+
+/** Which engine an ORM runs on (PGlite has one connection: a transaction blocks every other query). */
+export function ormKind(orm: MikroORM): "postgres" | "pglite" {
+  return kinds.get(orm) ?? (orm.driver.constructor.name === "PgliteDriver" ? "pglite" : "postgres");
+}
+
+/** Builds the ORM for a database URL (it connects on first use, so a down server only shows later); run migrateUp before serving. */
+export async function createOrm(opts: CreateOrmOptions): Promise<MikroORM> {
+  const orm = await initOrm(opts);
+  kinds.set(orm, databaseKind(opts.databaseUrl));
+  return orm;
+}
+
+async function initOrm(opts: CreateOrmOptions): Promise<MikroORM> {
+  const common: Options = {
+    entities,
+    extensions: [Migrator],
+    allowGlobalContext: false,
+    debug: opts.debug ?? false,
+    migrations: {
+      path: "src/db/migrations",
+      migrationsList: migrations,
+      // Migrations are hand-written SQL: no schema snapshot to keep in step, and main logs what ran.
+      snapshot: false,
+      snapshotOnMigrate: false,
+      silent: true,
+      transactional: true,
+      allOrNothing: true,
+    },
+  };
+  if (databaseKind(opts.databaseUrl) === "postgres") {
+    const { MikroORM: PostgresOrm } = await import("@mikro-orm/postgresql");
+    return PostgresOrm.init({
+      ...common,
+      clientUrl: opts.databaseUrl,
+      // migrateUp holds its lock on one connection while the migrator probes on another.
+      pool: { max: Math.max(2, opts.poolMax ?? 10) },
+    });
+  }
+  const { MikroORM: PgliteOrm } = await import("@mikro-orm/pglite");
+  if (opts.databaseUrl.startsWith("memory://")) {
+    return PgliteOrm.init({
+      ...common,
+      dbName: "memory://",
+      // A function, because MikroORM deep-copies option objects and a copied Blob is unreadable.
+      driverOptions: opts.pgliteImage ? () => ({ loadDataDir: opts.pgliteImage }) : {},
+    });
+  }
+  if (opts.pgliteImage) throw new Error("pgliteImage only applies to memory:// databases");
+  const dir = resolve(opts.databaseUrl);
+  mkdirSync(dir, { recursive: true });
+  return PgliteOrm.init({ ...common, dbName: dir });
+}
+
+// Any constant works; it only has to be the same in every process sharing the database.
+const MIGRATION_LOCK_KEY = 736_542_001;
+
+/**
+ * Applies the committed migrations that have not run yet and returns their names. Safe at every
+ * start: on PostgreSQL an advisory lock makes concurrent starters wait for the first one instead
+ * of racing it; PGlite has a single owner process, so it needs none.
+ */
+export async function migrateUp(orm: MikroORM): Promise<string[]> {
+  const migrator = orm.migrator;
+  if (ormKind(orm) === "pglite") {
+    return (await migrator.up()).map((m) => m.name);
+  }
+  const connection = orm.em.getConnection();
+  return connection.transactional(async (trx) => {
+    await connection.execute("select pg_advisory_xact_lock(?)", [MIGRATION_LOCK_KEY], "run", trx);
+    return (await migrator.up({ transaction: trx })).map((m) => m.name);
+  });
+}
+
+/** Whether the database answers `select 1` within timeoutMs (for /readyz); never throws. */
+export async function isDatabaseReady(orm: MikroORM, timeoutMs = 2000): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<false>((done) => {
+    timer = setTimeout(() => done(false), timeoutMs);
+  });
+  const probe = orm.em
+    .fork()
+    .execute("select 1 as ok", [], { method: "get", signal: AbortSignal.timeout(timeoutMs) })
+    .then(() => true, () => false);
+  try {
+    return await Promise.race([probe, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** A database constraint failure, by kind and constraint name. */
+export interface ConstraintViolation {
+  kind: "unique" | "foreign-key" | "check" | "not-null";
+  constraint: string;
+}
+
+const VIOLATION_KINDS: Record<string, ConstraintViolation["kind"]> = {
+  "23505": "unique",
+  "23503": "foreign-key",
+  // ON DELETE RESTRICT reports restrict_violation on PGlite (PostgreSQL 17) but 23503 on PostgreSQL 15.
+  "23001": "foreign-key",
+  "23514": "check",
+  "23502": "not-null",
+};
+
+/**
+ * Classifies a constraint error, whether MikroORM converted it (a DriverException subclass) or it
+ * came raw from COMMIT (deferred foreign keys are checked there, and MikroORM does not convert those).
+ */
+export function constraintViolation(e: unknown): ConstraintViolation | undefined {
+  if (typeof e !== "object" || e === null) return undefined;
+  const { code, constraint } = e as { code?: unknown; constraint?: unknown };
+  const kind = typeof code === "string" ? VIOLATION_KINDS[code] : undefined;
+  return kind ? { kind, constraint: typeof constraint === "string" ? constraint : "" } : undefined;
+}
