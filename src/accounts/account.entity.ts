@@ -1,0 +1,20 @@
+import { defineEntity, p } from "@mikro-orm/core";
+
+/** Schema of a customer account (table `accounts`). */
+export const AccountSchema = defineEntity({
+  name: "Account",
+  tableName: "accounts",
+  properties: {
+    sid: p.string().length(32).primary(),
+    name: p.string().default(""),
+    smsEnabled: p.boolean().default(true),
+    // Only the sha256 hex of the token is kept: the token is shown once and never stored.
+    tokenHash: p.string().length(64),
+    webhookSecret: p.string(),
+    createdAt: p.datetime(),
+  },
+});
+
+/** A customer account: the tenant every other row belongs to. */
+export class Account extends AccountSchema.class {}
+AccountSchema.setClass(Account);

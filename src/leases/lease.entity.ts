@@ -1,0 +1,24 @@
+import { defineEntity, p } from "@mikro-orm/core";
+
+/** Schema of a leased sender (table `leases`). */
+export const LeaseSchema = defineEntity({
+  name: "Lease",
+  tableName: "leases",
+  properties: {
+    sid: p.string().length(32).primary(),
+    poolNumber: p.string().length(16),
+    recipient: p.string().length(16),
+    accountSid: p.string().length(32),
+    messageSid: p.string().length(32),
+    // 1..5: the partial unique index on (recipient, slot) is what caps live leases per recipient.
+    slot: p.smallint(),
+    createdAt: p.datetime(),
+    expiresAt: p.datetime(),
+    // Expired leases still hold their slot until something sets this; allocation does so lazily.
+    released: p.boolean().default(false),
+  },
+});
+
+/** A pool number lent to one recipient for 30 days so replies can be routed back. */
+export class Lease extends LeaseSchema.class {}
+LeaseSchema.setClass(Lease);

@@ -1,0 +1,55 @@
+import { defineEntity, p } from "@mikro-orm/core";
+
+/** Whether a message goes out to a handset or came in from one. */
+export type MessageDirection = "Transmit" | "Receive";
+/** Lifecycle state of a message (contract §6). */
+export type MessageStatus = "Scheduled" | "Processing" | "Submitted" | "Delivered" | "Failed" | "Canceled" | "Received";
+/** How the sender was chosen; "" for inbound messages. */
+export type SenderKind = "E164" | "Alphanumeric" | "Leased" | "";
+/** Character set the text is sent in. */
+export type MessageEncoding = "GSM7" | "UCS2";
+
+/** Schema of an SMS, outbound or inbound (table `messages`). */
+export const MessageSchema = defineEntity({
+  name: "Message",
+  tableName: "messages",
+  properties: {
+    sid: p.string().length(32).primary(),
+    accountSid: p.string().length(32),
+    propertySid: p.string().length(32),
+    direction: p.string().length(16).$type<MessageDirection>(),
+    status: p.string().length(16).$type<MessageStatus>(),
+    senderKind: p.string().length(16).$type<SenderKind>().default(""),
+    // The actual From: the allocated pool number when the sender was leased.
+    sender: p.string().length(32),
+    recipient: p.string().length(32),
+    text: p.text(),
+    encoding: p.string().length(8).$type<MessageEncoding>(),
+    numSegments: p.integer(),
+    deliveryReceipt: p.boolean().default(true),
+    drWebhookUri: p.text().default(""),
+    drWebhookMethod: p.string().length(8).default(""),
+    forwardToSms: p.string().length(32).default(""),
+    forwardFromSms: p.string().length(32).default(""),
+    forwardToEmail: p.string().default(""),
+    forwardFromEmail: p.string().default(""),
+    webhookUri: p.text().default(""),
+    webhookMethod: p.string().length(8).default(""),
+    leaseSid: p.string().length(32).nullable(),
+    inReplyTo: p.string().length(32).nullable(),
+    // The Schedule the client asked for; sendAt is when the dispatcher may actually send.
+    scheduledAt: p.datetime().nullable(),
+    sendAt: p.datetime(),
+    createdAt: p.datetime(),
+    submittedAt: p.datetime().nullable(),
+    deliveredAt: p.datetime().nullable(),
+    receivedAt: p.datetime().nullable(),
+    errorCode: p.string().length(64).default(""),
+    attempts: p.integer().default(0),
+    carrierRef: p.string().nullable(),
+  },
+});
+
+/** An SMS message and its delivery state; the row is also the dispatcher's queue entry. */
+export class Message extends MessageSchema.class {}
+MessageSchema.setClass(Message);

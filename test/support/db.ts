@@ -1,0 +1,78 @@
+import { randomBytes } from "node:crypto";
+import type { MikroORM } from "@mikro-orm/sql";
+import type { PgliteConnection } from "@mikro-orm/pglite";
+import { createOrm, migrateUp } from "../../src/db/orm.js";
+
+/** An isolated, migrated database for one test file or test, and how to dispose of it. */
+export interface TestOrm {
+  orm: MikroORM;
+  close(): Promise<void>;
+}
+
+/** Which engine createTestOrm uses here: PostgreSQL when DATABASE_URL names a server, else PGlite. */
+export function dbKind(): "postgres" | "pglite" {
+  return /^postgres(ql)?:\/\//i.test(process.env.DATABASE_URL ?? "") ? "postgres" : "pglite";
+}
+
+/** A fresh migrated database: its own PostgreSQL database (dropped on close), or an in-memory PGlite. */
+export async function createTestOrm(): Promise<TestOrm> {
+  return dbKind() === "postgres" ? createPostgresTestOrm(process.env.DATABASE_URL!) : createPgliteTestOrm();
+}
+
+async function createPostgresTestOrm(serverUrl: string): Promise<TestOrm> {
+  const name = `sb_test_${process.pid}_${randomBytes(6).toString("hex")}`;
+  const url = new URL(serverUrl);
+  url.pathname = `/${name}`;
+  // The ORM creates the missing database itself on connect (MikroORM's ensureDatabase).
+  const orm = await createOrm({ databaseUrl: url.toString(), poolMax: 4 });
+  try {
+    await migrateUp(orm);
+  } catch (e) {
+    await orm.close(true);
+    await dropDatabase(serverUrl, name);
+    throw e;
+  }
+  return {
+    orm,
+    async close() {
+      await orm.close(true);
+      await dropDatabase(serverUrl, name);
+    },
+  };
+}
+
+async function dropDatabase(serverUrl: string, name: string): Promise<void> {
+  const admin = await createOrm({ databaseUrl: serverUrl, poolMax: 2 });
+  try {
+    // WITH (FORCE) ends connections a test leaked instead of failing the drop (PostgreSQL 13+).
+    await admin.em.fork().execute(`drop database if exists "${name}" with (force)`);
+  } finally {
+    await admin.close(true);
+  }
+}
+
+// One migrated image per worker process: creating and migrating PGlite costs seconds, loading an
+// image about half a second. PGlite's own clone() would do the same but drops MikroORM's type
+// parsers (raw timestamps would come back as Date here and as strings in production).
+let pgliteImage: Promise<Blob> | undefined;
+
+async function buildPgliteImage(): Promise<Blob> {
+  const template = await createOrm({ databaseUrl: "memory://" });
+  try {
+    await migrateUp(template);
+    const pglite = await (template.driver.getConnection() as unknown as PgliteConnection).getNativeClient();
+    return await pglite.dumpDataDir("none");
+  } finally {
+    await template.close(true);
+  }
+}
+
+async function createPgliteTestOrm(): Promise<TestOrm> {
+  pgliteImage ??= buildPgliteImage();
+  const image = await pgliteImage.catch((e: unknown) => {
+    pgliteImage = undefined;
+    throw e;
+  });
+  const orm = await createOrm({ databaseUrl: "memory://", pgliteImage: image });
+  return { orm, close: () => orm.close(true) };
+}

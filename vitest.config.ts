@@ -1,0 +1,12 @@
+import { defineConfig } from "vitest/config";
+
+export default defineConfig({
+  test: {
+    include: ["test/**/*.test.ts"],
+    testTimeout: 30_000,
+    hookTimeout: 60_000,
+    // Forks, at most two: each worker loads its own PGlite WASM, and this machine has two cores.
+    pool: "forks",
+    maxWorkers: 2,
+  },
+});
