@@ -18,6 +18,7 @@ import { requestEm, requireAccount } from "../common/context.js";
 import { fieldErrors, notFound, ruleError } from "../common/errors.js";
 import { pageOf } from "../common/paging.js";
 import { isSid, newSid } from "../common/sid.js";
+import { constraintViolation } from "../db/orm.js";
 import { PhoneNumber } from "../numbers/phone-number.entity.js";
 import { Address } from "./address.entity.js";
 import { validateAddress } from "./address-rules.js";
@@ -49,11 +50,6 @@ export async function ownedAddress(em: EntityManager, account: Account, addressS
 /** The path's AccountSid must be the caller's own; any other is invisible (404). */
 export function ownAccountPath(account: Account, accountSid: string): void {
   if (accountSid !== account.sid) throw notFound("Account", accountSid);
-}
-
-function isForeignKeyViolation(err: unknown): boolean {
-  const e = err as { code?: string; name?: string };
-  return e?.code === "23503" || e?.name === "ForeignKeyConstraintViolationException";
 }
 
 /** Creates the AddressService implementation. */
@@ -107,7 +103,7 @@ export function createAddressService(deps: { clock: Clock }): ServiceImpl<typeof
         // The foreign key from numbers is the real guard against a number assigned meanwhile.
         await em.nativeDelete(Address, { sid: address.sid });
       } catch (err) {
-        if (isForeignKeyViolation(err)) throw inUse();
+        if (constraintViolation(err)?.kind === "foreign-key") throw inUse();
         throw err;
       }
       return create(DeleteAddressResponseSchema, { addressSid: address.sid });

@@ -26,6 +26,7 @@ import { kIdempotencyKey, requestEm, requireAccount } from "../common/context.js
 import { fieldError, fieldErrors, notFound, ruleError, toResponseStatus } from "../common/errors.js";
 import { pageOf } from "../common/paging.js";
 import { isSid, newSid } from "../common/sid.js";
+import { constraintViolation } from "../db/orm.js";
 import { allocateLease, releaseLease } from "../leases/lease-allocator.js";
 import { PhoneNumber } from "../numbers/phone-number.entity.js";
 import { IdempotencyKey } from "./idempotency-key.entity.js";
@@ -94,11 +95,6 @@ async function ownedMessage(em: EntityManager, account: Account, messageSid: str
   const message = isSid(messageSid, "MG") ? await em.findOne(Message, { sid: messageSid, accountSid: account.sid }) : null;
   if (!message) throw notFound("Message", messageSid);
   return message;
-}
-
-function isUniqueViolation(err: unknown): boolean {
-  const e = err as { code?: string; name?: string };
-  return e?.code === "23505" || e?.name === "UniqueConstraintViolationException";
 }
 
 /** Creates the MessagingService implementation. */
@@ -182,7 +178,7 @@ export function createMessagingService(deps: MessagingDeps): ServiceImpl<typeof 
       });
     } catch (err) {
       // A concurrent request with the same Idempotency-Key won the race: answer with its message.
-      if (idemKey && isUniqueViolation(err)) {
+      if (idemKey && constraintViolation(err)?.kind === "unique") {
         const previous = await findIdempotent(em.fork(), account, idemKey, now);
         if (previous) return previous;
       }
