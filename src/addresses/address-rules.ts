@@ -55,7 +55,8 @@ export function validateAddress(req: CreateAddressRequest): { problems: FieldPro
   for (const [name, value, message] of required) {
     if (value === "") problems.push({ field: name, code: "MissingParameter", message });
   }
-  if (v.countryCode !== "" && !isCountryCode(v.countryCode)) {
+  // One entry per field (contract §4): an over-long CountryCode is already reported above.
+  if (v.countryCode !== "" && v.countryCode.length <= MAX_ADDRESS_FIELD && !isCountryCode(v.countryCode)) {
     problems.push({ field: "CountryCode", code: "InvalidCountryCode", message: `CountryCode "${req.countryCode}" is not a two-letter ISO 3166-1 country code such as US or GB.` });
   }
   if (problems.length > 0) return { problems };
