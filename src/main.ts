@@ -18,7 +18,8 @@ async function main(): Promise<void> {
   await migrateUp(orm);
   const demo = await seedDemo(orm, systemClock);
   const carrier = await createCarrier(config, systemClock);
-  const engine = createDeliveryEngine({ orm, clock: systemClock, carrier, webhookAllowPrivate: config.webhookAllowPrivate, log });
+  const mailTransport = config.smtpUrl ? (await import("nodemailer")).createTransport(config.smtpUrl) : undefined;
+  const engine = createDeliveryEngine({ orm, clock: systemClock, carrier, webhookAllowPrivate: config.webhookAllowPrivate, log, mailTransport });
   const app = await buildApp({ orm, config, clock: systemClock, logger: log, carrier, onQueued: () => engine.nudge() });
   await engine.start();
   await app.listen({ port: config.port, host: config.host });

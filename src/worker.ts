@@ -15,7 +15,8 @@ async function main(): Promise<void> {
   const orm = await createOrm({ databaseUrl: config.databaseUrl });
   await migrateUp(orm);
   const carrier = await createCarrier(config, systemClock);
-  const engine = createDeliveryEngine({ orm, clock: systemClock, carrier, webhookAllowPrivate: config.webhookAllowPrivate, log });
+  const mailTransport = config.smtpUrl ? (await import("nodemailer")).createTransport(config.smtpUrl) : undefined;
+  const engine = createDeliveryEngine({ orm, clock: systemClock, carrier, webhookAllowPrivate: config.webhookAllowPrivate, log, mailTransport });
   await engine.start();
   log.info({ carrier: carrier.name }, "Switchboard worker running");
   const stop = async (signal: string) => {

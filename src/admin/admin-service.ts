@@ -23,6 +23,8 @@ import {
   InjectInboundResponseSchema,
   ListHandsetMessagesResponseSchema,
   ListWebhookDeliveriesResponseSchema,
+  type ListEmailsRequest,
+  ListEmailsResponseSchema,
 } from "../../gen/switchboard/admin/v1/admin_pb.js";
 import type { Carrier } from "../carriers/carrier.js";
 import type { SimulatorCarrier } from "../carriers/simulator.js";
@@ -34,7 +36,8 @@ import { Address } from "../addresses/address.entity.js";
 import { toAddressPb } from "../addresses/address-service.js";
 import type { Clock } from "../common/clock.js";
 import { kAdmin, requestEm } from "../common/context.js";
-import { apiError, fieldError, notFound } from "../common/errors.js";
+import { apiError, fieldError, fieldErrors, notFound } from "../common/errors.js";
+import { pageOf } from "../common/paging.js";
 import { parseE164 } from "../common/phone.js";
 import { isSid, newSid, randomSecret } from "../common/sid.js";
 import { PhoneNumber } from "../numbers/phone-number.entity.js";
@@ -207,6 +210,30 @@ export function createAdminService(deps: { clock: Clock; carrier?: Carrier }): S
         .handsetMessages(number)
         .map((m) => ({ messageSid: m.messageSid, from: m.from, to: m.to, text: m.text, received: BigInt(unixSeconds(m.at)) }));
       return create(ListHandsetMessagesResponseSchema, { messages });
+    },
+
+    async listEmails(req: ListEmailsRequest, ctx: HandlerContext) {
+      const em = requireAdmin(ctx);
+      const page = pageOf(req);
+      if (page.problems.length > 0) throw fieldErrors(page.problems);
+      const rows = await em.execute<Record<string, any>[]>("select * from emails order by created_at desc, id limit ? offset ?", [page.limit, page.offset]);
+      const total = await em.execute<{ n: number | string }[]>("select count(*) as n from emails");
+      const secs = (v: unknown) => BigInt(unixSeconds(v ? new Date(v as string) : null));
+      return create(ListEmailsResponseSchema, {
+        totalCount: Number(total[0].n),
+        emails: rows.map((r) => ({
+          emailId: r.id,
+          accountSid: r.account_sid,
+          messageSid: r.message_sid,
+          from: r.mail_from,
+          to: r.mail_to,
+          subject: r.subject,
+          body: r.body,
+          status: r.status,
+          created: secs(r.created_at),
+          sent: secs(r.sent_at),
+        })),
+      });
     },
 
     async listWebhookDeliveries(req: ListWebhookDeliveriesRequest, ctx: HandlerContext) {

@@ -2,6 +2,8 @@ import type { MikroORM } from "@mikro-orm/sql";
 import type { Logger } from "pino";
 import type { Carrier, CarrierEvents } from "../carriers/carrier.js";
 import type { Clock } from "../common/clock.js";
+import type { Transporter } from "nodemailer";
+import { createMailWorker } from "../mail/mail-outbox.js";
 import { createWebhookWorker, type WebhookWorker, type WebhookWorkerOptions } from "../webhooks/webhook-worker.js";
 import { createDispatcher, type Dispatcher, type DispatcherOptions } from "./dispatcher.js";
 import { receiveInbound } from "./inbound.js";
@@ -19,12 +21,15 @@ export interface DeliveryEngineOptions {
   pollMs?: number;
   dispatcher?: Partial<Pick<DispatcherOptions, "batchSize" | "claimMs" | "retryWindowMs">>;
   webhooks?: Partial<Pick<WebhookWorkerOptions, "timeoutMs" | "retryForMs" | "batchSize">>;
+  /** SMTP transport for forwarded e-mails; without one they are kept for the operator. */
+  mailTransport?: Transporter;
 }
 
 /** The dispatcher, the webhook sender and the carrier's event sink, started and stopped together. */
 export interface DeliveryEngine {
   dispatcher: Dispatcher;
   webhooks: WebhookWorker;
+  mail: { tick(): Promise<number> };
   events: CarrierEvents;
   /** Starts the carrier and (unless `loops` is false) the background loops. */
   start(opts?: { loops?: boolean }): Promise<void>;
@@ -38,6 +43,7 @@ export interface DeliveryEngine {
 export function createDeliveryEngine(opts: DeliveryEngineOptions): DeliveryEngine {
   const dispatcher = createDispatcher({ orm: opts.orm, clock: opts.clock, carrier: opts.carrier, log: opts.log, ...opts.dispatcher });
   const webhooks = createWebhookWorker({ orm: opts.orm, clock: opts.clock, allowPrivate: opts.webhookAllowPrivate, log: opts.log, ...opts.webhooks });
+  const mail = createMailWorker({ orm: opts.orm, clock: opts.clock, transport: opts.mailTransport, log: opts.log });
   const pollMs = opts.pollMs ?? 250;
   let loops: WorkerLoop[] = [];
   let webhookLoop: WorkerLoop | undefined;
@@ -49,7 +55,7 @@ export function createDeliveryEngine(opts: DeliveryEngineOptions): DeliveryEngin
     },
     async inbound(sms) {
       const result = await receiveInbound(opts.orm.em.fork(), sms, opts.clock.now());
-      webhookLoop?.nudge();
+      for (const l of loops) l.nudge();
       return result;
     },
   };
@@ -57,12 +63,17 @@ export function createDeliveryEngine(opts: DeliveryEngineOptions): DeliveryEngin
   return {
     dispatcher,
     webhooks,
+    mail,
     events,
     async start(startOpts) {
       await opts.carrier.start(events);
       if (startOpts?.loops === false) return;
       webhookLoop = createWorkerLoop("webhooks", () => webhooks.tick(), { intervalMs: pollMs * 4, log: opts.log });
-      loops = [createWorkerLoop("dispatcher", () => dispatcher.tick(), { intervalMs: pollMs, log: opts.log }), webhookLoop];
+      loops = [
+        createWorkerLoop("dispatcher", () => dispatcher.tick(), { intervalMs: pollMs, log: opts.log }),
+        webhookLoop,
+        createWorkerLoop("mail", () => mail.tick(), { intervalMs: pollMs * 4, log: opts.log }),
+      ];
       for (const l of loops) l.start();
     },
     nudge() {
