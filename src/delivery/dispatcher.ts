@@ -62,9 +62,13 @@ export function createDispatcher(opts: DispatcherOptions): Dispatcher {
         text: row.text,
         deliveryReceipt: row.delivery_receipt,
       });
+      // The carrier's report may have landed first (the message is already Delivered or Failed):
+      // keep that final status, but still record when it was submitted and the carrier's reference.
       await em.execute(
-        `update messages set status = 'Submitted', submitted_at = ?, carrier_ref = ?, claimed_until = null
-          where sid = ? and status = 'Processing'`,
+        `update messages
+            set status = case when status = 'Processing' then 'Submitted' else status end,
+                submitted_at = least(?::timestamptz, delivered_at), carrier_ref = ?, claimed_until = null
+          where sid = ? and (status = 'Processing' or (status in ('Delivered', 'Failed') and submitted_at is null))`,
         [opts.clock.now(), carrierRef, row.sid],
       );
     } catch (err) {
