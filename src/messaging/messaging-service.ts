@@ -242,6 +242,12 @@ export function createMessagingService(deps: MessagingDeps): ServiceImpl<typeof 
       if (req.direction !== "" && !DIRECTIONS.includes(req.direction)) {
         problems.push({ field: "Direction", code: "InvalidParameter", message: "Direction must be Transmit or Receive." });
       }
+      // Beyond years 1..9999 a Unix time is no Date the database (or JS) can hold: a 400, not a 500.
+      for (const [field, value] of [["Date_From", req.dateFrom], ["Date_To", req.dateTo]] as const) {
+        if (value !== undefined && (value < -62135596800n || value > 253402300799n)) {
+          problems.push({ field, code: "InvalidParameter", message: `${field} must be Unix seconds between -62135596800 and 253402300799 (years 1 to 9999).` });
+        }
+      }
       if (problems.length > 0) throw fieldErrors(problems);
       const created: Record<string, Date> = {};
       if (req.dateFrom !== undefined) created.$gte = new Date(Number(req.dateFrom) * 1000);
