@@ -14,6 +14,7 @@ import { createAdminService } from "./admin/admin-service.js";
 import type { Carrier } from "./carriers/carrier.js";
 import type { Clock } from "./common/clock.js";
 import { systemClock } from "./common/clock.js";
+import { rejectNulStrings } from "./common/nul-guard.js";
 import type { Config } from "./config.js";
 import { isDatabaseReady } from "./db/orm.js";
 import { createMessagingService } from "./messaging/messaging-service.js";
@@ -42,7 +43,8 @@ export interface ServedService {
 /** Builds the service implementations from their dependencies. */
 export function createServices(deps: AppDeps): ServedService[] {
   const clock = deps.clock ?? systemClock;
-  const served = (service: DescService, impl: object) => ({ service, impl: impl as ServiceImpl<DescService> });
+  // Every transport calls these: a request string with U+0000 is a 400 here, not a database 500.
+  const served = (service: DescService, impl: object) => ({ service, impl: rejectNulStrings(service, impl) as ServiceImpl<DescService> });
   return [
     served(MessagingService, createMessagingService({ clock, ...deps.config, onQueued: deps.onQueued })),
     served(AddressService, createAddressService({ clock })),
