@@ -1,0 +1,193 @@
+/**
+ * The README's first run, for real: `node --import tsx src/main.ts` (Node 24 from node_modules) on
+ * an empty embedded PGlite folder, no SWITCHBOARD_ADMIN_TOKEN. The banner's curl line is run with
+ * the real curl, the operator token works, SIGTERM exits 0 promptly (even with a gRPC client's h2c
+ * session open), and a restart on the same folder prints no banner and keeps every credential.
+ */
+import { type ChildProcess, execFile, spawn } from "node:child_process";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { createServer, type AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
+import { createClient } from "@connectrpc/connect";
+import { createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
+import { afterAll, describe, expect, it } from "vitest";
+import { MessagingService } from "../../gen/switchboard/v2/messaging_pb.js";
+
+const run = promisify(execFile);
+const ROOT = fileURLToPath(new URL("../..", import.meta.url));
+const NODE = join(ROOT, "node_modules", ".bin", "node");
+const SID_RE = (prefix: string) => new RegExp(`^${prefix}[A-Z0-9]{30}$`);
+const STARTUP_MS = 90_000;
+
+/** A running `node --import tsx src/main.ts` and everything it wrote. */
+interface Service {
+  child: ChildProcess;
+  stdout: () => string;
+  stderr: () => string;
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+async function freePort(): Promise<number> {
+  const srv = createServer();
+  await new Promise<void>((done) => srv.listen(0, "127.0.0.1", done));
+  const { port } = srv.address() as AddressInfo;
+  await new Promise<void>((done) => srv.close(() => done()));
+  return port;
+}
+
+const started: Service[] = [];
+
+/** Starts the service as the README says, on the embedded PGlite folder given, whatever this test's env says. */
+function startService(dataUrl: string, port: number): Service {
+  const env: NodeJS.ProcessEnv = { ...process.env, PORT: String(port), DATABASE_URL: dataUrl };
+  delete env.SWITCHBOARD_ADMIN_TOKEN;
+  delete env.HOST;
+  const child = spawn(NODE, ["--import", "tsx", "src/main.ts"], { cwd: ROOT, env, stdio: ["ignore", "pipe", "pipe"] });
+  let out = "";
+  let err = "";
+  child.stdout!.setEncoding("utf8").on("data", (d: string) => (out += d));
+  child.stderr!.setEncoding("utf8").on("data", (d: string) => (err += d));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((done) =>
+    child.once("exit", (code, signal) => done({ code, signal })),
+  );
+  const svc = { child, stdout: () => out, stderr: () => err, exited };
+  started.push(svc);
+  return svc;
+}
+
+/** Resolves when stdout matches; fails early if the process exits, or after timeoutMs. */
+async function waitForStdout(svc: Service, re: RegExp, timeoutMs = STARTUP_MS): Promise<RegExpExecArray> {
+  const deadline = Date.now() + timeoutMs;
+  let exited = false;
+  void svc.exited.then(() => (exited = true));
+  for (;;) {
+    const m = re.exec(svc.stdout());
+    if (m) return m;
+    if (exited || Date.now() > deadline) {
+      throw new Error(`${exited ? "service exited" : "timed out"} waiting for ${re}\n--- stdout\n${svc.stdout()}\n--- stderr\n${svc.stderr()}`);
+    }
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** Sends SIGTERM and returns how the process ended and how long it took. */
+async function stop(svc: Service): Promise<{ code: number | null; signal: NodeJS.Signals | null; ms: number }> {
+  const t0 = Date.now();
+  svc.child.kill("SIGTERM");
+  const timeout = new Promise<never>((_, fail) => setTimeout(() => fail(new Error(`no exit 15 s after SIGTERM\n--- stderr\n${svc.stderr()}`)), 15_000).unref());
+  const res = await Promise.race([svc.exited, timeout]);
+  return { ...res, ms: Date.now() - t0 };
+}
+
+const BANNER_RE =
+  /Switchboard first run: demo data created\.\n {2}Operator token: +(\S+) +\(kept in (.+)\)\n {2}Demo account: +(AC\S+)\n {2}Account token: +(\S+) .*\n {2}Demo property: +(PR\S+)\n {2}Pool number: +(\+\d+)\n\nSend an SMS:\n((?: {2}curl .*\\\n)(?: {4}.*\\\n)*(?: {4}\S+\/Messages))\n/;
+
+const tmp = mkdtempSync(join(tmpdir(), "switchboard-first-run-"));
+const dataUrl = join(tmp, "data");
+
+afterAll(async () => {
+  for (const svc of started) {
+    if (svc.child.exitCode === null && svc.child.signalCode === null) {
+      svc.child.kill("SIGKILL");
+      await svc.exited;
+    }
+  }
+  rmSync(tmp, { recursive: true, force: true });
+});
+
+describe("first run of the real service (embedded PGlite folder)", () => {
+  let demo: { operatorToken: string; tokenFile: string; accountSid: string; token: string; propertySid: string; poolNumber: string; messageSid: string };
+  let port: number;
+
+  it("prints the banner; its curl line sends an SMS; the operator token works; SIGTERM exits 0", { timeout: 150_000 }, async () => {
+    // A real curl is part of what is tested: its absence fails here instead of skipping.
+    const version = await run("curl", ["--version"]);
+    expect(version.stdout).toMatch(/^curl \d/);
+    expect(existsSync(NODE), `${NODE} (the Node 24 the project pins)`).toBe(true);
+
+    port = await freePort();
+    const svc = startService(dataUrl, port);
+    const m = await waitForStdout(svc, BANNER_RE);
+    const [, operatorToken, tokenFile, accountSid, token, propertySid, poolNumber, curlLine] = m;
+    expect(accountSid).toMatch(SID_RE("AC"));
+    expect(propertySid).toMatch(SID_RE("PR"));
+    expect(token.length).toBeGreaterThanOrEqual(32);
+    expect(operatorToken.length).toBeGreaterThanOrEqual(32);
+    expect(tokenFile).toBe(join(tmp, "admin-token"));
+    expect(readFileSync(tokenFile, "utf8").trim()).toBe(operatorToken);
+    expect(curlLine).toContain(`http://localhost:${port}/v2/Properties/${propertySid}/Messages`);
+
+    // The printed line exactly as a user would paste it, plus -w to see the status code.
+    const sent = await run("sh", ["-c", `${curlLine} -w '\\n%{http_code}'`]);
+    const body = sent.stdout.slice(0, sent.stdout.lastIndexOf("\n"));
+    const status = sent.stdout.slice(sent.stdout.lastIndexOf("\n") + 1);
+    expect(status, sent.stdout).toBe("200");
+    const msg = JSON.parse(body);
+    expect(Object.keys(msg).sort()).toEqual(["AccountSid", "From", "MessageSid", "PropertySid", "Text", "To"]);
+    expect(msg).toEqual({ MessageSid: expect.stringMatching(SID_RE("MG")), AccountSid: accountSid, PropertySid: propertySid, From: poolNumber, To: "+14155550123", Text: "Hello from Switchboard" });
+    demo = { operatorToken, tokenFile, accountSid, token, propertySid, poolNumber, messageSid: msg.MessageSid };
+
+    const base = `http://127.0.0.1:${port}`;
+    const created = await fetch(`${base}/admin/v1/Accounts`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${operatorToken}`, "content-type": "application/json" },
+      body: JSON.stringify({ Name: "Made by the operator" }),
+    });
+    expect(created.status).toBe(200);
+    expect(await created.json()).toMatchObject({ AccountSid: expect.stringMatching(SID_RE("AC")), Name: "Made by the operator" });
+    const refused = await fetch(`${base}/admin/v1/Accounts`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${operatorToken}x`, "content-type": "application/json" },
+      body: "{}",
+    });
+    expect(refused.status).toBe(401);
+
+    // A gRPC client (h2c) keeps its HTTP/2 session open across the shutdown, as real clients do.
+    const sessions = new Http2SessionManager(base);
+    try {
+      const grpc = createClient(MessagingService, createGrpcTransport({ baseUrl: base, sessionManager: sessions }));
+      const rec = await grpc.getMessage({ messageSid: msg.MessageSid }, { headers: { authorization: `Basic ${Buffer.from(`${accountSid}:${token}`).toString("base64")}` } });
+      expect(rec).toMatchObject({ messageSid: msg.MessageSid, from: poolNumber, to: "+14155550123" });
+      expect(["open", "idle"]).toContain(sessions.state());
+
+      const end = await stop(svc);
+      expect(end, svc.stderr()).toMatchObject({ code: 0, signal: null });
+      expect(end.ms).toBeLessThan(10_000);
+    } finally {
+      sessions.abort();
+    }
+  });
+
+  it("a restart on the same folder prints no banner and keeps the demo and operator credentials", { timeout: 150_000 }, async () => {
+    expect(demo, "the first run must have succeeded").toBeDefined();
+    const svc = startService(dataUrl, port);
+    await waitForStdout(svc, /Switchboard listening/);
+    expect(svc.stdout()).not.toContain("first run");
+    expect(svc.stdout()).not.toContain("Operator token");
+    expect(svc.stdout()).not.toContain("operator token for this run");
+
+    const base = `http://127.0.0.1:${port}`;
+    const got = await fetch(`${base}/v2/Messages/${demo.messageSid}`, {
+      headers: { authorization: `Basic ${Buffer.from(`${demo.accountSid}:${demo.token}`).toString("base64")}` },
+    });
+    expect(got.status).toBe(200);
+    expect(await got.json()).toMatchObject({ MessageSid: demo.messageSid, AccountSid: demo.accountSid, PropertySid: demo.propertySid, From: demo.poolNumber, To: "+14155550123", Text: "Hello from Switchboard" });
+
+    const fileToken = readFileSync(demo.tokenFile, "utf8").trim();
+    expect(fileToken).toBe(demo.operatorToken);
+    const renamed = await fetch(`${base}/admin/v1/Accounts/${demo.accountSid}`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${fileToken}`, "content-type": "application/json" },
+      body: JSON.stringify({ Name: "Demo, renamed" }),
+    });
+    expect(renamed.status).toBe(200);
+    expect(await renamed.json()).toMatchObject({ AccountSid: demo.accountSid, Name: "Demo, renamed" });
+
+    const end = await stop(svc);
+    expect(end, svc.stderr()).toMatchObject({ code: 0, signal: null });
+    expect(end.ms).toBeLessThan(10_000);
+  });
+});
