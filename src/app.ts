@@ -78,7 +78,6 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     bodyLimit: deps.config.bodyLimit,
     // Idle HTTP/2 sessions would otherwise hold close() open.
     forceCloseConnections: true,
-    disableRequestLogging: false,
   });
   const services = createServices(deps);
   const edgeDeps: EdgeDeps = { orm: deps.orm, adminToken: deps.config.adminToken };
