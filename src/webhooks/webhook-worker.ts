@@ -59,9 +59,10 @@ export function buildWebhookRequest(
   };
   if (call.method === "GET") {
     const query = new URLSearchParams(Object.entries(call.payload).map(([k, v]): [string, string] => [k, String(v)])).toString();
-    headers["webhook-signature"] = signer.sign(call.id, timestamp, query);
     const url = new URL(call.url);
     url.search = url.search ? `${url.search.slice(1)}&${query}` : query;
+    // The signed content is the query string the receiver gets, the URI's own parameters included.
+    headers["webhook-signature"] = signer.sign(call.id, timestamp, url.search.slice(1));
     return { url: url.toString(), init: { method: "GET", headers } };
   }
   const body = JSON.stringify(call.payload);
