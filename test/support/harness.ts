@@ -1,6 +1,9 @@
 import type { FastifyInstance } from "fastify";
 import { buildApp } from "../../src/app.js";
+import type { Carrier } from "../../src/carriers/carrier.js";
+import { createSimulatorCarrier } from "../../src/carriers/simulator.js";
 import { ManualClock } from "../../src/common/clock.js";
+import { createDeliveryEngine, type DeliveryEngine, type DeliveryEngineOptions } from "../../src/delivery/engine.js";
 import { createTestOrm, type TestOrm } from "./db.js";
 
 /** The operator token every test app uses. */
@@ -11,31 +14,69 @@ export interface TestApp {
   app: FastifyInstance;
   db: TestOrm;
   clock: ManualClock;
+  /** The carrier given to the app (and to the engine, when there is one). */
+  carrier?: Carrier;
+  /** The delivery engine, when asked for: started (carrier events wired), loops off unless asked. */
+  engine?: DeliveryEngine;
   close(): Promise<void>;
 }
 
+/** Options of the delivery engine a test app may create (orm, clock and carrier come from the app). */
+export type TestEngineOptions = Partial<Omit<DeliveryEngineOptions, "orm" | "clock" | "carrier">> & {
+  /** Run the background loops (default false: the test calls dispatcher.tick() / webhooks.tick()). */
+  loops?: boolean;
+};
+
+/** Options of createTestApp; all optional, and createTestApp() alone gives what it always did. */
+export interface TestAppOptions {
+  now?: Date;
+  webhookAllowPrivate?: boolean;
+  /** Run on this database instead of a fresh one; close() leaves it open. */
+  db?: TestOrm;
+  /** Use this clock (e.g. one shared across a restart) instead of a new one at `now`. */
+  clock?: ManualClock;
+  /** The carrier to pass to buildApp and the engine; with `engine` and no carrier, a simulator reporting after 0 ms. */
+  carrier?: Carrier;
+  /** Create and start a delivery engine (true for the defaults); the app's onQueued nudges it. */
+  engine?: boolean | TestEngineOptions;
+}
+
 /** A fresh app on a fresh migrated database (PGlite, or PostgreSQL when DATABASE_URL is set). */
-export async function createTestApp(opts: { now?: Date; webhookAllowPrivate?: boolean } = {}): Promise<TestApp> {
-  const db = await createTestOrm();
-  const clock = new ManualClock(opts.now ?? new Date("2026-11-22T12:00:00Z"));
+export async function createTestApp(opts: TestAppOptions = {}): Promise<TestApp> {
+  const db = opts.db ?? (await createTestOrm());
+  const ownDb = opts.db === undefined;
+  const clock = opts.clock ?? new ManualClock(opts.now ?? new Date("2026-11-22T12:00:00Z"));
+  const webhookAllowPrivate = opts.webhookAllowPrivate ?? false;
+  const engineOpts: TestEngineOptions | undefined = opts.engine === true ? {} : opts.engine || undefined;
+  const carrier = opts.carrier ?? (engineOpts ? createSimulatorCarrier({ clock, reportDelayMs: 0 }) : undefined);
+  const { loops, ...engineRest } = engineOpts ?? {};
+  const engine = engineOpts
+    ? createDeliveryEngine({ orm: db.orm, clock, carrier: carrier!, webhookAllowPrivate, ...engineRest })
+    : undefined;
   const app = await buildApp({
     orm: db.orm,
     clock,
+    carrier,
+    onQueued: engine ? () => engine.nudge() : undefined,
     config: {
       adminToken: ADMIN_TOKEN,
-      webhookAllowPrivate: opts.webhookAllowPrivate ?? false,
+      webhookAllowPrivate,
       noAlphaCountries: new Set(["US", "CA"]),
       bodyLimit: 1024 * 1024,
     },
   });
   await app.ready();
+  await engine?.start({ loops: loops ?? false });
   return {
     app,
     db,
     clock,
+    carrier,
+    engine,
     async close() {
       await app.close();
-      await db.close();
+      await engine?.stop();
+      if (ownDb) await db.close();
     },
   };
 }
