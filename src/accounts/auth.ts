@@ -64,7 +64,9 @@ export async function authenticateCall(deps: EdgeDeps, call: EdgeCall): Promise<
   if (call.service.typeName === AdminService.typeName) {
     const m = /^Bearer\s+(\S+)\s*$/i.exec(authorization ?? "");
     if (!deps.adminToken || !m || !secretsEqual(m[1], deps.adminToken)) {
-      throw unauthorized("Operator calls need `Authorization: Bearer <SWITCHBOARD_ADMIN_TOKEN>`.");
+      throw apiError(Code.Unauthenticated, "Unauthorized", "Operator calls need `Authorization: Bearer <SWITCHBOARD_ADMIN_TOKEN>`.", [], {
+        "www-authenticate": 'Bearer realm="switchboard-admin"',
+      });
     }
     call.values.set(kAdmin, true);
     return;

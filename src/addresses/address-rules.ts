@@ -1,7 +1,7 @@
 import countries from "i18n-iso-countries";
 import { postcodeValidator, postcodeValidatorExistsForCountry } from "postcode-validator";
 import type { CreateAddressRequest } from "../../gen/switchboard/v2/addresses_pb.js";
-import type { FieldProblem } from "../common/errors.js";
+import { type FieldProblem, quoted } from "../common/errors.js";
 
 /** Contract §6: longest accepted address text field. */
 export const MAX_ADDRESS_FIELD = 255;
@@ -57,7 +57,7 @@ export function validateAddress(req: CreateAddressRequest): { problems: FieldPro
   }
   // One entry per field (contract §4): an over-long CountryCode is already reported above.
   if (v.countryCode !== "" && v.countryCode.length <= MAX_ADDRESS_FIELD && !isCountryCode(v.countryCode)) {
-    problems.push({ field: "CountryCode", code: "InvalidCountryCode", message: `CountryCode "${req.countryCode}" is not a two-letter ISO 3166-1 country code such as US or GB.` });
+    problems.push({ field: "CountryCode", code: "InvalidCountryCode", message: `CountryCode ${quoted(req.countryCode)} is not a two-letter ISO 3166-1 country code such as US or GB.` });
   }
   if (problems.length > 0) return { problems };
   const countryCode = v.countryCode.toUpperCase();

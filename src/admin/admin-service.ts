@@ -36,7 +36,7 @@ import { Address } from "../addresses/address.entity.js";
 import { toAddressPb } from "../addresses/address-service.js";
 import type { Clock } from "../common/clock.js";
 import { kAdmin, requestEm } from "../common/context.js";
-import { apiError, fieldError, fieldErrors, notFound } from "../common/errors.js";
+import { apiError, fieldError, fieldErrors, notFound, quoted } from "../common/errors.js";
 import { pageOf } from "../common/paging.js";
 import { parseE164 } from "../common/phone.js";
 import { isSid, newSid, randomSecret } from "../common/sid.js";
@@ -156,11 +156,11 @@ export function createAdminService(deps: { clock: Clock; carrier?: Carrier }): S
       const em = requireAdmin(ctx);
       const value = req.number.trim();
       if (value === "") throw fieldError("Number", "MissingParameter", "Number is required: an E164 number such as +14155550123.");
-      if (!parseE164(value)) throw fieldError("Number", "InvalidParameter", `Number "${req.number}" is not a valid E164 number such as +14155550123.`);
+      if (!parseE164(value)) throw fieldError("Number", "InvalidParameter", `Number ${quoted(req.number)} is not a valid E164 number such as +14155550123.`);
       let accountSid: string | null = null;
       if (req.accountSid.trim() !== "") {
         const account = isSid(req.accountSid, "AC") ? await em.findOne(Account, { sid: req.accountSid }) : null;
-        if (!account) throw fieldError("AccountSid", "InvalidParameter", `AccountSid ${req.accountSid} is not an account.`);
+        if (!account) throw fieldError("AccountSid", "InvalidParameter", `AccountSid ${quoted(req.accountSid)} is not an account.`);
         accountSid = account.sid;
       }
       if (await em.findOne(PhoneNumber, { number: value })) {

@@ -56,6 +56,7 @@ export function apiError(
   errorCode: ErrorCode,
   message: string,
   fields: FieldProblem[] = [],
+  metadata?: Record<string, string>,
 ): ConnectError {
   const details: ConstructorParameters<typeof ConnectError>[3] = [
     { desc: ErrorInfoSchema, value: create(ErrorInfoSchema, { reason: errorCode, domain: ERROR_DOMAIN }) },
@@ -70,7 +71,12 @@ export function apiError(
       }),
     });
   }
-  return new ConnectError(message, code, undefined, details);
+  return new ConnectError(message, code, metadata, details);
+}
+
+/** A client's value quoted for an error message, cut short so a huge input is not echoed back whole. */
+export function quoted(value: string, max = 40): string {
+  return JSON.stringify(value.length > max ? `${value.slice(0, max)}…` : value);
 }
 
 /** A 400 for one bad field: the common case of request validation. */
@@ -92,7 +98,7 @@ export function ruleError(errorCode: ErrorCode, message: string): ConnectError {
 
 /** The 404 every unknown, malformed or foreign Sid gets, so other tenants' resources stay invisible. */
 export function notFound(what: string, sid: string): ConnectError {
-  return apiError(Code.NotFound, "NotFound", `${what} ${sid} was not found.`);
+  return apiError(Code.NotFound, "NotFound", `${what} ${sid.length > 40 ? quoted(sid) : sid} was not found.`);
 }
 
 /** The ErrorCode a ConnectError carries, or one derived from its Connect code. */

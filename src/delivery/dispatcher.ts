@@ -54,41 +54,51 @@ export function createDispatcher(opts: DispatcherOptions): Dispatcher {
 
   async function submitOne(row: ClaimedRow): Promise<void> {
     const em = opts.orm.em.fork();
+    let carrierRef: string;
     try {
-      const { carrierRef } = await opts.carrier.submit({
+      ({ carrierRef } = await opts.carrier.submit({
         messageSid: row.sid,
         from: row.sender,
         to: row.recipient,
         text: row.text,
         deliveryReceipt: row.delivery_receipt,
-      });
-      // The carrier's report may have landed first (the message is already Delivered or Failed):
-      // keep that final status, but still record when it was submitted and the carrier's reference.
-      await em.execute(
-        `update messages
-            set status = case when status = 'Processing' then 'Submitted' else status end,
-                submitted_at = least(?::timestamptz, delivered_at), carrier_ref = ?, claimed_until = null
-          where sid = ? and (status = 'Processing' or (status in ('Delivered', 'Failed') and submitted_at is null))`,
-        [opts.clock.now(), carrierRef, row.sid],
-      );
+      }));
     } catch (err) {
-      const now = opts.clock.now();
-      const carrierErr = err instanceof CarrierError ? err : new CarrierError(String((err as Error)?.message ?? err), "CarrierError", false);
-      const firstDue = new Date(row.scheduled_at ?? row.created_at).getTime();
-      const expired = now.getTime() - firstDue >= retryWindowMs;
-      if (carrierErr.permanent || expired) {
-        opts.log?.warn({ messageSid: row.sid, errorCode: carrierErr.errorCode, attempts: row.attempts }, "message failed at the carrier");
-        await applyFinalState(em, { messageSid: row.sid, status: "Failed", errorCode: carrierErr.errorCode, at: now, now });
-      } else {
-        const retryAt = new Date(now.getTime() + carrierBackoffMs(row.attempts));
-        opts.log?.info({ messageSid: row.sid, errorCode: carrierErr.errorCode, retryAt }, "carrier refused for now; will retry");
-        await em.execute(
-          `update messages set send_at = ?, claimed_until = null, error_code = ? where sid = ? and status = 'Processing'`,
-          [retryAt, carrierErr.errorCode, row.sid],
-        );
-      }
+      await carrierRefused(em, row, err);
+      return;
+    }
+    // Outside the try: a database error here is not the carrier's refusal. The claim then expires
+    // and the message is taken again (at least once), rather than being failed or retried as a carrier error.
+    // The carrier's report may have landed first (the message is already Delivered or Failed):
+    // keep that final status, but still record when it was submitted and the carrier's reference.
+    await em.execute(
+      `update messages
+          set status = case when status = 'Processing' then 'Submitted' else status end,
+              submitted_at = least(?::timestamptz, delivered_at), carrier_ref = ?, claimed_until = null
+        where sid = ? and (status = 'Processing' or (status in ('Delivered', 'Failed') and submitted_at is null))`,
+      [opts.clock.now(), carrierRef, row.sid],
+    );
+  }
+
+  async function carrierRefused(em: ReturnType<MikroORM["em"]["fork"]>, row: ClaimedRow, err: unknown): Promise<void> {
+    const now = opts.clock.now();
+    const carrierErr = err instanceof CarrierError ? err : new CarrierError(String((err as Error)?.message ?? err), "CarrierError", false);
+    // The window runs from when the message was first due: its Schedule, or its creation if later.
+    const firstDue = Math.max(new Date(row.created_at).getTime(), row.scheduled_at ? new Date(row.scheduled_at).getTime() : 0);
+    const expired = now.getTime() - firstDue >= retryWindowMs;
+    if (carrierErr.permanent || expired) {
+      opts.log?.warn({ messageSid: row.sid, errorCode: carrierErr.errorCode, attempts: row.attempts }, "message failed at the carrier");
+      await applyFinalState(em, { messageSid: row.sid, status: "Failed", errorCode: carrierErr.errorCode, at: now, now });
+    } else {
+      const retryAt = new Date(now.getTime() + carrierBackoffMs(row.attempts));
+      opts.log?.info({ messageSid: row.sid, errorCode: carrierErr.errorCode, retryAt }, "carrier refused for now; will retry");
+      await em.execute(
+        `update messages set send_at = ?, claimed_until = null, error_code = ? where sid = ? and status = 'Processing'`,
+        [retryAt, carrierErr.errorCode, row.sid],
+      );
     }
   }
+
 
   return {
     async tick() {

@@ -340,7 +340,7 @@ describe("POST /admin/v1/Numbers", () => {
     const sid = "AC" + "9".repeat(30);
     const res = await adminPost("/admin/v1/Numbers", { Number: "+14155550180", AccountSid: sid });
     expect(res.statusCode).toBe(400);
-    const message = `AccountSid ${sid} is not an account.`;
+    const message = `AccountSid "${sid}" is not an account.`;
     expect(res.json()).toStrictEqual({
       ResponseStatus: { ErrorCode: "InvalidParameter", Message: message, Errors: [{ FieldName: "AccountSid", ErrorCode: "InvalidParameter", Message: message }] },
     });
