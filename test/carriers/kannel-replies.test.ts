@@ -11,13 +11,8 @@ import nodemailer from "nodemailer";
 import { SMTPServer } from "smtp-server";
 import { Webhook } from "standardwebhooks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { buildApp } from "../../src/app.js";
-import { createKannelCarrier } from "../../src/carriers/kannel.js";
-import { systemClock } from "../../src/common/clock.js";
-import { createDeliveryEngine, type DeliveryEngine } from "../../src/delivery/engine.js";
-import { createTestOrm, type TestOrm } from "../support/db.js";
-import { ADMIN_TOKEN, addPoolNumbers, createTenant, type Tenant } from "../support/harness.js";
-import { freePort, KANNEL_USER, startKannel, type RunningKannel } from "../support/kannel.js";
+import { addPoolNumbers, createTenant, type Tenant } from "../support/harness.js";
+import { type KannelStack, type RunningKannel, startKannelStack } from "../support/kannel.js";
 
 const SECRET = "kannel-replies-secret";
 
@@ -62,9 +57,8 @@ function mailBody(raw: string): string {
 }
 
 describe("CARRIER=kannel: a reply to a leased sender is forwarded by SMS, e-mail and webhook", () => {
-  let db: TestOrm;
+  let stack: KannelStack;
   let app: FastifyInstance;
-  let engine: DeliveryEngine;
   let tenant: Tenant;
   let pool: string[];
   let smtp: SMTPServer;
@@ -110,35 +104,20 @@ describe("CARRIER=kannel: a reply to a leased sender is forwarded by SMS, e-mail
     await new Promise<void>((resolve) => hookServer.listen(0, "127.0.0.1", resolve));
     hookBase = `http://127.0.0.1:${(hookServer.address() as AddressInfo).port}`;
 
-    const port = await freePort();
-    const base = `http://127.0.0.1:${port}`;
-    [db, kannel] = await Promise.all([createTestOrm(), startKannel({ callbackBaseUrl: base, secret: SECRET })]);
-    const carrier = createKannelCarrier({ sendsmsUrl: kannel.sendsmsUrl, ...KANNEL_USER, callbackBaseUrl: base, callbackSecret: SECRET, clock: systemClock });
     mailTransport = nodemailer.createTransport({ host: "127.0.0.1", port: smtpPort, secure: false, ignoreTLS: true });
-    engine = createDeliveryEngine({ orm: db.orm, clock: systemClock, carrier, webhookAllowPrivate: true, pollMs: 50, mailTransport });
-    app = await buildApp({
-      orm: db.orm,
-      clock: systemClock,
-      carrier,
-      onQueued: () => engine.nudge(),
-      config: { adminToken: ADMIN_TOKEN, webhookAllowPrivate: true, noAlphaCountries: new Set(["US", "CA"]), bodyLimit: 1024 * 1024 },
-    });
-    await engine.start();
-    await app.listen({ port, host: "127.0.0.1" });
+    stack = await startKannelStack({ secret: SECRET, mailTransport });
+    ({ app, kannel } = stack);
     tenant = await createTenant(app);
     pool = await addPoolNumbers(app, 1, 40);
   }, 60_000);
 
   afterAll(async () => {
-    await engine?.stop().catch(() => undefined);
-    await app?.close().catch(() => undefined);
-    await kannel?.stop();
+    await stack?.stop();
     kannel = undefined;
     mailTransport?.close();
     hookServer?.closeAllConnections();
     await new Promise((r) => (hookServer ? hookServer.close(r) : r(undefined)));
     await new Promise((r) => (smtp ? smtp.close(() => r(undefined)) : r(undefined)));
-    await db?.close();
   });
 
   it("forwards the handset's reply to the ForwardToSms handset via fakesmsc, to ForwardToEmail over SMTP and as a signed Response webhook", async () => {

@@ -13,17 +13,14 @@ import type { AddressInfo } from "node:net";
 import { fastify, type FastifyInstance } from "fastify";
 import { Webhook } from "standardwebhooks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { buildApp } from "../../src/app.js";
 import type { CarrierEvents, DeliveryReport, InboundSms } from "../../src/carriers/carrier.js";
 import { CarrierError } from "../../src/carriers/carrier.js";
 import { createKannelCarrier, kannelDlrUrl, type KannelCarrier } from "../../src/carriers/kannel.js";
 import { createCarrier } from "../../src/carriers/index.js";
 import { systemClock } from "../../src/common/clock.js";
 import { loadConfig } from "../../src/config.js";
-import { createDeliveryEngine, type DeliveryEngine } from "../../src/delivery/engine.js";
-import { createTestOrm, type TestOrm } from "../support/db.js";
-import { ADMIN_TOKEN, addPoolNumbers, createTenant, type Tenant } from "../support/harness.js";
-import { freePort, KANNEL_USER, startKannel, type RunningKannel } from "../support/kannel.js";
+import { addPoolNumbers, createTenant, type Tenant } from "../support/harness.js";
+import { freePort, type KannelStack, type RunningKannel, startKannelStack } from "../support/kannel.js";
 
 /** A secret with characters that need URL-encoding and that look like Kannel escape codes (%C, %d). */
 const SECRET = "kannel/secret %C3 %d+é";
@@ -97,46 +94,24 @@ async function waitFor<T>(what: string, probe: () => Promise<T | undefined> | T 
 }
 
 describe("CARRIER=kannel end to end: bearerbox + smsbox + fakesmsc", () => {
-  let db: TestOrm;
+  let stack: KannelStack;
   let app: FastifyInstance;
-  let engine: DeliveryEngine;
   let receiver: Awaited<ReturnType<typeof startReceiver>>;
   let tenant: Tenant;
   let pool: string[];
   let base: string;
 
   beforeAll(async () => {
-    const port = await freePort();
-    base = `http://127.0.0.1:${port}`;
-    [db, receiver, kannel] = await Promise.all([createTestOrm(), startReceiver(), startKannel({ callbackBaseUrl: base, secret: SECRET })]);
-    const carrier = createKannelCarrier({
-      sendsmsUrl: kannel.sendsmsUrl,
-      ...KANNEL_USER,
-      callbackBaseUrl: base,
-      callbackSecret: SECRET,
-      clock: systemClock,
-    });
-    engine = createDeliveryEngine({ orm: db.orm, clock: systemClock, carrier, webhookAllowPrivate: true, pollMs: 50 });
-    app = await buildApp({
-      orm: db.orm,
-      clock: systemClock,
-      carrier,
-      onQueued: () => engine.nudge(),
-      config: { adminToken: ADMIN_TOKEN, webhookAllowPrivate: true, noAlphaCountries: new Set(["US", "CA"]), bodyLimit: 1024 * 1024 },
-    });
-    await engine.start();
-    await app.listen({ port, host: "127.0.0.1" });
+    [stack, receiver] = await Promise.all([startKannelStack({ secret: SECRET }), startReceiver()]);
+    ({ app, base, kannel } = stack);
     tenant = await createTenant(app);
     pool = await addPoolNumbers(app, 1, 40);
   });
 
   afterAll(async () => {
-    await engine?.stop().catch(() => undefined);
-    await app?.close().catch(() => undefined);
-    await kannel?.stop();
+    await stack?.stop();
     kannel = undefined;
     await new Promise((r) => (receiver ? receiver.server.close(r) : r(undefined)));
-    await db?.close();
   });
 
   async function send(body: object): Promise<any> {

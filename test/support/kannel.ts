@@ -24,7 +24,14 @@ import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { kannelPatternValue } from "../../src/carriers/kannel.js";
+import type { FastifyInstance } from "fastify";
+import type { Transporter } from "nodemailer";
+import { buildApp } from "../../src/app.js";
+import { createKannelCarrier, kannelPatternValue } from "../../src/carriers/kannel.js";
+import { systemClock } from "../../src/common/clock.js";
+import { createDeliveryEngine, type DeliveryEngine } from "../../src/delivery/engine.js";
+import { createTestOrm, type TestOrm } from "./db.js";
+import { ADMIN_TOKEN } from "./harness.js";
 
 const TEMPLATE = join(dirname(fileURLToPath(import.meta.url)), "..", "kannel", "kannel.conf.template");
 
@@ -336,4 +343,50 @@ async function distinctFreePorts(n: number): Promise<number[]> {
   const ports = new Set<number>();
   while (ports.size < n) ports.add(await freePort());
   return [...ports];
+}
+
+/** A listening Switchboard on the Kannel carrier with its delivery engine running on the real clock. */
+export interface KannelStack {
+  kannel: RunningKannel;
+  db: TestOrm;
+  app: FastifyInstance;
+  engine: DeliveryEngine;
+  /** Where Kannel calls the service back. */
+  base: string;
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts Kannel, a fresh database, the Kannel carrier, a delivery engine (loops on) and the app
+ * listening on a free port. The real clock, not the harness's ManualClock: Kannel's callbacks and
+ * webhook signature checks happen in real time.
+ */
+export async function startKannelStack(opts: { secret: string; mailTransport?: Transporter }): Promise<KannelStack> {
+  const port = await freePort();
+  const base = `http://127.0.0.1:${port}`;
+  const [db, kannel] = await Promise.all([createTestOrm(), startKannel({ callbackBaseUrl: base, secret: opts.secret })]);
+  const carrier = createKannelCarrier({ sendsmsUrl: kannel.sendsmsUrl, ...KANNEL_USER, callbackBaseUrl: base, callbackSecret: opts.secret, clock: systemClock });
+  const engine = createDeliveryEngine({ orm: db.orm, clock: systemClock, carrier, webhookAllowPrivate: true, pollMs: 50, mailTransport: opts.mailTransport });
+  const app = await buildApp({
+    orm: db.orm,
+    clock: systemClock,
+    carrier,
+    onQueued: () => engine.nudge(),
+    config: { adminToken: ADMIN_TOKEN, webhookAllowPrivate: true, noAlphaCountries: new Set(["US", "CA"]), bodyLimit: 1024 * 1024 },
+  });
+  await engine.start();
+  await app.listen({ port, host: "127.0.0.1" });
+  return {
+    kannel,
+    db,
+    app,
+    engine,
+    base,
+    async stop() {
+      await engine.stop().catch(() => undefined);
+      await app.close().catch(() => undefined);
+      await kannel.stop();
+      await db.close();
+    },
+  };
 }
