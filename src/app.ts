@@ -1,30 +1,41 @@
 import type { DescService } from "@bufbuild/protobuf";
 import type { Interceptor, ServiceImpl } from "@connectrpc/connect";
 import { fastifyConnectPlugin } from "@connectrpc/connect-fastify";
-import { createServer } from "@httptoolkit/httpolyglot";
 import type { MikroORM } from "@mikro-orm/sql";
 import { fastify, type FastifyInstance, type FastifyServerOptions } from "fastify";
+import { file_google_rpc_error_details } from "../gen/google/rpc/error_details_pb.js";
+import { Health } from "../gen/grpc/health/v1/health_pb.js";
 import { AdminService } from "../gen/switchboard/admin/v1/admin_pb.js";
 import { AddressService } from "../gen/switchboard/v2/addresses_pb.js";
 import { MessagingService } from "../gen/switchboard/v2/messaging_pb.js";
 import { NumberService } from "../gen/switchboard/v2/numbers_pb.js";
-import { authenticateCall, type EdgeDeps } from "./accounts/auth.js";
+import { type AccountCache, authenticateCall, createAccountCache, type EdgeDeps } from "./accounts/auth.js";
 import { createAddressService } from "./addresses/address-service.js";
 import { createAdminService } from "./admin/admin-service.js";
 import type { Carrier } from "./carriers/carrier.js";
 import type { Clock } from "./common/clock.js";
 import { systemClock } from "./common/clock.js";
-import { rejectNulStrings } from "./common/nul-guard.js";
-import type { Config } from "./config.js";
+import { toConnectError } from "./common/errors.js";
+import { rejectUnstorableStrings } from "./common/string-guard.js";
+import { DEFAULT_CONNECTION_LIMITS, DEFAULT_SEND_RATE_LIMIT, defaultSendBurst, type Config } from "./config.js";
 import { isDatabaseReady } from "./db/orm.js";
 import { createMessagingService } from "./messaging/messaging-service.js";
+import { createSendRateLimiter, limitSendRate } from "./messaging/send-rate-limit.js";
 import { createNumberService } from "./numbers/number-service.js";
-import { restPlugin } from "./transport/rest.js";
+import { apiDocsPlugin } from "./transport/api-docs.js";
+import { createHealthService } from "./transport/health.js";
+import { createReflectionServices } from "./transport/reflection.js";
+import { bodyLimitGate, limitRequestBodies } from "./transport/body-limit.js";
+import { createObservability } from "./ops/observability.js";
+import { createPolyglotServer } from "./transport/polyglot-server.js";
+import { restErrorHandler, restFrameworkErrors, restNotFound, restPlugin } from "./transport/rest.js";
+import { blameClientForUnreadableRequests, markRequestRead } from "./transport/rpc-read-errors.js";
 
 /** Everything buildApp needs; nothing is read from globals. */
 export interface AppDeps {
   orm: MikroORM;
-  config: Pick<Config, "adminToken" | "webhookAllowPrivate" | "noAlphaCountries" | "bodyLimit">;
+  config: Pick<Config, "adminToken" | "webhookAllowPrivate" | "noAlphaCountries" | "bodyLimit" | "metricsToken"> &
+    Partial<Pick<Config, "sendRateLimit" | "sendRateBurst" | "connections">>;
   clock?: Clock;
   /** The carrier, for the simulator's operator endpoints. */
   carrier?: Carrier;
@@ -41,66 +52,105 @@ export interface ServedService {
 }
 
 /** Builds the service implementations from their dependencies. */
-export function createServices(deps: AppDeps): ServedService[] {
+export function createServices(deps: AppDeps, accounts: AccountCache = createAccountCache()): ServedService[] {
   const clock = deps.clock ?? systemClock;
-  // Every transport calls these: a request string with U+0000 is a 400 here, not a database 500.
-  const served = (service: DescService, impl: object) => ({ service, impl: rejectNulStrings(service, impl) as ServiceImpl<DescService> });
+  // Every transport calls these: a request string PostgreSQL cannot store (U+0000, an unpaired
+  // surrogate) is a 400 here, not a database 500.
+  const served = (service: DescService, impl: object) => ({ service, impl: rejectUnstorableStrings(service, impl) as ServiceImpl<DescService> });
+  // In this process's memory: N instances behind a balancer let an account send up to N times as fast.
+  const ratePerSecond = deps.config.sendRateLimit ?? DEFAULT_SEND_RATE_LIMIT;
+  const sendRate = createSendRateLimiter({ ratePerSecond, burst: deps.config.sendRateBurst ?? defaultSendBurst(ratePerSecond), clock });
   return [
-    served(MessagingService, createMessagingService({ clock, ...deps.config, onQueued: deps.onQueued })),
+    served(MessagingService, limitSendRate(createMessagingService({ orm: deps.orm, clock, ...deps.config, onQueued: deps.onQueued }), sendRate)),
     served(AddressService, createAddressService({ clock })),
     served(NumberService, createNumberService()),
-    served(AdminService, createAdminService({ clock, carrier: deps.carrier })),
+    served(AdminService, createAdminService({ clock, carrier: deps.carrier, accounts })),
+  ];
+}
+
+/**
+ * The operational RPC services next to the business ones: gRPC health and server reflection
+ * (v1 and v1alpha). They need no authentication and have no REST routes.
+ */
+export function createOperationalServices(orm: MikroORM, business: readonly ServedService[]): ServedService[] {
+  const health = createHealthService({ orm, services: business.map((s) => s.service.typeName) });
+  return [
+    { service: Health, impl: health as ServiceImpl<DescService> },
+    // The error detail messages are described too, so that clients can decode them.
+    ...createReflectionServices([...business.map((s) => s.service), Health], [file_google_rpc_error_details]),
   ];
 }
 
 /**
  * Builds the Fastify app: REST /v2 and /admin/v1, Connect, gRPC and gRPC-Web on one HTTP/1.1 +
- * h2c server, and the health probes. It never listens; main (or a test) does.
+ * h2c server, the OpenAPI document and docs page, and the health probes. It never listens; main (or a test) does.
  */
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const loggerOpt = deps.logger ?? false;
   const isInstance = typeof loggerOpt === "object" && loggerOpt !== null && "child" in loggerOpt;
+  const limits = deps.config.connections ?? DEFAULT_CONNECTION_LIMITS;
+  const ops = createObservability({ orm: deps.orm, clock: deps.clock ?? systemClock, metricsToken: deps.config.metricsToken });
   const app = fastify({
-    // httpolyglot sniffs each connection: HTTP/1.1 for curl and browsers, h2c for gRPC clients.
-    // It is a net.Server, so Fastify cannot see its h2c sessions: without closeHttp2Sessions (which
-    // Fastify calls on close) an idle gRPC client session held close() open for its 15-minute idle timeout.
-    serverFactory: (handler) => {
-      const server = createServer(handler);
-      const sessions = new Set<import("node:http2").Http2Session>();
-      server.on("session", (s: import("node:http2").Http2Session) => {
-        sessions.add(s);
-        s.once("close", () => sessions.delete(s));
-      });
-      const closeHttp2Sessions = () => sessions.forEach((s) => s.close());
-      return Object.assign(server, { closeHttp2Sessions }) as unknown as import("node:http").Server;
-    },
+    // HTTP/1.1 and h2c on one port, with the connection limits and a graceful close (src/transport/polyglot-server.ts).
+    serverFactory: (handler) => createPolyglotServer(handler, { limits }),
+    ...ops.serverOptions,
     ...(isInstance ? { loggerInstance: loggerOpt as FastifyServerOptions["loggerInstance"] } : { logger: loggerOpt as FastifyServerOptions["logger"] }),
     bodyLimit: deps.config.bodyLimit,
-    // Idle HTTP/2 sessions would otherwise hold close() open.
-    forceCloseConnections: true,
+    // A path Fastify cannot percent-decode is refused before routing: answer it in the documented body.
+    frameworkErrors: restFrameworkErrors,
+    // close(): idle connections go at once, busy ones after their answer; h2 sessions get GOAWAY.
+    forceCloseConnections: "idle",
   });
-  const services = createServices(deps);
-  const edgeDeps: EdgeDeps = { orm: deps.orm, adminToken: deps.config.adminToken };
+  // Before any plugin: child contexts take the error handler their parent has when they are registered.
+  // It also answers the routes outside REST and RPC (carrier callbacks): a lost database is a 503,
+  // which gateways such as Kannel retry.
+  app.setErrorHandler(restErrorHandler(deps.config.bodyLimit));
+  app.setNotFoundHandler(restNotFound);
+  await app.register(ops.plugin);
+  // One cache for the edge (reads it) and the operator API (evicts an account it changed).
+  const accounts = createAccountCache();
+  const services = createServices(deps, accounts);
+  const operational = createOperationalServices(deps.orm, services);
+  const edgeDeps: EdgeDeps = {
+    orm: deps.orm,
+    adminToken: deps.config.adminToken,
+    openServices: new Set(operational.map((s) => s.service.typeName)),
+    accounts,
+  };
 
-  // The RPC edge: the same authentication the REST edge runs, once per call.
+  // The RPC edge: the same authentication the REST edge runs, once per call, and the RPC side's one
+  // error conversion (a lost database is Unavailable, as REST's is 503).
   const edge: Interceptor = (next) => async (req) => {
-    await authenticateCall(edgeDeps, { service: req.service, header: req.header, values: req.contextValues });
-    return next(req);
+    markRequestRead(req.contextValues);
+    try {
+      await authenticateCall(edgeDeps, { service: req.service, header: req.header, values: req.contextValues });
+      return await next(req);
+    } catch (err) {
+      throw toConnectError(err);
+    }
   };
   await app.register(fastifyConnectPlugin, {
     routes: (router) => {
-      for (const s of services) router.service(s.service, s.impl);
+      for (const s of [...services, ...operational]) router.service(s.service, s.impl);
+      limitRequestBodies(router.handlers, deps.config.bodyLimit);
+      blameClientForUnreadableRequests(router);
     },
-    interceptors: [edge],
+    requestGate: bodyLimitGate(deps.config.bodyLimit),
+    // Decompressed messages too (the wrapper above counts the bytes as sent).
+    readMaxBytes: deps.config.bodyLimit,
+    interceptors: [ops.interceptor, edge],
+    contextValues: ops.rpcContextValues,
     jsonOptions: { ignoreUnknownFields: true, alwaysEmitImplicit: true },
     shutdownTimeoutMs: 5000,
   });
   await app.register(restPlugin, {
     services,
     bodyLimit: deps.config.bodyLimit,
+    contextValues: ops.restContextValues,
     edge: (ctx) => authenticateCall(edgeDeps, { service: ctx.service, header: ctx.requestHeader, values: ctx.values }),
   });
 
+  await app.register(apiDocsPlugin, { services: services.map((s) => s.service) });
   if (deps.carrier?.routes) await app.register(deps.carrier.routes);
 
   app.get("/healthz", async () => ({ Status: "ok" }));

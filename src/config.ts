@@ -1,3 +1,22 @@
+import type { ConnectionLimits } from "./transport/connection-limits.js";
+
+/** Default sustained send rate, messages per second per account (SEND_RATE_LIMIT). */
+export const DEFAULT_SEND_RATE_LIMIT = 50;
+
+/** Default bucket size for a send rate (SEND_RATE_BURST): ten seconds' worth, never less than one full batch (100). */
+export function defaultSendBurst(ratePerSecond: number): number {
+  return Math.max(100, Math.ceil(ratePerSecond * 10));
+}
+
+/** Connection limits when the environment does not say (README: Configuration). */
+export const DEFAULT_CONNECTION_LIMITS: ConnectionLimits = {
+  maxStreamsPerConnection: 100,
+  maxPipelinedRequests: 16,
+  headersTimeoutMs: 10_000,
+  requestTimeoutMs: 30_000,
+  maxHeaderBytes: 16 * 1024,
+};
+
 /** Runtime configuration, read once from the environment (README: Configuration). */
 export interface Config {
   port: number;
@@ -11,14 +30,24 @@ export interface Config {
   smtpUrl: string | undefined;
   webhookAllowPrivate: boolean;
   logLevel: string;
+  /** Bearer token GET /metrics requires; unset leaves /metrics open. */
+  metricsToken?: string;
   /** Countries (ISO alpha-2) whose operators do not take alphanumeric sender IDs. */
   noAlphaCountries: Set<string>;
   /** Largest accepted request body, bytes. */
   bodyLimit: number;
+  /** Sustained sends per second per account; 0 turns the limit off. */
+  sendRateLimit: number;
+  /** How many sends an account may make at once before the rate applies. */
+  sendRateBurst: number;
+  /** What one client connection may hold. */
+  connections: ConnectionLimits;
   /** Delay before the simulator's delivery reports, ms. */
   simulatorReportDelayMs: number;
   /** The Kannel carrier's settings (CARRIER=kannel). */
   kannel: KannelConfig;
+  /** How long a dispatcher's claim on a message lasts; a crashed dispatcher's claims expire after it, ms. */
+  dispatchClaimMs: number;
 }
 
 /** How to reach Kannel's sendsms and how Kannel reaches us back. */
@@ -30,6 +59,8 @@ export interface KannelConfig {
   callbackBaseUrl: string;
   /** Shared secret Kannel's callbacks must carry. */
   callbackSecret: string;
+  /** After a crash, how long to wait for Kannel's report on a submission whose answer was lost, ms. */
+  confirmWaitMs: number;
 }
 
 const DEFAULT_DATA_DIR = ".switchboard/data";
@@ -41,6 +72,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const carrier = (env.CARRIER ?? "simulator") as Config["carrier"];
   if (!["simulator", "kannel", "smpp"].includes(carrier)) throw new Error(`CARRIER must be simulator, kannel or smpp, got "${carrier}"`);
   const raw = env.DATABASE_URL?.trim();
+  const sendRateLimit = rate(env, "SEND_RATE_LIMIT", DEFAULT_SEND_RATE_LIMIT);
+  const seconds = (name: string, fallback: number, min: number): number => {
+    const v = Number(env[name] ?? fallback);
+    if (!Number.isFinite(v) || v < min) throw new Error(`${name} must be a number of seconds, at least ${min}; got "${env[name]}"`);
+    return Math.round(v * 1000);
+  };
   return {
     port,
     host: env.HOST ?? "0.0.0.0",
@@ -51,13 +88,17 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     smtpUrl: env.SMTP_URL || undefined,
     webhookAllowPrivate: /^(1|true|yes)$/i.test(env.WEBHOOK_ALLOW_PRIVATE ?? ""),
     logLevel: env.LOG_LEVEL ?? "info",
+    metricsToken: env.METRICS_TOKEN || undefined,
     noAlphaCountries: new Set(
       (env.NO_ALPHA_SENDER_COUNTRIES ?? "US,CA")
         .split(",")
         .map((c) => c.trim().toUpperCase())
         .filter(Boolean),
     ),
-    bodyLimit: Number(env.BODY_LIMIT_BYTES ?? 1024 * 1024),
+    bodyLimit: wholeNumber(env, "BODY_LIMIT_BYTES", 1024 * 1024, 1),
+    sendRateLimit,
+    sendRateBurst: wholeNumber(env, "SEND_RATE_BURST", defaultSendBurst(sendRateLimit), 1),
+    connections: connectionLimits(env),
     simulatorReportDelayMs: Number(env.SIMULATOR_REPORT_DELAY_MS ?? 200),
     kannel: {
       sendsmsUrl: env.KANNEL_SENDSMS_URL ?? "http://127.0.0.1:13013/cgi-bin/sendsms",
@@ -65,6 +106,44 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       password: env.KANNEL_PASSWORD ?? "switchboard",
       callbackBaseUrl: env.KANNEL_CALLBACK_URL ?? `http://127.0.0.1:${port}`,
       callbackSecret: env.KANNEL_CALLBACK_SECRET ?? "switchboard-kannel",
+      confirmWaitMs: seconds("KANNEL_CONFIRM_WAIT_SECONDS", 30, 0),
     },
+    dispatchClaimMs: seconds("DISPATCH_CLAIM_SECONDS", 60, 1),
   };
+}
+
+function connectionLimits(env: NodeJS.ProcessEnv): ConnectionLimits {
+  const d = DEFAULT_CONNECTION_LIMITS;
+  const headersTimeoutMs = wholeNumber(env, "HEADERS_TIMEOUT_MS", d.headersTimeoutMs, 1);
+  const requestTimeoutMs = wholeNumber(env, "REQUEST_TIMEOUT_MS", d.requestTimeoutMs, 1);
+  // Node refuses a headers timeout longer than the request timeout.
+  if (headersTimeoutMs > requestTimeoutMs) {
+    throw new Error(`HEADERS_TIMEOUT_MS (${headersTimeoutMs}) must not be longer than REQUEST_TIMEOUT_MS (${requestTimeoutMs})`);
+  }
+  return {
+    maxStreamsPerConnection: wholeNumber(env, "MAX_STREAMS_PER_CONNECTION", d.maxStreamsPerConnection, 1),
+    maxPipelinedRequests: wholeNumber(env, "MAX_PIPELINED_REQUESTS", d.maxPipelinedRequests, 0),
+    headersTimeoutMs,
+    requestTimeoutMs,
+    maxHeaderBytes: wholeNumber(env, "MAX_HEADER_BYTES", d.maxHeaderBytes, 1024),
+  };
+}
+
+/** A whole number from the environment, at least `min`; the default when unset or blank. */
+function wholeNumber(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number): number {
+  const raw = env[name]?.trim();
+  if (!raw) return fallback;
+  const n = Number(raw);
+  if (!Number.isSafeInteger(n) || n < min) throw new Error(`${name} must be a whole number of at least ${min}, got "${raw}"`);
+  return n;
+}
+
+/** A rate per second: a positive number, or 0 / "off" for none. */
+function rate(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
+  const raw = env[name]?.trim();
+  if (!raw) return fallback;
+  if (/^off$/i.test(raw)) return 0;
+  const n = Number(raw);
+  if (!Number.isFinite(n) || n < 0) throw new Error(`${name} must be a number of messages per second, 0 or "off", got "${raw}"`);
+  return n;
 }

@@ -1,28 +1,28 @@
-import { pino } from "pino";
 import { buildApp } from "./app.js";
 import { firstRunBanner, resolveAdminToken, seedDemo } from "./bootstrap.js";
 import { systemClock } from "./common/clock.js";
+import { createLogger } from "./common/logger.js";
 import { loadConfig } from "./config.js";
-import { createCarrier } from "./carriers/index.js";
 import { createOrm, migrateUp } from "./db/orm.js";
-import { createDeliveryEngine } from "./delivery/engine.js";
+import { createConfiguredEngine } from "./delivery/configured-engine.js";
 
 /** Starts the service: config, database and migrations, HTTP port; stops cleanly on SIGTERM/SIGINT. */
 async function main(): Promise<void> {
   const config = loadConfig();
-  const log = pino({ level: config.logLevel });
   const admin = resolveAdminToken(config);
   config.adminToken = admin.token;
+  // Created once the operator token is known, so that it is among the secrets scrubbed from every line.
+  const log = createLogger(config);
   log.info({ database: config.databaseUrl.startsWith("postgres") ? "postgresql" : `pglite:${config.databaseUrl}` }, "opening database");
   const orm = await createOrm({ databaseUrl: config.databaseUrl });
   await migrateUp(orm);
   const demo = await seedDemo(orm, systemClock);
-  const carrier = await createCarrier(config, systemClock);
-  const mailTransport = config.smtpUrl ? (await import("nodemailer")).createTransport(config.smtpUrl) : undefined;
-  const engine = createDeliveryEngine({ orm, clock: systemClock, carrier, webhookAllowPrivate: config.webhookAllowPrivate, log, mailTransport });
+  const { carrier, engine } = await createConfiguredEngine(config, orm, log);
   const app = await buildApp({ orm, config, clock: systemClock, logger: log, carrier, onQueued: () => engine.nudge() });
-  await engine.start();
+  // Listening first: after a crash, the dispatcher's wait for the carrier's reports on unconfirmed
+  // submissions (Dispatcher) must run while those reports can be heard.
   await app.listen({ port: config.port, host: config.host });
+  await engine.start();
   const shown = config.host === "0.0.0.0" || config.host === "::" ? "localhost" : config.host;
   const base = `http://${shown}:${config.port}`;
   if (demo) process.stdout.write(firstRunBanner(base, admin, demo) + "\n");
@@ -33,19 +33,27 @@ async function main(): Promise<void> {
   const stop = async (signal: string) => {
     if (stopping) return;
     stopping = true;
+    const started = performance.now();
     log.info({ signal }, "shutting down");
     const timer = setTimeout(() => {
       log.error("shutdown took longer than 10 s; exiting");
       process.exit(1);
     }, 10_000);
     timer.unref();
+    let code = 0;
     try {
-      // Stop taking requests (in-flight ones finish), then let the workers finish their round.
+      // New connections are refused at once; requests in flight finish and get their answer (idle
+      // HTTP/1.1 connections are closed, h2 sessions get GOAWAY; at most 5 s). Then the delivery
+      // loops finish their current round, and only then does the database go.
       await app.close();
       await engine.stop();
       await orm.close(true);
+      log.info({ durationMs: Math.round(performance.now() - started) }, "stopped");
+    } catch (err) {
+      code = 1;
+      log.error({ err }, "shutdown failed");
     } finally {
-      process.exit(0);
+      process.exit(code);
     }
   };
   process.on("SIGTERM", () => void stop("SIGTERM"));

@@ -1,28 +1,26 @@
-import { pino } from "pino";
-import { createCarrier } from "./carriers/index.js";
-import { systemClock } from "./common/clock.js";
+import { createLogger } from "./common/logger.js";
 import { loadConfig } from "./config.js";
 import { createOrm, migrateUp } from "./db/orm.js";
-import { createDeliveryEngine } from "./delivery/engine.js";
+import { createConfiguredEngine } from "./delivery/configured-engine.js";
 
 /** A dispatcher + webhook worker process without the HTTP API, for scaling delivery out. */
 async function main(): Promise<void> {
   const config = loadConfig();
-  const log = pino({ level: config.logLevel });
+  const log = createLogger(config, { name: "switchboard-worker" });
   if (!config.databaseUrl.startsWith("postgres")) {
     throw new Error("the separate worker needs a shared PostgreSQL database: set DATABASE_URL=postgres://…");
   }
   const orm = await createOrm({ databaseUrl: config.databaseUrl });
   await migrateUp(orm);
-  const carrier = await createCarrier(config, systemClock);
-  const mailTransport = config.smtpUrl ? (await import("nodemailer")).createTransport(config.smtpUrl) : undefined;
-  const engine = createDeliveryEngine({ orm, clock: systemClock, carrier, webhookAllowPrivate: config.webhookAllowPrivate, log, mailTransport });
+  const { carrier, engine } = await createConfiguredEngine(config, orm, log);
   await engine.start();
   log.info({ carrier: carrier.name }, "Switchboard worker running");
   const stop = async (signal: string) => {
     log.info({ signal }, "worker shutting down");
+    // The loops finish their current round (claimed messages are handed to the carrier) before the database goes.
     await engine.stop();
     await orm.close(true);
+    log.info("worker stopped");
     process.exit(0);
   };
   process.once("SIGTERM", () => void stop("SIGTERM"));

@@ -22,6 +22,60 @@ function unauthorized(message: string) {
   return apiError(Code.Unauthenticated, "Unauthorized", message);
 }
 
+/** The 401 for an unknown AccountSid or a wrong (or since rotated) token. */
+export function wrongCredentials() {
+  return unauthorized("The AccountSid or token is wrong.");
+}
+
+/** How long a verified AccountSid + token pair is trusted without asking the database. */
+export const ACCOUNT_CACHE_TTL_MS = 2000;
+const ACCOUNT_CACHE_MAX = 10_000;
+
+/**
+ * Accounts whose token was verified recently, keyed by AccountSid and sha256 of the token (never
+ * the token itself), so that a busy client costs no database lookup per call. Safe because:
+ * - this process's own changes (token rotation, SMS enablement) evict the account at once;
+ * - a change made by another process shows here within ACCOUNT_CACHE_TTL_MS at most;
+ * - sends re-check the token hash and SMS enablement against the database in the transaction
+ *   that stores the message (src/messaging/send-writer.ts), so no send ever goes out on a
+ *   rotated token or a disabled account;
+ * - only successes are cached: a wrong token always costs a lookup.
+ */
+export interface AccountCache {
+  get(sid: string, tokenHash: string): Account | undefined;
+  set(account: Account): void;
+  /** Forgets an account (its token or settings changed). */
+  invalidate(sid: string): void;
+}
+
+/** Creates an empty account cache (ttlMs 0 turns caching off). */
+export function createAccountCache(ttlMs = ACCOUNT_CACHE_TTL_MS, now: () => number = () => performance.now()): AccountCache {
+  const entries = new Map<string, { account: Account; until: number }>();
+  return {
+    get(sid, tokenHash) {
+      const e = entries.get(sid);
+      if (!e) return undefined;
+      if (e.until <= now() || e.account.tokenHash !== tokenHash) {
+        if (e.until <= now()) entries.delete(sid);
+        return undefined;
+      }
+      return e.account;
+    },
+    set(account) {
+      if (ttlMs <= 0) return;
+      if (entries.size >= ACCOUNT_CACHE_MAX && !entries.has(account.sid)) {
+        // Oldest first (a Map keeps insertion order).
+        entries.delete(entries.keys().next().value!);
+      }
+      entries.delete(account.sid);
+      entries.set(account.sid, { account, until: now() + ttlMs });
+    },
+    invalidate(sid) {
+      entries.delete(sid);
+    },
+  };
+}
+
 /** Decodes `Basic base64(user:pass)`; undefined when the header is absent or malformed. */
 export function parseBasic(header: string | null): { user: string; pass: string } | undefined {
   const m = /^Basic\s+([A-Za-z0-9+/=_-]+)\s*$/i.exec(header ?? "");
@@ -32,10 +86,19 @@ export function parseBasic(header: string | null): { user: string; pass: string 
   return { user: decoded.slice(0, i), pass: decoded.slice(i + 1) };
 }
 
+/** True for the operator service, which takes the bearer admin token instead of HTTP Basic. */
+export function isOperatorService(service: DescService): boolean {
+  return service.typeName === AdminService.typeName;
+}
+
 /** What the edge needs to authenticate a call. */
 export interface EdgeDeps {
   orm: MikroORM;
   adminToken: string | undefined;
+  /** Fully-qualified names of services open to anyone (gRPC health and reflection). */
+  openServices?: ReadonlySet<string>;
+  /** Recently verified accounts; without one every call looks its account up. */
+  accounts?: AccountCache;
 }
 
 /** What one incoming call looks like to the edge, whatever the transport. */
@@ -47,12 +110,15 @@ export interface EdgeCall {
 
 /**
  * The one edge every transport runs before a method: forks the request's EntityManager,
- * authenticates (operator bearer token for AdminService, HTTP Basic otherwise) and records
- * the result and the Idempotency-Key in context values.
+ * authenticates (operator bearer token for AdminService, none for the open services, HTTP
+ * Basic otherwise) and records the result and the Idempotency-Key in context values.
  */
 export async function authenticateCall(deps: EdgeDeps, call: EdgeCall): Promise<void> {
-  const em = deps.orm.em.fork();
-  call.values.set(kEm, em);
+  let em: ReturnType<MikroORM["em"]["fork"]> | undefined;
+  const requestEm = () => (em ??= deps.orm.em.fork());
+  call.values.set(kEm, requestEm);
+  // Probes and tools call these with no credentials; they reveal no tenant data.
+  if (deps.openServices?.has(call.service.typeName)) return;
   const idem = call.header.get("idempotency-key");
   if (idem !== null) {
     if (idem.length === 0 || idem.length > 255) {
@@ -61,7 +127,7 @@ export async function authenticateCall(deps: EdgeDeps, call: EdgeCall): Promise<
     call.values.set(kIdempotencyKey, idem);
   }
   const authorization = call.header.get("authorization");
-  if (call.service.typeName === AdminService.typeName) {
+  if (isOperatorService(call.service)) {
     const m = /^Bearer\s+(\S+)\s*$/i.exec(authorization ?? "");
     if (!deps.adminToken || !m || !secretsEqual(m[1], deps.adminToken)) {
       throw apiError(Code.Unauthenticated, "Unauthorized", "Operator calls need `Authorization: Bearer <SWITCHBOARD_ADMIN_TOKEN>`.", [], {
@@ -73,9 +139,16 @@ export async function authenticateCall(deps: EdgeDeps, call: EdgeCall): Promise<
   }
   const basic = parseBasic(authorization);
   if (!basic) throw unauthorized("Authentication required: use HTTP Basic with your AccountSid as user and your token as password.");
-  const account = isSid(basic.user, "AC") ? await em.findOne(Account, { sid: basic.user }) : null;
+  const presented = hashToken(basic.pass);
+  const cached = deps.accounts?.get(basic.user, presented);
+  if (cached) {
+    call.values.set(kAccount, cached);
+    return;
+  }
+  const account = isSid(basic.user, "AC") ? await requestEm().findOne(Account, { sid: basic.user }, { disableIdentityMap: true }) : null;
   // Compare even when the account is unknown so that timing does not reveal which Sids exist.
-  const ok = secretsEqual(hashToken(basic.pass), account?.tokenHash ?? "0".repeat(64));
-  if (!account || !ok) throw unauthorized("The AccountSid or token is wrong.");
+  const ok = secretsEqual(presented, account?.tokenHash ?? "0".repeat(64));
+  if (!account || !ok) throw wrongCredentials();
+  deps.accounts?.set(account);
   call.values.set(kAccount, account);
 }

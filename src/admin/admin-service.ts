@@ -3,12 +3,8 @@ import { create } from "@bufbuild/protobuf";
 import { Code, type HandlerContext, type ServiceImpl } from "@connectrpc/connect";
 import type { EntityManager } from "@mikro-orm/sql";
 import {
-  type Account as AccountPb,
-  AccountSchema,
   type AdminService,
   CreateAccountResponseSchema,
-  type Property as PropertyPb,
-  PropertySchema,
   RotateTokenResponseSchema,
   type CreateAccountRequest,
   type CreateNumberRequest,
@@ -30,7 +26,7 @@ import type { Carrier } from "../carriers/carrier.js";
 import type { SimulatorCarrier } from "../carriers/simulator.js";
 import { unixSeconds } from "../common/clock.js";
 import { Account } from "../accounts/account.entity.js";
-import { hashToken } from "../accounts/auth.js";
+import { type AccountCache, hashToken } from "../accounts/auth.js";
 import { Property } from "../accounts/property.entity.js";
 import { Address } from "../addresses/address.entity.js";
 import { toAddressPb } from "../addresses/address-service.js";
@@ -42,6 +38,7 @@ import { parseE164 } from "../common/phone.js";
 import { isSid, newSid, randomSecret } from "../common/sid.js";
 import { PhoneNumber } from "../numbers/phone-number.entity.js";
 import { toNumberPb } from "../numbers/number-service.js";
+import { createAdminLists, findAccount, toAccountPb, toPropertyPb } from "./admin-lists.js";
 
 /** Contract §3: tokens are at least 32 random characters; we issue 40. */
 export const TOKEN_LENGTH = 40;
@@ -49,14 +46,6 @@ export const TOKEN_LENGTH = 40;
 /** A Standard Webhooks secret: "whsec_" and base64 of 32 random bytes. */
 export function newWebhookSecret(): string {
   return `whsec_${randomBytes(32).toString("base64")}`;
-}
-
-function toAccountPb(a: Account): AccountPb {
-  return create(AccountSchema, { accountSid: a.sid, name: a.name, smsEnabled: a.smsEnabled });
-}
-
-function toPropertyPb(p: Property): PropertyPb {
-  return create(PropertySchema, { propertySid: p.sid, accountSid: p.accountSid, name: p.name, smsEnabled: p.smsEnabled });
 }
 
 function requireAdmin(ctx: HandlerContext): EntityManager {
@@ -75,14 +64,8 @@ function checkName(name: string | undefined, required: boolean): string | undefi
   return n;
 }
 
-async function findAccount(em: EntityManager, sid: string): Promise<Account> {
-  const account = isSid(sid, "AC") ? await em.findOne(Account, { sid }) : null;
-  if (!account) throw notFound("Account", sid);
-  return account;
-}
-
 /** Creates the operator's AdminService implementation. */
-export function createAdminService(deps: { clock: Clock; carrier?: Carrier }): ServiceImpl<typeof AdminService> {
+export function createAdminService(deps: { clock: Clock; carrier?: Carrier; accounts?: AccountCache }): ServiceImpl<typeof AdminService> {
   const simulator = (): SimulatorCarrier => {
     if (deps.carrier?.name !== "simulator") {
       throw apiError(Code.FailedPrecondition, "InvalidParameter", "The simulator endpoints work only with CARRIER=simulator.");
@@ -90,6 +73,8 @@ export function createAdminService(deps: { clock: Clock; carrier?: Carrier }): S
     return deps.carrier as SimulatorCarrier;
   };
   return {
+    ...createAdminLists({ clock: deps.clock, em: requireAdmin }),
+
     async createAccount(req: CreateAccountRequest, ctx: HandlerContext) {
       const em = requireAdmin(ctx);
       const name = checkName(req.name, true)!;
@@ -114,6 +99,7 @@ export function createAdminService(deps: { clock: Clock; carrier?: Carrier }): S
       if (name !== undefined && name !== "") account.name = name;
       if (req.smsEnabled !== undefined) account.smsEnabled = req.smsEnabled;
       await em.flush();
+      deps.accounts?.invalidate(account.sid);
       return toAccountPb(account);
     },
 
@@ -123,6 +109,7 @@ export function createAdminService(deps: { clock: Clock; carrier?: Carrier }): S
       const token = randomSecret(TOKEN_LENGTH);
       account.tokenHash = hashToken(token);
       await em.flush();
+      deps.accounts?.invalidate(account.sid);
       return create(RotateTokenResponseSchema, { accountSid: account.sid, token });
     },
 

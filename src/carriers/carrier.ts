@@ -10,13 +10,18 @@ export interface OutboundSms {
   deliveryReceipt: boolean;
 }
 
-/** A delivery report heard from the carrier. */
+/**
+ * A report heard from the carrier: final (Delivered, Failed), or Submitted, the carrier confirming
+ * it holds the message (which also settles a submission whose answer a crash lost).
+ */
 export interface DeliveryReport {
   messageSid: string;
-  status: "Delivered" | "Failed";
-  /** Stable PascalCase reason on failure, "" on delivery. */
+  status: "Submitted" | "Delivered" | "Failed";
+  /** Stable PascalCase reason on failure, "" otherwise. */
   errorCode: string;
   at: Date;
+  /** The carrier's reference, when the report carries one (Submitted reports). */
+  carrierRef?: string;
 }
 
 /** An SMS a handset sent into the service (a reply to a leased number, say). */
@@ -49,6 +54,12 @@ export class CarrierError extends Error {
 /** A way to hand SMS to the network and hear back reports and inbound messages. */
 export interface Carrier {
   readonly name: string;
+  /**
+   * How long the carrier may still confirm (with a Submitted report) a submission whose answer was
+   * lost in a crash; the dispatcher holds such a message this long before submitting it again.
+   * Undefined: the carrier never confirms, so the message is submitted again at once.
+   */
+  readonly confirmWaitMs?: number;
   /** Submits one SMS; resolves with the carrier's reference, throws CarrierError on refusal. */
   submit(sms: OutboundSms): Promise<{ carrierRef: string }>;
   /** Starts listening for reports and inbound SMS (timers, connections). */

@@ -6,8 +6,10 @@ import { textEncoding } from "../messaging/send-rules.js";
 import { type Carrier, CarrierError, type CarrierEvents, type DeliveryReport, type OutboundSms } from "./carrier.js";
 
 /** Options of the Kannel carrier. */
-export interface KannelCarrierOptions extends KannelConfig {
+export interface KannelCarrierOptions extends Omit<KannelConfig, "confirmWaitMs"> {
   clock: Clock;
+  /** After a crash, how long to wait for the type 8 report before submitting again, ms (default 30 s). */
+  confirmWaitMs?: number;
   /** How long a sendsms call may take before it counts as unavailable, ms (default 10 s). */
   fetchTimeoutMs?: number;
 }
@@ -25,7 +27,10 @@ export const KANNEL_DLR_MASK = 31;
 export const KANNEL_DLR_PATH = "/carriers/kannel/dlr";
 export const KANNEL_INBOUND_PATH = "/carriers/kannel/inbound";
 
-/** What a Kannel delivery report type means for the message; null: not final, no change. */
+/**
+ * What a Kannel delivery report type means for the message; null: nothing to record. 8 (the SMSC
+ * accepted it) and 4 (buffered at the SMSC) confirm that the carrier holds the message: Submitted.
+ */
 export function mapKannelDlr(type: number): Pick<DeliveryReport, "status" | "errorCode"> | null {
   switch (type) {
     case KANNEL_DLR.delivered:
@@ -34,8 +39,11 @@ export function mapKannelDlr(type: number): Pick<DeliveryReport, "status" | "err
       return { status: "Failed", errorCode: "CarrierFailed" };
     case KANNEL_DLR.rejected:
       return { status: "Failed", errorCode: "CarrierRejected" };
+    case KANNEL_DLR.submitted:
+    case KANNEL_DLR.buffered:
+      return { status: "Submitted", errorCode: "" };
     default:
-      return null; // 4 buffered, 8 submitted (and anything unknown): the message is still on its way
+      return null; // anything unknown: the message is still on its way
   }
 }
 
@@ -193,7 +201,8 @@ export function createKannelCarrier(opts: KannelCarrierOptions): KannelCarrier {
       const mapped = mapKannelDlr(type);
       if (mapped) {
         req.log.info({ messageSid: sid, kannelDlr: type, answer: c.q.get("answer")?.toString("latin1") }, "Kannel delivery report");
-        await c.events.deliveryReport({ messageSid: sid, ...mapped, at: opts.clock.now() });
+        // Kannel's reference is the MessageSid itself: it travels in the dlr-url.
+        await c.events.deliveryReport({ messageSid: sid, ...mapped, at: opts.clock.now(), carrierRef: sid });
       }
       return reply.code(200).type("text/plain").send("");
     });
@@ -215,6 +224,9 @@ export function createKannelCarrier(opts: KannelCarrierOptions): KannelCarrier {
 
   return {
     name: "kannel",
+    // smsbox retries a dlr-url it could not deliver (http-request-retry), so a crash that lost
+    // sendsms's answer is still settled by the type 8 report, if it comes within this wait.
+    confirmWaitMs: opts.confirmWaitMs ?? 30_000,
     submit,
     async start(e: CarrierEvents) {
       events = e;

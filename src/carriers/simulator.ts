@@ -12,6 +12,9 @@ export const SIMULATOR_TEST_NUMBERS = {
   unavailable: "+15005550003",
 } as const;
 
+/** How many of the latest messages each simulated handset keeps. */
+export const HANDSET_KEEP = 1000;
+
 /** One SMS that reached a simulated handset. */
 export interface HandsetMessage {
   messageSid: string;
@@ -46,11 +49,18 @@ export function createSimulatorCarrier(opts: SimulatorOptions): SimulatorCarrier
   const timers = new Set<NodeJS.Timeout>();
   let events: CarrierEvents | undefined;
 
-  const report = (fn: () => Promise<void>) => {
-    const t = setTimeout(() => {
-      timers.delete(t);
-      fn().catch(() => undefined);
-    }, delay);
+  // Like a real carrier (Kannel's smsbox retries its dlr-url), a report the service could not take
+  // (its database down) is tried again: every second for about a minute, then dropped.
+  const report = (fn: () => Promise<void>, attempt = 1) => {
+    const t = setTimeout(
+      () => {
+        timers.delete(t);
+        fn().catch(() => {
+          if (events && attempt < 60) report(fn, attempt + 1);
+        });
+      },
+      attempt === 1 ? delay : 1000,
+    );
     timers.add(t);
   };
 
@@ -61,12 +71,18 @@ export function createSimulatorCarrier(opts: SimulatorOptions): SimulatorCarrier
       if (sms.to === SIMULATOR_TEST_NUMBERS.unavailable) throw new CarrierError("the carrier is temporarily unavailable", "CarrierUnavailable", false);
       const carrierRef = randomUUID();
       const unreachable = sms.to === SIMULATOR_TEST_NUMBERS.unreachable;
+      let at: Date | undefined; // the handset gets it once; a retried report repeats the same time
       report(async () => {
-        const at = opts.clock.now();
-        if (!unreachable) {
-          const list = handsets.get(sms.to) ?? [];
-          list.push({ messageSid: sms.messageSid, from: sms.from, to: sms.to, text: sms.text, at });
-          handsets.set(sms.to, list);
+        if (at === undefined) {
+          at = opts.clock.now();
+          if (!unreachable) {
+            const list = handsets.get(sms.to) ?? [];
+            list.push({ messageSid: sms.messageSid, from: sms.from, to: sms.to, text: sms.text, at });
+            // Memory stays bounded however long the process runs: a handset keeps its latest messages.
+            // Trimmed in bulk, so that a busy handset does not pay for a copy per message.
+            if (list.length >= 2 * HANDSET_KEEP) list.splice(0, list.length - HANDSET_KEEP);
+            handsets.set(sms.to, list);
+          }
         }
         await events?.deliveryReport({
           messageSid: sms.messageSid,
@@ -86,7 +102,7 @@ export function createSimulatorCarrier(opts: SimulatorOptions): SimulatorCarrier
       events = undefined;
     },
     handsetMessages(number: string) {
-      return [...(handsets.get(number) ?? [])];
+      return (handsets.get(number) ?? []).slice(-HANDSET_KEEP);
     },
     async injectInbound(sms) {
       if (!events) throw new Error("the simulator is not started");

@@ -7,6 +7,7 @@ import {
   ErrorInfoSchema,
 } from "../../gen/google/rpc/error_details_pb.js";
 import { type ResponseStatus, ResponseStatusSchema } from "../../gen/switchboard/v2/common_pb.js";
+import { isDatabaseUnavailable } from "../db/orm.js";
 
 /** The error domain carried in every google.rpc.ErrorInfo detail. */
 export const ERROR_DOMAIN = "switchboard";
@@ -126,9 +127,27 @@ export function errorCodeOf(err: ConnectError): ErrorCode {
   }
 }
 
+/** The one answer to a request while the database cannot be reached: 503 / Unavailable, ServiceUnavailable. */
+export function serviceUnavailable(): ConnectError {
+  return apiError(Code.Unavailable, "ServiceUnavailable", "The service is temporarily unavailable: its database cannot be reached. Try again shortly.", [], {
+    "retry-after": "2",
+  });
+}
+
+/**
+ * Any thrown value as the ConnectError a client is answered with, for every transport: a lost
+ * database (refused, dropped or timed-out connections) is ServiceUnavailable; anything else that is
+ * not already a ConnectError stays an internal error.
+ */
+export function toConnectError(reason: unknown): ConnectError {
+  if (reason instanceof ConnectError) return reason;
+  if (isDatabaseUnavailable(reason)) return serviceUnavailable();
+  return ConnectError.from(reason);
+}
+
 /** Converts any thrown value into the documented ResponseStatus and its HTTP status. */
 export function toResponseStatus(reason: unknown): { httpStatus: number; status: ResponseStatus } {
-  const err = ConnectError.from(reason);
+  const err = toConnectError(reason);
   const errorCode = errorCodeOf(err);
   const violations = err.findDetails(BadRequestSchema).flatMap((b) => b.fieldViolations);
   const internal = errorCode === "InternalError";

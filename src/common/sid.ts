@@ -17,14 +17,25 @@ const ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
 // 252 is the largest multiple of 36 below 256: rejecting bytes at or above it keeps every character equally likely.
 const LIMIT = 252;
 
+// Random bytes are drawn 4 KiB at a time: one call into the CSPRNG per ~100 Sids, not per Sid.
+const POOL_SIZE = 4096;
+let pool = Buffer.alloc(0);
+let poolAt = 0;
+
+function randomByte(): number {
+  if (poolAt >= pool.length) {
+    pool = randomBytes(POOL_SIZE);
+    poolAt = 0;
+  }
+  return pool[poolAt++];
+}
+
 /** A new Sid: the prefix and 30 characters of [A-Z0-9] from a cryptographic source. */
 export function newSid(prefix: SidPrefix): string {
   let out = prefix as string;
   while (out.length < 32) {
-    for (const b of randomBytes(40)) {
-      if (b < LIMIT) out += ALPHABET[b % 36];
-      if (out.length === 32) break;
-    }
+    const b = randomByte();
+    if (b < LIMIT) out += ALPHABET[b % 36];
   }
   return out;
 }

@@ -24,6 +24,10 @@ export interface CreateOrmOptions {
   poolMax?: number;
   /** In-memory PGlite only: start from this `dumpDataDir()` image instead of an empty cluster. */
   pgliteImage?: Blob;
+  /** PostgreSQL only: how long opening a connection, or waiting for a free pooled one, may take (default 5 s). */
+  connectTimeoutMs?: number;
+  /** PostgreSQL only: the server cancels a statement running longer than this (default 30 s). */
+  statementTimeoutMs?: number;
 }
 
 /** Which engine a database URL selects. */
@@ -64,11 +68,23 @@ async function initOrm(opts: CreateOrmOptions): Promise<MikroORM> {
   };
   if (databaseKind(opts.databaseUrl) === "postgres") {
     const { MikroORM: PostgresOrm } = await import("@mikro-orm/postgresql");
+    const statementTimeoutMs = opts.statementTimeoutMs ?? 30_000;
     return PostgresOrm.init({
       ...common,
       clientUrl: opts.databaseUrl,
       // migrateUp holds its lock on one connection while the migrator probes on another.
       pool: { max: Math.max(2, opts.poolMax ?? 10) },
+      // Bounds, so that a database that is down or unreachable fails a request in seconds instead
+      // of holding it: connecting and waiting for a pooled connection (pg-pool uses one setting for
+      // both), a statement on the server, and a reply on the client (a peer that vanished without
+      // closing the socket), which also needs TCP keepalive to notice idle connections are dead.
+      driverOptions: {
+        connectionTimeoutMillis: opts.connectTimeoutMs ?? 5000,
+        statement_timeout: statementTimeoutMs,
+        query_timeout: statementTimeoutMs + 5000,
+        idle_in_transaction_session_timeout: 60_000,
+        keepAlive: true,
+      },
     });
   }
   const { MikroORM: PgliteOrm } = await import("@mikro-orm/pglite");
@@ -121,6 +137,34 @@ export async function isDatabaseReady(orm: MikroORM, timeoutMs = 2000): Promise<
   } finally {
     clearTimeout(timer);
   }
+}
+
+/** Node network error codes of a connection that could not be made or was lost. */
+const NETWORK_ERRORS = new Set(["ECONNREFUSED", "ECONNRESET", "ECONNABORTED", "ETIMEDOUT", "EPIPE", "EHOSTUNREACH", "ENETUNREACH", "ENOTFOUND", "EAI_AGAIN"]);
+
+/**
+ * SQLSTATEs of a server that cannot serve now: class 08 (connection exception), 57P01-57P03
+ * (shut down by the operator, crashed, starting up), 53300 (too many connections) and 57014
+ * (a statement cancelled, here by statement_timeout).
+ */
+const UNAVAILABLE_SQLSTATE = /^(08[0-9A-Z]{3}|57P0[1-3]|53300|57014)$/;
+
+/** What the pg client and pool say, without a code, when the server went away or never answered. */
+const UNAVAILABLE_MESSAGE =
+  /Connection terminated|timeout exceeded when trying to connect|Query read timeout|Client has encountered a connection error|Client was closed and is not queryable|Cannot use a pool after calling end/i;
+
+/**
+ * Whether an error means the database cannot be reached or cannot answer now (refused, dropped or
+ * timed-out connections, a server shutting down or starting up), rather than a bug or a bad query.
+ * Such errors are the API's ServiceUnavailable; looks through wrapped causes.
+ */
+export function isDatabaseUnavailable(e: unknown, depth = 0): boolean {
+  if (typeof e !== "object" || e === null || depth > 5) return false;
+  const { code, message, cause, errors } = e as { code?: unknown; message?: unknown; cause?: unknown; errors?: unknown };
+  if (typeof code === "string" && (NETWORK_ERRORS.has(code) || UNAVAILABLE_SQLSTATE.test(code))) return true;
+  if (typeof message === "string" && UNAVAILABLE_MESSAGE.test(message)) return true;
+  if (Array.isArray(errors) && errors.some((x) => isDatabaseUnavailable(x, depth + 1))) return true;
+  return cause !== undefined && isDatabaseUnavailable(cause, depth + 1);
 }
 
 /** A database constraint failure, by kind and constraint name. */

@@ -2,7 +2,8 @@ import type { MikroORM } from "@mikro-orm/sql";
 import type { Logger } from "pino";
 import { type Carrier, CarrierError } from "../carriers/carrier.js";
 import type { Clock } from "../common/clock.js";
-import { applyFinalState } from "./receipts.js";
+import { isDatabaseUnavailable } from "../db/orm.js";
+import { applyFinalState, recordSubmissions, type Submission } from "./receipts.js";
 
 /** Options of the dispatcher. */
 export interface DispatcherOptions {
@@ -10,12 +11,14 @@ export interface DispatcherOptions {
   clock: Clock;
   carrier: Carrier;
   log?: Logger;
-  /** Messages claimed per round (default 100). */
+  /** Messages claimed per round (default 500): one claim and one submission update per round. */
   batchSize?: number;
   /** How long a claim lasts before another dispatcher may take the message again (default 60 s). */
   claimMs?: number;
   /** How long temporary carrier errors are retried before the message fails (default 1 hour). */
   retryWindowMs?: number;
+  /** Looks for expired claims at most this often, ms (default 1 s; only for carriers that confirm). */
+  sweepMs?: number;
 }
 
 interface ClaimedRow {
@@ -44,40 +47,125 @@ export function carrierBackoffMs(attempt: number): number {
 /**
  * Creates a dispatcher. Claiming is one UPDATE over a `FOR UPDATE SKIP LOCKED` subselect, so
  * concurrent dispatchers never claim the same row; the claim sets a deadline after which a
- * crashed dispatcher's messages are claimed again. A canceled message is no longer Scheduled,
+ * crashed dispatcher's messages are taken again. A canceled message is no longer Scheduled,
  * so it is never claimed; a claimed one is Processing, so it can no longer be canceled.
+ *
+ * A claim that expired without an outcome means its dispatcher died somewhere between the claim
+ * and recording the carrier's answer: the carrier may or may not hold the message. With a carrier
+ * that confirms submissions by report (`confirmWaitMs`), such a message is first held that long
+ * by the dispatcher that found it (its claim is renewed until the wait ends): the report, retried
+ * by the carrier until the service hears it, marks it Submitted and it is never sent again. Only
+ * a message no report confirmed while a live dispatcher waited is submitted again, the one case
+ * that can reach the handset twice.
  */
 export function createDispatcher(opts: DispatcherOptions): Dispatcher {
-  const batchSize = opts.batchSize ?? 100;
+  const batchSize = opts.batchSize ?? 500;
   const claimMs = opts.claimMs ?? 60_000;
   const retryWindowMs = opts.retryWindowMs ?? 3_600_000;
+  const confirmWaitMs = opts.carrier.confirmWaitMs ?? 0;
+  const sweepMs = opts.sweepMs ?? 1000;
+  let lastSweep = -Infinity;
+  /** Messages this dispatcher holds for the carrier's report, and when each wait ends. */
+  const holds = new Map<string, Date>();
 
-  async function submitOne(row: ClaimedRow): Promise<void> {
-    const em = opts.orm.em.fork();
-    let carrierRef: string;
+  /** Hands one message to the carrier: its reference, or undefined when the carrier refused it (already handled). */
+  async function submitOne(row: ClaimedRow): Promise<Submission | undefined> {
     try {
-      ({ carrierRef } = await opts.carrier.submit({
+      const { carrierRef } = await opts.carrier.submit({
         messageSid: row.sid,
         from: row.sender,
         to: row.recipient,
         text: row.text,
         deliveryReceipt: row.delivery_receipt,
-      }));
+      });
+      return { messageSid: row.sid, carrierRef, at: opts.clock.now() };
     } catch (err) {
-      await carrierRefused(em, row, err);
-      return;
+      await carrierRefused(opts.orm.em.fork(), row, err);
+      return undefined;
     }
-    // Outside the try: a database error here is not the carrier's refusal. The claim then expires
-    // and the message is taken again (at least once), rather than being failed or retried as a carrier error.
-    // The carrier's report may have landed first (the message is already Delivered or Failed):
-    // keep that final status, but still record when it was submitted and the carrier's reference.
-    await em.execute(
-      `update messages
-          set status = case when status = 'Processing' then 'Submitted' else status end,
-              submitted_at = least(?::timestamptz, delivered_at), carrier_ref = ?, claimed_until = null
-        where sid = ? and (status = 'Processing' or (status in ('Delivered', 'Failed') and submitted_at is null))`,
-      [opts.clock.now(), carrierRef, row.sid],
+  }
+
+  /**
+   * Records the submissions of a round in one statement. A database error here is not the
+   * carrier's refusal: the carrier holds these messages, so keep trying to record that while the
+   * claims last (the database may be back in a moment); if the claims run out first, the messages
+   * are in doubt and handled as after a crash. The carrier's report may have landed first (the
+   * message is already Submitted, Delivered or Failed): recordSubmissions keeps that status but
+   * still records when it was submitted.
+   */
+  async function recordSubmitted(done: Submission[]): Promise<void> {
+    if (done.length === 0) return;
+    const deadline = performance.now() + claimMs / 2;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await recordSubmissions(opts.orm.em.fork(), done);
+        // One line per message (debug only: the check keeps a busy round from paying for them).
+        if (opts.log?.isLevelEnabled("debug")) {
+          for (const d of done) opts.log.debug({ messageSid: d.messageSid, carrierRef: d.carrierRef }, "message submitted to the carrier");
+        }
+        return;
+      } catch (err) {
+        const wait = Math.min(5000, 250 * 2 ** attempt);
+        if (!isDatabaseUnavailable(err) || performance.now() + wait > deadline) throw err;
+        opts.log?.warn({ count: done.length, attempt, err }, "could not record submissions the carrier accepted; retrying");
+        await new Promise((r) => setTimeout(r, wait));
+      }
+    }
+  }
+
+  const RETURNING = "m.sid, m.sender, m.recipient, m.text, m.delivery_receipt, m.attempts, m.send_at, m.scheduled_at, m.created_at";
+
+  /**
+   * Holds messages whose claim expired without an outcome: their claim is renewed until the end of
+   * the wait, and this dispatcher remembers the end it set. Only a dispatcher that lived through a
+   * whole wait (so could hear the report) submits again; if it dies, the hold expires like any
+   * claim and the next dispatcher waits afresh.
+   */
+  async function holdUnconfirmed(now: Date): Promise<void> {
+    const until = new Date(now.getTime() + confirmWaitMs);
+    const held = await opts.orm.em.fork().execute<{ sid: string }[]>(
+      `update messages m set claimed_until = ?
+        where m.status = 'Processing' and m.direction = 'Transmit' and m.claimed_until < ?
+        returning m.sid`,
+      [until, now],
     );
+    for (const r of held) holds.set(r.sid, until);
+    if (held.length > 0) {
+      opts.log?.warn(
+        { count: held.length, messageSids: held.slice(0, 50).map((r) => r.sid), confirmWaitMs },
+        "claims expired without the carrier's answer (a dispatcher stopped mid-submission): waiting for the carrier's report before submitting again",
+      );
+    }
+  }
+
+  /** Claims held messages whose wait this dispatcher saw through and that no report settled. */
+  async function claimHeld(now: Date): Promise<ClaimedRow[]> {
+    const byEnd = new Map<number, string[]>();
+    for (const [sid, until] of holds) {
+      if (until.getTime() > now.getTime()) continue;
+      holds.delete(sid);
+      byEnd.set(until.getTime(), [...(byEnd.get(until.getTime()) ?? []), sid]);
+    }
+    const claimed: ClaimedRow[] = [];
+    for (const [end, sids] of byEnd) {
+      // Still exactly our hold: not settled by a report, not taken over by another dispatcher.
+      // (Sids are [A-Z0-9]: a comma-joined list is a safe single parameter.)
+      claimed.push(
+        ...(await opts.orm.em.fork().execute<ClaimedRow[]>(
+          `update messages m set claimed_until = ?, attempts = m.attempts + 1
+            where m.sid = any(string_to_array(?, ',')) and m.status = 'Processing' and m.claimed_until = ?
+            returning ${RETURNING}`,
+          [new Date(now.getTime() + claimMs), sids.join(","), new Date(end)],
+        )),
+      );
+    }
+    if (claimed.length > 0) {
+      opts.log?.warn(
+        { count: claimed.length, messageSids: claimed.slice(0, 50).map((r) => r.sid), confirmWaitMs },
+        "no carrier report confirmed these earlier submissions within the wait: submitting them again (a handset may get one twice)",
+      );
+    }
+    return claimed;
   }
 
   async function carrierRefused(em: ReturnType<MikroORM["em"]["fork"]>, row: ClaimedRow, err: unknown): Promise<void> {
@@ -103,21 +191,41 @@ export function createDispatcher(opts: DispatcherOptions): Dispatcher {
   return {
     async tick() {
       const now = opts.clock.now();
+      let held: ClaimedRow[] = [];
+      if (confirmWaitMs > 0) {
+        held = await claimHeld(now);
+        if (performance.now() - lastSweep >= sweepMs) {
+          lastSweep = performance.now();
+          await holdUnconfirmed(now);
+        }
+      }
+      // With a carrier that confirms, an expired claim is never taken directly: holdUnconfirmed first.
+      const claimable = confirmWaitMs > 0 ? "claimed_until is null" : "(claimed_until is null or claimed_until < ?)";
       const em = opts.orm.em.fork();
-      const rows = await em.execute<ClaimedRow[]>(
+      const fresh = await em.execute<ClaimedRow[]>(
         `update messages m
             set status = 'Processing', claimed_until = ?, attempts = m.attempts + 1
           where m.sid in (
             select sid from messages
              where status in ('Scheduled', 'Processing') and direction = 'Transmit'
-               and send_at <= ? and (claimed_until is null or claimed_until < ?)
+               and send_at <= ? and ${claimable}
              order by send_at
              limit ?
              for update skip locked)
-        returning m.sid, m.sender, m.recipient, m.text, m.delivery_receipt, m.attempts, m.send_at, m.scheduled_at, m.created_at`,
-        [new Date(now.getTime() + claimMs), now, now, batchSize],
+        returning ${RETURNING}`,
+        confirmWaitMs > 0 ? [new Date(now.getTime() + claimMs), now, batchSize] : [new Date(now.getTime() + claimMs), now, now, batchSize],
       );
-      await Promise.all(rows.map((r) => submitOne(r)));
+      const rows = [...held, ...fresh];
+      // In rounds of batchSize (after a crash under load, many held messages may come due at once):
+      // the carrier gets a round's messages side by side, then one UPDATE records them.
+      for (let i = 0; i < rows.length; i += batchSize) {
+        // allSettled: a refusal that could not be recorded (database down) must not keep the
+        // carrier's acceptances of the same round from being recorded.
+        const outcomes = await Promise.allSettled(rows.slice(i, i + batchSize).map((r) => submitOne(r)));
+        await recordSubmitted(outcomes.flatMap((o) => (o.status === "fulfilled" && o.value ? [o.value] : [])));
+        const failed = outcomes.find((o) => o.status === "rejected");
+        if (failed) throw failed.reason;
+      }
       return rows.length;
     },
   };

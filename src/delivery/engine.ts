@@ -7,7 +7,8 @@ import { createMailWorker } from "../mail/mail-outbox.js";
 import { createWebhookWorker, type WebhookWorker, type WebhookWorkerOptions } from "../webhooks/webhook-worker.js";
 import { createDispatcher, type Dispatcher, type DispatcherOptions } from "./dispatcher.js";
 import { receiveInbound } from "./inbound.js";
-import { applyFinalState } from "./receipts.js";
+import { createGroupCommit } from "../common/group-commit.js";
+import { applyFinalStates, recordSubmissions, type Submission } from "./receipts.js";
 import { createWorkerLoop, type WorkerLoop } from "./worker-loop.js";
 
 /** Options of the delivery engine. */
@@ -19,7 +20,13 @@ export interface DeliveryEngineOptions {
   log?: Logger;
   /** Poll interval when idle, ms (default 250). */
   pollMs?: number;
-  dispatcher?: Partial<Pick<DispatcherOptions, "batchSize" | "claimMs" | "retryWindowMs">>;
+  dispatcher?: Partial<Pick<DispatcherOptions, "batchSize" | "claimMs" | "retryWindowMs">> & {
+    /**
+     * Dispatcher loops run side by side (default 2): while one waits for the database, the other
+     * claims or records. Claims never overlap (SKIP LOCKED and the claim deadline), as across processes.
+     */
+    loops?: number;
+  };
   webhooks?: Partial<Pick<WebhookWorkerOptions, "timeoutMs" | "retryForMs" | "batchSize">>;
   /** SMTP transport for forwarded e-mails; without one they are kept for the operator. */
   mailTransport?: Transporter;
@@ -47,10 +54,37 @@ export function createDeliveryEngine(opts: DeliveryEngineOptions): DeliveryEngin
   const pollMs = opts.pollMs ?? 250;
   let loops: WorkerLoop[] = [];
   let webhookLoop: WorkerLoop | undefined;
+  let dispatchLoops: WorkerLoop[] = [];
+
+  // Delivery reports arrive one per message: the ones that arrive together share a transaction.
+  const reports = createGroupCommit({
+    // Nobody waits on a report: 10 ms gathers the reports of a busy carrier into larger batches.
+    lingerMs: 10,
+    run: (items: Parameters<typeof applyFinalStates>[1]) =>
+      opts.orm.em
+        .fork()
+        .transactional((tx) => applyFinalStates(tx, items))
+        .then((changed) => changed.map((value) => ({ ok: true as const, value }))),
+  });
+  // The carrier's Submitted reports (Kannel's type 8/4) likewise; a sid repeated in one batch is
+  // recorded once (the first), as if the reports had come one after the other.
+  const submissions = createGroupCommit({
+    lingerMs: 10,
+    run: async (items: Submission[]) => {
+      const first = new Map<string, Submission>();
+      for (const s of items) if (!first.has(s.messageSid)) first.set(s.messageSid, s);
+      await recordSubmissions(opts.orm.em.fork(), [...first.values()]);
+      return items.map(() => ({ ok: true as const, value: undefined }));
+    },
+  });
 
   const events: CarrierEvents = {
     async deliveryReport(report) {
-      const changed = await applyFinalState(opts.orm.em.fork(), { ...report, now: opts.clock.now() });
+      if (report.status === "Submitted") {
+        await submissions.submit({ messageSid: report.messageSid, at: report.at, carrierRef: report.carrierRef ?? null });
+        return;
+      }
+      const changed = await reports.submit({ ...report, status: report.status, now: opts.clock.now() });
       if (changed) webhookLoop?.nudge();
     },
     async inbound(sms) {
@@ -69,19 +103,23 @@ export function createDeliveryEngine(opts: DeliveryEngineOptions): DeliveryEngin
       await opts.carrier.start(events);
       if (startOpts?.loops === false) return;
       webhookLoop = createWorkerLoop("webhooks", () => webhooks.tick(), { intervalMs: pollMs * 4, log: opts.log });
-      loops = [
+      dispatchLoops = Array.from({ length: Math.max(1, opts.dispatcher?.loops ?? 2) }, () =>
         createWorkerLoop("dispatcher", () => dispatcher.tick(), { intervalMs: pollMs, log: opts.log }),
+      );
+      loops = [
+        ...dispatchLoops,
         webhookLoop,
         createWorkerLoop("mail", () => mail.tick(), { intervalMs: pollMs * 4, log: opts.log }),
       ];
       for (const l of loops) l.start();
     },
     nudge() {
-      loops[0]?.nudge();
+      for (const l of dispatchLoops) l.nudge();
     },
     async stop() {
       await Promise.all(loops.map((l) => l.stop()));
       loops = [];
+      dispatchLoops = [];
       webhookLoop = undefined;
       await opts.carrier.stop();
     },

@@ -2,6 +2,7 @@ import type { EntityManager } from "@mikro-orm/sql";
 import type { InboundSms } from "../carriers/carrier.js";
 import { unixSeconds } from "../common/clock.js";
 import { newSid } from "../common/sid.js";
+import { storableText } from "../common/string-guard.js";
 import { textEncoding } from "../messaging/send-rules.js";
 import { enqueueEmail } from "../mail/mail-outbox.js";
 import { enqueueWebhook } from "../webhooks/outbox.js";
@@ -35,7 +36,9 @@ export interface InboundResult {
  * no live lease (none, expired or released) belongs to no account: it is kept in
  * unmatched_inbound for the operator and not forwarded.
  */
-export async function receiveInbound(em: EntityManager, sms: InboundSms, now: Date): Promise<InboundResult> {
+export async function receiveInbound(em: EntityManager, received: InboundSms, now: Date): Promise<InboundResult> {
+  // Anyone on the network can send any UCS-2 units: a NUL or an unpaired surrogate must not fail the insert.
+  const sms = { ...received, text: storableText(received.text) };
   return em.transactional(async (tx) => {
     const rows = await tx.execute<LeaseMatch[]>(
       `select m.sid as message_sid, m.account_sid, m.property_sid, m.webhook_uri, m.webhook_method,

@@ -39,6 +39,7 @@ export interface MailWorkerOptions {
 
 interface DueMail {
   id: string;
+  message_sid: string;
   mail_from: string;
   mail_to: string;
   subject: string;
@@ -63,7 +64,7 @@ export function createMailWorker(opts: MailWorkerOptions): { tick(): Promise<num
         `update emails set claimed_until = ?
           where id in (select id from emails where status = 'Pending' and next_attempt_at <= ? and (claimed_until is null or claimed_until < ?)
                         order by next_attempt_at limit 20 for update skip locked)
-        returning id, mail_from, mail_to, subject, body, attempts, created_at`,
+        returning id, message_sid, mail_from, mail_to, subject, body, attempts, created_at`,
         [new Date(now.getTime() + 120_000), now, now],
       );
       for (const m of rows) {
@@ -74,11 +75,12 @@ export function createMailWorker(opts: MailWorkerOptions): { tick(): Promise<num
         try {
           await opts.transport.sendMail({ from: m.mail_from, to: m.mail_to, subject: m.subject, text: m.body, messageId: `<${m.id}@switchboard>` });
           await em.execute("update emails set status = 'Sent', sent_at = ?, attempts = attempts + 1, claimed_until = null, last_error = '' where id = ?", [opts.clock.now(), m.id]);
+          opts.log?.debug({ emailId: m.id, messageSid: m.message_sid }, "e-mail sent");
         } catch (err) {
           const t = opts.clock.now();
           const attempts = m.attempts + 1;
           const giveUp = t.getTime() - new Date(m.created_at).getTime() >= retryForMs;
-          opts.log?.warn({ emailId: m.id, attempts, err: (err as Error).message }, "e-mail not sent");
+          opts.log?.warn({ emailId: m.id, messageSid: m.message_sid, attempts, err: (err as Error).message }, "e-mail not sent");
           await em.execute("update emails set status = ?, attempts = ?, next_attempt_at = ?, last_error = ?, claimed_until = null where id = ?", [
             giveUp ? "Failed" : "Pending",
             attempts,

@@ -1,6 +1,6 @@
 import { create } from "@bufbuild/protobuf";
 import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
-import type { EntityManager } from "@mikro-orm/sql";
+import type { EntityManager, MikroORM } from "@mikro-orm/sql";
 import {
   type CancelMessageRequest,
   type GetMessageRequest,
@@ -27,14 +27,16 @@ import { fieldError, fieldErrors, notFound, ruleError, toResponseStatus } from "
 import { pageOf } from "../common/paging.js";
 import { isSid, newSid } from "../common/sid.js";
 import { constraintViolation } from "../db/orm.js";
-import { allocateLease, releaseLease } from "../leases/lease-allocator.js";
-import { PhoneNumber } from "../numbers/phone-number.entity.js";
+import { releaseLease } from "../leases/lease-allocator.js";
 import { IdempotencyKey } from "./idempotency-key.entity.js";
 import { Message } from "./message.entity.js";
 import { validateSend } from "./send-rules.js";
+import { createSendWriter, IDEMPOTENCY_TTL_MS } from "./send-writer.js";
 
 /** What the messaging service needs. */
 export interface MessagingDeps {
+  /** For the group-commit writer of sends. */
+  orm: MikroORM;
   clock: Clock;
   webhookAllowPrivate: boolean;
   /** Countries whose operators do not take alphanumeric sender IDs. */
@@ -45,8 +47,8 @@ export interface MessagingDeps {
 
 /** Contract §6: at most this many items in one batch. */
 export const MAX_BATCH = 100;
-/** Contract §6: an Idempotency-Key is remembered this long. */
-export const IDEMPOTENCY_TTL_MS = 24 * 3600 * 1000;
+/** Contract §6: how long an Idempotency-Key is remembered. */
+export { IDEMPOTENCY_TTL_MS };
 const STATUSES = ["Scheduled", "Processing", "Submitted", "Delivered", "Failed", "Canceled", "Received"];
 const DIRECTIONS = ["Transmit", "Receive"];
 
@@ -101,85 +103,29 @@ async function ownedMessage(em: EntityManager, account: Account, messageSid: str
 export function createMessagingService(deps: MessagingDeps): ServiceImpl<typeof MessagingService> {
   const { clock } = deps;
 
-  /** Validates, resolves the sender and stores one message; shared by single and batch sends. */
-  async function send(em: EntityManager, account: Account, property: Property, req: SendMessageRequest, idemKey?: string): Promise<MessagePb> {
+  const writer = createSendWriter({ orm: deps.orm });
+
+  /**
+   * Validates one send here, then hands it to the group-commit writer, which checks it against
+   * the database and stores it with the sends waiting at the same moment; shared by single and
+   * batch sends. Answers only after the message is committed.
+   */
+  async function send(account: Account, propertySid: string, req: SendMessageRequest, idemKey?: string): Promise<MessagePb> {
+    // A malformed Sid cannot name a property: 404 without asking the database.
+    if (!isSid(propertySid, "PR")) throw notFound("Property", propertySid);
     const now = clock.now();
-    const nowSeconds = Math.floor(now.getTime() / 1000);
-    const checked = validateSend(req, nowSeconds, deps);
-    if ("problems" in checked) throw fieldErrors(checked.problems);
-    const v = checked.send;
-
-    if (!account.smsEnabled) throw ruleError("SmsNotEnabled", `Account ${account.sid} is not enabled for SMS; ask the operator to enable it.`);
-    if (!property.smsEnabled) throw ruleError("SmsNotEnabled", `Property ${property.sid} is not enabled for SMS; ask the operator to enable it.`);
-
-    if (v.fromKind === "E164") {
-      const owned = await em.findOne(PhoneNumber, { number: v.from, accountSid: account.sid });
-      if (!owned) throw fieldError("From", "SenderNotOwned", `From ${v.from} is not one of this account's numbers; use one of them, an alphanumeric ID, or leave From blank for a leased sender.`);
-    }
-
-    if (idemKey) {
-      const previous = await findIdempotent(em, account, idemKey, now);
-      if (previous) return previous;
-    }
-
+    const checked = validateSend(req, Math.floor(now.getTime() / 1000), deps);
+    const v = "send" in checked ? checked.send : undefined;
     // Alphanumeric IDs do not reach operators in some countries (US and CA by default): those go out leased.
-    const leased = v.fromKind === "Blank" || (v.fromKind === "Alphanumeric" && v.to.countries.some((c) => deps.noAlphaCountries.has(c)));
-    const sid = newSid("MG");
+    const leased = v !== undefined && (v.fromKind === "Blank" || (v.fromKind === "Alphanumeric" && v.to.countries.some((c) => deps.noAlphaCountries.has(c))));
     try {
-      return await em.transactional(async (tx) => {
-        let sender = v.from;
-        let leaseSid: string | null = null;
-        if (leased) {
-          const lease = await allocateLease(tx, { recipient: v.to.number, accountSid: account.sid, messageSid: sid, now });
-          sender = lease.poolNumber;
-          leaseSid = lease.sid;
-        }
-        const message = tx.create(Message, {
-          sid,
-          accountSid: account.sid,
-          propertySid: property.sid,
-          direction: "Transmit",
-          status: v.scheduled ? "Scheduled" : "Processing",
-          senderKind: leased ? "Leased" : v.fromKind === "E164" ? "E164" : "Alphanumeric",
-          sender,
-          recipient: v.to.number,
-          text: v.text,
-          encoding: v.encoding,
-          numSegments: v.numSegments,
-          deliveryReceipt: v.deliveryReceipt,
-          drWebhookUri: v.drWebhookUri,
-          drWebhookMethod: v.drWebhookMethod,
-          // Lease options are kept only where a reply can come back: through a leased sender.
-          forwardToSms: leased ? v.forwardToSms : "",
-          forwardFromSms: leased ? v.forwardFromSms : "",
-          forwardToEmail: leased ? v.forwardToEmail : "",
-          forwardFromEmail: leased ? v.forwardFromEmail : "",
-          webhookUri: leased ? v.webhookUri : "",
-          webhookMethod: leased ? v.webhookMethod : "POST",
-          leaseSid,
-          inReplyTo: null,
-          scheduledAt: v.schedule === undefined ? null : new Date(v.schedule * 1000),
-          sendAt: v.scheduled ? new Date(v.schedule! * 1000) : now,
-          createdAt: now,
-          submittedAt: null,
-          deliveredAt: null,
-          receivedAt: null,
-          errorCode: "",
-          attempts: 0,
-          carrierRef: null,
-        });
-        tx.persist(message);
-        if (idemKey) tx.persist(tx.create(IdempotencyKey, { accountSid: account.sid, key: idemKey, messageSid: sid, createdAt: now }));
-        await tx.flush();
-        return toMessagePb(message);
-      }).then((m) => {
-        if (!v.scheduled) deps.onQueued?.();
-        return m;
-      });
+      const out = await writer.submit({ account, propertySid, checked, leased, idemKey, now, sid: newSid("MG") });
+      if (out.dueNow) deps.onQueued?.();
+      return out.message;
     } catch (err) {
       // A concurrent request with the same Idempotency-Key won the race: answer with its message.
       if (idemKey && constraintViolation(err)?.kind === "unique") {
-        const previous = await findIdempotent(em.fork(), account, idemKey, now);
+        const previous = await findIdempotent(deps.orm.em.fork(), account, idemKey, now);
         if (previous) return previous;
       }
       throw err;
@@ -187,24 +133,15 @@ export function createMessagingService(deps: MessagingDeps): ServiceImpl<typeof 
   }
 
   async function findIdempotent(em: EntityManager, account: Account, key: string, now: Date): Promise<MessagePb | undefined> {
-    // Not managed: an expired row is deleted natively below, and a managed copy would turn the
-    // re-insert of the same key in send() into an UPDATE of the deleted row (the key was lost).
     const row = await em.findOne(IdempotencyKey, { accountSid: account.sid, key }, { disableIdentityMap: true });
-    if (!row) return undefined;
-    if (now.getTime() - row.createdAt.getTime() >= IDEMPOTENCY_TTL_MS) {
-      await em.nativeDelete(IdempotencyKey, { accountSid: account.sid, key });
-      return undefined;
-    }
+    if (!row || now.getTime() - row.createdAt.getTime() >= IDEMPOTENCY_TTL_MS) return undefined;
     const message = await em.findOne(Message, { sid: row.messageSid });
     return message ? toMessagePb(message) : undefined;
   }
 
   return {
     async sendMessage(req: SendMessageRequest, ctx: HandlerContext) {
-      const account = requireAccount(ctx);
-      const em = requestEm(ctx);
-      const property = await ownedProperty(em, account, req.propertySid);
-      return send(em, account, property, req, ctx.values.get(kIdempotencyKey));
+      return send(requireAccount(ctx), req.propertySid, req, ctx.values.get(kIdempotencyKey));
     },
 
     async sendBatch(req: SendBatchRequest, ctx: HandlerContext): Promise<SendBatchResponse> {
@@ -213,15 +150,15 @@ export function createMessagingService(deps: MessagingDeps): ServiceImpl<typeof 
       const property = await ownedProperty(em, account, req.propertySid);
       if (req.messages.length === 0) throw fieldError("Messages", "MissingParameter", "Messages is required: a list of 1 to 100 send bodies.");
       if (req.messages.length > MAX_BATCH) throw fieldError("Messages", "InvalidParameter", `Messages holds ${req.messages.length} items; the limit is ${MAX_BATCH}.`);
-      const results = [];
-      for (const item of req.messages) {
-        try {
-          const m = await send(em.fork(), account, property, item);
-          results.push(create(BatchResultSchema, { messageSid: m.messageSid, accountSid: m.accountSid, propertySid: m.propertySid, from: m.from, to: m.to, text: m.text }));
-        } catch (err) {
-          results.push(create(BatchResultSchema, { responseStatus: toResponseStatus(err).status }));
-        }
-      }
+      // Submitted together, the items share group commits; each keeps its own outcome, in request order.
+      const results = await Promise.all(
+        req.messages.map((item) =>
+          send(account, property.sid, item).then(
+            (m) => create(BatchResultSchema, { messageSid: m.messageSid, accountSid: m.accountSid, propertySid: m.propertySid, from: m.from, to: m.to, text: m.text }),
+            (err: unknown) => create(BatchResultSchema, { responseStatus: toResponseStatus(err).status }),
+          ),
+        ),
+      );
       return create(SendBatchResponseSchema, { messages: results });
     },
 

@@ -29,6 +29,7 @@ import {
   Code,
   ConnectError,
   createContextValues,
+  type ContextValues,
   createHandlerContext,
   type HandlerContext,
   type ServiceImpl,
@@ -41,10 +42,12 @@ import {
   apiError,
   fieldErrors,
   isClientError,
+  toConnectError,
   toResponseStatus,
   type ErrorCode,
   type FieldProblem,
 } from "../common/errors.js";
+import { CALL_COMPLETE } from "../common/context.js";
 
 // ---------------------------------------------------------------------------------------------
 // Public API
@@ -64,6 +67,8 @@ export interface RestOptions {
   edge: (ctx: HandlerContext) => Promise<void> | void;
   /** Largest accepted request body in bytes; default 1 MiB. */
   bodyLimit?: number;
+  /** The handler context's values for a request (as connect-fastify's option); default empty. */
+  contextValues?: (request: FastifyRequest) => ContextValues;
 }
 
 export type HttpVerb = "GET" | "PUT" | "POST" | "DELETE" | "PATCH";
@@ -143,12 +148,29 @@ export function restRoutes(services: DescService[]): RestRoute[] {
   return routes;
 }
 
+/**
+ * The request fields a route reads from the query string (by json_name or proto name).
+ * google.api.http: with body "*" there are none; otherwise every top-level scalar or enum field,
+ * single or repeated, that the path and the body do not bind.
+ */
+export function queryFields(route: RestRoute): DescField[] {
+  if (route.body === "*") return [];
+  const bound = new Set(route.pathFields.map((f) => f.name));
+  if (route.body !== "") bound.add(route.body);
+  return route.rpc.input.fields.filter(
+    (f) =>
+      !bound.has(f.name) &&
+      (f.fieldKind === "scalar" || f.fieldKind === "enum" || (f.fieldKind === "list" && f.listKind !== "message")),
+  );
+}
+
 /** A Fastify plugin (register it with app.register) that serves every method that has a google.api.http option. */
 export async function restPlugin(app: FastifyInstance, opts: RestOptions): Promise<void> {
   const bodyLimit = opts.bodyLimit ?? DEFAULT_BODY_LIMIT;
   const impls = new Map<DescService, Partial<ServiceImpl<DescService>>>();
   for (const s of opts.services) impls.set(s.service, s.impl);
   const routes = restRoutes(opts.services.map((s) => s.service));
+  const values = opts.contextValues ?? (() => createContextValues());
 
   // This plugin is encapsulated (not wrapped in fastify-plugin): the parsers and the error
   // handler below apply to its routes only. Bodies are read as raw bytes whatever the
@@ -167,7 +189,7 @@ export async function restPlugin(app: FastifyInstance, opts: RestOptions): Promi
       method: route.method,
       url: route.path,
       bodyLimit,
-      handler: (request, reply) => serve(plan, opts.edge, request, reply),
+      handler: (request, reply) => serve(plan, opts.edge, values, request, reply),
     });
     let allowed = allowedByPath.get(route.path);
     if (!allowed) allowedByPath.set(route.path, (allowed = new Set()));
@@ -217,9 +239,27 @@ export async function restPlugin(app: FastifyInstance, opts: RestOptions): Promi
 }
 
 async function notFoundHook(request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
-  const path = request.url.split("?", 1)[0];
-  sendError(request, reply, apiError(Code.NotFound, "NotFound", `The requested resource ${path} was not found.`));
+  sendError(request, reply, pathNotFound(request));
   return reply;
+}
+
+function pathNotFound(request: FastifyRequest): ConnectError {
+  const path = request.url.split("?", 1)[0];
+  return apiError(Code.NotFound, "NotFound", `The requested resource ${path} was not found.`);
+}
+
+/** The app's not-found handler: any path no route serves is a 404 in the documented body. */
+export function restNotFound(request: FastifyRequest, reply: FastifyReply): void {
+  sendError(request, reply, pathNotFound(request));
+}
+
+/**
+ * The `frameworkErrors` server option: Fastify refuses a path it cannot percent-decode
+ * (e.g. `/v2/Messages/%zz`) before any route runs; like any other unknown path it is a 404
+ * in the documented body.
+ */
+export function restFrameworkErrors(_error: Error, request: FastifyRequest, reply: FastifyReply): void {
+  sendError(request, reply, pathNotFound(request));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -248,11 +288,9 @@ function compileRoute(route: RestRoute, impl: Partial<ServiceImpl<DescService>> 
   const call =
     typeof fn === "function" ? (fn as (req: unknown, ctx: HandlerContext) => unknown).bind(impl) : undefined;
 
-  const pathNames = new Set(route.pathFields.map((f) => f.name));
   let bodyKind: RoutePlan["bodyKind"] = "none";
   let bodyField: FieldReader | undefined;
   let bodyConverter: MessageConverter | undefined;
-  const bodyFieldNames = new Set<string>();
   if (route.body === "*") {
     bodyKind = "all";
     bodyConverter = messageConverter(input);
@@ -260,21 +298,14 @@ function compileRoute(route: RestRoute, impl: Partial<ServiceImpl<DescService>> 
     bodyKind = "field";
     const field = input.fields.find((f) => f.name === route.body)!;
     bodyField = fieldReader(field);
-    bodyFieldNames.add(field.name);
     if (field.fieldKind === "message" && !isWellKnown(field.message)) bodyConverter = messageConverter(field.message);
   }
 
-  // google.api.http: with body "*" there are no query parameters; otherwise every top-level
-  // scalar field not bound by the path or the body may come from the query string.
   const query = new Map<string, FieldReader>();
-  if (bodyKind !== "all") {
-    for (const field of input.fields) {
-      if (pathNames.has(field.name) || bodyFieldNames.has(field.name)) continue;
-      const reader = queryReader(field);
-      if (!reader) continue;
-      query.set(field.jsonName, reader);
-      query.set(field.name, reader);
-    }
+  for (const field of queryFields(route)) {
+    const reader = queryReader(field)!;
+    query.set(field.jsonName, reader);
+    query.set(field.name, reader);
   }
 
   return {
@@ -294,6 +325,7 @@ function compileRoute(route: RestRoute, impl: Partial<ServiceImpl<DescService>> 
 async function serve(
   plan: RoutePlan,
   edge: RestOptions["edge"],
+  values: (request: FastifyRequest) => ContextValues,
   request: FastifyRequest,
   reply: FastifyReply,
 ): Promise<FastifyReply> {
@@ -314,7 +346,7 @@ async function serve(
     requestHeader: webHeaders(request.headers),
     responseHeader: new Headers(),
     responseTrailer: new Headers(),
-    contextValues: createContextValues(),
+    contextValues: values(request),
     requestSignal: abort.signal,
     timeoutMs: undefined,
   });
@@ -333,7 +365,7 @@ async function serve(
     return reply;
   } finally {
     closing.off("close", onClose);
-    ctx.abort(); // as Connect does: the signal also fires when the call is complete
+    ctx.abort(CALL_COMPLETE); // as Connect does: the signal also fires when the call is complete
   }
 }
 
@@ -446,19 +478,32 @@ function copyHeaders(from: Headers, reply: FastifyReply): void {
 // Errors: the one place that writes the error body.
 
 function sendError(request: FastifyRequest, reply: FastifyReply, reason: unknown, headers?: Headers): void {
-  if (!isClientError(reason)) {
+  const err = toConnectError(reason);
+  if (err.code === Code.Unavailable && !(reason instanceof ConnectError)) {
+    // The database is down: expected while it lasts, and every request says so.
+    request.log.warn({ err: reason }, "REST request failed: database unavailable");
+  } else if (!isClientError(err)) {
     // A bug or a server-side failure: the log gets the detail, the client never does.
     request.log.error({ err: reason }, "REST request failed");
   }
-  const { httpStatus, status } = toResponseStatus(reason);
+  const { httpStatus, status } = toResponseStatus(err);
   if (headers) copyHeaders(headers, reply);
-  if (reason instanceof ConnectError) copyHeaders(reason.metadata, reply);
+  copyHeaders(err.metadata, reply);
   const code = TRANSPORT_HTTP_STATUS[status.errorCode as ErrorCode] ?? httpStatus;
   if (code === 401 && !reply.hasHeader("www-authenticate")) {
     reply.header("www-authenticate", 'Basic realm="switchboard"');
   }
   const body = { ResponseStatus: toJson(ResponseStatusSchema, status, { alwaysEmitImplicit: true }) };
   reply.code(code).header("content-type", JSON_CONTENT_TYPE).send(JSON.stringify(body));
+}
+
+/**
+ * The app's error handler, for routes outside this plugin (Connect's, carrier callbacks, health):
+ * Fastify's own refusals (e.g. a 415 for a Content-Type it cannot parse) and unexpected failures
+ * get the documented body too, and a 5xx never shows its cause to the client (the log has it).
+ */
+export function restErrorHandler(bodyLimit: number): (error: Error, request: FastifyRequest, reply: FastifyReply) => void {
+  return (error, request, reply) => sendError(request, reply, fromFastifyError(error, bodyLimit));
 }
 
 /** Turns Fastify's own errors (body limit, content type, unreadable body) into API errors. */
@@ -930,7 +975,7 @@ function toNumber(v: JsonValue | undefined): JsonValue | undefined {
  * string form into a JSON number; undefined when the message (transitively) has none. Built
  * once per message type, so a response walks only the paths that can hold such values.
  */
-function int64Fixer(root: DescMessage): Fixer | undefined {
+export function int64Fixer(root: DescMessage): Fixer | undefined {
   // Which reachable message types hold a 64-bit integer somewhere below them (a fixpoint, so
   // recursive messages are handled).
   const reachable: DescMessage[] = [];

@@ -30,6 +30,8 @@ export function webhookBackoffMs(attempt: number): number {
 
 interface DueRow {
   id: string;
+  message_sid: string;
+  event_type: string;
   url: string;
   method: string;
   payload: Record<string, string | number> | string;
@@ -127,7 +129,10 @@ export function createWebhookWorker(opts: WebhookWorkerOptions): WebhookWorker {
         [giveUp ? "Failed" : "Pending", attempts, new Date(now.getTime() + webhookBackoffMs(attempts)), statusCode, error, row.id],
       );
     });
-    opts.log?.[error ? "warn" : "debug"]({ webhookId: row.id, attempts, statusCode, error: error || undefined }, "webhook attempt");
+    opts.log?.[error ? "warn" : "debug"](
+      { webhookId: row.id, messageSid: row.message_sid, eventType: row.event_type, attempts, statusCode, durationMs, error: error || undefined },
+      "webhook attempt",
+    );
   }
 
   return {
@@ -144,7 +149,7 @@ export function createWebhookWorker(opts: WebhookWorkerOptions): WebhookWorker {
              order by next_attempt_at
              limit ?
              for update skip locked)
-        returning d.id, d.url, d.method, d.payload, d.attempts, d.created_at, a.webhook_secret`,
+        returning d.id, d.message_sid, d.event_type, d.url, d.method, d.payload, d.attempts, d.created_at, a.webhook_secret`,
         [new Date(now.getTime() + timeoutMs + 30_000), now, now, batchSize],
       );
       await Promise.all(rows.map((r) => attempt(r)));

@@ -168,12 +168,13 @@ describe("POST /admin/v1/Accounts", () => {
 describe("POST /admin/v1/Accounts/{AccountSid}", () => {
   it("updates Name and SmsEnabled and returns the account without secrets", async () => {
     const acc = await ok("/admin/v1/Accounts", { Name: "Before" });
+    const Created = Math.floor(t.clock.now().getTime() / 1000);
     const renamed = await ok(`/admin/v1/Accounts/${acc.AccountSid}`, { Name: "After" });
-    expect(renamed).toStrictEqual({ AccountSid: acc.AccountSid, Name: "After", SmsEnabled: true });
+    expect(renamed).toStrictEqual({ AccountSid: acc.AccountSid, Name: "After", SmsEnabled: true, Created });
     const disabled = await ok(`/admin/v1/Accounts/${acc.AccountSid}`, { SmsEnabled: false });
-    expect(disabled).toStrictEqual({ AccountSid: acc.AccountSid, Name: "After", SmsEnabled: false });
+    expect(disabled).toStrictEqual({ AccountSid: acc.AccountSid, Name: "After", SmsEnabled: false, Created });
     const both = await ok(`/admin/v1/Accounts/${acc.AccountSid}`, { Name: " Both ", SmsEnabled: true });
-    expect(both).toStrictEqual({ AccountSid: acc.AccountSid, Name: "Both", SmsEnabled: true });
+    expect(both).toStrictEqual({ AccountSid: acc.AccountSid, Name: "Both", SmsEnabled: true, Created });
     const nothing = await ok(`/admin/v1/Accounts/${acc.AccountSid}`, {});
     expect(nothing).toStrictEqual(both);
     // The token is untouched by updates.
@@ -247,12 +248,13 @@ describe("properties", () => {
   it("creates a property (SmsEnabled default true) and updates it", async () => {
     const acc = await ok("/admin/v1/Accounts", { Name: "Owner" });
     const prop = await ok(`/admin/v1/Accounts/${acc.AccountSid}/Properties`, { Name: "Site" });
-    expect(prop).toStrictEqual({ PropertySid: expect.stringMatching(PR), AccountSid: acc.AccountSid, Name: "Site", SmsEnabled: true });
+    const Created = Math.floor(t.clock.now().getTime() / 1000);
+    expect(prop).toStrictEqual({ PropertySid: expect.stringMatching(PR), AccountSid: acc.AccountSid, Name: "Site", SmsEnabled: true, Created });
     const off = await ok(`/admin/v1/Accounts/${acc.AccountSid}/Properties`, { Name: "Off", SmsEnabled: false });
     expect(off.SmsEnabled).toBe(false);
 
     const updated = await ok(`/admin/v1/Properties/${prop.PropertySid}`, { Name: "Renamed", SmsEnabled: false });
-    expect(updated).toStrictEqual({ PropertySid: prop.PropertySid, AccountSid: acc.AccountSid, Name: "Renamed", SmsEnabled: false });
+    expect(updated).toStrictEqual({ PropertySid: prop.PropertySid, AccountSid: acc.AccountSid, Name: "Renamed", SmsEnabled: false, Created });
     const same = await ok(`/admin/v1/Properties/${prop.PropertySid}`, {});
     expect(same).toStrictEqual(updated);
   });

@@ -1,116 +1,325 @@
+/**
+ * Tenant isolation as a matrix generated from the descriptors, so no route or method is left
+ * out: for every account-facing method, every request field that names a resource (a Sid, a
+ * number, a sender) is given each of the other tenant's resources of that kind in every state
+ * (properties, messages incl. a leased one and a reply, addresses, owned and leased numbers),
+ * over REST and the four RPC protocols, in both directions (A attacks B, B attacks A). Every
+ * operator method is tried with an account's credentials. Every cell must be refused exactly as
+ * documented (a path Sid: 404 NotFound, never 403; a body reference: its 400), show none of the
+ * other tenant's data, and write nothing: the database is byte-for-byte the same afterwards.
+ * Authentication and malformed Sids are checked over the same generated routes.
+ */
+import type { AddressInfo } from "node:net";
+import { create, toJson, type DescField, type JsonObject } from "@bufbuild/protobuf";
+import { Code, ConnectError, createClient, type Client } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { basic, createTenant, createTestApp, type Tenant, type TestApp } from "../support/harness.js";
+import type { RestRoute } from "../../src/transport/rest.js";
+import { dbKind } from "../support/db.js";
+import { basic, createTestApp, type TestApp } from "../support/harness.js";
+import {
+  apiRestRoutes,
+  apiServices,
+  changedTables,
+  dbDigest,
+  dbRows,
+  isOperatorService,
+  RPC_PROTOCOLS,
+  rpcMethods,
+  rpcTransports,
+  switchboardReason,
+  type RpcMethod,
+  type RpcProtocol,
+} from "../support/surface.js";
+import { createRichTenant, type RichTenant } from "../support/world.js";
 
 let t: TestApp;
-let a: Tenant;
-let b: Tenant;
-/** B's resources. */
-let bMessage: any;
-let bAddress: any;
+let a: RichTenant;
+let b: RichTenant;
+let baseUrl: string;
+let closeTransports: () => void;
+const clients = new Map<string, Client<any>>();
 
-type Method = "GET" | "POST" | "DELETE";
-
-function call(method: Method, url: string, auth: string | null, payload?: object) {
-  return t.app.inject({ method, url, headers: auth === null ? {} : { authorization: auth }, ...(payload ? { payload } : {}) });
-}
-
-const SEND = { From: "Acme", To: "+447700900123", Text: "hello" };
-const US = { Line1: "1 Market St", City: "San Francisco", CountryCode: "US", PostalCode: "94103" };
-
-/** What B sees of its own data; compared before and after A's attempts. */
-async function bSnapshot() {
-  const get = async (url: string) => {
-    const res = await call("GET", url, b.auth);
-    expect(res.statusCode, url).toBe(200);
-    return res.json();
-  };
-  return {
-    message: await get(`/v2/Messages/${bMessage.MessageSid}`),
-    messages: await get(`/v2/Properties/${b.propertySid}/Messages`),
-    address: await get(`/v2/Addresses/${bAddress.AddressSid}`),
-    addresses: await get(`/v2/Accounts/${b.accountSid}/Addresses`),
-    numbers: await get(`/v2/Accounts/${b.accountSid}/Numbers`),
-  };
-}
+const services = await apiServices();
+const methods = rpcMethods(services);
+const routes = apiRestRoutes(services);
 
 beforeAll(async () => {
-  t = await createTestApp();
-  a = await createTenant(t.app);
-  b = await createTenant(t.app);
-  const schedule = Math.floor(t.clock.now().getTime() / 1000) + 3600;
-  const sent = await call("POST", `/v2/Properties/${b.propertySid}/Messages`, b.auth, { ...SEND, Schedule: schedule });
-  expect(sent.statusCode, sent.body).toBe(200);
-  bMessage = sent.json();
-  const added = await call("POST", `/v2/Accounts/${b.accountSid}/Addresses`, b.auth, US);
-  expect(added.statusCode, added.body).toBe(200);
-  bAddress = added.json();
-  const configured = await call("POST", `/v2/Numbers/${b.ownedNumber.slice(1)}`, b.auth, { Friendly: "B's line", AddressSid: bAddress.AddressSid });
-  expect(configured.statusCode, configured.body).toBe(200);
-});
+  t = await createTestApp({ engine: { loops: false } });
+  const now = Math.floor(t.clock.now().getTime() / 1000);
+  a = await createRichTenant(t.app, "tenantA", now);
+  b = await createRichTenant(t.app, "tenantB", now);
+  await t.app.listen({ port: 0, host: "127.0.0.1" });
+  baseUrl = `http://127.0.0.1:${(t.app.server.address() as AddressInfo).port}`;
+  const { transports, close } = rpcTransports(baseUrl);
+  closeTransports = close;
+  for (const m of methods) for (const p of RPC_PROTOCOLS) clients.set(`${p} ${m.service.typeName}`, createClient(m.service, transports[p]));
+}, 120_000);
 afterAll(async () => {
+  closeTransports?.();
   await t?.close();
 });
 
-/** Every /v2 route, with B's Sids in the path. */
-function routesWithBSids(): { name: string; method: Method; url: string; body?: object; what: string; sid: string }[] {
-  return [
-    { name: "send from B's property", method: "POST", url: `/v2/Properties/${b.propertySid}/Messages`, body: SEND, what: "Property", sid: b.propertySid },
-    { name: "list B's property's messages", method: "GET", url: `/v2/Properties/${b.propertySid}/Messages`, what: "Property", sid: b.propertySid },
-    { name: "batch from B's property", method: "POST", url: `/v2/Properties/${b.propertySid}/BatchMessages`, body: { Messages: [SEND] }, what: "Property", sid: b.propertySid },
-    { name: "get B's message", method: "GET", url: `/v2/Messages/${bMessage.MessageSid}`, what: "Message", sid: bMessage.MessageSid },
-    { name: "cancel B's message", method: "DELETE", url: `/v2/Messages/${bMessage.MessageSid}`, what: "Message", sid: bMessage.MessageSid },
-    { name: "get B's address", method: "GET", url: `/v2/Addresses/${bAddress.AddressSid}`, what: "Address", sid: bAddress.AddressSid },
-    { name: "delete B's address", method: "DELETE", url: `/v2/Addresses/${bAddress.AddressSid}`, what: "Address", sid: bAddress.AddressSid },
-    { name: "list addresses under B's AccountSid", method: "GET", url: `/v2/Accounts/${b.accountSid}/Addresses`, what: "Account", sid: b.accountSid },
-    { name: "add an address under B's AccountSid", method: "POST", url: `/v2/Accounts/${b.accountSid}/Addresses`, body: US, what: "Account", sid: b.accountSid },
-    { name: "list numbers under B's AccountSid", method: "GET", url: `/v2/Accounts/${b.accountSid}/Numbers`, what: "Account", sid: b.accountSid },
-    { name: "configure B's number", method: "POST", url: `/v2/Numbers/${b.ownedNumber.slice(1)}`, body: { Friendly: "stolen", AddressSid: "" }, what: "Number", sid: b.ownedNumber.slice(1) },
-  ];
+// ---------------------------------------------------------------------------------------------
+// The matrix
+
+/** The kinds of resource a request field can name, by field name. */
+type Kind = "account" | "property" | "message" | "address" | "number" | "sender";
+const KIND_OF_FIELD: Record<string, Kind> = {
+  account_sid: "account",
+  property_sid: "property",
+  message_sid: "message",
+  address_sid: "address",
+  number: "number",
+  from: "sender",
+};
+const WHAT: Record<Kind, string> = { account: "Account", property: "Property", message: "Message", address: "Address", number: "Number", sender: "Number" };
+
+const digits = (e164: string) => e164.slice(1);
+
+/**
+ * Every resource of a kind the tenant has, in every state: [label, value as the request carries
+ * it, whether its owner may use it there]. The pool number leased to the tenant is not its own.
+ */
+function resources(kind: Kind, v: RichTenant): [string, string, boolean][] {
+  switch (kind) {
+    case "account":
+      return [["account", v.accountSid, true]];
+    case "property":
+      return [["property", v.properties.main, true], ["SMS-disabled property", v.properties.disabled, true]];
+    case "message":
+      return Object.entries(v.messages).map(([state, sid]) => [`${state} message`, sid, true]);
+    case "address":
+      return Object.entries(v.addresses).map(([state, sid]) => [`${state} address`, sid, true]);
+    case "number":
+      return [["number with an address", digits(v.numbers[0]), true], ["second number", digits(v.numbers[1]), true], ["pool number leased to it", digits(v.leasedNumber), false]];
+    case "sender":
+      return [["number with an address", v.numbers[0], true], ["second number", v.numbers[1], true], ["pool number leased to it", v.leasedNumber, false]];
+  }
 }
 
-describe("tenant isolation", () => {
-  it("A gets 404 NotFound on every /v2 route with B's Sids, and nothing of B's changes", async () => {
-    const before = await bSnapshot();
-    expect(before.message.Status).toBe("Scheduled");
-    expect(before.numbers.Numbers[0]).toStrictEqual({ Number: b.ownedNumber, AccountSid: b.accountSid, Friendly: "B's line", AddressSid: bAddress.AddressSid });
-    const routes = routesWithBSids();
-    expect(routes).toHaveLength(11);
-    for (const r of routes) {
-      const res = await call(r.method, r.url, a.auth, r.body);
-      expect(res.statusCode, r.name).toBe(404);
-      expect(res.json(), r.name).toStrictEqual({ ResponseStatus: { ErrorCode: "NotFound", Message: `${r.what} ${r.sid} was not found.`, Errors: [] } });
+/** A valid request of the caller's own for each account-facing method (a new method needs one here). */
+const BASELINES: Record<string, (own: RichTenant) => Record<string, unknown>> = {
+  "MessagingService.SendMessage": (o) => ({ propertySid: o.properties.main, from: o.numbers[0], to: "+447700900123", text: "matrix" }),
+  "MessagingService.SendBatch": (o) => ({ propertySid: o.properties.main, messages: [{ from: "Acme", to: "+447700900123", text: "matrix" }] }),
+  "MessagingService.GetMessage": (o) => ({ messageSid: o.messages.scheduled }),
+  "MessagingService.ListMessages": (o) => ({ propertySid: o.properties.main }),
+  "MessagingService.CancelMessage": (o) => ({ messageSid: o.messages.scheduled }),
+  "AddressService.CreateAddress": (o) => ({ accountSid: o.accountSid, line1: "1 Market St", city: "San Francisco", countryCode: "US", postalCode: "94103" }),
+  "AddressService.GetAddress": (o) => ({ addressSid: o.addresses.active }),
+  "AddressService.ListAddresses": (o) => ({ accountSid: o.accountSid }),
+  "AddressService.DeleteAddress": (o) => ({ addressSid: o.addresses.pending }),
+  "NumberService.ListNumbers": (o) => ({ accountSid: o.accountSid }),
+  "NumberService.ConfigureNumber": (o) => ({ number: digits(o.numbers[1]), friendly: "matrix", addressSid: o.addresses.active }),
+};
+
+/** How a reference in the body (not the path) to someone else's resource is refused (README). */
+const BODY_REFERENCES: Record<string, { errorCode: string; fieldName: string }> = {
+  "MessagingService.SendMessage.from": { errorCode: "SenderNotOwned", fieldName: "From" },
+  "NumberService.ConfigureNumber.address_sid": { errorCode: "InvalidParameter", fieldName: "AddressSid" },
+};
+
+/** What a cell must answer. */
+interface Expected {
+  status: number;
+  code: Code;
+  errorCode: string;
+  /** The exact message, when it is fixed. */
+  message?: string;
+  /** The field the Errors list names. */
+  fieldName?: string;
+}
+
+/** One attempt: a caller, a method, a request with someone else's resource in one field. */
+interface Cell {
+  label: string;
+  method: RpcMethod;
+  route: RestRoute;
+  caller: RichTenant;
+  victim: RichTenant;
+  /** The request as a protobuf init (local names). */
+  init: Record<string, unknown>;
+  /** The victim's value put in the request ("" for the operator cells). */
+  value: string;
+  expected: Expected;
+  /** The same request made by the owner (a control: the refusal is about ownership), or undefined. */
+  ownerInit?: Record<string, unknown>;
+}
+
+function routeOf(m: RpcMethod): RestRoute {
+  const found = routes.filter((r) => r.rpc === m.method);
+  expect(found, m.name).toHaveLength(1);
+  return found[0];
+}
+
+/** The cells of one direction: `caller` attacks `victim`. */
+function matrix(caller: RichTenant, victim: RichTenant): Cell[] {
+  const cells: Cell[] = [];
+  for (const m of methods) {
+    const route = routeOf(m);
+    const refs = m.method.input.fields.filter((f) => KIND_OF_FIELD[f.name] !== undefined);
+    if (isOperatorService(m.service)) {
+      // An account's credentials on the operator API: 401, whatever the request names.
+      const init: Record<string, unknown> = {};
+      for (const f of refs) init[f.localName] = resources(KIND_OF_FIELD[f.name], victim)[0][1];
+      cells.push({
+        label: `${m.name} with an account's credentials`,
+        method: m,
+        route,
+        caller,
+        victim,
+        init,
+        value: "",
+        expected: { status: 401, code: Code.Unauthenticated, errorCode: "Unauthorized", message: "Operator calls need `Authorization: Bearer <SWITCHBOARD_ADMIN_TOKEN>`." },
+      });
+      continue;
     }
-    expect(await bSnapshot()).toStrictEqual(before);
-    // And nothing landed on A's side either.
-    expect((await call("GET", `/v2/Properties/${a.propertySid}/Messages`, a.auth)).json()).toStrictEqual({ Messages: [], TotalCount: 0 });
-    expect((await call("GET", `/v2/Accounts/${a.accountSid}/Addresses`, a.auth)).json()).toStrictEqual({ Addresses: [], TotalCount: 0 });
+    const baseline = BASELINES[m.name];
+    expect(baseline, `no baseline request for ${m.name}: add one to BASELINES`).toBeDefined();
+    expect(refs.length, `${m.name} names no resource`).toBeGreaterThan(0);
+    const pathFields = new Set(route.pathFields.map((f) => f.name));
+    for (const f of refs) {
+      const kind = KIND_OF_FIELD[f.name];
+      for (const [what, value, ownerCan] of resources(kind, victim)) {
+        let expected: Expected;
+        if (pathFields.has(f.name)) {
+          expected = { status: 404, code: Code.NotFound, errorCode: "NotFound", message: `${WHAT[kind]} ${value} was not found.` };
+        } else {
+          const body = BODY_REFERENCES[`${m.name}.${f.name}`];
+          expect(body, `how is ${m.name}.${f.name} refused? add it to BODY_REFERENCES`).toBeDefined();
+          expected = { status: 400, code: Code.InvalidArgument, errorCode: body.errorCode, fieldName: body.fieldName };
+        }
+        cells.push({
+          label: `${m.name}: ${f.jsonName} = the other tenant's ${what}`,
+          method: m,
+          route,
+          caller,
+          victim,
+          init: { ...baseline(caller), [f.localName]: value },
+          value,
+          expected,
+          ownerInit: ownerCan ? { ...baseline(victim), [f.localName]: value } : undefined,
+        });
+      }
+    }
+  }
+  return cells;
+}
+
+/** The REST request of a cell: path fields into the template, the rest as the JSON body. */
+function restRequest(route: RestRoute, init: Record<string, unknown>): { method: RestRoute["method"]; url: string; payload?: JsonObject } {
+  const input = route.rpc.input;
+  const msg = create(input, init as never) as unknown as Record<string, unknown>;
+  const byName = new Map<string, DescField>(input.fields.map((f) => [f.name, f]));
+  const url = route.template.replace(/\{([A-Za-z_][A-Za-z0-9_]*)(?:=\*)?\}/g, (_, name: string) => encodeURIComponent(String(msg[byName.get(name)!.localName])));
+  if (route.body === "") return { method: route.method, url };
+  const json = toJson(input, msg as never) as JsonObject;
+  for (const f of route.pathFields) delete json[f.jsonName];
+  return { method: route.method, url, payload: json };
+}
+
+/** Strings of the victim's that may not appear in an answer to the caller (the supplied value aside). */
+function leaks(text: string, cell: Cell): string[] {
+  const v = cell.victim;
+  const sids = [v.accountSid, ...Object.values(v.properties), ...Object.values(v.messages), ...Object.values(v.addresses), ...v.numbers.map(digits), digits(v.leasedNumber), v.leasedRecipient];
+  return [...v.secrets, ...sids.filter((s) => s !== cell.value && `+${s}` !== cell.value)].filter((s) => text.includes(s));
+}
+
+/** Problems with one cell on one transport (empty when it is refused as expected). */
+async function attempt(cell: Cell, transport: "rest" | RpcProtocol): Promise<string[]> {
+  const e = cell.expected;
+  const authorization = cell.caller.auth;
+  const problems: string[] = [];
+  if (transport === "rest") {
+    const req = restRequest(cell.route, cell.init);
+    const res = await t.app.inject({ method: req.method, url: req.url, headers: { authorization }, ...(req.payload ? { payload: req.payload } : {}) });
+    if (res.statusCode !== e.status) problems.push(`HTTP ${res.statusCode}, expected ${e.status}: ${res.body.slice(0, 200)}`);
+    const rs = (JSON.parse(res.body) as { ResponseStatus?: { ErrorCode: string; Message: string; Errors: { FieldName: string; ErrorCode: string }[] } }).ResponseStatus;
+    if (rs?.ErrorCode !== e.errorCode) problems.push(`ErrorCode ${rs?.ErrorCode}, expected ${e.errorCode}`);
+    if (e.message !== undefined && rs?.Message !== e.message) problems.push(`Message ${JSON.stringify(rs?.Message)}, expected ${JSON.stringify(e.message)}`);
+    if (e.fieldName !== undefined && !rs?.Errors.some((x) => x.FieldName === e.fieldName && x.ErrorCode === e.errorCode)) problems.push(`Errors do not name ${e.fieldName}: ${JSON.stringify(rs?.Errors)}`);
+    problems.push(...leaks(res.body, cell).map((s) => `shows ${s}`));
+    return problems;
+  }
+  const client = clients.get(`${transport} ${cell.method.service.typeName}`)!;
+  const call = client[cell.method.method.localName] as (req: unknown, opts: object) => Promise<unknown>;
+  try {
+    await call(create(cell.method.method.input, cell.init as never), { headers: { authorization }, timeoutMs: 20_000 });
+    problems.push("succeeded");
+  } catch (reason) {
+    const err = ConnectError.from(reason);
+    if (err.code !== e.code) problems.push(`code ${Code[err.code]}, expected ${Code[e.code]}: ${err.rawMessage}`);
+    if (switchboardReason(err) !== e.errorCode) problems.push(`ErrorInfo ${switchboardReason(err)}, expected ${e.errorCode}`);
+    if (e.message !== undefined && err.rawMessage !== e.message) problems.push(`message ${JSON.stringify(err.rawMessage)}, expected ${JSON.stringify(e.message)}`);
+    problems.push(...leaks(`${err.rawMessage} ${JSON.stringify(err.details)}`, cell).map((s) => `shows ${s}`));
+  }
+  return problems;
+}
+
+const TRANSPORTS = ["rest", ...RPC_PROTOCOLS] as const;
+
+describe("tenant isolation matrix", () => {
+  let memo: Cell[] | undefined;
+  /** Both directions: A attacks B, B attacks A. */
+  const allCells = () => (memo ??= [...matrix(a, b), ...matrix(b, a)]);
+
+  it("is generated from every route and method: 34 cells per direction for the 11 account methods, 16 operator cells", () => {
+    const ab = matrix(a, b);
+    const ba = matrix(b, a);
+    expect(methods).toHaveLength(27);
+    expect(ab.filter((c) => !isOperatorService(c.method.service))).toHaveLength(34);
+    expect(ab.filter((c) => isOperatorService(c.method.service))).toHaveLength(16);
+    // Every method appears, each account method with each resource field it has.
+    expect(new Set(ab.map((c) => c.method.name))).toStrictEqual(new Set(methods.map((m) => m.name)));
+    expect(ba).toHaveLength(ab.length);
+    expect(allCells().length * TRANSPORTS.length).toBe(500);
   });
 
-  it("the same calls with B's own credentials succeed (the 404s above are about ownership)", async () => {
-    const res = await call("GET", `/v2/Messages/${bMessage.MessageSid}`, b.auth);
-    expect(res.statusCode).toBe(200);
-    expect(res.json()).toMatchObject({ ...bMessage, Status: "Scheduled", Direction: "Transmit" });
-  });
+  it("every cell on every transport is refused as documented, shows nothing of the other tenant's, and writes nothing", async () => {
+    const cells = allCells();
+    const rowsBefore = await dbRows(t.db.orm);
+    const digestBefore = await dbDigest(t.db.orm);
+    const failures: string[] = [];
+    let attempts = 0;
+    for (const cell of cells) {
+      for (const transport of TRANSPORTS) {
+        const caller = cell.caller === a ? "A" : "B";
+        for (const p of await attempt(cell, transport)) failures.push(`${caller} ${transport} ${cell.label}: ${p}`);
+        const changed = changedTables(digestBefore, await dbDigest(t.db.orm));
+        if (changed.length > 0) failures.push(`${caller} ${transport} ${cell.label}: wrote to ${changed.join(", ")}`);
+        attempts++;
+      }
+    }
+    expect(failures).toStrictEqual([]);
+    expect(attempts).toBe(500);
+    expect(await dbRows(t.db.orm)).toStrictEqual(rowsBefore);
+    console.log(`[tenancy] isolation matrix (${dbKind()}): ${cells.length} cells × ${TRANSPORTS.length} transports = ${attempts} attempts, all refused as documented, database unchanged`);
+  }, 180_000);
 
-  it("A cannot send from B's number (SenderNotOwned) nor register B's address (InvalidParameter)", async () => {
-    const send = await call("POST", `/v2/Properties/${a.propertySid}/Messages`, a.auth, { ...SEND, From: b.ownedNumber });
-    expect(send.statusCode).toBe(400);
-    expect(send.json().ResponseStatus).toMatchObject({ ErrorCode: "SenderNotOwned", Errors: [{ FieldName: "From", ErrorCode: "SenderNotOwned" }] });
-    const configure = await call("POST", `/v2/Numbers/${a.ownedNumber.slice(1)}`, a.auth, { AddressSid: bAddress.AddressSid });
-    expect(configure.statusCode).toBe(400);
-    expect(configure.json().ResponseStatus).toMatchObject({ ErrorCode: "InvalidParameter", Errors: [{ FieldName: "AddressSid", ErrorCode: "InvalidParameter" }] });
-    expect((await call("GET", `/v2/Properties/${a.propertySid}/Messages`, a.auth)).json().TotalCount).toBe(0);
-  });
-
-  it("A's own message and address are 404 to B as well (isolation is symmetric)", async () => {
-    const added = await call("POST", `/v2/Accounts/${a.accountSid}/Addresses`, a.auth, US);
-    const sid = added.json().AddressSid;
-    expect((await call("GET", `/v2/Addresses/${sid}`, b.auth)).statusCode).toBe(404);
-    expect((await call("DELETE", `/v2/Addresses/${sid}`, b.auth)).statusCode).toBe(404);
-    expect((await call("GET", `/v2/Addresses/${sid}`, a.auth)).statusCode).toBe(200);
-    expect((await call("DELETE", `/v2/Addresses/${sid}`, a.auth)).json()).toStrictEqual({ AddressSid: sid });
-  });
+  it("the owner's own request with the same resource is not refused as someone else's (the refusals are about ownership)", async () => {
+    // REST only; run last since these may write. DELETE routes last, so that nothing is deleted before it is read.
+    const controls = allCells().filter((c) => c.ownerInit).sort((x, y) => Number(x.route.method === "DELETE") - Number(y.route.method === "DELETE"));
+    expect(controls).toHaveLength(64); // 34 per direction, less the leased pool number as Number and as From
+    for (const c of controls) {
+      const req = restRequest(c.route, c.ownerInit!);
+      const res = await t.app.inject({ method: req.method, url: req.url, headers: { authorization: c.victim.auth }, ...(req.payload ? { payload: req.payload } : {}) });
+      const rs = res.statusCode === 200 ? undefined : (res.json() as { ResponseStatus: { ErrorCode: string } }).ResponseStatus;
+      expect(res.statusCode, `${c.label}: ${res.body}`).not.toBe(404);
+      expect(rs?.ErrorCode, `${c.label}: ${res.body}`).not.toBe(c.expected.errorCode);
+    }
+  }, 60_000);
 });
+
+// ---------------------------------------------------------------------------------------------
+
+/** The REST request of each account-facing route, aimed at B's resources. */
+function restRoutesAtB(): { label: string; req: ReturnType<typeof restRequest> }[] {
+  return methods
+    .filter((m) => !isOperatorService(m.service))
+    .map((m) => {
+      const route = routeOf(m);
+      return { label: `${route.method} ${route.template}`, req: restRequest(route, BASELINES[m.name](b)) };
+    });
+}
 
 describe("authentication", () => {
   const b64 = (s: string) => Buffer.from(s).toString("base64");
@@ -150,7 +359,7 @@ describe("authentication", () => {
 
   it("every refused credential is 401 Unauthorized with WWW-Authenticate: Basic realm=\"switchboard\"", async () => {
     for (const [name, header, body] of badCredentials()) {
-      const res = await call("GET", `/v2/Accounts/${a.accountSid}/Addresses`, header);
+      const res = await t.app.inject({ method: "GET", url: `/v2/Accounts/${a.accountSid}/Addresses`, headers: header === null ? {} : { authorization: header } });
       expect(res.statusCode, name).toBe(401);
       expect(res.headers["www-authenticate"], name).toBe('Basic realm="switchboard"');
       expect(res.headers["content-type"], name).toMatch(/^application\/json/);
@@ -158,12 +367,14 @@ describe("authentication", () => {
     }
   });
 
-  it("401 comes before 404 and before body validation on every /v2 route", async () => {
-    const before = await bSnapshot();
-    for (const r of routesWithBSids()) {
+  it("401 comes before 404 and before body validation on every account route", async () => {
+    const before = await dbRows(t.db.orm);
+    const routesAtB = restRoutesAtB();
+    expect(routesAtB).toHaveLength(11);
+    for (const { label, req } of routesAtB) {
       for (const header of [null, basic(b.accountSid, "wrong"), "Basic !!"]) {
-        const res = await call(r.method, r.url, header, r.body);
-        expect(res.statusCode, `${r.name} ${header}`).toBe(401);
+        const res = await t.app.inject({ method: req.method, url: req.url, headers: header === null ? {} : { authorization: header }, ...(req.payload ? { payload: req.payload } : {}) });
+        expect(res.statusCode, `${label} ${header}`).toBe(401);
         expect(res.headers["www-authenticate"]).toBe('Basic realm="switchboard"');
         expect(res.json().ResponseStatus.ErrorCode).toBe("Unauthorized");
       }
@@ -171,69 +382,49 @@ describe("authentication", () => {
     // Even a body that is not JSON is refused as 401, not 400.
     const junk = await t.app.inject({ method: "POST", url: `/v2/Properties/${a.propertySid}/Messages`, headers: { "content-type": "application/json" }, payload: "{nope" });
     expect(junk.statusCode).toBe(401);
-    expect(await bSnapshot()).toStrictEqual(before);
+    expect(await dbRows(t.db.orm)).toStrictEqual(before);
   });
 
   it("the correct credentials work, with any case of the Basic scheme", async () => {
     for (const scheme of ["Basic", "basic", "BASIC"]) {
       const header = `${scheme} ${b64(`${a.accountSid}:${a.token}`)}`;
-      const res = await call("GET", `/v2/Accounts/${a.accountSid}/Numbers`, header);
+      const res = await t.app.inject({ method: "GET", url: `/v2/Accounts/${a.accountSid}/Numbers`, headers: { authorization: header } });
       expect(res.statusCode, scheme).toBe(200);
     }
   });
 });
 
 describe("malformed Sids", () => {
-  it("Sids with the wrong prefix or length are 404 NotFound on every route", async () => {
-    const good = { PR: a.propertySid, MG: "MG" + a.propertySid.slice(2), AD: "AD" + a.propertySid.slice(2), AC: a.accountSid };
-    const variants = (sid: string, prefix: string) => [
+  it("a path Sid with the wrong prefix, length, case or alphabet, or unknown, is 404 NotFound on every account route", async () => {
+    const before = await dbRows(t.db.orm);
+    const variants = (sid: string) => [
       sid.slice(0, -1), // 31 characters
       sid + "A", // 33 characters
-      (prefix === "AC" ? "PR" : "AC") + sid.slice(2), // wrong prefix
+      (sid.startsWith("AC") ? "PR" : "AC") + sid.slice(2), // wrong prefix
       sid.toLowerCase(),
       sid.slice(0, 2) + "-".repeat(30),
-      prefix,
+      sid.slice(0, 2),
       "%20" + sid,
-    ];
-    const cases: [Method, (sid: string) => string, keyof typeof good, string, object?][] = [
-      ["POST", (s) => `/v2/Properties/${s}/Messages`, "PR", "Property", SEND],
-      ["GET", (s) => `/v2/Properties/${s}/Messages`, "PR", "Property"],
-      ["POST", (s) => `/v2/Properties/${s}/BatchMessages`, "PR", "Property", { Messages: [SEND] }],
-      ["GET", (s) => `/v2/Messages/${s}`, "MG", "Message"],
-      ["DELETE", (s) => `/v2/Messages/${s}`, "MG", "Message"],
-      ["GET", (s) => `/v2/Addresses/${s}`, "AD", "Address"],
-      ["DELETE", (s) => `/v2/Addresses/${s}`, "AD", "Address"],
-      ["GET", (s) => `/v2/Accounts/${s}/Addresses`, "AC", "Account"],
-      ["POST", (s) => `/v2/Accounts/${s}/Addresses`, "AC", "Account", US],
-      ["GET", (s) => `/v2/Accounts/${s}/Numbers`, "AC", "Account"],
+      sid.slice(0, 2) + "0".repeat(30), // well formed, unknown
     ];
     let n = 0;
-    for (const [method, url, prefix, what, body] of cases) {
-      for (const sid of variants(good[prefix], prefix)) {
-        const res = await call(method, url(sid), a.auth, body);
-        expect(res.statusCode, `${method} ${url(sid)}`).toBe(404);
-        expect(res.json().ResponseStatus.ErrorCode, `${method} ${url(sid)}`).toBe("NotFound");
-        expect(res.json().ResponseStatus.Message).toMatch(new RegExp(`^${what} .* was not found\\.$`));
-        n++;
+    for (const m of methods.filter((x) => !isOperatorService(x.service))) {
+      const route = routeOf(m);
+      for (const field of route.pathFields.filter((f) => f.name.endsWith("_sid"))) {
+        const what = WHAT[KIND_OF_FIELD[field.name]];
+        const init = BASELINES[m.name](a);
+        for (const sid of variants(init[field.localName] as string)) {
+          const req = restRequest(route, init);
+          const url = req.url.replace(encodeURIComponent(init[field.localName] as string), sid);
+          const res = await t.app.inject({ method: req.method, url, headers: { authorization: a.auth }, ...(req.payload ? { payload: req.payload } : {}) });
+          expect(res.statusCode, `${req.method} ${url}`).toBe(404);
+          expect(res.json().ResponseStatus.ErrorCode, `${req.method} ${url}`).toBe("NotFound");
+          expect(res.json().ResponseStatus.Message, url).toMatch(new RegExp(`^${what} .* was not found\\.$`));
+          n++;
+        }
       }
     }
-    expect(n).toBe(70);
-    // Nothing was created by the refused sends and adds.
-    expect((await call("GET", `/v2/Properties/${a.propertySid}/Messages`, a.auth)).json().TotalCount).toBe(0);
-  });
-
-  it("a valid-looking but unknown Sid of each kind is 404", async () => {
-    for (const [method, url] of [
-      ["GET", `/v2/Messages/MG${"0".repeat(30)}`],
-      ["DELETE", `/v2/Messages/MG${"0".repeat(30)}`],
-      ["GET", `/v2/Properties/PR${"0".repeat(30)}/Messages`],
-      ["GET", `/v2/Addresses/AD${"0".repeat(30)}`],
-      ["DELETE", `/v2/Addresses/AD${"0".repeat(30)}`],
-      ["GET", `/v2/Accounts/AC${"0".repeat(30)}/Numbers`],
-    ] as [Method, string][]) {
-      const res = await call(method, url, a.auth);
-      expect(res.statusCode, url).toBe(404);
-      expect(res.json().ResponseStatus.ErrorCode).toBe("NotFound");
-    }
+    expect(n).toBe(80); // 10 routes with a path Sid × 8 variants
+    expect(await dbRows(t.db.orm)).toStrictEqual(before);
   });
 });

@@ -325,7 +325,7 @@ describe("Kannel carrier: callback routes and sendsms answers", () => {
   const dlr = (q: string) => app.inject({ method: "GET", url: `/carriers/kannel/dlr?${q}` });
   const secretParam = `secret=${encodeURIComponent(SECRET)}`;
 
-  it("maps Kannel report types: 1 Delivered, 2 Failed CarrierFailed, 16 Failed CarrierRejected, 4 and 8 nothing", async () => {
+  it("maps Kannel report types: 1 Delivered, 2 Failed CarrierFailed, 16 Failed CarrierRejected, 4 and 8 Submitted (the carrier holds it)", async () => {
     reports.length = 0;
     for (const [status, sid] of [
       [8, "MG8"],
@@ -339,11 +339,15 @@ describe("Kannel carrier: callback routes and sendsms answers", () => {
       expect(res.body).toBe("");
     }
     expect(reports.map(({ messageSid, status, errorCode }) => ({ messageSid, status, errorCode }))).toEqual([
+      { messageSid: "MG8", status: "Submitted", errorCode: "" },
+      { messageSid: "MG4", status: "Submitted", errorCode: "" },
       { messageSid: "MG1", status: "Delivered", errorCode: "" },
       { messageSid: "MG2", status: "Failed", errorCode: "CarrierFailed" },
       { messageSid: "MG16", status: "Failed", errorCode: "CarrierRejected" },
     ]);
     expect(reports.every((r) => r.at instanceof Date)).toBe(true);
+    // Kannel's reference is the MessageSid (it travels in the dlr-url).
+    expect(reports.filter((r) => r.status === "Submitted").map((r) => r.carrierRef)).toEqual(["MG8", "MG4"]);
   });
 
   it("answers 403 to a missing or wrong secret and 400 to a report without sid or status", async () => {

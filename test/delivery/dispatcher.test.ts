@@ -385,6 +385,70 @@ describe("restart on the same database", () => {
   });
 });
 
+describe("a claim that expired without the carrier's answer (carrier that confirms by report)", () => {
+  /** A counting carrier that, like Kannel, confirms the submissions it holds with a report. */
+  class ConfirmingCarrier extends CountingCarrier {
+    readonly confirmWaitMs = 30_000;
+  }
+  /** A dispatcher that died inside submit, for a carrier that confirms. */
+  class ConfirmingHangingCarrier extends HangingCarrier {
+    readonly confirmWaitMs = 30_000;
+  }
+
+  it("holds the message for the carrier's report: confirmed ones are never submitted again, the rest once after a whole wait", async () => {
+    const carrier = new ConfirmingCarrier();
+    const t = await createTestApp({ now: T0, carrier, engine: true });
+    try {
+      const tenant = await createTenant(t.app);
+      const accepted = await send(t, tenant, {});
+      const lost = await send(t, tenant, {});
+      // A dispatcher claims both and dies inside submit: the carrier took one (its answer was lost), not the other.
+      const crashed = new ConfirmingHangingCarrier();
+      void createDispatcher({ orm: t.db.orm, clock: t.clock, carrier: crashed, batchSize: 2 }).tick();
+      await crashed.firstCall;
+      await vi.waitFor(() => expect(crashed.calls.length).toBe(2));
+
+      // The next process's dispatcher finds the expired claims and holds them; it dies during the wait.
+      const expiry = T0.getTime() + 60_001;
+      const dying = createDispatcher({ orm: t.db.orm, clock: t.clock, carrier, sweepMs: 0 });
+      expect(await drain(dying)).toBe(0); // the claims still run
+      t.clock.set(expiry);
+      expect(await drain(dying)).toBe(0); // expired: held for the carrier's report, not submitted
+      for (const sid of [accepted, lost]) {
+        const r = await row(t.db.orm, sid);
+        expect(r.status).toBe("Processing");
+        expect(new Date(r.claimed_until).getTime()).toBe(expiry + 30_000);
+      }
+
+      // A dispatcher that did not see the whole wait does not submit: it waits afresh.
+      const d = createDispatcher({ orm: t.db.orm, clock: t.clock, carrier, sweepMs: 0 });
+      t.clock.set(expiry + 30_001);
+      expect(await drain(d)).toBe(0);
+      expect(carrier.count(lost)).toBe(0);
+
+      // The carrier's report (Kannel retries its dlr-url until the service hears it) settles one.
+      await t.engine!.events.deliveryReport({ messageSid: accepted, status: "Submitted", errorCode: "", at: t.clock.now(), carrierRef: accepted });
+      expect(await record(t, tenant, accepted)).toMatchObject({ Status: "Submitted", Submitted: secs(t.clock.now()) });
+
+      t.clock.set(expiry + 30_001 + 29_999);
+      expect(await drain(d)).toBe(0);
+      t.clock.set(expiry + 30_001 + 30_000);
+      expect(await drain(d)).toBe(1);
+      expect(carrier.count(accepted)).toBe(0);
+      expect(carrier.count(lost)).toBe(1);
+      expect(await record(t, tenant, lost)).toMatchObject({ Status: "Submitted" });
+      expect((await row(t.db.orm, accepted)).carrier_ref).toBe(accepted);
+      // The dead holder's memory of its hold submits nothing: the message is no longer held.
+      expect(await drain(dying)).toBe(0);
+      t.clock.set(T0.getTime() + 3_600_000);
+      expect(await drain(d)).toBe(0);
+      expect(carrier.count(lost)).toBe(1);
+    } finally {
+      await t.close();
+    }
+  });
+});
+
 describe("three dispatchers, one queue", () => {
   it("submits 2,000 due messages exactly once", { timeout: 90_000 }, async () => {
     const N = 2000;

@@ -1,5 +1,5 @@
 import type { FastifyInstance } from "fastify";
-import { buildApp } from "../../src/app.js";
+import { buildApp, type AppDeps } from "../../src/app.js";
 import type { Carrier } from "../../src/carriers/carrier.js";
 import { createSimulatorCarrier } from "../../src/carriers/simulator.js";
 import { ManualClock } from "../../src/common/clock.js";
@@ -39,6 +39,8 @@ export interface TestAppOptions {
   carrier?: Carrier;
   /** Create and start a delivery engine (true for the defaults); the app's onQueued nudges it. */
   engine?: boolean | TestEngineOptions;
+  /** Configuration over the defaults below (e.g. send rate limits, body limit). */
+  config?: Partial<AppDeps["config"]>;
 }
 
 /** A fresh app on a fresh migrated database (PGlite, or PostgreSQL when DATABASE_URL is set). */
@@ -63,6 +65,7 @@ export async function createTestApp(opts: TestAppOptions = {}): Promise<TestApp>
       webhookAllowPrivate,
       noAlphaCountries: new Set(["US", "CA"]),
       bodyLimit: 1024 * 1024,
+      ...opts.config,
     },
   });
   await app.ready();

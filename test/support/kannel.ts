@@ -228,7 +228,16 @@ async function httpText(url: string, timeoutMs = 1000): Promise<{ status: number
  * Starts bearerbox, fakesmsc and smsbox with the template's configuration and waits until a
  * sendsms request would reach fakesmsc: the fake SMSC is online and smsbox is connected.
  */
-export async function startKannel(opts: { callbackBaseUrl: string; secret: string; timeoutMs?: number }): Promise<RunningKannel> {
+export async function startKannel(opts: {
+  callbackBaseUrl: string;
+  secret: string;
+  timeoutMs?: number;
+  /**
+   * Kannel log level (0 debug … 4 panic) for the log files, stderr and fakesmsc; default: debug
+   * files, info stderr. Above 0, fakesmsc no longer logs the SMS it receives: `received()` stays empty.
+   */
+  logLevel?: number;
+}): Promise<RunningKannel> {
   const bins = { bearerbox: kannelBinary("bearerbox"), smsbox: kannelBinary("smsbox"), fakesmsc: kannelBinary("fakesmsc") };
   installExitHook();
   const dir = await mkdtemp(join(tmpdir(), "switchboard-kannel-"));
@@ -244,6 +253,7 @@ export async function startKannel(opts: { callbackBaseUrl: string; secret: strin
     DIR: dir,
     CALLBACK_BASE_URL: opts.callbackBaseUrl.replace(/\/+$/, ""),
     SECRET: kannelPatternValue(opts.secret),
+    LOG_LEVEL: String(opts.logLevel ?? 0),
   };
   const conf = (await readFile(TEMPLATE, "utf8")).replace(/\{\{([A-Z_]+)\}\}/g, (m, k: string) => values[k] ?? m);
   const confPath = join(dir, "kannel.conf");
@@ -286,10 +296,10 @@ export async function startKannel(opts: { callbackBaseUrl: string; secret: strin
   };
 
   try {
-    boxes.push(spawnBox("bearerbox", bins.bearerbox, ["-v", "1", confPath], dir));
+    boxes.push(spawnBox("bearerbox", bins.bearerbox, ["-v", String(opts.logLevel ?? 1), confPath], dir));
     // The fake SMSC's listening socket exists once bearerbox reports the connection.
     await waitFor("bearerbox admin status", async () => (await status()).includes(`FAKE:${fakesmscPort}`));
-    fakesmsc = spawnBox("fakesmsc", bins.fakesmsc, ["-H", "127.0.0.1", "-r", String(fakesmscPort), "-i", "0"], dir, "pipe");
+    fakesmsc = spawnBox("fakesmsc", bins.fakesmsc, ["-H", "127.0.0.1", "-r", String(fakesmscPort), "-i", "0", ...(opts.logLevel ? ["-v", String(opts.logLevel)] : [])], dir, "pipe");
     boxes.push(fakesmsc);
     fakesmsc.proc.stdin?.on("error", () => undefined); // EPIPE after it is stopped
     // Kannel logs to stderr; read stdout too in case a build logs there.
@@ -305,7 +315,7 @@ export async function startKannel(opts: { callbackBaseUrl: string; secret: strin
         }
       });
     }
-    boxes.push(spawnBox("smsbox", bins.smsbox, ["-v", "1", confPath], dir));
+    boxes.push(spawnBox("smsbox", bins.smsbox, ["-v", String(opts.logLevel ?? 1), confPath], dir));
     await waitFor("the fake SMSC online and smsbox connected", async () => {
       const s = await status();
       return /FAKE:\d+ \(online/.test(s) && /smsbox:.*on-line/.test(s);

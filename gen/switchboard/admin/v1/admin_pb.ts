@@ -5,7 +5,7 @@
 import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
 import { file_google_api_annotations } from "../../../google/api/annotations_pb.js";
-import type { AddressSchema } from "../../v2/addresses_pb.js";
+import type { AddressSchema, ListAddressesResponseSchema } from "../../v2/addresses_pb.js";
 import { file_switchboard_v2_addresses } from "../../v2/addresses_pb.js";
 import type { NumberSchema } from "../../v2/numbers_pb.js";
 import { file_switchboard_v2_numbers } from "../../v2/numbers_pb.js";
@@ -15,7 +15,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file switchboard/admin/v1/admin.proto.
  */
 export const file_switchboard_admin_v1_admin: GenFile = /*@__PURE__*/
-  fileDesc("CiBzd2l0Y2hib2FyZC9hZG1pbi92MS9hZG1pbi5wcm90bxIUc3dpdGNoYm9hcmQuYWRtaW4udjEiXwoHQWNjb3VudBIfCgthY2NvdW50X3NpZBgBIAEoCVIKQWNjb3VudFNpZBISCgRuYW1lGAIgASgJUgROYW1lEh8KC3Ntc19lbmFibGVkGAMgASgIUgpTbXNFbmFibGVkImAKFENyZWF0ZUFjY291bnRSZXF1ZXN0EhIKBG5hbWUYASABKAlSBE5hbWUSJAoLc21zX2VuYWJsZWQYAiABKAhIAFIKU21zRW5hYmxlZIgBAUIOCgxfc21zX2VuYWJsZWQiqgEKFUNyZWF0ZUFjY291bnRSZXNwb25zZRIfCgthY2NvdW50X3NpZBgBIAEoCVIKQWNjb3VudFNpZBISCgRuYW1lGAIgASgJUgROYW1lEh8KC3Ntc19lbmFibGVkGAMgASgIUgpTbXNFbmFibGVkEhQKBXRva2VuGAQgASgJUgVUb2tlbhIlCg53ZWJob29rX3NlY3JldBgFIAEoCVINV2ViaG9va1NlY3JldCKPAQoUVXBkYXRlQWNjb3VudFJlcXVlc3QSHwoLYWNjb3VudF9zaWQYASABKAlSCkFjY291bnRTaWQSFwoEbmFtZRgCIAEoCUgAUgROYW1liAEBEiQKC3Ntc19lbmFibGVkGAMgASgISAFSClNtc0VuYWJsZWSIAQFCBwoFX25hbWVCDgoMX3Ntc19lbmFibGVkIjUKElJvdGF0ZVRva2VuUmVxdWVzdBIfCgthY2NvdW50X3NpZBgBIAEoCVIKQWNjb3VudFNpZCJMChNSb3RhdGVUb2tlblJlc3BvbnNlEh8KC2FjY291bnRfc2lkGAEgASgJUgpBY2NvdW50U2lkEhQKBXRva2VuGAIgASgJUgVUb2tlbiKDAQoIUHJvcGVydHkSIQoMcHJvcGVydHlfc2lkGAEgASgJUgtQcm9wZXJ0eVNpZBIfCgthY2NvdW50X3NpZBgCIAEoCVIKQWNjb3VudFNpZBISCgRuYW1lGAMgASgJUgROYW1lEh8KC3Ntc19lbmFibGVkGAQgASgIUgpTbXNFbmFibGVkIoIBChVDcmVhdGVQcm9wZXJ0eVJlcXVlc3QSHwoLYWNjb3VudF9zaWQYASABKAlSCkFjY291bnRTaWQSEgoEbmFtZRgCIAEoCVIETmFtZRIkCgtzbXNfZW5hYmxlZBgDIAEoCEgAUgpTbXNFbmFibGVkiAEBQg4KDF9zbXNfZW5hYmxlZCKSAQoVVXBkYXRlUHJvcGVydHlSZXF1ZXN0EiEKDHByb3BlcnR5X3NpZBgBIAEoCVILUHJvcGVydHlTaWQSFwoEbmFtZRgCIAEoCUgAUgROYW1liAEBEiQKC3Ntc19lbmFibGVkGAMgASgISAFSClNtc0VuYWJsZWSIAQFCBwoFX25hbWVCDgoMX3Ntc19lbmFibGVkIk4KE0NyZWF0ZU51bWJlclJlcXVlc3QSFgoGbnVtYmVyGAEgASgJUgZOdW1iZXISHwoLYWNjb3VudF9zaWQYAiABKAlSCkFjY291bnRTaWQiTwoUUmV2aWV3QWRkcmVzc1JlcXVlc3QSHwoLYWRkcmVzc19zaWQYASABKAlSCkFkZHJlc3NTaWQSFgoGc3RhdHVzGAIgASgJUgZTdGF0dXMiTgoUSW5qZWN0SW5ib3VuZFJlcXVlc3QSEgoEZnJvbRgBIAEoCVIERnJvbRIOCgJ0bxgCIAEoCVICVG8SEgoEdGV4dBgDIAEoCVIEVGV4dCJYChVJbmplY3RJbmJvdW5kUmVzcG9uc2USHwoLbWVzc2FnZV9zaWQYASABKAlSCk1lc3NhZ2VTaWQSHgoLaW5fcmVwbHlfdG8YAiABKAlSCUluUmVwbHlUbyI0ChpMaXN0SGFuZHNldE1lc3NhZ2VzUmVxdWVzdBIWCgZudW1iZXIYASABKAlSBk51bWJlciKFAQoOSGFuZHNldE1lc3NhZ2USHwoLbWVzc2FnZV9zaWQYASABKAlSCk1lc3NhZ2VTaWQSEgoEZnJvbRgCIAEoCVIERnJvbRIOCgJ0bxgDIAEoCVICVG8SEgoEdGV4dBgEIAEoCVIEVGV4dBIaCghyZWNlaXZlZBgFIAEoA1IIUmVjZWl2ZWQiXwobTGlzdEhhbmRzZXRNZXNzYWdlc1Jlc3BvbnNlEkAKCG1lc3NhZ2VzGAEgAygLMiQuc3dpdGNoYm9hcmQuYWRtaW4udjEuSGFuZHNldE1lc3NhZ2VSCE1lc3NhZ2VzIj8KHExpc3RXZWJob29rRGVsaXZlcmllc1JlcXVlc3QSHwoLbWVzc2FnZV9zaWQYASABKAlSCk1lc3NhZ2VTaWQihgEKDldlYmhvb2tBdHRlbXB0EhwKCWF0dGVtcHRlZBgBIAEoA1IJQXR0ZW1wdGVkEh8KC3N0YXR1c19jb2RlGAIgASgFUgpTdGF0dXNDb2RlEhQKBWVycm9yGAMgASgJUgVFcnJvchIfCgtkdXJhdGlvbl9tcxgEIAEoBVIKRHVyYXRpb25NcyLPAgoPV2ViaG9va0RlbGl2ZXJ5Eh0KCndlYmhvb2tfaWQYASABKAlSCVdlYmhvb2tJZBIdCgpldmVudF90eXBlGAIgASgJUglFdmVudFR5cGUSEAoDdXJsGAMgASgJUgNVcmwSFgoGbWV0aG9kGAQgASgJUgZNZXRob2QSFgoGc3RhdHVzGAUgASgJUgZTdGF0dXMSGgoIYXR0ZW1wdHMYBiABKAVSCEF0dGVtcHRzEiEKDG5leHRfYXR0ZW1wdBgHIAEoA1ILTmV4dEF0dGVtcHQSGAoHY3JlYXRlZBgIIAEoA1IHQ3JlYXRlZBIcCglkZWxpdmVyZWQYCSABKANSCURlbGl2ZXJlZBJFCgthdHRlbXB0X2xvZxgKIAMoCzIkLnN3aXRjaGJvYXJkLmFkbWluLnYxLldlYmhvb2tBdHRlbXB0UgpBdHRlbXB0TG9nImYKHUxpc3RXZWJob29rRGVsaXZlcmllc1Jlc3BvbnNlEkUKCmRlbGl2ZXJpZXMYASADKAsyJS5zd2l0Y2hib2FyZC5hZG1pbi52MS5XZWJob29rRGVsaXZlcnlSCkRlbGl2ZXJpZXMidAoRTGlzdEVtYWlsc1JlcXVlc3QSKQoNcmVzdWx0c19jb3VudBgBIAEoBUgAUg1SZXN1bHRzX0NvdW50iAEBEiIKDHJlc3VsdHNfc2tpcBgCIAEoBVIMUmVzdWx0c19Ta2lwQhAKDl9yZXN1bHRzX2NvdW50IvwBCgVFbWFpbBIZCghlbWFpbF9pZBgBIAEoCVIHRW1haWxJZBIfCgthY2NvdW50X3NpZBgCIAEoCVIKQWNjb3VudFNpZBIfCgttZXNzYWdlX3NpZBgDIAEoCVIKTWVzc2FnZVNpZBISCgRmcm9tGAQgASgJUgRGcm9tEg4KAnRvGAUgASgJUgJUbxIYCgdzdWJqZWN0GAYgASgJUgdTdWJqZWN0EhIKBGJvZHkYByABKAlSBEJvZHkSFgoGc3RhdHVzGAggASgJUgZTdGF0dXMSGAoHY3JlYXRlZBgJIAEoA1IHQ3JlYXRlZBISCgRzZW50GAogASgDUgRTZW50ImoKEkxpc3RFbWFpbHNSZXNwb25zZRIzCgZlbWFpbHMYASADKAsyGy5zd2l0Y2hib2FyZC5hZG1pbi52MS5FbWFpbFIGRW1haWxzEh8KC3RvdGFsX2NvdW50GAIgASgFUgpUb3RhbENvdW50MtgMCgxBZG1pblNlcnZpY2UShwEKDUNyZWF0ZUFjY291bnQSKi5zd2l0Y2hib2FyZC5hZG1pbi52MS5DcmVhdGVBY2NvdW50UmVxdWVzdBorLnN3aXRjaGJvYXJkLmFkbWluLnYxLkNyZWF0ZUFjY291bnRSZXNwb25zZSIdgtPkkwIXOgEqIhIvYWRtaW4vdjEvQWNjb3VudHMShwEKDVVwZGF0ZUFjY291bnQSKi5zd2l0Y2hib2FyZC5hZG1pbi52MS5VcGRhdGVBY2NvdW50UmVxdWVzdBodLnN3aXRjaGJvYXJkLmFkbWluLnYxLkFjY291bnQiK4LT5JMCJToBKiIgL2FkbWluL3YxL0FjY291bnRzL3thY2NvdW50X3NpZH0SlQEKC1JvdGF0ZVRva2VuEiguc3dpdGNoYm9hcmQuYWRtaW4udjEuUm90YXRlVG9rZW5SZXF1ZXN0Gikuc3dpdGNoYm9hcmQuYWRtaW4udjEuUm90YXRlVG9rZW5SZXNwb25zZSIxgtPkkwIrOgEqIiYvYWRtaW4vdjEvQWNjb3VudHMve2FjY291bnRfc2lkfS9Ub2tlbhKVAQoOQ3JlYXRlUHJvcGVydHkSKy5zd2l0Y2hib2FyZC5hZG1pbi52MS5DcmVhdGVQcm9wZXJ0eVJlcXVlc3QaHi5zd2l0Y2hib2FyZC5hZG1pbi52MS5Qcm9wZXJ0eSI2gtPkkwIwOgEqIisvYWRtaW4vdjEvQWNjb3VudHMve2FjY291bnRfc2lkfS9Qcm9wZXJ0aWVzEo0BCg5VcGRhdGVQcm9wZXJ0eRIrLnN3aXRjaGJvYXJkLmFkbWluLnYxLlVwZGF0ZVByb3BlcnR5UmVxdWVzdBoeLnN3aXRjaGJvYXJkLmFkbWluLnYxLlByb3BlcnR5Ii6C0+STAig6ASoiIy9hZG1pbi92MS9Qcm9wZXJ0aWVzL3twcm9wZXJ0eV9zaWR9Em8KDENyZWF0ZU51bWJlchIpLnN3aXRjaGJvYXJkLmFkbWluLnYxLkNyZWF0ZU51bWJlclJlcXVlc3QaFi5zd2l0Y2hib2FyZC52Mi5OdW1iZXIiHILT5JMCFjoBKiIRL2FkbWluL3YxL051bWJlcnMSiQEKDVJldmlld0FkZHJlc3MSKi5zd2l0Y2hib2FyZC5hZG1pbi52MS5SZXZpZXdBZGRyZXNzUmVxdWVzdBoXLnN3aXRjaGJvYXJkLnYyLkFkZHJlc3MiM4LT5JMCLToBKiIoL2FkbWluL3YxL0FkZHJlc3Nlcy97YWRkcmVzc19zaWR9L1JldmlldxKQAQoNSW5qZWN0SW5ib3VuZBIqLnN3aXRjaGJvYXJkLmFkbWluLnYxLkluamVjdEluYm91bmRSZXF1ZXN0Gisuc3dpdGNoYm9hcmQuYWRtaW4udjEuSW5qZWN0SW5ib3VuZFJlc3BvbnNlIiaC0+STAiA6ASoiGy9hZG1pbi92MS9TaW11bGF0b3IvSW5ib3VuZBKyAQoTTGlzdEhhbmRzZXRNZXNzYWdlcxIwLnN3aXRjaGJvYXJkLmFkbWluLnYxLkxpc3RIYW5kc2V0TWVzc2FnZXNSZXF1ZXN0GjEuc3dpdGNoYm9hcmQuYWRtaW4udjEuTGlzdEhhbmRzZXRNZXNzYWdlc1Jlc3BvbnNlIjaC0+STAjASLi9hZG1pbi92MS9TaW11bGF0b3IvSGFuZHNldHMve251bWJlcn0vTWVzc2FnZXMSeQoKTGlzdEVtYWlscxInLnN3aXRjaGJvYXJkLmFkbWluLnYxLkxpc3RFbWFpbHNSZXF1ZXN0Giguc3dpdGNoYm9hcmQuYWRtaW4udjEuTGlzdEVtYWlsc1Jlc3BvbnNlIhiC0+STAhISEC9hZG1pbi92MS9FbWFpbHMSswEKFUxpc3RXZWJob29rRGVsaXZlcmllcxIyLnN3aXRjaGJvYXJkLmFkbWluLnYxLkxpc3RXZWJob29rRGVsaXZlcmllc1JlcXVlc3QaMy5zd2l0Y2hib2FyZC5hZG1pbi52MS5MaXN0V2ViaG9va0RlbGl2ZXJpZXNSZXNwb25zZSIxgtPkkwIrEikvYWRtaW4vdjEvTWVzc2FnZXMve21lc3NhZ2Vfc2lkfS9XZWJob29rc2IGcHJvdG8z", [file_google_api_annotations, file_switchboard_v2_addresses, file_switchboard_v2_numbers]);
+  fileDesc("CiBzd2l0Y2hib2FyZC9hZG1pbi92MS9hZG1pbi5wcm90bxIUc3dpdGNoYm9hcmQuYWRtaW4udjEieQoHQWNjb3VudBIfCgthY2NvdW50X3NpZBgBIAEoCVIKQWNjb3VudFNpZBISCgRuYW1lGAIgASgJUgROYW1lEh8KC3Ntc19lbmFibGVkGAMgASgIUgpTbXNFbmFibGVkEhgKB2NyZWF0ZWQYBCABKANSB0NyZWF0ZWQidgoTTGlzdEFjY291bnRzUmVxdWVzdBIpCg1yZXN1bHRzX2NvdW50GAEgASgFSABSDVJlc3VsdHNfQ291bnSIAQESIgoMcmVzdWx0c19za2lwGAIgASgFUgxSZXN1bHRzX1NraXBCEAoOX3Jlc3VsdHNfY291bnQicgoUTGlzdEFjY291bnRzUmVzcG9uc2USOQoIYWNjb3VudHMYASADKAsyHS5zd2l0Y2hib2FyZC5hZG1pbi52MS5BY2NvdW50UghBY2NvdW50cxIfCgt0b3RhbF9jb3VudBgCIAEoBVIKVG90YWxDb3VudCI0ChFHZXRBY2NvdW50UmVxdWVzdBIfCgthY2NvdW50X3NpZBgBIAEoCVIKQWNjb3VudFNpZCJgChRDcmVhdGVBY2NvdW50UmVxdWVzdBISCgRuYW1lGAEgASgJUgROYW1lEiQKC3Ntc19lbmFibGVkGAIgASgISABSClNtc0VuYWJsZWSIAQFCDgoMX3Ntc19lbmFibGVkIqoBChVDcmVhdGVBY2NvdW50UmVzcG9uc2USHwoLYWNjb3VudF9zaWQYASABKAlSCkFjY291bnRTaWQSEgoEbmFtZRgCIAEoCVIETmFtZRIfCgtzbXNfZW5hYmxlZBgDIAEoCFIKU21zRW5hYmxlZBIUCgV0b2tlbhgEIAEoCVIFVG9rZW4SJQoOd2ViaG9va19zZWNyZXQYBSABKAlSDVdlYmhvb2tTZWNyZXQijwEKFFVwZGF0ZUFjY291bnRSZXF1ZXN0Eh8KC2FjY291bnRfc2lkGAEgASgJUgpBY2NvdW50U2lkEhcKBG5hbWUYAiABKAlIAFIETmFtZYgBARIkCgtzbXNfZW5hYmxlZBgDIAEoCEgBUgpTbXNFbmFibGVkiAEBQgcKBV9uYW1lQg4KDF9zbXNfZW5hYmxlZCI1ChJSb3RhdGVUb2tlblJlcXVlc3QSHwoLYWNjb3VudF9zaWQYASABKAlSCkFjY291bnRTaWQiTAoTUm90YXRlVG9rZW5SZXNwb25zZRIfCgthY2NvdW50X3NpZBgBIAEoCVIKQWNjb3VudFNpZBIUCgV0b2tlbhgCIAEoCVIFVG9rZW4inQEKCFByb3BlcnR5EiEKDHByb3BlcnR5X3NpZBgBIAEoCVILUHJvcGVydHlTaWQSHwoLYWNjb3VudF9zaWQYAiABKAlSCkFjY291bnRTaWQSEgoEbmFtZRgDIAEoCVIETmFtZRIfCgtzbXNfZW5hYmxlZBgEIAEoCFIKU21zRW5hYmxlZBIYCgdjcmVhdGVkGAUgASgDUgdDcmVhdGVkIpkBChVMaXN0UHJvcGVydGllc1JlcXVlc3QSHwoLYWNjb3VudF9zaWQYASABKAlSCkFjY291bnRTaWQSKQoNcmVzdWx0c19jb3VudBgCIAEoBUgAUg1SZXN1bHRzX0NvdW50iAEBEiIKDHJlc3VsdHNfc2tpcBgDIAEoBVIMUmVzdWx0c19Ta2lwQhAKDl9yZXN1bHRzX2NvdW50InkKFkxpc3RQcm9wZXJ0aWVzUmVzcG9uc2USPgoKcHJvcGVydGllcxgBIAMoCzIeLnN3aXRjaGJvYXJkLmFkbWluLnYxLlByb3BlcnR5UgpQcm9wZXJ0aWVzEh8KC3RvdGFsX2NvdW50GAIgASgFUgpUb3RhbENvdW50IoIBChVDcmVhdGVQcm9wZXJ0eVJlcXVlc3QSHwoLYWNjb3VudF9zaWQYASABKAlSCkFjY291bnRTaWQSEgoEbmFtZRgCIAEoCVIETmFtZRIkCgtzbXNfZW5hYmxlZBgDIAEoCEgAUgpTbXNFbmFibGVkiAEBQg4KDF9zbXNfZW5hYmxlZCKSAQoVVXBkYXRlUHJvcGVydHlSZXF1ZXN0EiEKDHByb3BlcnR5X3NpZBgBIAEoCVILUHJvcGVydHlTaWQSFwoEbmFtZRgCIAEoCUgAUgROYW1liAEBEiQKC3Ntc19lbmFibGVkGAMgASgISAFSClNtc0VuYWJsZWSIAQFCBwoFX25hbWVCDgoMX3Ntc19lbmFibGVkIk4KE0NyZWF0ZU51bWJlclJlcXVlc3QSFgoGbnVtYmVyGAEgASgJUgZOdW1iZXISHwoLYWNjb3VudF9zaWQYAiABKAlSCkFjY291bnRTaWQiuAEKEkxpc3ROdW1iZXJzUmVxdWVzdBIfCgthY2NvdW50X3NpZBgBIAEoCVIKQWNjb3VudFNpZBIXCgRwb29sGAIgASgISABSBFBvb2yIAQESKQoNcmVzdWx0c19jb3VudBgDIAEoBUgBUg1SZXN1bHRzX0NvdW50iAEBEiIKDHJlc3VsdHNfc2tpcBgEIAEoBVIMUmVzdWx0c19Ta2lwQgcKBV9wb29sQhAKDl9yZXN1bHRzX2NvdW50IuwBCg1OdW1iZXJEZXRhaWxzEhYKBm51bWJlchgBIAEoCVIGTnVtYmVyEh8KC2FjY291bnRfc2lkGAIgASgJUgpBY2NvdW50U2lkEhoKCGZyaWVuZGx5GAMgASgJUghGcmllbmRseRIfCgthZGRyZXNzX3NpZBgEIAEoCVIKQWRkcmVzc1NpZBISCgRwb29sGAUgASgIUgRQb29sEhYKBmxlYXNlZBgGIAEoCFIGTGVhc2VkEh8KC2xpdmVfbGVhc2VzGAcgASgFUgpMaXZlTGVhc2VzEhgKB2NyZWF0ZWQYCCABKANSB0NyZWF0ZWQidQoTTGlzdE51bWJlcnNSZXNwb25zZRI9CgdudW1iZXJzGAEgAygLMiMuc3dpdGNoYm9hcmQuYWRtaW4udjEuTnVtYmVyRGV0YWlsc1IHTnVtYmVycxIfCgt0b3RhbF9jb3VudBgCIAEoBVIKVG90YWxDb3VudCKwAQoUTGlzdEFkZHJlc3Nlc1JlcXVlc3QSFgoGc3RhdHVzGAEgASgJUgZTdGF0dXMSHwoLYWNjb3VudF9zaWQYAiABKAlSCkFjY291bnRTaWQSKQoNcmVzdWx0c19jb3VudBgDIAEoBUgAUg1SZXN1bHRzX0NvdW50iAEBEiIKDHJlc3VsdHNfc2tpcBgEIAEoBVIMUmVzdWx0c19Ta2lwQhAKDl9yZXN1bHRzX2NvdW50Ik8KFFJldmlld0FkZHJlc3NSZXF1ZXN0Eh8KC2FkZHJlc3Nfc2lkGAEgASgJUgpBZGRyZXNzU2lkEhYKBnN0YXR1cxgCIAEoCVIGU3RhdHVzIk4KFEluamVjdEluYm91bmRSZXF1ZXN0EhIKBGZyb20YASABKAlSBEZyb20SDgoCdG8YAiABKAlSAlRvEhIKBHRleHQYAyABKAlSBFRleHQiWAoVSW5qZWN0SW5ib3VuZFJlc3BvbnNlEh8KC21lc3NhZ2Vfc2lkGAEgASgJUgpNZXNzYWdlU2lkEh4KC2luX3JlcGx5X3RvGAIgASgJUglJblJlcGx5VG8iNAoaTGlzdEhhbmRzZXRNZXNzYWdlc1JlcXVlc3QSFgoGbnVtYmVyGAEgASgJUgZOdW1iZXIihQEKDkhhbmRzZXRNZXNzYWdlEh8KC21lc3NhZ2Vfc2lkGAEgASgJUgpNZXNzYWdlU2lkEhIKBGZyb20YAiABKAlSBEZyb20SDgoCdG8YAyABKAlSAlRvEhIKBHRleHQYBCABKAlSBFRleHQSGgoIcmVjZWl2ZWQYBSABKANSCFJlY2VpdmVkIl8KG0xpc3RIYW5kc2V0TWVzc2FnZXNSZXNwb25zZRJACghtZXNzYWdlcxgBIAMoCzIkLnN3aXRjaGJvYXJkLmFkbWluLnYxLkhhbmRzZXRNZXNzYWdlUghNZXNzYWdlcyI/ChxMaXN0V2ViaG9va0RlbGl2ZXJpZXNSZXF1ZXN0Eh8KC21lc3NhZ2Vfc2lkGAEgASgJUgpNZXNzYWdlU2lkIoYBCg5XZWJob29rQXR0ZW1wdBIcCglhdHRlbXB0ZWQYASABKANSCUF0dGVtcHRlZBIfCgtzdGF0dXNfY29kZRgCIAEoBVIKU3RhdHVzQ29kZRIUCgVlcnJvchgDIAEoCVIFRXJyb3ISHwoLZHVyYXRpb25fbXMYBCABKAVSCkR1cmF0aW9uTXMizwIKD1dlYmhvb2tEZWxpdmVyeRIdCgp3ZWJob29rX2lkGAEgASgJUglXZWJob29rSWQSHQoKZXZlbnRfdHlwZRgCIAEoCVIJRXZlbnRUeXBlEhAKA3VybBgDIAEoCVIDVXJsEhYKBm1ldGhvZBgEIAEoCVIGTWV0aG9kEhYKBnN0YXR1cxgFIAEoCVIGU3RhdHVzEhoKCGF0dGVtcHRzGAYgASgFUghBdHRlbXB0cxIhCgxuZXh0X2F0dGVtcHQYByABKANSC05leHRBdHRlbXB0EhgKB2NyZWF0ZWQYCCABKANSB0NyZWF0ZWQSHAoJZGVsaXZlcmVkGAkgASgDUglEZWxpdmVyZWQSRQoLYXR0ZW1wdF9sb2cYCiADKAsyJC5zd2l0Y2hib2FyZC5hZG1pbi52MS5XZWJob29rQXR0ZW1wdFIKQXR0ZW1wdExvZyJmCh1MaXN0V2ViaG9va0RlbGl2ZXJpZXNSZXNwb25zZRJFCgpkZWxpdmVyaWVzGAEgAygLMiUuc3dpdGNoYm9hcmQuYWRtaW4udjEuV2ViaG9va0RlbGl2ZXJ5UgpEZWxpdmVyaWVzInQKEUxpc3RFbWFpbHNSZXF1ZXN0EikKDXJlc3VsdHNfY291bnQYASABKAVIAFINUmVzdWx0c19Db3VudIgBARIiCgxyZXN1bHRzX3NraXAYAiABKAVSDFJlc3VsdHNfU2tpcEIQCg5fcmVzdWx0c19jb3VudCL8AQoFRW1haWwSGQoIZW1haWxfaWQYASABKAlSB0VtYWlsSWQSHwoLYWNjb3VudF9zaWQYAiABKAlSCkFjY291bnRTaWQSHwoLbWVzc2FnZV9zaWQYAyABKAlSCk1lc3NhZ2VTaWQSEgoEZnJvbRgEIAEoCVIERnJvbRIOCgJ0bxgFIAEoCVICVG8SGAoHc3ViamVjdBgGIAEoCVIHU3ViamVjdBISCgRib2R5GAcgASgJUgRCb2R5EhYKBnN0YXR1cxgIIAEoCVIGU3RhdHVzEhgKB2NyZWF0ZWQYCSABKANSB0NyZWF0ZWQSEgoEc2VudBgKIAEoA1IEU2VudCJqChJMaXN0RW1haWxzUmVzcG9uc2USMwoGZW1haWxzGAEgAygLMhsuc3dpdGNoYm9hcmQuYWRtaW4udjEuRW1haWxSBkVtYWlscxIfCgt0b3RhbF9jb3VudBgCIAEoBVIKVG90YWxDb3VudDL/EQoMQWRtaW5TZXJ2aWNlEoEBCgxMaXN0QWNjb3VudHMSKS5zd2l0Y2hib2FyZC5hZG1pbi52MS5MaXN0QWNjb3VudHNSZXF1ZXN0Giouc3dpdGNoYm9hcmQuYWRtaW4udjEuTGlzdEFjY291bnRzUmVzcG9uc2UiGoLT5JMCFBISL2FkbWluL3YxL0FjY291bnRzEn4KCkdldEFjY291bnQSJy5zd2l0Y2hib2FyZC5hZG1pbi52MS5HZXRBY2NvdW50UmVxdWVzdBodLnN3aXRjaGJvYXJkLmFkbWluLnYxLkFjY291bnQiKILT5JMCIhIgL2FkbWluL3YxL0FjY291bnRzL3thY2NvdW50X3NpZH0ShwEKDUNyZWF0ZUFjY291bnQSKi5zd2l0Y2hib2FyZC5hZG1pbi52MS5DcmVhdGVBY2NvdW50UmVxdWVzdBorLnN3aXRjaGJvYXJkLmFkbWluLnYxLkNyZWF0ZUFjY291bnRSZXNwb25zZSIdgtPkkwIXOgEqIhIvYWRtaW4vdjEvQWNjb3VudHMShwEKDVVwZGF0ZUFjY291bnQSKi5zd2l0Y2hib2FyZC5hZG1pbi52MS5VcGRhdGVBY2NvdW50UmVxdWVzdBodLnN3aXRjaGJvYXJkLmFkbWluLnYxLkFjY291bnQiK4LT5JMCJToBKiIgL2FkbWluL3YxL0FjY291bnRzL3thY2NvdW50X3NpZH0SlQEKC1JvdGF0ZVRva2VuEiguc3dpdGNoYm9hcmQuYWRtaW4udjEuUm90YXRlVG9rZW5SZXF1ZXN0Gikuc3dpdGNoYm9hcmQuYWRtaW4udjEuUm90YXRlVG9rZW5SZXNwb25zZSIxgtPkkwIrOgEqIiYvYWRtaW4vdjEvQWNjb3VudHMve2FjY291bnRfc2lkfS9Ub2tlbhKgAQoOTGlzdFByb3BlcnRpZXMSKy5zd2l0Y2hib2FyZC5hZG1pbi52MS5MaXN0UHJvcGVydGllc1JlcXVlc3QaLC5zd2l0Y2hib2FyZC5hZG1pbi52MS5MaXN0UHJvcGVydGllc1Jlc3BvbnNlIjOC0+STAi0SKy9hZG1pbi92MS9BY2NvdW50cy97YWNjb3VudF9zaWR9L1Byb3BlcnRpZXMSlQEKDkNyZWF0ZVByb3BlcnR5Eisuc3dpdGNoYm9hcmQuYWRtaW4udjEuQ3JlYXRlUHJvcGVydHlSZXF1ZXN0Gh4uc3dpdGNoYm9hcmQuYWRtaW4udjEuUHJvcGVydHkiNoLT5JMCMDoBKiIrL2FkbWluL3YxL0FjY291bnRzL3thY2NvdW50X3NpZH0vUHJvcGVydGllcxKNAQoOVXBkYXRlUHJvcGVydHkSKy5zd2l0Y2hib2FyZC5hZG1pbi52MS5VcGRhdGVQcm9wZXJ0eVJlcXVlc3QaHi5zd2l0Y2hib2FyZC5hZG1pbi52MS5Qcm9wZXJ0eSIugtPkkwIoOgEqIiMvYWRtaW4vdjEvUHJvcGVydGllcy97cHJvcGVydHlfc2lkfRJ9CgtMaXN0TnVtYmVycxIoLnN3aXRjaGJvYXJkLmFkbWluLnYxLkxpc3ROdW1iZXJzUmVxdWVzdBopLnN3aXRjaGJvYXJkLmFkbWluLnYxLkxpc3ROdW1iZXJzUmVzcG9uc2UiGYLT5JMCExIRL2FkbWluL3YxL051bWJlcnMSbwoMQ3JlYXRlTnVtYmVyEikuc3dpdGNoYm9hcmQuYWRtaW4udjEuQ3JlYXRlTnVtYmVyUmVxdWVzdBoWLnN3aXRjaGJvYXJkLnYyLk51bWJlciIcgtPkkwIWOgEqIhEvYWRtaW4vdjEvTnVtYmVycxJ/Cg1MaXN0QWRkcmVzc2VzEiouc3dpdGNoYm9hcmQuYWRtaW4udjEuTGlzdEFkZHJlc3Nlc1JlcXVlc3QaJS5zd2l0Y2hib2FyZC52Mi5MaXN0QWRkcmVzc2VzUmVzcG9uc2UiG4LT5JMCFRITL2FkbWluL3YxL0FkZHJlc3NlcxKJAQoNUmV2aWV3QWRkcmVzcxIqLnN3aXRjaGJvYXJkLmFkbWluLnYxLlJldmlld0FkZHJlc3NSZXF1ZXN0Ghcuc3dpdGNoYm9hcmQudjIuQWRkcmVzcyIzgtPkkwItOgEqIigvYWRtaW4vdjEvQWRkcmVzc2VzL3thZGRyZXNzX3NpZH0vUmV2aWV3EpABCg1JbmplY3RJbmJvdW5kEiouc3dpdGNoYm9hcmQuYWRtaW4udjEuSW5qZWN0SW5ib3VuZFJlcXVlc3QaKy5zd2l0Y2hib2FyZC5hZG1pbi52MS5JbmplY3RJbmJvdW5kUmVzcG9uc2UiJoLT5JMCIDoBKiIbL2FkbWluL3YxL1NpbXVsYXRvci9JbmJvdW5kErIBChNMaXN0SGFuZHNldE1lc3NhZ2VzEjAuc3dpdGNoYm9hcmQuYWRtaW4udjEuTGlzdEhhbmRzZXRNZXNzYWdlc1JlcXVlc3QaMS5zd2l0Y2hib2FyZC5hZG1pbi52MS5MaXN0SGFuZHNldE1lc3NhZ2VzUmVzcG9uc2UiNoLT5JMCMBIuL2FkbWluL3YxL1NpbXVsYXRvci9IYW5kc2V0cy97bnVtYmVyfS9NZXNzYWdlcxJ5CgpMaXN0RW1haWxzEicuc3dpdGNoYm9hcmQuYWRtaW4udjEuTGlzdEVtYWlsc1JlcXVlc3QaKC5zd2l0Y2hib2FyZC5hZG1pbi52MS5MaXN0RW1haWxzUmVzcG9uc2UiGILT5JMCEhIQL2FkbWluL3YxL0VtYWlscxKzAQoVTGlzdFdlYmhvb2tEZWxpdmVyaWVzEjIuc3dpdGNoYm9hcmQuYWRtaW4udjEuTGlzdFdlYmhvb2tEZWxpdmVyaWVzUmVxdWVzdBozLnN3aXRjaGJvYXJkLmFkbWluLnYxLkxpc3RXZWJob29rRGVsaXZlcmllc1Jlc3BvbnNlIjGC0+STAisSKS9hZG1pbi92MS9NZXNzYWdlcy97bWVzc2FnZV9zaWR9L1dlYmhvb2tzYgZwcm90bzM", [file_google_api_annotations, file_switchboard_v2_addresses, file_switchboard_v2_numbers]);
 
 /**
  * An account, without secrets.
@@ -37,6 +37,11 @@ export type Account = Message<"switchboard.admin.v1.Account"> & {
    * @generated from field: bool sms_enabled = 3 [json_name = "SmsEnabled"];
    */
   smsEnabled: boolean;
+
+  /**
+   * @generated from field: int64 created = 4 [json_name = "Created"];
+   */
+  created: bigint;
 };
 
 /**
@@ -45,6 +50,77 @@ export type Account = Message<"switchboard.admin.v1.Account"> & {
  */
 export const AccountSchema: GenMessage<Account> = /*@__PURE__*/
   messageDesc(file_switchboard_admin_v1_admin, 0);
+
+/**
+ * Paging for accounts.
+ *
+ * @generated from message switchboard.admin.v1.ListAccountsRequest
+ */
+export type ListAccountsRequest = Message<"switchboard.admin.v1.ListAccountsRequest"> & {
+  /**
+   * Default 200, at most 1000.
+   *
+   * @generated from field: optional int32 results_count = 1 [json_name = "Results_Count"];
+   */
+  resultsCount?: number | undefined;
+
+  /**
+   * How many to skip before the page starts; default 0.
+   *
+   * @generated from field: int32 results_skip = 2 [json_name = "Results_Skip"];
+   */
+  resultsSkip: number;
+};
+
+/**
+ * Describes the message switchboard.admin.v1.ListAccountsRequest.
+ * Use `create(ListAccountsRequestSchema)` to create a new message.
+ */
+export const ListAccountsRequestSchema: GenMessage<ListAccountsRequest> = /*@__PURE__*/
+  messageDesc(file_switchboard_admin_v1_admin, 1);
+
+/**
+ * One page of accounts, newest first, and how many there are.
+ *
+ * @generated from message switchboard.admin.v1.ListAccountsResponse
+ */
+export type ListAccountsResponse = Message<"switchboard.admin.v1.ListAccountsResponse"> & {
+  /**
+   * @generated from field: repeated switchboard.admin.v1.Account accounts = 1 [json_name = "Accounts"];
+   */
+  accounts: Account[];
+
+  /**
+   * @generated from field: int32 total_count = 2 [json_name = "TotalCount"];
+   */
+  totalCount: number;
+};
+
+/**
+ * Describes the message switchboard.admin.v1.ListAccountsResponse.
+ * Use `create(ListAccountsResponseSchema)` to create a new message.
+ */
+export const ListAccountsResponseSchema: GenMessage<ListAccountsResponse> = /*@__PURE__*/
+  messageDesc(file_switchboard_admin_v1_admin, 2);
+
+/**
+ * Identifies one account.
+ *
+ * @generated from message switchboard.admin.v1.GetAccountRequest
+ */
+export type GetAccountRequest = Message<"switchboard.admin.v1.GetAccountRequest"> & {
+  /**
+   * @generated from field: string account_sid = 1 [json_name = "AccountSid"];
+   */
+  accountSid: string;
+};
+
+/**
+ * Describes the message switchboard.admin.v1.GetAccountRequest.
+ * Use `create(GetAccountRequestSchema)` to create a new message.
+ */
+export const GetAccountRequestSchema: GenMessage<GetAccountRequest> = /*@__PURE__*/
+  messageDesc(file_switchboard_admin_v1_admin, 3);
 
 /**
  * New account body.
@@ -70,7 +146,7 @@ export type CreateAccountRequest = Message<"switchboard.admin.v1.CreateAccountRe
  * Use `create(CreateAccountRequestSchema)` to create a new message.
  */
 export const CreateAccountRequestSchema: GenMessage<CreateAccountRequest> = /*@__PURE__*/
-  messageDesc(file_switchboard_admin_v1_admin, 1);
+  messageDesc(file_switchboard_admin_v1_admin, 4);
 
 /**
  * The new account with its secrets, shown only this once.
@@ -109,7 +185,7 @@ export type CreateAccountResponse = Message<"switchboard.admin.v1.CreateAccountR
  * Use `create(CreateAccountResponseSchema)` to create a new message.
  */
 export const CreateAccountResponseSchema: GenMessage<CreateAccountResponse> = /*@__PURE__*/
-  messageDesc(file_switchboard_admin_v1_admin, 2);
+  messageDesc(file_switchboard_admin_v1_admin, 5);
 
 /**
  * Account changes; omitted fields stay as they are.
@@ -138,7 +214,7 @@ export type UpdateAccountRequest = Message<"switchboard.admin.v1.UpdateAccountRe
  * Use `create(UpdateAccountRequestSchema)` to create a new message.
  */
 export const UpdateAccountRequestSchema: GenMessage<UpdateAccountRequest> = /*@__PURE__*/
-  messageDesc(file_switchboard_admin_v1_admin, 3);
+  messageDesc(file_switchboard_admin_v1_admin, 6);
 
 /**
  * Identifies the account whose token is rotated.
@@ -157,7 +233,7 @@ export type RotateTokenRequest = Message<"switchboard.admin.v1.RotateTokenReques
  * Use `create(RotateTokenRequestSchema)` to create a new message.
  */
 export const RotateTokenRequestSchema: GenMessage<RotateTokenRequest> = /*@__PURE__*/
-  messageDesc(file_switchboard_admin_v1_admin, 4);
+  messageDesc(file_switchboard_admin_v1_admin, 7);
 
 /**
  * The new token, shown only this once.
@@ -181,7 +257,7 @@ export type RotateTokenResponse = Message<"switchboard.admin.v1.RotateTokenRespo
  * Use `create(RotateTokenResponseSchema)` to create a new message.
  */
 export const RotateTokenResponseSchema: GenMessage<RotateTokenResponse> = /*@__PURE__*/
-  messageDesc(file_switchboard_admin_v1_admin, 5);
+  messageDesc(file_switchboard_admin_v1_admin, 8);
 
 /**
  * A property of an account.
@@ -208,6 +284,11 @@ export type Property = Message<"switchboard.admin.v1.Property"> & {
    * @generated from field: bool sms_enabled = 4 [json_name = "SmsEnabled"];
    */
   smsEnabled: boolean;
+
+  /**
+   * @generated from field: int64 created = 5 [json_name = "Created"];
+   */
+  created: bigint;
 };
 
 /**
@@ -215,7 +296,64 @@ export type Property = Message<"switchboard.admin.v1.Property"> & {
  * Use `create(PropertySchema)` to create a new message.
  */
 export const PropertySchema: GenMessage<Property> = /*@__PURE__*/
-  messageDesc(file_switchboard_admin_v1_admin, 6);
+  messageDesc(file_switchboard_admin_v1_admin, 9);
+
+/**
+ * Paging for an account's properties.
+ *
+ * @generated from message switchboard.admin.v1.ListPropertiesRequest
+ */
+export type ListPropertiesRequest = Message<"switchboard.admin.v1.ListPropertiesRequest"> & {
+  /**
+   * @generated from field: string account_sid = 1 [json_name = "AccountSid"];
+   */
+  accountSid: string;
+
+  /**
+   * Default 200, at most 1000.
+   *
+   * @generated from field: optional int32 results_count = 2 [json_name = "Results_Count"];
+   */
+  resultsCount?: number | undefined;
+
+  /**
+   * How many to skip before the page starts; default 0.
+   *
+   * @generated from field: int32 results_skip = 3 [json_name = "Results_Skip"];
+   */
+  resultsSkip: number;
+};
+
+/**
+ * Describes the message switchboard.admin.v1.ListPropertiesRequest.
+ * Use `create(ListPropertiesRequestSchema)` to create a new message.
+ */
+export const ListPropertiesRequestSchema: GenMessage<ListPropertiesRequest> = /*@__PURE__*/
+  messageDesc(file_switchboard_admin_v1_admin, 10);
+
+/**
+ * One page of an account's properties, oldest first, and how many it has.
+ *
+ * @generated from message switchboard.admin.v1.ListPropertiesResponse
+ */
+export type ListPropertiesResponse = Message<"switchboard.admin.v1.ListPropertiesResponse"> & {
+  /**
+   * @generated from field: repeated switchboard.admin.v1.Property properties = 1 [json_name = "Properties"];
+   */
+  properties: Property[];
+
+  /**
+   * @generated from field: int32 total_count = 2 [json_name = "TotalCount"];
+   */
+  totalCount: number;
+};
+
+/**
+ * Describes the message switchboard.admin.v1.ListPropertiesResponse.
+ * Use `create(ListPropertiesResponseSchema)` to create a new message.
+ */
+export const ListPropertiesResponseSchema: GenMessage<ListPropertiesResponse> = /*@__PURE__*/
+  messageDesc(file_switchboard_admin_v1_admin, 11);
 
 /**
  * New property body.
@@ -246,7 +384,7 @@ export type CreatePropertyRequest = Message<"switchboard.admin.v1.CreateProperty
  * Use `create(CreatePropertyRequestSchema)` to create a new message.
  */
 export const CreatePropertyRequestSchema: GenMessage<CreatePropertyRequest> = /*@__PURE__*/
-  messageDesc(file_switchboard_admin_v1_admin, 7);
+  messageDesc(file_switchboard_admin_v1_admin, 12);
 
 /**
  * Property changes; omitted fields stay as they are.
@@ -275,7 +413,7 @@ export type UpdatePropertyRequest = Message<"switchboard.admin.v1.UpdateProperty
  * Use `create(UpdatePropertyRequestSchema)` to create a new message.
  */
 export const UpdatePropertyRequestSchema: GenMessage<UpdatePropertyRequest> = /*@__PURE__*/
-  messageDesc(file_switchboard_admin_v1_admin, 8);
+  messageDesc(file_switchboard_admin_v1_admin, 13);
 
 /**
  * New number body.
@@ -303,7 +441,181 @@ export type CreateNumberRequest = Message<"switchboard.admin.v1.CreateNumberRequ
  * Use `create(CreateNumberRequestSchema)` to create a new message.
  */
 export const CreateNumberRequestSchema: GenMessage<CreateNumberRequest> = /*@__PURE__*/
-  messageDesc(file_switchboard_admin_v1_admin, 9);
+  messageDesc(file_switchboard_admin_v1_admin, 14);
+
+/**
+ * Filters and paging for numbers; an omitted filter matches every number.
+ *
+ * @generated from message switchboard.admin.v1.ListNumbersRequest
+ */
+export type ListNumbersRequest = Message<"switchboard.admin.v1.ListNumbersRequest"> & {
+  /**
+   * Only the numbers this account owns.
+   *
+   * @generated from field: string account_sid = 1 [json_name = "AccountSid"];
+   */
+  accountSid: string;
+
+  /**
+   * true: only lease pool numbers; false: only owned numbers.
+   *
+   * @generated from field: optional bool pool = 2 [json_name = "Pool"];
+   */
+  pool?: boolean | undefined;
+
+  /**
+   * Default 200, at most 1000.
+   *
+   * @generated from field: optional int32 results_count = 3 [json_name = "Results_Count"];
+   */
+  resultsCount?: number | undefined;
+
+  /**
+   * How many to skip before the page starts; default 0.
+   *
+   * @generated from field: int32 results_skip = 4 [json_name = "Results_Skip"];
+   */
+  resultsSkip: number;
+};
+
+/**
+ * Describes the message switchboard.admin.v1.ListNumbersRequest.
+ * Use `create(ListNumbersRequestSchema)` to create a new message.
+ */
+export const ListNumbersRequestSchema: GenMessage<ListNumbersRequest> = /*@__PURE__*/
+  messageDesc(file_switchboard_admin_v1_admin, 15);
+
+/**
+ * A number as the operator sees it: its owner, or the lease pool and its live leases.
+ *
+ * @generated from message switchboard.admin.v1.NumberDetails
+ */
+export type NumberDetails = Message<"switchboard.admin.v1.NumberDetails"> & {
+  /**
+   * E164 with the + prefix.
+   *
+   * @generated from field: string number = 1 [json_name = "Number"];
+   */
+  number: string;
+
+  /**
+   * The owning account; "" for a number in the shared lease pool.
+   *
+   * @generated from field: string account_sid = 2 [json_name = "AccountSid"];
+   */
+  accountSid: string;
+
+  /**
+   * @generated from field: string friendly = 3 [json_name = "Friendly"];
+   */
+  friendly: string;
+
+  /**
+   * The address the number is registered against; "" if none.
+   *
+   * @generated from field: string address_sid = 4 [json_name = "AddressSid"];
+   */
+  addressSid: string;
+
+  /**
+   * True for a number in the shared lease pool.
+   *
+   * @generated from field: bool pool = 5 [json_name = "Pool"];
+   */
+  pool: boolean;
+
+  /**
+   * True while at least one recipient holds a live (unexpired, unreleased) lease on it.
+   *
+   * @generated from field: bool leased = 6 [json_name = "Leased"];
+   */
+  leased: boolean;
+
+  /**
+   * How many recipients hold a live lease on it; always 0 for an owned number.
+   *
+   * @generated from field: int32 live_leases = 7 [json_name = "LiveLeases"];
+   */
+  liveLeases: number;
+
+  /**
+   * @generated from field: int64 created = 8 [json_name = "Created"];
+   */
+  created: bigint;
+};
+
+/**
+ * Describes the message switchboard.admin.v1.NumberDetails.
+ * Use `create(NumberDetailsSchema)` to create a new message.
+ */
+export const NumberDetailsSchema: GenMessage<NumberDetails> = /*@__PURE__*/
+  messageDesc(file_switchboard_admin_v1_admin, 16);
+
+/**
+ * One page of numbers, ordered by number, and how many match the filters.
+ *
+ * @generated from message switchboard.admin.v1.ListNumbersResponse
+ */
+export type ListNumbersResponse = Message<"switchboard.admin.v1.ListNumbersResponse"> & {
+  /**
+   * @generated from field: repeated switchboard.admin.v1.NumberDetails numbers = 1 [json_name = "Numbers"];
+   */
+  numbers: NumberDetails[];
+
+  /**
+   * @generated from field: int32 total_count = 2 [json_name = "TotalCount"];
+   */
+  totalCount: number;
+};
+
+/**
+ * Describes the message switchboard.admin.v1.ListNumbersResponse.
+ * Use `create(ListNumbersResponseSchema)` to create a new message.
+ */
+export const ListNumbersResponseSchema: GenMessage<ListNumbersResponse> = /*@__PURE__*/
+  messageDesc(file_switchboard_admin_v1_admin, 17);
+
+/**
+ * Filters and paging for addresses across accounts.
+ *
+ * @generated from message switchboard.admin.v1.ListAddressesRequest
+ */
+export type ListAddressesRequest = Message<"switchboard.admin.v1.ListAddressesRequest"> & {
+  /**
+   * Pending (the default), Active or Rejected; All lists every status.
+   *
+   * @generated from field: string status = 1 [json_name = "Status"];
+   */
+  status: string;
+
+  /**
+   * Only this account's addresses; omitted lists every account's.
+   *
+   * @generated from field: string account_sid = 2 [json_name = "AccountSid"];
+   */
+  accountSid: string;
+
+  /**
+   * Default 200, at most 1000.
+   *
+   * @generated from field: optional int32 results_count = 3 [json_name = "Results_Count"];
+   */
+  resultsCount?: number | undefined;
+
+  /**
+   * How many to skip before the page starts; default 0.
+   *
+   * @generated from field: int32 results_skip = 4 [json_name = "Results_Skip"];
+   */
+  resultsSkip: number;
+};
+
+/**
+ * Describes the message switchboard.admin.v1.ListAddressesRequest.
+ * Use `create(ListAddressesRequestSchema)` to create a new message.
+ */
+export const ListAddressesRequestSchema: GenMessage<ListAddressesRequest> = /*@__PURE__*/
+  messageDesc(file_switchboard_admin_v1_admin, 18);
 
 /**
  * Review decision for a Pending address.
@@ -329,7 +641,7 @@ export type ReviewAddressRequest = Message<"switchboard.admin.v1.ReviewAddressRe
  * Use `create(ReviewAddressRequestSchema)` to create a new message.
  */
 export const ReviewAddressRequestSchema: GenMessage<ReviewAddressRequest> = /*@__PURE__*/
-  messageDesc(file_switchboard_admin_v1_admin, 10);
+  messageDesc(file_switchboard_admin_v1_admin, 19);
 
 /**
  * An SMS from a simulated handset.
@@ -358,7 +670,7 @@ export type InjectInboundRequest = Message<"switchboard.admin.v1.InjectInboundRe
  * Use `create(InjectInboundRequestSchema)` to create a new message.
  */
 export const InjectInboundRequestSchema: GenMessage<InjectInboundRequest> = /*@__PURE__*/
-  messageDesc(file_switchboard_admin_v1_admin, 11);
+  messageDesc(file_switchboard_admin_v1_admin, 20);
 
 /**
  * The inbound message as stored, if it was matched to an account.
@@ -386,7 +698,7 @@ export type InjectInboundResponse = Message<"switchboard.admin.v1.InjectInboundR
  * Use `create(InjectInboundResponseSchema)` to create a new message.
  */
 export const InjectInboundResponseSchema: GenMessage<InjectInboundResponse> = /*@__PURE__*/
-  messageDesc(file_switchboard_admin_v1_admin, 12);
+  messageDesc(file_switchboard_admin_v1_admin, 21);
 
 /**
  * Identifies a simulated handset; Number is E164 without the +.
@@ -405,7 +717,7 @@ export type ListHandsetMessagesRequest = Message<"switchboard.admin.v1.ListHands
  * Use `create(ListHandsetMessagesRequestSchema)` to create a new message.
  */
 export const ListHandsetMessagesRequestSchema: GenMessage<ListHandsetMessagesRequest> = /*@__PURE__*/
-  messageDesc(file_switchboard_admin_v1_admin, 13);
+  messageDesc(file_switchboard_admin_v1_admin, 22);
 
 /**
  * One SMS delivered to a simulated handset.
@@ -444,7 +756,7 @@ export type HandsetMessage = Message<"switchboard.admin.v1.HandsetMessage"> & {
  * Use `create(HandsetMessageSchema)` to create a new message.
  */
 export const HandsetMessageSchema: GenMessage<HandsetMessage> = /*@__PURE__*/
-  messageDesc(file_switchboard_admin_v1_admin, 14);
+  messageDesc(file_switchboard_admin_v1_admin, 23);
 
 /**
  * What a handset received, oldest first.
@@ -463,7 +775,7 @@ export type ListHandsetMessagesResponse = Message<"switchboard.admin.v1.ListHand
  * Use `create(ListHandsetMessagesResponseSchema)` to create a new message.
  */
 export const ListHandsetMessagesResponseSchema: GenMessage<ListHandsetMessagesResponse> = /*@__PURE__*/
-  messageDesc(file_switchboard_admin_v1_admin, 15);
+  messageDesc(file_switchboard_admin_v1_admin, 24);
 
 /**
  * Identifies the message whose webhook calls to list.
@@ -482,7 +794,7 @@ export type ListWebhookDeliveriesRequest = Message<"switchboard.admin.v1.ListWeb
  * Use `create(ListWebhookDeliveriesRequestSchema)` to create a new message.
  */
 export const ListWebhookDeliveriesRequestSchema: GenMessage<ListWebhookDeliveriesRequest> = /*@__PURE__*/
-  messageDesc(file_switchboard_admin_v1_admin, 16);
+  messageDesc(file_switchboard_admin_v1_admin, 25);
 
 /**
  * One attempt at a webhook call.
@@ -518,7 +830,7 @@ export type WebhookAttempt = Message<"switchboard.admin.v1.WebhookAttempt"> & {
  * Use `create(WebhookAttemptSchema)` to create a new message.
  */
 export const WebhookAttemptSchema: GenMessage<WebhookAttempt> = /*@__PURE__*/
-  messageDesc(file_switchboard_admin_v1_admin, 17);
+  messageDesc(file_switchboard_admin_v1_admin, 26);
 
 /**
  * One webhook call and its attempts.
@@ -584,7 +896,7 @@ export type WebhookDelivery = Message<"switchboard.admin.v1.WebhookDelivery"> & 
  * Use `create(WebhookDeliverySchema)` to create a new message.
  */
 export const WebhookDeliverySchema: GenMessage<WebhookDelivery> = /*@__PURE__*/
-  messageDesc(file_switchboard_admin_v1_admin, 18);
+  messageDesc(file_switchboard_admin_v1_admin, 27);
 
 /**
  * A message's webhook calls, oldest first.
@@ -603,7 +915,7 @@ export type ListWebhookDeliveriesResponse = Message<"switchboard.admin.v1.ListWe
  * Use `create(ListWebhookDeliveriesResponseSchema)` to create a new message.
  */
 export const ListWebhookDeliveriesResponseSchema: GenMessage<ListWebhookDeliveriesResponse> = /*@__PURE__*/
-  messageDesc(file_switchboard_admin_v1_admin, 19);
+  messageDesc(file_switchboard_admin_v1_admin, 28);
 
 /**
  * Paging for forwarded e-mails.
@@ -619,6 +931,8 @@ export type ListEmailsRequest = Message<"switchboard.admin.v1.ListEmailsRequest"
   resultsCount?: number | undefined;
 
   /**
+   * How many to skip before the page starts; default 0.
+   *
    * @generated from field: int32 results_skip = 2 [json_name = "Results_Skip"];
    */
   resultsSkip: number;
@@ -629,7 +943,7 @@ export type ListEmailsRequest = Message<"switchboard.admin.v1.ListEmailsRequest"
  * Use `create(ListEmailsRequestSchema)` to create a new message.
  */
 export const ListEmailsRequestSchema: GenMessage<ListEmailsRequest> = /*@__PURE__*/
-  messageDesc(file_switchboard_admin_v1_admin, 20);
+  messageDesc(file_switchboard_admin_v1_admin, 29);
 
 /**
  * One forwarded e-mail.
@@ -697,7 +1011,7 @@ export type Email = Message<"switchboard.admin.v1.Email"> & {
  * Use `create(EmailSchema)` to create a new message.
  */
 export const EmailSchema: GenMessage<Email> = /*@__PURE__*/
-  messageDesc(file_switchboard_admin_v1_admin, 21);
+  messageDesc(file_switchboard_admin_v1_admin, 30);
 
 /**
  * One page of e-mails, newest first.
@@ -721,7 +1035,7 @@ export type ListEmailsResponse = Message<"switchboard.admin.v1.ListEmailsRespons
  * Use `create(ListEmailsResponseSchema)` to create a new message.
  */
 export const ListEmailsResponseSchema: GenMessage<ListEmailsResponse> = /*@__PURE__*/
-  messageDesc(file_switchboard_admin_v1_admin, 22);
+  messageDesc(file_switchboard_admin_v1_admin, 31);
 
 /**
  * Operator API: accounts, properties, numbers and address review (bearer admin token).
@@ -729,6 +1043,26 @@ export const ListEmailsResponseSchema: GenMessage<ListEmailsResponse> = /*@__PUR
  * @generated from service switchboard.admin.v1.AdminService
  */
 export const AdminService: GenService<{
+  /**
+   * Lists accounts, newest first, without their token hashes or webhook secrets.
+   *
+   * @generated from rpc switchboard.admin.v1.AdminService.ListAccounts
+   */
+  listAccounts: {
+    methodKind: "unary";
+    input: typeof ListAccountsRequestSchema;
+    output: typeof ListAccountsResponseSchema;
+  },
+  /**
+   * Returns one account, without its token hash or webhook secret.
+   *
+   * @generated from rpc switchboard.admin.v1.AdminService.GetAccount
+   */
+  getAccount: {
+    methodKind: "unary";
+    input: typeof GetAccountRequestSchema;
+    output: typeof AccountSchema;
+  },
   /**
    * Creates an account and returns its token and webhook secret, shown once.
    *
@@ -760,6 +1094,16 @@ export const AdminService: GenService<{
     output: typeof RotateTokenResponseSchema;
   },
   /**
+   * Lists an account's properties, oldest first.
+   *
+   * @generated from rpc switchboard.admin.v1.AdminService.ListProperties
+   */
+  listProperties: {
+    methodKind: "unary";
+    input: typeof ListPropertiesRequestSchema;
+    output: typeof ListPropertiesResponseSchema;
+  },
+  /**
    * Creates a property of an account.
    *
    * @generated from rpc switchboard.admin.v1.AdminService.CreateProperty
@@ -780,6 +1124,18 @@ export const AdminService: GenService<{
     output: typeof PropertySchema;
   },
   /**
+   * Lists numbers, owned and in the lease pool, with how many live leases each pool number has.
+   *
+   * Ordered by number. AccountSid and Pool narrow the list; given together, both must match.
+   *
+   * @generated from rpc switchboard.admin.v1.AdminService.ListNumbers
+   */
+  listNumbers: {
+    methodKind: "unary";
+    input: typeof ListNumbersRequestSchema;
+    output: typeof ListNumbersResponseSchema;
+  },
+  /**
    * Adds a number owned by an account, or to the shared lease pool without AccountSid.
    *
    * @generated from rpc switchboard.admin.v1.AdminService.CreateNumber
@@ -788,6 +1144,18 @@ export const AdminService: GenService<{
     methodKind: "unary";
     input: typeof CreateNumberRequestSchema;
     output: typeof NumberSchema;
+  },
+  /**
+   * Lists addresses of every account by review status (Pending by default), oldest first.
+   *
+   * The review queue: each Pending address waits for ReviewAddress to make it Active or Rejected.
+   *
+   * @generated from rpc switchboard.admin.v1.AdminService.ListAddresses
+   */
+  listAddresses: {
+    methodKind: "unary";
+    input: typeof ListAddressesRequestSchema;
+    output: typeof ListAddressesResponseSchema;
   },
   /**
    * Moves a Pending address to Active or Rejected.

@@ -1,0 +1,31 @@
+/**
+ * The bare ceiling: a minimal Fastify route that does one INSERT per request (autocommit, so one
+ * commit and WAL flush each) with the pg pool MikroORM itself uses, and answers after it. No auth,
+ * no validation, no ORM. Run by bench/run.ts: BARE_DATABASE_URL, BARE_PORT.
+ */
+import { randomBytes } from "node:crypto";
+import { fastify } from "fastify";
+import pg from "pg";
+
+const pool = new pg.Pool({ connectionString: process.env.BARE_DATABASE_URL, max: Number(process.env.BARE_POOL_MAX ?? 10) });
+const app = fastify({ logger: false });
+
+app.post("/bare/Messages", async (req) => {
+  const body = req.body as { From?: string; To?: string; Text?: string };
+  const sid = `MG${randomBytes(15).toString("hex").toUpperCase()}`;
+  await pool.query("insert into bench_bare (sid, sender, recipient, text, created_at) values ($1, $2, $3, $4, now())", [
+    sid,
+    body.From ?? "",
+    body.To ?? "",
+    body.Text ?? "",
+  ]);
+  return { MessageSid: sid, From: body.From, To: body.To, Text: body.Text };
+});
+
+await app.listen({ port: Number(process.env.BARE_PORT), host: "127.0.0.1" });
+process.stdout.write("bare server listening\n");
+const stop = () => {
+  void app.close().then(() => pool.end()).finally(() => process.exit(0));
+};
+process.once("SIGTERM", stop);
+process.once("SIGINT", stop);

@@ -1,0 +1,535 @@
+/**
+ * `npm run bench`: Switchboard on PostgreSQL against Kannel (spool store, fakesmsc as SMSC) on
+ * this machine, in one run, with the same load generator; prints the table and writes it into
+ * BENCHMARKS.md. Settings (environment): see SETTINGS below and BENCHMARKS.md.
+ */
+import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { cpus, loadavg, totalmem } from "node:os";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { create, toBinary } from "@bufbuild/protobuf";
+import { createClient } from "@connectrpc/connect";
+import { createGrpcTransport } from "@connectrpc/connect-node";
+import pg from "pg";
+import { MessagingService, SendMessageRequestSchema } from "../gen/switchboard/v2/messaging_pb.js";
+import { freePort, startKannel, type RunningKannel } from "../test/support/kannel.js";
+import { grpcFrame, h2load, type LoadResult, type LoadSettings, VARY, wrk } from "./load.js";
+
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
+const env = process.env;
+const num = (name: string, def: number) => (env[name] === undefined || env[name] === "" ? def : Number(env[name]));
+
+/** Every knob, from the environment. */
+const SETTINGS = {
+  /** Measured seconds per run. */
+  seconds: num("BENCH_SECONDS", 15),
+  /** Warm-up seconds before each measured run (same load, not counted). */
+  warmup: num("BENCH_WARMUP", 5),
+  connections: num("BENCH_CONNECTIONS", 50),
+  /** wrk and h2load threads. */
+  threads: num("BENCH_THREADS", 1),
+  /** Rounds of the Kannel / REST / bare / gRPC runs; the table shows each target's median round. */
+  rounds: num("BENCH_ROUNDS", 1),
+  /** Due messages the dispatcher drains (0 skips that part). */
+  dispatch: num("BENCH_DISPATCH_MESSAGES", 100_000),
+  /** The PostgreSQL server; a database is created on it for the run and dropped after. */
+  pgUrl: env.BENCH_PG_URL ?? "postgres://postgres@127.0.0.1:5432/postgres",
+  /** LOG_LEVEL of the service; Kannel runs at the matching level (warning). */
+  logLevel: env.BENCH_LOG_LEVEL ?? "warn",
+  /** Extra node flags for the service, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof". */
+  nodeFlags: (env.BENCH_NODE_FLAGS ?? "").split(" ").filter(Boolean),
+  /** Write the results into BENCHMARKS.md (0 to only print). */
+  write: env.BENCH_WRITE !== "0",
+  /** Which runs: any of kannel,rest,grpc,bare,dispatch. */
+  only: new Set((env.BENCH_ONLY ?? "kannel,rest,grpc,bare,dispatch").split(",").map((s) => s.trim())),
+};
+
+const ADMIN_TOKEN = `bench-admin-${randomBytes(12).toString("hex")}`;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const log = (s: string) => process.stderr.write(`[bench] ${s}\n`);
+
+/**
+ * The SMS every run sends: the same sender and text for Kannel and Switchboard, and a recipient
+ * that changes with each request (+4477009 and 5 random digits) so that nothing can serve it from
+ * a cache (h2load cannot vary its body: gRPC sends to one recipient).
+ */
+const SMS = { from: "+447700900001", to: `+4477009${VARY}`, fixedTo: "+447700900123", text: "Hello from the Switchboard benchmark" };
+
+interface Child {
+  proc: ChildProcess;
+  out: string[];
+  exited: Promise<number | null>;
+}
+
+function startChild(name: string, args: string[], childEnv: Record<string, string>): Child {
+  const proc = spawn(process.execPath, args, { cwd: ROOT, env: { ...process.env, ...childEnv }, stdio: ["ignore", "pipe", "pipe"] });
+  const out: string[] = [];
+  const keep = (s: string) => {
+    out.push(s);
+    if (out.length > 200) out.shift();
+  };
+  proc.stdout!.setEncoding("utf8").on("data", keep);
+  proc.stderr!.setEncoding("utf8").on("data", keep);
+  const exited = new Promise<number | null>((resolve) => proc.once("exit", (code) => resolve(code)));
+  void exited.then((code) => log(`${name} exited (${code})`));
+  return { proc, out, exited };
+}
+
+async function stopChild(c: Child | undefined): Promise<void> {
+  if (!c || c.proc.exitCode !== null || c.proc.signalCode !== null) return;
+  c.proc.kill("SIGTERM");
+  const done = await Promise.race([c.exited.then(() => true), sleep(15_000).then(() => false)]);
+  if (!done) {
+    c.proc.kill("SIGKILL");
+    await c.exited;
+  }
+}
+
+async function waitHttp(url: string, what: string, child: Child, timeoutMs = 60_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      const res = await fetch(url, { signal: AbortSignal.timeout(1000) });
+      if (res.status < 500) return;
+    } catch {
+      /* not yet */
+    }
+    if (child.proc.exitCode !== null || Date.now() > deadline) throw new Error(`${what} did not start:\n${child.out.join("")}`);
+    await sleep(200);
+  }
+}
+
+/** CPU time (user + system) each of a set of processes has used so far, seconds; a process that is gone is left out. */
+function cpuByPid(pids: number[]): Map<number, number> {
+  const out = new Map<number, number>();
+  for (const pid of pids) {
+    try {
+      // Fields after the ")" that ends the command name: utime and stime are the 12th and 13th.
+      const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+      const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      out.set(pid, (Number(f[11]) + Number(f[12])) / CLK_TCK);
+    } catch {
+      /* gone */
+    }
+  }
+  return out;
+}
+
+/** CPU used between two readings: processes seen in both count their difference, new ones all of theirs. */
+function cpuBetween(before: Map<number, number>, after: Map<number, number>): number {
+  let s = 0;
+  for (const [pid, t] of after) s += t - (before.get(pid) ?? 0);
+  return s;
+}
+const CLK_TCK = Number(execFileSync("getconf", ["CLK_TCK"], { encoding: "utf8" }).trim()) || 100;
+
+/** Processes whose command line contains `needle` (e.g. Kannel's boxes, by their config path). */
+function pidsWith(needle: string): number[] {
+  const out: number[] = [];
+  for (const name of readdirSync("/proc")) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      if (readFileSync(`/proc/${name}/cmdline`, "utf8").includes(needle)) out.push(Number(name));
+    } catch {
+      /* gone */
+    }
+  }
+  return out;
+}
+
+/** Peak resident memory of a process (VmHWM), MiB. */
+function peakRssMiB(pid: number): number {
+  const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
+  return m ? Number(m[1]) / 1024 : NaN;
+}
+
+function version(cmd: string, args: string[], pattern: RegExp): string {
+  try {
+    const out = execFileSync(cmd, args, { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
+    return pattern.exec(out)?.[1] ?? out.split("\n")[0];
+  } catch (e) {
+    const out = `${(e as { stdout?: string }).stdout ?? ""}${(e as { stderr?: string }).stderr ?? ""}`;
+    return pattern.exec(out)?.[1] ?? "unknown";
+  }
+}
+
+async function kannelQueued(k: RunningKannel): Promise<number> {
+  const res = await fetch(`${k.adminUrl}/status.txt?password=kannel-admin`).then((r) => r.text());
+  const m = /SMS: received \d+ \((\d+) queued\), sent \d+ \((\d+) queued\), store size (-?\d+)/.exec(res);
+  return m ? Number(m[1]) + Number(m[2]) + Math.max(0, Number(m[3])) : 0;
+}
+
+async function waitUntil(what: string, check: () => Promise<boolean>, timeoutMs: number): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) {
+      log(`${what}: still not done after ${timeoutMs / 1000} s; going on`);
+      return false;
+    }
+    await sleep(250);
+  }
+  return true;
+}
+
+/** A measured run with the CPU it cost. */
+interface Measured {
+  result: LoadResult;
+  note: string;
+  /** CPU of the server processes (the service, Kannel's boxes, the bare server) per request, µs. */
+  serverCpuUs?: number;
+  /** CPU of the PostgreSQL backends serving the run's database per request, µs. */
+  dbCpuUs?: number;
+}
+
+interface Row {
+  name: string;
+  result?: LoadResult;
+  serverCpuUs?: number;
+  dbCpuUs?: number;
+  /** A note on the row, e.g. how the outcome was checked. */
+  note: string;
+}
+
+function median<T>(items: T[], key: (t: T) => number): T {
+  const sorted = [...items].sort((a, b) => key(a) - key(b));
+  return sorted[Math.floor((sorted.length - 1) / 2)];
+}
+
+async function main(): Promise<void> {
+  const started = new Date();
+  const load0 = loadavg();
+  const dbName = `sb_bench_${process.pid}_${randomBytes(3).toString("hex")}`;
+  const serverUrl = new URL(SETTINGS.pgUrl);
+  const dbUrl = new URL(SETTINGS.pgUrl);
+  dbUrl.pathname = `/${dbName}`;
+  const admin = new pg.Client({ connectionString: serverUrl.toString() });
+  await admin.connect();
+  await admin.query(`create database "${dbName}"`);
+  log(`database ${dbName} created`);
+
+  let service: Child | undefined;
+  let bare: Child | undefined;
+  let kannel: RunningKannel | undefined;
+  let db: InstanceType<typeof pg.Client> | undefined;
+  const cleanup = async () => {
+    await stopChild(service);
+    await stopChild(bare);
+    await kannel?.stop().catch(() => undefined);
+    await db?.end().catch(() => undefined);
+    await admin.query(`drop database if exists "${dbName}" with (force)`).catch((e) => log(`drop database failed: ${e}`));
+    await admin.end().catch(() => undefined);
+  };
+  process.once("SIGINT", () => void cleanup().finally(() => process.exit(130)));
+
+  try {
+    const load: LoadSettings = { connections: SETTINGS.connections, threads: SETTINGS.threads, seconds: SETTINGS.seconds };
+    const warm: LoadSettings = { ...load, seconds: SETTINGS.warmup };
+
+    // Switchboard as `npm start` runs it (src/main.ts: HTTP API and delivery engine with the
+    // simulator carrier in one process), on PostgreSQL.
+    const port = await freePort();
+    const base = `http://127.0.0.1:${port}`;
+    service = startChild("switchboard", [...SETTINGS.nodeFlags, "--import", "tsx", "src/main.ts"], {
+      DATABASE_URL: dbUrl.toString(),
+      PORT: String(port),
+      HOST: "127.0.0.1",
+      SWITCHBOARD_ADMIN_TOKEN: ADMIN_TOKEN,
+      LOG_LEVEL: SETTINGS.logLevel,
+      CARRIER: "simulator",
+      // The per-account send rate limit (default 50/s) would answer most of this load with 429:
+      // the throughput test measures sending, so the limiter is off (BENCHMARKS.md says so).
+      SEND_RATE_LIMIT: "off",
+    });
+    await waitHttp(`${base}/readyz`, "Switchboard", service);
+    log(`Switchboard listening on ${base} (pid ${service.proc.pid})`);
+
+    const adminCall = async (path: string, body: object) => {
+      const res = await fetch(`${base}${path}`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${ADMIN_TOKEN}`, "content-type": "application/json" },
+        body: JSON.stringify(body),
+      });
+      if (res.status !== 200) throw new Error(`${path}: ${res.status} ${await res.text()}`);
+      return (await res.json()) as Record<string, string>;
+    };
+    const account = await adminCall("/admin/v1/Accounts", { Name: "Bench", SmsEnabled: true });
+    const property = await adminCall(`/admin/v1/Accounts/${account.AccountSid}/Properties`, { Name: "Bench", SmsEnabled: true });
+    await adminCall("/admin/v1/Numbers", { Number: SMS.from, AccountSid: account.AccountSid });
+    const auth = `Basic ${Buffer.from(`${account.AccountSid}:${account.Token}`).toString("base64")}`;
+
+    db = new pg.Client({ connectionString: dbUrl.toString() });
+    await db.connect();
+    await db.query("create table bench_bare (sid varchar(32) primary key, sender varchar(32) not null, recipient varchar(32) not null, text text not null, created_at timestamptz not null)");
+    const countMessages = async () => Number((await db!.query("select count(*)::int as n from messages")).rows[0].n);
+    const queued = async () =>
+      Number((await db!.query("select count(*)::int as n from messages where status in ('Scheduled', 'Processing')")).rows[0].n);
+
+    const barePort = await freePort();
+    bare = startChild("bare", ["--import", "tsx", "bench/bare-server.ts"], { BARE_DATABASE_URL: dbUrl.toString(), BARE_PORT: String(barePort) });
+    await waitHttp(`http://127.0.0.1:${barePort}/`, "bare server", bare);
+
+    if (SETTINGS.only.has("kannel")) {
+      kannel = await startKannel({ callbackBaseUrl: "http://127.0.0.1:9", secret: "bench", logLevel: 2, timeoutMs: 60_000 });
+      log(`Kannel sendsms at ${kannel.sendsmsUrl}`);
+    }
+
+    const restReq = {
+      url: `${base}/v2/Properties/${property.PropertySid}/Messages`,
+      method: "POST" as const,
+      headers: { authorization: auth, "content-type": "application/json" },
+      body: JSON.stringify({ From: SMS.from, To: SMS.to, Text: SMS.text }),
+    };
+    const sanity = await fetch(restReq.url, { ...restReq, body: restReq.body.replace(VARY, "12345") });
+    if (sanity.status !== 200) throw new Error(`REST send failed: ${sanity.status} ${await sanity.text()}`);
+
+    // gRPC: one real client call first (h2load sees only HTTP status, not grpc-status).
+    const grpcClient = createClient(MessagingService, createGrpcTransport({ baseUrl: base }));
+    const sent = await grpcClient.sendMessage(
+      { propertySid: property.PropertySid, from: SMS.from, to: SMS.fixedTo, text: SMS.text },
+      { headers: { authorization: auth } },
+    );
+    if (!sent.messageSid) throw new Error("gRPC send returned no MessageSid");
+    const grpcReq = {
+      url: `${base}/switchboard.v2.MessagingService/SendMessage`,
+      body: grpcFrame(toBinary(SendMessageRequestSchema, create(SendMessageRequestSchema, { propertySid: property.PropertySid, from: SMS.from, to: SMS.fixedTo, text: SMS.text }))),
+      headers: { authorization: auth },
+    };
+    const kannelReq = {
+      url: `${kannel?.sendsmsUrl}?username=switchboard&password=switchboard&from=${encodeURIComponent(SMS.from)}&to=${encodeURIComponent(SMS.to)}&text=${encodeURIComponent(SMS.text)}`,
+      method: "GET" as const,
+    };
+    const bareReq = {
+      url: `http://127.0.0.1:${barePort}/bare/Messages`,
+      method: "POST" as const,
+      headers: { "content-type": "application/json" },
+      body: restReq.body,
+    };
+
+    const drainSwitchboard = () => waitUntil("Switchboard queue drain", async () => (await queued()) === 0, 120_000);
+    const drainKannel = () => (kannel ? waitUntil("Kannel queue drain", async () => (await kannelQueued(kannel!)) === 0, 120_000) : Promise.resolve(true));
+
+    const dbPids = async () =>
+      (await db!.query("select pid from pg_stat_activity where datname = $1 and pid <> pg_backend_pid()", [dbName])).rows.map((r: Record<string, unknown>) => Number(r.pid));
+    /** Runs one measured load and charges the CPU the servers (and the database) used to it. */
+    const measure = async (serverPids: number[], withDb: boolean, go: () => Promise<LoadResult>): Promise<Omit<Measured, "note">> => {
+      const pidsDb0 = withDb ? await dbPids() : [];
+      const cpu0 = cpuByPid(serverPids);
+      const db0 = cpuByPid(pidsDb0);
+      const result = await go();
+      const cpu1 = cpuByPid(serverPids);
+      // A backend that ended during the run is lost (the pools keep theirs open).
+      const db1 = cpuByPid(withDb ? [...new Set([...pidsDb0, ...(await dbPids())])] : []);
+      const per = (s: number) => (s * 1e6) / Math.max(1, result.requests);
+      return { result, serverCpuUs: per(cpuBetween(cpu0, cpu1)), dbCpuUs: withDb ? per(cpuBetween(db0, db1)) : undefined };
+    };
+    const servicePid = service.proc.pid!;
+    const barePid = bare.proc.pid!;
+
+    const results: Record<string, Measured[]> = { kannel: [], rest: [], grpc: [], bare: [] };
+    const runs: { key: string; go: () => Promise<Measured> }[] = [];
+    if (kannel) {
+      runs.push({
+        key: "kannel",
+        go: async () => {
+          await drainKannel();
+          await wrk(kannelReq, warm);
+          await drainKannel();
+          const m = await measure(pidsWith(kannel!.dir), false, () => wrk(kannelReq, load));
+          return { ...m, note: "" };
+        },
+      });
+    }
+    if (SETTINGS.only.has("rest")) {
+      runs.push({
+        key: "rest",
+        go: async () => {
+          await drainSwitchboard();
+          await wrk(restReq, warm);
+          await drainSwitchboard();
+          const before = await countMessages();
+          const m = await measure([servicePid], true, () => wrk(restReq, load));
+          await sleep(500);
+          const stored = (await countMessages()) - before;
+          const ok = m.result.requests - m.result.errors;
+          // Every 200 must be a stored message; a few more may be stored (answers still in flight when wrk stopped).
+          if (stored < ok) m.result.errors += ok - stored;
+          return { ...m, note: `${stored} stored for ${ok} answered 200` };
+        },
+      });
+    }
+    if (SETTINGS.only.has("bare")) {
+      runs.push({
+        key: "bare",
+        go: async () => {
+          await drainSwitchboard();
+          await wrk(bareReq, warm);
+          return { ...(await measure([barePid], true, () => wrk(bareReq, load))), note: "" };
+        },
+      });
+    }
+    if (SETTINGS.only.has("grpc")) {
+      runs.push({
+        key: "grpc",
+        go: async () => {
+          await drainSwitchboard();
+          await h2load(grpcReq, warm);
+          await drainSwitchboard();
+          const before = await countMessages();
+          const m = await measure([servicePid], true, () => h2load(grpcReq, load));
+          await sleep(500);
+          const stored = (await countMessages()) - before;
+          const ok = m.result.requests - m.result.errors;
+          // grpc-status travels in trailers, which h2load does not read: a 200 without a stored message was a gRPC error.
+          if (stored < ok) m.result.errors += ok - stored;
+          return { ...m, note: `${stored} stored for ${ok} HTTP 200 (grpc-status checked by count)` };
+        },
+      });
+    }
+    for (let round = 0; round < SETTINGS.rounds; round++) {
+      for (const r of runs) {
+        log(`round ${round + 1}/${SETTINGS.rounds}: ${r.key} (${SETTINGS.warmup} s warm-up + ${SETTINGS.seconds} s, ${SETTINGS.connections} connections)`);
+        const out = await r.go();
+        log(
+          `  ${r.key}: ${out.result.rps.toFixed(0)} req/s, p50 ${out.result.p50Ms.toFixed(2)} ms, p99 ${out.result.p99Ms.toFixed(2)} ms, errors ${out.result.errors}, ` +
+            `server CPU ${out.serverCpuUs?.toFixed(0)} µs/req, db CPU ${out.dbCpuUs?.toFixed(0) ?? "-"} µs/req ${out.note}`,
+        );
+        results[r.key].push(out);
+      }
+    }
+
+    // Dispatcher: N due messages inserted at once, drained by the running service to the simulator.
+    let dispatch: { count: number; seconds: number; rate: number; complete: boolean } | undefined;
+    if (SETTINGS.only.has("dispatch") && SETTINGS.dispatch > 0) {
+      await drainSwitchboard();
+      await db.query(
+        `insert into messages (sid, account_sid, property_sid, direction, status, sender_kind, sender, recipient, text, encoding, num_segments, send_at, created_at)
+         select 'MGBENCH' || lpad(g::text, 25, '0'), $1, $2, 'Transmit', 'Scheduled', 'E164', $3, $4, $5, 'GSM7', 1, now() - interval '1 second', now()
+           from generate_series(1, $6::int) g`,
+        [account.AccountSid, property.PropertySid, SMS.from, SMS.fixedTo, "Dispatcher benchmark", SETTINGS.dispatch],
+      );
+      log(`dispatcher: ${SETTINGS.dispatch} due messages inserted; draining`);
+      const t0 = performance.now();
+      const complete = await waitUntil("dispatcher drain", async () => (await queued()) === 0, 600_000);
+      const seconds = (performance.now() - t0) / 1000;
+      const left = complete ? 0 : await queued();
+      dispatch = { count: SETTINGS.dispatch - left, seconds, rate: (SETTINGS.dispatch - left) / seconds, complete };
+      log(`  dispatcher: ${dispatch.count} messages in ${seconds.toFixed(2)} s = ${dispatch.rate.toFixed(0)} msg/s`);
+      await sleep(1000); // delivery reports of the last ones
+    }
+
+    const peakMiB = peakRssMiB(service.proc.pid!);
+    const load1 = loadavg();
+    const pgVersion = (await db.query("show server_version")).rows[0].server_version as string;
+
+    const pick = (key: string) => (results[key].length ? median(results[key], (r) => r.result.rps) : undefined);
+    const k = pick("kannel");
+    const rows: Row[] = [
+      { name: "Kannel sendsms, spool store (peer)", ...(k ?? { note: "not run" }) },
+      { name: "Switchboard REST Send SMS (PostgreSQL, durable)", ...(pick("rest") ?? { note: "not run" }) },
+      { name: "Switchboard gRPC Send SMS (h2c)", ...(pick("grpc") ?? { note: "not run" }) },
+      { name: "Bare ceiling: Fastify route, one INSERT", ...(pick("bare") ?? { note: "not run" }) },
+    ];
+    const report = renderReport({ rows, kannel: k?.result, dispatch, peakMiB, started, load0, load1, pgVersion, dbName });
+    process.stdout.write(`\n${report.table}\n\n${report.targets}\n`);
+    if (SETTINGS.write) {
+      writeBenchmarks(report.full);
+      log("results written to BENCHMARKS.md");
+    }
+  } finally {
+    await cleanup();
+  }
+}
+
+const f0 = (n: number) => (Number.isFinite(n) ? Math.round(n).toLocaleString("en-US") : "—");
+const f2 = (n: number) => (Number.isFinite(n) ? n.toFixed(2) : "—");
+
+function renderReport(r: {
+  rows: Row[];
+  kannel?: LoadResult;
+  dispatch?: { count: number; seconds: number; rate: number; complete: boolean };
+  peakMiB: number;
+  started: Date;
+  load0: number[];
+  load1: number[];
+  pgVersion: string;
+  dbName: string;
+}): { table: string; targets: string; full: string } {
+  const lines = [
+    "| Run | req/s | p50 ms | p99 ms | errors | ÷ Kannel | server CPU µs/req | PostgreSQL CPU µs/req | checked |",
+    "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
+  ];
+  for (const row of r.rows) {
+    const x = row.result;
+    const ratio = x && r.kannel ? f2(x.rps / r.kannel.rps) : "—";
+    const cpu = (n: number | undefined) => (n === undefined ? "—" : f0(n));
+    lines.push(
+      `| ${row.name} | ${x ? f0(x.rps) : "—"} | ${x ? f2(x.p50Ms) : "—"} | ${x ? f2(x.p99Ms) : "—"} | ${x ? x.errors : "—"} | ${ratio} | ${cpu(row.serverCpuUs)} | ${cpu(row.dbCpuUs)} | ${row.note} |`,
+    );
+  }
+  if (r.dispatch) {
+    lines.push(
+      `| Dispatcher: ${f0(r.dispatch.count)} due messages → simulator carrier | ${f0(r.dispatch.rate)} msg/s | | | ${r.dispatch.complete ? 0 : "not drained"} | | | | ${r.dispatch.seconds.toFixed(2)} s to drain |`,
+    );
+  }
+  lines.push(`| Peak memory of the service (VmHWM) | ${f0(r.peakMiB)} MiB | | | | | | | whole run |`);
+  const table = lines.join("\n");
+
+  const rest = r.rows[1].result;
+  const grpc = r.rows[2].result;
+  const t: string[] = ["| Target | Measured | Verdict |", "| --- | --- | --- |"];
+  const verdict = (ok: boolean, miss: string) => (ok ? "met" : `missed: ${miss}`);
+  if (rest && r.kannel) {
+    const ratio = rest.rps / r.kannel.rps;
+    t.push(`| REST ÷ Kannel ≥ 1.00 | ${f2(ratio)} | ${verdict(ratio >= 1, `${((1 - ratio) * 100).toFixed(0)} % below Kannel`)} |`);
+  }
+  if (rest) {
+    t.push(`| REST p99 < 25 ms at ${SETTINGS.connections} connections | ${f2(rest.p99Ms)} ms | ${verdict(rest.p99Ms < 25, `${f2(rest.p99Ms - 25)} ms over`)} |`);
+    t.push(`| REST errors = 0 | ${rest.errors} | ${verdict(rest.errors === 0, `${rest.errors} errors`)} |`);
+  }
+  if (grpc && rest) {
+    const ratio = grpc.rps / rest.rps;
+    t.push(`| gRPC ≥ REST | ${f2(ratio)} × REST | ${verdict(ratio >= 1, `${((1 - ratio) * 100).toFixed(0)} % below REST`)} |`);
+    t.push(`| gRPC errors = 0 | ${grpc.errors} | ${verdict(grpc.errors === 0, `${grpc.errors} errors`)} |`);
+  }
+  if (r.dispatch) {
+    t.push(`| Dispatcher ≥ 10,000 msg/s | ${f0(r.dispatch.rate)} msg/s | ${verdict(r.dispatch.rate >= 10_000, `${((1 - r.dispatch.rate / 10_000) * 100).toFixed(0)} % below`)} |`);
+  }
+  const targets = t.join("\n");
+
+  let commit = "unknown";
+  try {
+    commit = execFileSync("git", ["rev-parse", "--short", "HEAD"], { cwd: ROOT, encoding: "utf8" }).trim();
+    if (execFileSync("git", ["status", "--porcelain", "--", "src"], { cwd: ROOT, encoding: "utf8" }).trim()) commit += " (+ uncommitted changes in src/)";
+  } catch {
+    /* not a git checkout */
+  }
+  const changed = Object.keys(env).filter((k) => k.startsWith("BENCH_")).map((k) => `${k}=${env[k]}`);
+  const machine = [
+    `- When: ${r.started.toISOString()}; commit ${commit}`,
+    `- Command: \`${[...changed, "npm run bench"].join(" ")}\` (${SETTINGS.warmup} s warm-up + ${SETTINGS.seconds} s measured per run, ${SETTINGS.connections} connections, ${SETTINGS.threads} load-generator thread(s), ${SETTINGS.rounds} round(s), median round shown)`,
+    `- Machine: ${cpus().length} × ${cpus()[0]?.model.trim()}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB; load average ${r.load0.map((x) => x.toFixed(2)).join(" ")} before, ${r.load1.map((x) => x.toFixed(2)).join(" ")} after (other processes share the two cores)`,
+    `- Versions: Node ${process.version}, PostgreSQL ${r.pgVersion} (shared server, fsync on, synchronous_commit on; database ${r.dbName}, dropped after), Kannel ${version("/usr/sbin/bearerbox", ["--version"], /version `([^']+)'/)}, ${version("wrk", ["-v"], /^(wrk [^ ]+)/m)}, h2load (nghttp2 ${version("h2load", ["--version"], /nghttp2\/([\d.]+)/)})`,
+    `- Switchboard: \`src/main.ts\` as \`npm start\` runs it (API + delivery engine, simulator carrier), LOG_LEVEL=${SETTINGS.logLevel}, SEND_RATE_LIMIT=off (see below); Kannel: bearerbox + smsbox + fakesmsc, store-type = spool, log level 2 (warning); each send is From ${SMS.from}, To ${SMS.to.replace(VARY, "NNNNN")} (random digits per request; gRPC: ${SMS.fixedTo}), Text "${SMS.text}"`,
+  ].join("\n");
+  const full = `${machine}\n\n${table}\n\n${targets}\n`;
+  return { table, targets, full };
+}
+
+const START = "<!-- bench:results:start -->";
+const END = "<!-- bench:results:end -->";
+
+function writeBenchmarks(results: string): void {
+  const path = join(ROOT, "BENCHMARKS.md");
+  const block = `${START}\n${results}${END}`;
+  let text = existsSync(path) ? readFileSync(path, "utf8") : `# Benchmarks\n\n## Latest run\n\n${START}\n${END}\n`;
+  if (!text.includes(START)) text += `\n## Latest run\n\n${START}\n${END}\n`;
+  text = text.replace(new RegExp(`${START}[\\s\\S]*?${END}`), () => block);
+  writeFileSync(path, text);
+}
+
+main().catch((e) => {
+  process.stderr.write(`bench failed: ${e instanceof Error ? e.stack : String(e)}\n`);
+  process.exit(1);
+});

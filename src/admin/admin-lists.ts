@@ -1,0 +1,171 @@
+/**
+ * The operator's read side of AdminService: accounts, properties, numbers with their lease
+ * state, and addresses by review status across accounts. Nothing here returns a token hash or
+ * a webhook secret.
+ */
+import { create } from "@bufbuild/protobuf";
+import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
+import type { EntityManager } from "@mikro-orm/sql";
+import {
+  type Account as AccountPb,
+  AccountSchema,
+  type AdminService,
+  type GetAccountRequest,
+  type ListAccountsRequest,
+  ListAccountsResponseSchema,
+  type ListAddressesRequest,
+  type ListNumbersRequest,
+  ListNumbersResponseSchema,
+  type ListPropertiesRequest,
+  ListPropertiesResponseSchema,
+  type Property as PropertyPb,
+  PropertySchema,
+} from "../../gen/switchboard/admin/v1/admin_pb.js";
+import { ListAddressesResponseSchema } from "../../gen/switchboard/v2/addresses_pb.js";
+import { Account } from "../accounts/account.entity.js";
+import { Property } from "../accounts/property.entity.js";
+import { Address, type AddressStatus } from "../addresses/address.entity.js";
+import { toAddressPb } from "../addresses/address-service.js";
+import { type Clock, unixSeconds } from "../common/clock.js";
+import { fieldErrors, type FieldProblem, notFound, quoted } from "../common/errors.js";
+import { pageOf } from "../common/paging.js";
+import { isSid } from "../common/sid.js";
+import { PhoneNumber } from "../numbers/phone-number.entity.js";
+
+/** The operator's view of an account: no token hash, no webhook secret. */
+export function toAccountPb(a: Account): AccountPb {
+  return create(AccountSchema, { accountSid: a.sid, name: a.name, smsEnabled: a.smsEnabled, created: BigInt(unixSeconds(a.createdAt)) });
+}
+
+/** The operator's view of a property. */
+export function toPropertyPb(p: Property): PropertyPb {
+  return create(PropertySchema, {
+    propertySid: p.sid,
+    accountSid: p.accountSid,
+    name: p.name,
+    smsEnabled: p.smsEnabled,
+    created: BigInt(unixSeconds(p.createdAt)),
+  });
+}
+
+/** The account named by a path Sid, or 404. */
+export async function findAccount(em: EntityManager, sid: string): Promise<Account> {
+  const account = isSid(sid, "AC") ? await em.findOne(Account, { sid }) : null;
+  if (!account) throw notFound("Account", sid);
+  return account;
+}
+
+const ADDRESS_STATUSES: AddressStatus[] = ["Pending", "Active", "Rejected"];
+
+/**
+ * Checks the paging fields and an optional AccountSid filter (a query field, so an unknown
+ * account is a 400 naming it, as for CreateNumber's AccountSid; path Sids are 404), reporting
+ * every problem at once.
+ */
+async function listInput(
+  em: EntityManager,
+  req: { resultsCount?: number; resultsSkip: number; accountSid: string },
+  more: FieldProblem[] = [],
+): Promise<{ limit: number; offset: number; accountSid: string | undefined }> {
+  const page = pageOf(req);
+  const problems = [...more, ...page.problems];
+  const sid = req.accountSid.trim();
+  if (sid !== "" && !(isSid(sid, "AC") && (await em.count(Account, { sid })) > 0)) {
+    problems.unshift({ field: "AccountSid", code: "InvalidParameter", message: `AccountSid ${quoted(req.accountSid)} is not an account.` });
+  }
+  if (problems.length > 0) throw fieldErrors(problems);
+  return { limit: page.limit, offset: page.offset, accountSid: sid === "" ? undefined : sid };
+}
+
+/** The list methods of AdminService; `em` gives the request's EntityManager once the caller is known to be the operator. */
+export function createAdminLists(deps: { clock: Clock; em: (ctx: HandlerContext) => EntityManager }): Pick<
+  ServiceImpl<typeof AdminService>,
+  "listAccounts" | "getAccount" | "listProperties" | "listNumbers" | "listAddresses"
+> {
+  return {
+    async listAccounts(req: ListAccountsRequest, ctx: HandlerContext) {
+      const em = deps.em(ctx);
+      const page = pageOf(req);
+      if (page.problems.length > 0) throw fieldErrors(page.problems);
+      const [rows, total] = await em.findAndCount(
+        Account,
+        {},
+        { orderBy: { createdAt: "desc", sid: "desc" }, limit: page.limit, offset: page.offset },
+      );
+      return create(ListAccountsResponseSchema, { accounts: rows.map(toAccountPb), totalCount: total });
+    },
+
+    async getAccount(req: GetAccountRequest, ctx: HandlerContext) {
+      return toAccountPb(await findAccount(deps.em(ctx), req.accountSid));
+    },
+
+    async listProperties(req: ListPropertiesRequest, ctx: HandlerContext) {
+      const em = deps.em(ctx);
+      const account = await findAccount(em, req.accountSid);
+      const page = pageOf(req);
+      if (page.problems.length > 0) throw fieldErrors(page.problems);
+      const [rows, total] = await em.findAndCount(
+        Property,
+        { accountSid: account.sid },
+        { orderBy: { createdAt: "asc", sid: "asc" }, limit: page.limit, offset: page.offset },
+      );
+      return create(ListPropertiesResponseSchema, { properties: rows.map(toPropertyPb), totalCount: total });
+    },
+
+    async listNumbers(req: ListNumbersRequest, ctx: HandlerContext) {
+      const em = deps.em(ctx);
+      const input = await listInput(em, req);
+      // Both filters must hold, and a pool number has no owner: AccountSid with Pool=true matches none.
+      if (req.pool === true && input.accountSid !== undefined) return create(ListNumbersResponseSchema, { numbers: [], totalCount: 0 });
+      const where: Record<string, unknown> = {};
+      if (input.accountSid !== undefined) where.accountSid = input.accountSid;
+      else if (req.pool !== undefined) where.accountSid = req.pool ? null : { $ne: null };
+      const [rows, total] = await em.findAndCount(PhoneNumber, where, { orderBy: { number: "asc" }, limit: input.limit, offset: input.offset });
+      // Live as allocateLease counts it, except that an expired lease is not live even before
+      // the next allocation for its recipient marks it released.
+      const pooled = rows.filter((n) => n.accountSid === null).map((n) => n.number);
+      const counts = pooled.length
+        ? await em.execute<{ pool_number: string; n: number | string }[]>(
+            `select pool_number, count(*) as n from leases
+              where not released and expires_at > ? and pool_number in (${pooled.map(() => "?").join(",")})
+              group by pool_number`,
+            [deps.clock.now(), ...pooled],
+          )
+        : [];
+      const live = new Map(counts.map((c) => [c.pool_number, Number(c.n)]));
+      return create(ListNumbersResponseSchema, {
+        totalCount: total,
+        numbers: rows.map((n) => ({
+          number: n.number,
+          accountSid: n.accountSid ?? "",
+          friendly: n.friendly,
+          addressSid: n.addressSid ?? "",
+          pool: n.accountSid === null,
+          leased: (live.get(n.number) ?? 0) > 0,
+          liveLeases: live.get(n.number) ?? 0,
+          created: BigInt(unixSeconds(n.createdAt)),
+        })),
+      });
+    },
+
+    async listAddresses(req: ListAddressesRequest, ctx: HandlerContext) {
+      const em = deps.em(ctx);
+      const status = req.status.trim() === "" ? "Pending" : req.status.trim();
+      const statusProblems: FieldProblem[] =
+        status === "All" || ADDRESS_STATUSES.includes(status as AddressStatus)
+          ? []
+          : [{ field: "Status", code: "InvalidParameter", message: `Status must be Pending, Active, Rejected or All, not ${quoted(req.status)}.` }];
+      const input = await listInput(em, req, statusProblems);
+      const where: Record<string, string> = {};
+      if (status !== "All") where.status = status;
+      if (input.accountSid !== undefined) where.accountSid = input.accountSid;
+      // Oldest first: the review queue is worked through in the order customers submitted.
+      const [rows, total] = await em.findAndCount(Address, where, {
+        orderBy: { createdAt: "asc", sid: "asc" },
+        limit: input.limit,
+        offset: input.offset,
+      });
+      return create(ListAddressesResponseSchema, { addresses: rows.map(toAddressPb), totalCount: total });
+    },
+  };
+}

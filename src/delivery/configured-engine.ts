@@ -1,0 +1,23 @@
+import type { MikroORM } from "@mikro-orm/sql";
+import type { Logger } from "pino";
+import type { Carrier } from "../carriers/carrier.js";
+import { createCarrier } from "../carriers/index.js";
+import { systemClock } from "../common/clock.js";
+import type { Config } from "../config.js";
+import { createDeliveryEngine, type DeliveryEngine } from "./engine.js";
+
+/** The carrier and delivery engine the configuration asks for, as the service and the worker both run them. */
+export async function createConfiguredEngine(config: Config, orm: MikroORM, log: Logger): Promise<{ carrier: Carrier; engine: DeliveryEngine }> {
+  const carrier = await createCarrier(config, systemClock);
+  const mailTransport = config.smtpUrl ? (await import("nodemailer")).createTransport(config.smtpUrl) : undefined;
+  const engine = createDeliveryEngine({
+    orm,
+    clock: systemClock,
+    carrier,
+    webhookAllowPrivate: config.webhookAllowPrivate,
+    log,
+    mailTransport,
+    dispatcher: { claimMs: config.dispatchClaimMs },
+  });
+  return { carrier, engine };
+}

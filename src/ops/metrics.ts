@@ -1,0 +1,118 @@
+import type { MikroORM } from "@mikro-orm/sql";
+import type { FastifyBaseLogger } from "fastify";
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
+import type { Clock } from "../common/clock.js";
+
+/** Every message status (the CHECK of messages.status), so a status with no rows reads 0, not absent. */
+export const MESSAGE_STATUSES = ["Scheduled", "Processing", "Submitted", "Delivered", "Failed", "Canceled", "Received"] as const;
+
+/** Labels of one finished HTTP request (REST or RPC). */
+export interface RequestLabels {
+  method: string;
+  /** The route template (`/v2/Messages/:message_sid`, `/switchboard.v2.MessagingService/SendMessage`), never the raw URL. */
+  route: string;
+  status: number;
+  protocol: string;
+}
+
+/** One app's metrics: its own registry, never prom-client's global one. */
+export interface Metrics {
+  registry: Registry;
+  /** Counts a finished request and observes its duration. */
+  observeRequest(labels: RequestLabels, seconds: number): void;
+  /** Reads the database gauges (one query) and renders the registry in the Prometheus text format. */
+  render(): Promise<string>;
+}
+
+/** Options of createMetrics. */
+export interface MetricsOptions {
+  orm: MikroORM;
+  clock: Clock;
+  /** Process and Node.js runtime metrics (prom-client's default set); default true. */
+  processMetrics?: boolean;
+  /** Where a failed database scrape is reported. */
+  log?: FastifyBaseLogger;
+  /** Longest the scrape query may take, ms (default 2000). */
+  queryTimeoutMs?: number;
+}
+
+interface GaugeRow {
+  metric: "messages" | "webhook_backlog" | "mail_backlog" | "dispatcher_lag";
+  label: string;
+  value: number | string | null;
+}
+
+// One round trip per scrape. The lag part has the dispatcher's own claim condition, so it measures
+// how long the oldest message it could take right now has been waiting (0 when there is none).
+const GAUGES_SQL = `
+select 'messages' as metric, status as label, count(*)::float8 as value from messages group by status
+union all
+select 'webhook_backlog', '', count(*)::float8 from webhook_deliveries where status = 'Pending'
+union all
+select 'mail_backlog', '', count(*)::float8 from emails where status = 'Pending'
+union all
+select 'dispatcher_lag', '', coalesce(extract(epoch from (?::timestamptz - min(send_at))), 0)::float8
+  from messages
+ where status in ('Scheduled', 'Processing') and direction = 'Transmit'
+   and send_at <= ? and (claimed_until is null or claimed_until < ?)`;
+
+/** Creates the registry with the HTTP, queue and process metrics (README: Metrics). */
+export function createMetrics(opts: MetricsOptions): Metrics {
+  const registry = new Registry();
+  const registers = [registry];
+  const labelNames = ["method", "route", "status", "protocol"] as const;
+  const requests = new Counter({ name: "switchboard_http_requests_total", help: "HTTP requests (REST and RPC) by route template, method, status and protocol.", labelNames, registers });
+  const duration = new Histogram({
+    name: "switchboard_http_request_duration_seconds",
+    help: "Time from request to response, by route template, method, status and protocol.",
+    labelNames,
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    registers,
+  });
+  const messages = new Gauge({ name: "switchboard_messages", help: "Messages in the database by status (read at scrape time).", labelNames: ["status"] as const, registers });
+  const lag = new Gauge({
+    name: "switchboard_dispatcher_lag_seconds",
+    help: "Seconds since the oldest due, unclaimed outgoing message became due; 0 when none waits.",
+    registers,
+  });
+  const webhookBacklog = new Gauge({ name: "switchboard_webhook_backlog", help: "Webhook calls not yet made successfully or given up (status Pending).", registers });
+  const mailBacklog = new Gauge({ name: "switchboard_mail_backlog", help: "Forwarded e-mails not yet sent or given up (status Pending).", registers });
+  const databaseUp = new Gauge({ name: "switchboard_database_up", help: "1 when the scrape's database query succeeded, else 0 (the gauges above then keep their last values).", registers });
+  if (opts.processMetrics !== false) collectDefaultMetrics({ register: registry });
+
+  async function readGauges(): Promise<void> {
+    const now = opts.clock.now();
+    try {
+      const rows = await opts.orm.em.fork().execute<GaugeRow[]>(GAUGES_SQL, [now, now, now], {
+        method: "all",
+        signal: AbortSignal.timeout(opts.queryTimeoutMs ?? 2000),
+      });
+      messages.reset();
+      for (const s of MESSAGE_STATUSES) messages.set({ status: s }, 0);
+      for (const r of rows) {
+        const value = Number(r.value ?? 0);
+        if (r.metric === "messages") messages.set({ status: r.label }, value);
+        else if (r.metric === "webhook_backlog") webhookBacklog.set(value);
+        else if (r.metric === "mail_backlog") mailBacklog.set(value);
+        else lag.set(Math.max(0, value));
+      }
+      databaseUp.set(1);
+    } catch (err) {
+      databaseUp.set(0);
+      opts.log?.warn({ err }, "metrics: the database gauges could not be read");
+    }
+  }
+
+  return {
+    registry,
+    observeRequest(labels, seconds) {
+      const l = { ...labels, status: String(labels.status) };
+      requests.inc(l);
+      duration.observe(l, seconds);
+    },
+    async render() {
+      await readGauges();
+      return registry.metrics();
+    },
+  };
+}

@@ -1,0 +1,205 @@
+/**
+ * Request ids, the one completion log line per request, HTTP metrics and GET /metrics, for every
+ * protocol on the port. The RPC and REST stacks report what only they know (the account, the
+ * gRPC outcome) through a per-request record reachable from the handler's context values.
+ */
+import { randomUUID } from "node:crypto";
+import type { IncomingMessage } from "node:http";
+import { Code, ConnectError, createContextKey, createContextValues, type ContextValues, type Interceptor } from "@connectrpc/connect";
+import { codeToHttpStatus, codeToString } from "@connectrpc/connect/protocol-connect";
+import { toJson } from "@bufbuild/protobuf";
+import type { MikroORM } from "@mikro-orm/sql";
+import { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
+import { ResponseStatusSchema } from "../../gen/switchboard/v2/common_pb.js";
+import { secretsEqual } from "../accounts/auth.js";
+import type { Clock } from "../common/clock.js";
+import { kAccount, kAdmin } from "../common/context.js";
+import { apiError, isClientError, toResponseStatus } from "../common/errors.js";
+import { createMetrics, type Metrics } from "./metrics.js";
+
+/** The response header (and accepted request header) carrying the request id. */
+export const REQUEST_ID_HEADER = "x-request-id";
+
+/** A client's id is taken when it is 1 to 128 of these characters; anything else gets a fresh UUID. */
+const SANE_REQUEST_ID = /^[\w.:@/+=~-]{1,128}$/;
+
+/** Routes that answer probes and scrapes: their completion lines are at debug, not info. */
+const PROBE_ROUTES = new Set(["/healthz", "/readyz", "/metrics"]);
+
+/** nginx's convention for a request whose client went away before the answer. */
+const CLIENT_CLOSED = 499;
+
+/** What the transports learn about one call and the completion line reports. */
+interface CallRecord {
+  protocol: "rest" | "connect" | "grpc" | "grpc-web";
+  values: ContextValues;
+  log: FastifyBaseLogger;
+  /** The RPC's error code; undefined while it has not failed. */
+  rpcCode?: Code;
+}
+
+const kCall = createContextKey<CallRecord | undefined>(undefined, { description: "observability call record" });
+
+/** Dependencies of the observability layer. */
+export interface ObservabilityDeps {
+  orm: MikroORM;
+  clock: Clock;
+  /** When set, GET /metrics requires `Authorization: Bearer <metricsToken>`. */
+  metricsToken?: string;
+  /** Process and runtime metrics (default true). */
+  processMetrics?: boolean;
+}
+
+/** The pieces buildApp wires in: Fastify server options, the plugin, and the transports' hooks. */
+export interface Observability {
+  metrics: Metrics;
+  /** Spread into the fastify() options: request ids, quiet built-in request logging, no 503 while draining. */
+  serverOptions: {
+    genReqId: (req: IncomingMessage) => string;
+    logController: LogController;
+    return503OnClosing: false;
+  };
+  /** Register first: the hooks and GET /metrics. */
+  plugin: (app: FastifyInstance) => Promise<void>;
+  /** contextValues factory for the Connect plugin. */
+  rpcContextValues: (request: FastifyRequest) => ContextValues;
+  /** contextValues factory for the REST transport. */
+  restContextValues: (request: FastifyRequest) => ContextValues;
+  /** Outermost RPC interceptor: records the call's code and logs server-side failures. */
+  interceptor: Interceptor;
+}
+
+/** The request id for a request: the client's X-Request-Id when it is sane, else a new UUID. */
+export function requestIdOf(req: IncomingMessage): string {
+  const given = req.headers[REQUEST_ID_HEADER];
+  return typeof given === "string" && SANE_REQUEST_ID.test(given) ? given : randomUUID();
+}
+
+/** Fastify's request logging minus the two lines the completion hook replaces (and no raw URLs). */
+class RequestLogController extends LogController {
+  override incomingRequest(request: FastifyRequest): void {
+    request.log.debug({ method: request.method, route: request.routeOptions.url }, "request received");
+  }
+  override requestCompleted(): void {
+    // Written by the onResponse hook instead, with the route template, the account and the protocol.
+  }
+  override routeNotFound(request: FastifyRequest): void {
+    request.log.debug({ method: request.method, path: request.url.split("?", 1)[0] }, "route not found");
+  }
+}
+
+function rpcProtocol(request: FastifyRequest): CallRecord["protocol"] {
+  const type = String(request.headers["content-type"] ?? "");
+  if (type.startsWith("application/grpc-web")) return "grpc-web";
+  if (type.startsWith("application/grpc")) return "grpc";
+  return "connect";
+}
+
+/** Creates the observability layer of one app (its own metrics registry). */
+export function createObservability(deps: ObservabilityDeps): Observability {
+  const metrics = createMetrics({ orm: deps.orm, clock: deps.clock, processMetrics: deps.processMetrics });
+  const records = new WeakMap<FastifyRequest, CallRecord>();
+  const completed = new WeakSet<FastifyRequest>();
+  /** Requests without their line yet: whatever is left when the app closes was cut off. */
+  const open = new Map<FastifyRequest, FastifyReply>();
+
+  const contextValuesFor = (protocol: (request: FastifyRequest) => CallRecord["protocol"]) => (request: FastifyRequest) => {
+    const values = createContextValues();
+    const record: CallRecord = { protocol: protocol(request), values, log: request.log };
+    values.set(kCall, record);
+    records.set(request, record);
+    return values;
+  };
+
+  function complete(request: FastifyRequest, reply: FastifyReply, aborted: boolean): void {
+    if (completed.has(request)) return;
+    completed.add(request);
+    open.delete(request);
+    const record = records.get(request);
+    const route = request.routeOptions.url ?? "unmatched";
+    const protocol = record?.protocol ?? "http";
+    let status = aborted ? CLIENT_CLOSED : reply.statusCode;
+    // gRPC answers 200 whatever happened; the label carries the status its code stands for.
+    if (!aborted && record?.rpcCode !== undefined && (protocol === "grpc" || protocol === "grpc-web")) status = codeToHttpStatus(record.rpcCode);
+    const durationMs = reply.elapsedTime;
+    metrics.observeRequest({ method: request.method, route, status, protocol }, durationMs / 1000);
+
+    const account = record?.values.get(kAccount);
+    const line = {
+      method: request.method,
+      route,
+      status,
+      durationMs: Math.round(durationMs * 10) / 10,
+      protocol,
+      ...(account ? { accountSid: account.sid } : {}),
+      ...(record?.values.get(kAdmin) ? { operator: true } : {}),
+      ...(record?.rpcCode !== undefined ? { rpcCode: codeToString(record.rpcCode) } : {}),
+      ...(aborted ? { aborted: true } : {}),
+    };
+    if (status >= 500) request.log.warn(line, "request completed");
+    else if (PROBE_ROUTES.has(route)) request.log.debug(line, "request completed");
+    else request.log.info(line, "request completed");
+  }
+
+  async function plugin(app: FastifyInstance): Promise<void> {
+    app.addHook("onRequest", (request, reply, done) => {
+      void reply.header(REQUEST_ID_HEADER, request.id);
+      open.set(request, reply);
+      // A client that goes away gets no 'finish' event, hence no onResponse: still one line for it.
+      reply.raw.once("close", () => {
+        if (!reply.raw.writableFinished) complete(request, reply, true);
+      });
+      done();
+    });
+    app.addHook("onResponse", (request, reply, done) => {
+      complete(request, reply, false);
+      done();
+    });
+    app.addHook("onClose", (_app, done) => {
+      // The server is closed: a request still open had its connection cut at the end of the drain,
+      // and its 'close' event may come after the process has exited.
+      for (const [request, reply] of open) complete(request, reply, true);
+      metrics.registry.clear();
+      done();
+    });
+
+    app.get("/metrics", async (request, reply) => {
+      if (deps.metricsToken !== undefined) {
+        const m = /^Bearer\s+(\S+)\s*$/i.exec(request.headers.authorization ?? "");
+        if (!m || !secretsEqual(m[1]!, deps.metricsToken)) {
+          const { status } = toResponseStatus(apiError(Code.Unauthenticated, "Unauthorized", "GET /metrics needs `Authorization: Bearer <METRICS_TOKEN>`."));
+          return reply
+            .code(401)
+            .header("www-authenticate", 'Bearer realm="switchboard-metrics"')
+            .header("content-type", "application/json; charset=utf-8")
+            .send(JSON.stringify({ ResponseStatus: toJson(ResponseStatusSchema, status, { alwaysEmitImplicit: true }) }));
+        }
+      }
+      const body = await metrics.render();
+      return reply.header("content-type", metrics.registry.contentType).send(body);
+    });
+  }
+  // Not encapsulated (fastify-plugin's flag): the hooks apply to every route of the app.
+  Object.assign(plugin, { [Symbol.for("skip-override")]: true, [Symbol.for("fastify.display-name")]: "observability" });
+
+  const interceptor: Interceptor = (next) => async (req) => {
+    const record = req.contextValues.get(kCall);
+    try {
+      return await next(req);
+    } catch (e) {
+      if (record) record.rpcCode = ConnectError.from(e).code;
+      // A bug or a server-side failure: the log gets the detail, the client never does (as REST).
+      if (!isClientError(e)) record?.log.error({ err: e }, "RPC failed");
+      throw e;
+    }
+  };
+
+  return {
+    metrics,
+    serverOptions: { genReqId: requestIdOf, logController: new RequestLogController({ requestIdLogLabel: "requestId" }), return503OnClosing: false },
+    plugin,
+    rpcContextValues: contextValuesFor(rpcProtocol),
+    restContextValues: contextValuesFor(() => "rest"),
+    interceptor,
+  };
+}

@@ -1,0 +1,96 @@
+import type { IncomingMessage, RequestListener, ServerOptions as HttpServerOptions, ServerResponse } from "node:http";
+import type { ServerOptions as Http2ServerOptions } from "node:http2";
+import type { Socket } from "node:net";
+import { toJson } from "@bufbuild/protobuf";
+import { Code } from "@connectrpc/connect";
+import { ResponseStatusSchema } from "../../gen/switchboard/v2/common_pb.js";
+import { apiError, toResponseStatus } from "../common/errors.js";
+
+/** What one client connection may hold (README: Configuration). */
+export interface ConnectionLimits {
+  /** HTTP/2: streams one session may have open at once (SETTINGS_MAX_CONCURRENT_STREAMS). */
+  maxStreamsPerConnection: number;
+  /** HTTP/1.1: pipelined requests that may wait behind the one being served. */
+  maxPipelinedRequests: number;
+  /** HTTP/1.1: time to receive a request's headers. */
+  headersTimeoutMs: number;
+  /** HTTP/1.1: time to receive a whole request, headers and body. */
+  requestTimeoutMs: number;
+  /** Largest header block, bytes (HTTP/1.1 header section; HTTP/2 header list). */
+  maxHeaderBytes: number;
+}
+
+/** Options of the HTTP/1.1 server behind the one port. */
+export function http1Options(limits: ConnectionLimits): HttpServerOptions {
+  return {
+    maxHeaderSize: limits.maxHeaderBytes,
+    headersTimeout: limits.headersTimeoutMs,
+    requestTimeout: limits.requestTimeoutMs,
+    // Node checks both timeouts on this period (30 s by default, which would let a slow client
+    // hold a connection up to 30 s past them).
+    connectionsCheckingInterval: Math.max(100, Math.min(1000, limits.headersTimeoutMs)),
+  };
+}
+
+/** Options of the h2c server behind the one port. */
+export function http2Options(limits: ConnectionLimits): Http2ServerOptions {
+  return {
+    settings: { maxConcurrentStreams: limits.maxStreamsPerConnection, maxHeaderListSize: limits.maxHeaderBytes },
+  };
+}
+
+interface SocketQueue {
+  /** Requests parsed but not started, in order. */
+  waiting: (() => void)[];
+  /** Set once a request was refused: the connection closes after that answer, so nothing later may run. */
+  refusing: boolean;
+}
+
+/**
+ * Serves an HTTP/1.1 connection's pipelined requests one after the other, as HTTP/1.1 answers
+ * them, instead of all at once (Node starts every pipelined request it has parsed). At most
+ * `maxQueued` may wait; a request past that is answered 429 RateLimited with `Connection: close`,
+ * after the answers to those before it, and nothing after it runs. HTTP/2 passes straight through:
+ * its streams are capped by SETTINGS_MAX_CONCURRENT_STREAMS.
+ */
+export function oneRequestAtATime(handler: RequestListener, maxQueued: number): RequestListener {
+  const queues = new WeakMap<Socket, SocketQueue>();
+  return function (this: unknown, req: IncomingMessage, res: ServerResponse) {
+    if (req.httpVersionMajor !== 1) return handler.call(this, req, res);
+    const socket = req.socket;
+    const start = () => {
+      res.once("close", next);
+      handler.call(this, req, res);
+    };
+    const next = () => {
+      const q = queues.get(socket);
+      // Requests a closed connection was still holding never run: nobody would see their answer.
+      const following = socket.destroyed ? undefined : q?.waiting.shift();
+      if (following) following();
+      else if (!q?.refusing) queues.delete(socket);
+    };
+    const queue = queues.get(socket);
+    if (!queue) {
+      queues.set(socket, { waiting: [], refusing: false });
+      start();
+    } else if (queue.refusing || queue.waiting.length >= maxQueued) {
+      queue.refusing = true;
+      refusePipelined(res, maxQueued);
+    } else {
+      queue.waiting.push(start);
+    }
+  };
+}
+
+function refusePipelined(res: ServerResponse, maxQueued: number): void {
+  const { status } = toResponseStatus(
+    apiError(
+      Code.ResourceExhausted,
+      "RateLimited",
+      `Too many pipelined requests on one connection: at most ${maxQueued} may wait behind the one being served. This connection closes after this answer; send the rest on a new one.`,
+    ),
+  );
+  const body = JSON.stringify({ ResponseStatus: toJson(ResponseStatusSchema, status, { alwaysEmitImplicit: true }) });
+  res.writeHead(429, { "content-type": "application/json; charset=utf-8", connection: "close", "content-length": Buffer.byteLength(body) });
+  res.end(body);
+}
