@@ -51,7 +51,7 @@ afterAll(async () => {
 });
 
 async function start(logLevel = "info"): Promise<Service> {
-  const svc = await startService({ port, env: { DATABASE_URL: db.url, SWITCHBOARD_ADMIN_TOKEN: ADMIN, LOG_LEVEL: logLevel }, waitReady: false });
+  const svc = await startService({ port, env: { DATABASE_URL: db.url, SWITCHBOARD_ADMIN_TOKEN: ADMIN, LOG_LEVEL: logLevel, SEND_RATE_LIMIT: "off" }, waitReady: false });
   services.push(svc);
   await waitForOutput(svc, /"msg":"Switchboard listening"/);
   return svc;
