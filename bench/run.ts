@@ -400,7 +400,7 @@ async function main(): Promise<void> {
     }
 
     // Dispatcher: N due messages inserted at once, drained by the running service to the simulator.
-    let dispatch: { count: number; seconds: number; rate: number; complete: boolean } | undefined;
+    let dispatch: { count: number; seconds: number; rate: number; complete: boolean; serverCpuUs: number; dbCpuUs: number } | undefined;
     if (SETTINGS.only.has("dispatch") && SETTINGS.dispatch > 0) {
       await drainSwitchboard();
       await db.query(
@@ -411,15 +411,27 @@ async function main(): Promise<void> {
       );
       log(`dispatcher: ${SETTINGS.dispatch} due messages inserted; draining`);
       const t0 = performance.now();
+      const pidsDb0 = await dbPids();
+      const cpu0 = cpuByPid([servicePid]);
+      const db0 = cpuByPid(pidsDb0);
       const complete = await waitUntil("dispatcher drain", async () => (await queued()) === 0, 600_000);
       const seconds = (performance.now() - t0) / 1000;
       const left = complete ? 0 : await queued();
-      dispatch = { count: SETTINGS.dispatch - left, seconds, rate: (SETTINGS.dispatch - left) / seconds, complete };
+      const count = SETTINGS.dispatch - left;
+      const perMessage = (s: number) => (s * 1e6) / Math.max(1, count);
+      const serverCpuUs = perMessage(cpuBetween(cpu0, cpuByPid([servicePid])));
+      const dbCpuUs = perMessage(cpuBetween(db0, cpuByPid([...new Set([...pidsDb0, ...(await dbPids())])])));
+      dispatch = { count, seconds, rate: count / seconds, complete, serverCpuUs, dbCpuUs };
       log(`  dispatcher: ${dispatch.count} messages in ${seconds.toFixed(2)} s = ${dispatch.rate.toFixed(0)} msg/s`);
       await sleep(1000); // delivery reports of the last ones
     }
 
     const peakMiB = peakRssMiB(service.proc.pid!);
+    // How many of the run's message updates PostgreSQL could make heap-only (no index entries).
+    await db.query("select pg_stat_force_next_flush()").catch(() => undefined);
+    await sleep(1500); // backends flush their table counters at most once a second
+    const t = (await db.query("select n_tup_ins, n_tup_upd, n_tup_hot_upd from pg_stat_user_tables where relname = 'messages'")).rows[0] as Record<string, string> | undefined;
+    const messageWrites = t ? { inserts: Number(t.n_tup_ins), updates: Number(t.n_tup_upd), hot: Number(t.n_tup_hot_upd) } : undefined;
     const load1 = loadavg();
     const pgVersion = (await db.query("show server_version")).rows[0].server_version as string;
 
@@ -431,7 +443,7 @@ async function main(): Promise<void> {
       { name: "Switchboard gRPC Send SMS (h2c)", ...(pick("grpc") ?? { note: "not run" }) },
       { name: "Bare ceiling: Fastify route, one INSERT", ...(pick("bare") ?? { note: "not run" }) },
     ];
-    const report = renderReport({ rows, kannel: k?.result, dispatch, peakMiB, started, load0, load1, pgVersion, dbName });
+    const report = renderReport({ rows, kannel: k?.result, dispatch, peakMiB, messageWrites, started, load0, load1, pgVersion, dbName });
     process.stdout.write(`\n${report.table}\n\n${report.targets}\n`);
     if (SETTINGS.write) {
       writeBenchmarks(report.full);
@@ -448,8 +460,9 @@ const f2 = (n: number) => (Number.isFinite(n) ? n.toFixed(2) : "—");
 function renderReport(r: {
   rows: Row[];
   kannel?: LoadResult;
-  dispatch?: { count: number; seconds: number; rate: number; complete: boolean };
+  dispatch?: { count: number; seconds: number; rate: number; complete: boolean; serverCpuUs: number; dbCpuUs: number };
   peakMiB: number;
+  messageWrites?: { inserts: number; updates: number; hot: number };
   started: Date;
   load0: number[];
   load1: number[];
@@ -470,10 +483,14 @@ function renderReport(r: {
   }
   if (r.dispatch) {
     lines.push(
-      `| Dispatcher: ${f0(r.dispatch.count)} due messages → simulator carrier | ${f0(r.dispatch.rate)} msg/s | | | ${r.dispatch.complete ? 0 : "not drained"} | | | | ${r.dispatch.seconds.toFixed(2)} s to drain |`,
+      `| Dispatcher: ${f0(r.dispatch.count)} due messages → simulator carrier | ${f0(r.dispatch.rate)} msg/s | | | ${r.dispatch.complete ? 0 : "not drained"} | | ${f0(r.dispatch.serverCpuUs)} µs/msg | ${f0(r.dispatch.dbCpuUs)} µs/msg | ${r.dispatch.seconds.toFixed(2)} s to drain |`,
     );
   }
   lines.push(`| Peak memory of the service (VmHWM) | ${f0(r.peakMiB)} MiB | | | | | | | whole run |`);
+  if (r.messageWrites) {
+    const w = r.messageWrites;
+    lines.push(`| PostgreSQL writes to \`messages\` over the run | ${f0(w.inserts)} inserts, ${f0(w.updates)} updates | | | | | | ${w.updates ? ((100 * w.hot) / w.updates).toFixed(0) : "—"} % of updates heap-only (HOT) | pg_stat_user_tables |`);
+  }
   const table = lines.join("\n");
 
   const rest = r.rows[1].result;

@@ -6,12 +6,16 @@ import { entities } from "./entities.js";
 import { Migration20261122000000 } from "./migrations/Migration20261122000000.js";
 import { Migration20261122010000 } from "./migrations/Migration20261122010000.js";
 import { Migration20261122020000 } from "./migrations/Migration20261122020000.js";
+import { Migration20261122030000 } from "./migrations/Migration20261122030000.js";
+import { Migration20261122040000 } from "./migrations/Migration20261122040000.js";
 
 /** Every committed migration, oldest first; listed so they run from TS source and bundles alike (no glob). */
 export const migrations = [
   { name: "Migration20261122000000", class: Migration20261122000000 },
   { name: "Migration20261122010000", class: Migration20261122010000 },
   { name: "Migration20261122020000", class: Migration20261122020000 },
+  { name: "Migration20261122030000", class: Migration20261122030000 },
+  { name: "Migration20261122040000", class: Migration20261122040000 },
 ];
 
 /** Options of createOrm. */

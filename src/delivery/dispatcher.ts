@@ -2,6 +2,7 @@ import type { MikroORM } from "@mikro-orm/sql";
 import type { Logger } from "pino";
 import { type Carrier, CarrierError } from "../carriers/carrier.js";
 import type { Clock } from "../common/clock.js";
+import { executeBound } from "../db/bound-sql.js";
 import { isDatabaseUnavailable } from "../db/orm.js";
 import { applyFinalState, recordSubmissions, type Submission } from "./receipts.js";
 
@@ -125,7 +126,7 @@ export function createDispatcher(opts: DispatcherOptions): Dispatcher {
     const until = new Date(now.getTime() + confirmWaitMs);
     const held = await opts.orm.em.fork().execute<{ sid: string }[]>(
       `update messages m set claimed_until = ?
-        where m.status = 'Processing' and m.direction = 'Transmit' and m.claimed_until < ?
+        where m.queued and m.status = 'Processing' and m.direction = 'Transmit' and m.claimed_until < ?
         returning m.sid`,
       [until, now],
     );
@@ -202,12 +203,13 @@ export function createDispatcher(opts: DispatcherOptions): Dispatcher {
       // With a carrier that confirms, an expired claim is never taken directly: holdUnconfirmed first.
       const claimable = confirmWaitMs > 0 ? "claimed_until is null" : "(claimed_until is null or claimed_until < ?)";
       const em = opts.orm.em.fork();
-      const fresh = await em.execute<ClaimedRow[]>(
+      const fresh = await executeBound<ClaimedRow>(
+        em,
         `update messages m
             set status = 'Processing', claimed_until = ?, attempts = m.attempts + 1
           where m.sid in (
             select sid from messages
-             where status in ('Scheduled', 'Processing') and direction = 'Transmit'
+             where queued and direction = 'Transmit'
                and send_at <= ? and ${claimable}
              order by send_at
              limit ?

@@ -1,6 +1,7 @@
 import type { EntityManager } from "@mikro-orm/sql";
 import type { DeliveryReport } from "../carriers/carrier.js";
 import { unixSeconds } from "../common/clock.js";
+import { executeBound } from "../db/bound-sql.js";
 import { enqueueWebhook } from "../webhooks/outbox.js";
 
 interface FinalRow {
@@ -37,7 +38,8 @@ export async function applyFinalStates(tx: EntityManager, reports: Report[]): Pr
     if (!first.has(r.messageSid)) first.set(r.messageSid, i);
   });
   const unique = [...first.values()].map((i) => reports[i]);
-  const rows = await tx.execute<FinalRow[]>(
+  const rows = await executeBound<FinalRow>(
+    tx,
     `update messages m
         set status = v.status, delivered_at = v.delivered_at, error_code = v.error_code, claimed_until = null
        from (values ${unique.map(() => "(?::text, ?::text, ?::timestamptz, ?::text)").join(", ")}) as v(sid, status, delivered_at, error_code)
@@ -97,7 +99,8 @@ export interface Submission {
  */
 export async function recordSubmissions(em: EntityManager, subs: Submission[]): Promise<boolean[]> {
   if (subs.length === 0) return [];
-  const rows = await em.execute<{ sid: string }[]>(
+  const rows = await executeBound<{ sid: string }>(
+    em,
     `update messages m
         set status = case when m.status = 'Processing' then 'Submitted' else m.status end,
             submitted_at = least(v.at, m.delivered_at), carrier_ref = coalesce(v.carrier_ref, m.carrier_ref), claimed_until = null

@@ -6,6 +6,7 @@ import type { Account } from "../accounts/account.entity.js";
 import { wrongCredentials } from "../accounts/auth.js";
 import { fieldError, fieldErrors, type FieldProblem, notFound, ruleError } from "../common/errors.js";
 import { createGroupCommit, type GroupCommit, type ItemOutcome } from "../common/group-commit.js";
+import { executeBound } from "../db/bound-sql.js";
 import { allocateLease } from "../leases/lease-allocator.js";
 import type { ValidSend } from "./send-rules.js";
 
@@ -57,7 +58,7 @@ const MESSAGE_COLUMNS = [
 ] as const;
 const MESSAGE_ROW = `(${MESSAGE_COLUMNS.map(() => "?").join(", ")})`;
 
-// MikroORM inlines parameters as literals: the casts give the VALUES columns their types even when a column holds only nulls.
+// The casts give the VALUES columns their types even when a column holds only nulls.
 const CHECK_SQL_HEAD = `select v.i, a.token_hash as account_token_hash, a.sms_enabled as account_sms, p.sms_enabled as property_sms,
        n.sid is not null as owned, k.created_at <= v.expire_before as key_expired,
        m.sid as m_sid, m.account_sid as m_account_sid, m.property_sid as m_property_sid, m.sender as m_sender, m.recipient as m_recipient, m.text as m_text
@@ -105,7 +106,7 @@ async function writeBatch(tx: Tx, items: SendItem[]): Promise<ItemOutcome<SendOu
     rowsSql.push(CHECK_ROW);
     params.push(i, item.account.sid, item.propertySid, ownedSender, item.idemKey ?? null, new Date(item.now.getTime() - IDEMPOTENCY_TTL_MS));
   });
-  const rows = await tx.execute<CheckRow[]>(CHECK_SQL_HEAD + rowsSql.join(", ") + CHECK_SQL_TAIL, params);
+  const rows = await executeBound<CheckRow>(tx, CHECK_SQL_HEAD + rowsSql.join(", ") + CHECK_SQL_TAIL, params);
   const byIndex = new Map<number, CheckRow>(rows.map((r) => [Number(r.i), r]));
 
   const outcomes: ItemOutcome<SendOutcome>[] = new Array(items.length);
@@ -158,7 +159,8 @@ async function writeBatch(tx: Tx, items: SendItem[]): Promise<ItemOutcome<SendOu
   });
 
   if (expiredKeys.length > 0) {
-    await tx.execute(
+    await executeBound(
+      tx,
       `delete from idempotency_keys where (account_sid, key) in (${expiredKeys.map(() => "(?, ?)").join(", ")})`,
       expiredKeys.flatMap((item) => [item.account.sid, item.idemKey!]),
     );
@@ -226,10 +228,11 @@ async function writeBatch(tx: Tx, items: SendItem[]): Promise<ItemOutcome<SendOu
         dueNow: !send.scheduled,
       });
     }
-    await tx.execute(`insert into messages (${MESSAGE_COLUMNS.join(", ")}) values ${stored.map(() => MESSAGE_ROW).join(", ")}`, values);
+    await executeBound(tx, `insert into messages (${MESSAGE_COLUMNS.join(", ")}) values ${stored.map(() => MESSAGE_ROW).join(", ")}`, values);
     const keyed = stored.filter((s) => items[s.index].idemKey);
     if (keyed.length > 0) {
-      await tx.execute(
+      await executeBound(
+        tx,
         `insert into idempotency_keys (account_sid, key, message_sid, created_at) values ${keyed.map(() => "(?, ?, ?, ?)").join(", ")}`,
         keyed.flatMap((s) => [items[s.index].account.sid, items[s.index].idemKey!, items[s.index].sid, items[s.index].now]),
       );

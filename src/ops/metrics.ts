@@ -53,7 +53,7 @@ select 'mail_backlog', '', count(*)::float8 from emails where status = 'Pending'
 union all
 select 'dispatcher_lag', '', coalesce(extract(epoch from (?::timestamptz - min(send_at))), 0)::float8
   from messages
- where status in ('Scheduled', 'Processing') and direction = 'Transmit'
+ where queued and direction = 'Transmit'
    and send_at <= ? and (claimed_until is null or claimed_until < ?)`;
 
 /** Creates the registry with the HTTP, queue and process metrics (README: Metrics). */

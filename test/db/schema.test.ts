@@ -71,6 +71,39 @@ describe(`database schema (${dbKind()})`, () => {
     expect(await isDatabaseReady(orm)).toBe(true);
   });
 
+  it("indexes no message column the delivery updates change, except the queue flag that flips once when a message leaves the queue", async () => {
+    // What lets PostgreSQL make the claim and the final-state updates heap-only (BENCHMARKS.md).
+    const em = orm.em.fork();
+    const indexes = await em.execute<{ indexname: string; indexdef: string }[]>(
+      "select indexname, indexdef from pg_indexes where schemaname = 'public' and tablename = 'messages' order by indexname",
+    );
+    expect(indexes.map((i) => `${i.indexname}: ${i.indexdef.replace(/^.* USING btree /, "")}`)).toEqual([
+      "messages_pkey: (sid)",
+      "messages_property_sid_created_at_idx: (property_sid, created_at DESC)",
+      "messages_queue_idx: (send_at) WHERE queued",
+    ]);
+    const acc = await account(em);
+    const property = newSid("PR");
+    await em.execute("insert into properties (sid, account_sid, name, sms_enabled, created_at) values (?, ?, 'p', true, now())", [property, acc.sid]);
+    const statuses = ["Scheduled", "Processing", "Submitted", "Delivered", "Failed", "Canceled"];
+    for (const status of statuses) {
+      await em.execute(
+        `insert into messages (sid, account_sid, property_sid, direction, status, sender, recipient, text, encoding, num_segments, send_at)
+         values (?, ?, ?, 'Transmit', ?, '+447700900001', '+447700900002', 't', 'GSM7', 1, now())`,
+        [`MGQ${status}`, acc.sid, property, status],
+      );
+    }
+    const rows = await em.execute<{ status: string; queued: boolean }[]>("select status, queued from messages where sid like 'MGQ%' order by sid");
+    expect(Object.fromEntries(rows.map((r) => [r.status, r.queued]))).toEqual({
+      Scheduled: true,
+      Processing: true,
+      Submitted: false,
+      Delivered: false,
+      Failed: false,
+      Canceled: false,
+    });
+  });
+
   it("stores every timestamp as timestamptz", async () => {
     const rows = await orm.em
       .fork()

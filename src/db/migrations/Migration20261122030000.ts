@@ -1,0 +1,31 @@
+import { Migration } from "@mikro-orm/migrations";
+
+/**
+ * Cheaper message state changes (BENCHMARKS.md, dispatcher). A message row is updated three
+ * times after its insert (claimed, submitted, delivered); PostgreSQL can make such an update a
+ * heap-only tuple (no new entry in any index) only when no indexed column changes value and the
+ * page has room. Before this, every one of them touched every index: `status` sat in the queue
+ * index's predicate and `carrier_ref` had an index nothing looks up (reports find messages by
+ * Sid). Now the queue index's predicate is a stored column derived from status that changes only
+ * when a message leaves the queue, the unused index is gone, and pages keep room for updates.
+ * Only the submission update still touches the indexes.
+ */
+export class Migration20261122030000 extends Migration {
+  override name = "Migration20261122030000";
+
+  override up(): void {
+    this.addSql(`alter table messages add column queued boolean generated always as (status in ('Scheduled', 'Processing')) stored`);
+    this.addSql(`drop index messages_queue_idx`);
+    this.addSql(`create index messages_queue_idx on messages (send_at) where queued`);
+    this.addSql(`drop index if exists messages_carrier_ref_idx`);
+    this.addSql(`alter table messages set (fillfactor = 70)`);
+  }
+
+  override down(): void {
+    this.addSql(`alter table messages reset (fillfactor)`);
+    this.addSql(`create index messages_carrier_ref_idx on messages (carrier_ref) where carrier_ref is not null`);
+    this.addSql(`drop index messages_queue_idx`);
+    this.addSql(`create index messages_queue_idx on messages (send_at) where status in ('Scheduled', 'Processing')`);
+    this.addSql(`alter table messages drop column queued`);
+  }
+}
