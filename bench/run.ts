@@ -181,6 +181,8 @@ interface Measured {
   serverCpuUs?: number;
   /** CPU of the PostgreSQL backends serving the run's database per request, µs. */
   dbCpuUs?: number;
+  /** Commits on the run's database per request (group commit shares one among many). */
+  commitsPerReq?: number;
 }
 
 interface Row {
@@ -312,9 +314,12 @@ async function main(): Promise<void> {
 
     const dbPids = async () =>
       (await db!.query("select pid from pg_stat_activity where datname = $1 and pid <> pg_backend_pid()", [dbName])).rows.map((r: Record<string, unknown>) => Number(r.pid));
+    // Stats are flushed by each backend at most once a second: good enough over a 15 s run.
+    const commits = async () => Number((await db!.query("select xact_commit from pg_stat_database where datname = $1", [dbName])).rows[0]?.xact_commit ?? 0);
     /** Runs one measured load and charges the CPU the servers (and the database) used to it. */
     const measure = async (serverPids: number[], withDb: boolean, go: () => Promise<LoadResult>): Promise<Omit<Measured, "note">> => {
       const pidsDb0 = withDb ? await dbPids() : [];
+      const commits0 = withDb ? await commits() : 0;
       const cpu0 = cpuByPid(serverPids);
       const db0 = cpuByPid(pidsDb0);
       const result = await go();
@@ -322,7 +327,8 @@ async function main(): Promise<void> {
       // A backend that ended during the run is lost (the pools keep theirs open).
       const db1 = cpuByPid(withDb ? [...new Set([...pidsDb0, ...(await dbPids())])] : []);
       const per = (s: number) => (s * 1e6) / Math.max(1, result.requests);
-      return { result, serverCpuUs: per(cpuBetween(cpu0, cpu1)), dbCpuUs: withDb ? per(cpuBetween(db0, db1)) : undefined };
+      const commitsPerReq = withDb ? ((await commits()) - commits0) / Math.max(1, result.requests) : undefined;
+      return { result, serverCpuUs: per(cpuBetween(cpu0, cpu1)), dbCpuUs: withDb ? per(cpuBetween(db0, db1)) : undefined, commitsPerReq };
     };
     const servicePid = service.proc.pid!;
     const barePid = bare.proc.pid!;
@@ -393,7 +399,7 @@ async function main(): Promise<void> {
         const out = await r.go();
         log(
           `  ${r.key}: ${out.result.rps.toFixed(0)} req/s, p50 ${out.result.p50Ms.toFixed(2)} ms, p99 ${out.result.p99Ms.toFixed(2)} ms, errors ${out.result.errors}, ` +
-            `server CPU ${out.serverCpuUs?.toFixed(0)} µs/req, db CPU ${out.dbCpuUs?.toFixed(0) ?? "-"} µs/req ${out.note}`,
+            `server CPU ${out.serverCpuUs?.toFixed(0)} µs/req, db CPU ${out.dbCpuUs?.toFixed(0) ?? "-"} µs/req, ${out.commitsPerReq?.toFixed(3) ?? "-"} commits/req ${out.note}`,
         );
         results[r.key].push(out);
       }

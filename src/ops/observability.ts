@@ -9,12 +9,13 @@ import { Code, ConnectError, createContextKey, createContextValues, type Context
 import { codeToHttpStatus, codeToString } from "@connectrpc/connect/protocol-connect";
 import { toJson } from "@bufbuild/protobuf";
 import type { MikroORM } from "@mikro-orm/sql";
-import { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
+import { LogController, type FastifyBaseLogger, type FastifyServerOptions, type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
 import { ResponseStatusSchema } from "../../gen/switchboard/v2/common_pb.js";
 import { secretsEqual } from "../accounts/auth.js";
 import type { Clock } from "../common/clock.js";
 import { kAccount, kAdmin } from "../common/context.js";
 import { apiError, isClientError, toResponseStatus } from "../common/errors.js";
+import { lazyChildLoggerFactory } from "../common/logger.js";
 import { createMetrics, type Metrics } from "./metrics.js";
 
 /** The response header (and accepted request header) carrying the request id. */
@@ -57,6 +58,7 @@ export interface Observability {
   serverOptions: {
     genReqId: (req: IncomingMessage) => string;
     logController: LogController;
+    childLoggerFactory: NonNullable<FastifyServerOptions["childLoggerFactory"]>;
     return503OnClosing: false;
   };
   /** Register first: the hooks and GET /metrics. */
@@ -196,7 +198,13 @@ export function createObservability(deps: ObservabilityDeps): Observability {
 
   return {
     metrics,
-    serverOptions: { genReqId: requestIdOf, logController: new RequestLogController({ requestIdLogLabel: "requestId" }), return503OnClosing: false },
+    serverOptions: {
+      genReqId: requestIdOf,
+      logController: new RequestLogController({ requestIdLogLabel: "requestId" }),
+      // Fastify types its loggers as FastifyBaseLogger; the ones it passes here are pino's.
+      childLoggerFactory: lazyChildLoggerFactory as unknown as NonNullable<FastifyServerOptions["childLoggerFactory"]>,
+      return503OnClosing: false,
+    },
     plugin,
     rpcContextValues: contextValuesFor(rpcProtocol),
     restContextValues: contextValuesFor(() => "rest"),

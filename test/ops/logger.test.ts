@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { loadConfig } from "../../src/config.js";
-import { createLogger, withoutUrlPassword } from "../../src/common/logger.js";
+import { createLogger, lazyChildLoggerFactory, withoutUrlPassword } from "../../src/common/logger.js";
 
 function capture(env: Record<string, string>) {
   const lines: string[] = [];
@@ -94,5 +94,31 @@ describe("createLogger", () => {
     expect(withoutUrlPassword("postgresql://u:p%40ss@h:1/d?sslmode=require")).toBe("postgresql://u:[Redacted]@h:1/d?sslmode=require");
     expect(withoutUrlPassword("http://example.com/a:b@c")).toBe("http://example.com/a:b@c");
     expect(withoutUrlPassword(".switchboard/data")).toBe(".switchboard/data");
+  });
+});
+
+describe("lazyChildLoggerFactory (Fastify's per-request loggers)", () => {
+  it("builds the child only when a line at an enabled level is written, and that line has the bindings and redaction", () => {
+    const { log, lines } = capture({ ...env, LOG_LEVEL: "warn" });
+    let children = 0;
+    const counting = new Proxy(log, {
+      get: (target, prop, receiver) =>
+        prop === "child" ? (...args: Parameters<typeof log.child>) => (children++, target.child(...args)) : Reflect.get(target, prop, receiver),
+    });
+    const quiet = lazyChildLoggerFactory(counting, { requestId: "req-1" }, {});
+    quiet.info({ a: 1 }, "not at warn");
+    quiet.debug("nor this");
+    expect(quiet.level).toBe("warn");
+    expect(quiet.isLevelEnabled("info")).toBe(false);
+    expect({ children, lines: lines.length }).toEqual({ children: 0, lines: 0 });
+
+    const loud = lazyChildLoggerFactory(counting, { requestId: "req-2" }, {});
+    loud.warn({ headers: { authorization: "Bearer abcdefghijkl" } }, "slow");
+    loud.error("twice");
+    expect(children).toBe(1);
+    expect(lines.map((l) => JSON.parse(l))).toMatchObject([
+      { level: "warn", requestId: "req-2", msg: "slow", headers: { authorization: "[Redacted]" } },
+      { level: "error", requestId: "req-2", msg: "twice" },
+    ]);
   });
 });
