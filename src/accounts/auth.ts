@@ -119,6 +119,8 @@ export async function authenticateCall(deps: EdgeDeps, call: EdgeCall): Promise<
   call.values.set(kEm, requestEm);
   // Probes and tools call these with no credentials; they reveal no tenant data.
   if (deps.openServices?.has(call.service.typeName)) return;
+  await authenticate(deps, call, requestEm);
+  // Only after the credentials: a caller who is not authenticated learns nothing else first.
   const idem = call.header.get("idempotency-key");
   if (idem !== null) {
     if (idem.length === 0 || idem.length > 255) {
@@ -126,6 +128,10 @@ export async function authenticateCall(deps: EdgeDeps, call: EdgeCall): Promise<
     }
     call.values.set(kIdempotencyKey, idem);
   }
+}
+
+/** Checks the call's credentials and records who made it (kAdmin or kAccount). */
+async function authenticate(deps: EdgeDeps, call: EdgeCall, requestEm: () => ReturnType<MikroORM["em"]["fork"]>): Promise<void> {
   const authorization = call.header.get("authorization");
   if (isOperatorService(call.service)) {
     const m = /^Bearer\s+(\S+)\s*$/i.exec(authorization ?? "");

@@ -243,8 +243,12 @@ async function notFoundHook(request: FastifyRequest, reply: FastifyReply): Promi
   return reply;
 }
 
+/** Longest path echoed in a 404 message: long enough for any real route, short enough not to reflect a large URL. */
+export const ECHOED_PATH_MAX = 200;
+
 function pathNotFound(request: FastifyRequest): ConnectError {
-  const path = request.url.split("?", 1)[0];
+  const full = request.url.split("?", 1)[0];
+  const path = full.length > ECHOED_PATH_MAX ? `${full.slice(0, ECHOED_PATH_MAX)}…` : full;
   return apiError(Code.NotFound, "NotFound", `The requested resource ${path} was not found.`);
 }
 

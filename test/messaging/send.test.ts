@@ -563,6 +563,17 @@ describe("Idempotency-Key", () => {
     expect((await list(t, tenant)).TotalCount).toBe(1);
   });
 
+  it("credentials are checked first: a bad key without valid credentials is 401, not 400", async () => {
+    const tenant = await createTenant(t.app);
+    const res = await t.app.inject({
+      method: "POST",
+      url: `/v2/Properties/${tenant.propertySid}/Messages`,
+      headers: { authorization: `Basic ${Buffer.from(`${tenant.accountSid}:wrong-token`).toString("base64")}`, "idempotency-key": "" },
+      payload: { From: "Acme", To: ukRecipient(), Text: "x" },
+    });
+    expectError(res, 401, "Unauthorized", []);
+  });
+
   it("concurrent sends with the same key create one message", async () => {
     t.clock.set(T0);
     const tenant = await createTenant(t.app);

@@ -521,6 +521,16 @@ describe("REST transcoder", () => {
     }
   });
 
+  it("echoes at most 200 characters of an unknown path", async () => {
+    const { app } = await build();
+    const long = `/v2/${"x".repeat(5000)}`;
+    const res = await get(app, long);
+    expect(res.statusCode).toBe(404);
+    expect(status(res).ResponseStatus.Message).toBe(`The requested resource ${long.slice(0, 200)}… was not found.`);
+    const edge = `/v2/${"y".repeat(196)}`;
+    expect(status(await get(app, edge)).ResponseStatus.Message).toBe(`The requested resource ${edge} was not found.`);
+  });
+
   it("answers 405 MethodNotAllowed with Allow for a known path", async () => {
     const { app } = await build();
     const batch = await get(app, "/v2/Properties/PR1/BatchMessages");
