@@ -66,7 +66,12 @@ export function createPolyglotServer(
   server.on("listening", () => {
     if (tracking) return;
     tracking = true;
-    inner.emit("listening");
+    // Only Node's own listener, which starts that timer: the inner server also holds copies of
+    // the outer server's listeners (Fastify's "Server listening at" line among them), and those
+    // must not run a second time. If Node ever renames it, emitting still works (a duplicate log line).
+    const own = inner.listeners("listening").filter((l) => l.name === "setupConnectionsTracking");
+    if (own.length === 0) inner.emit("listening");
+    for (const l of own) (l as () => void).call(inner);
   });
   // Stops that timer (the inner server holds no port, so close() frees nothing else).
   server.on("close", () => {
