@@ -38,6 +38,15 @@ export interface DemoData {
   poolNumber: string;
 }
 
+/**
+ * Whether a first run makes demo data: only on the embedded default (a PGlite folder or memory://),
+ * as the contract says. An empty PostgreSQL database is a deployment: a demo account with a
+ * printed token, and a fictional number in the pool that real sends would lease, do not belong there.
+ */
+export function seedsDemo(databaseUrl: string): boolean {
+  return !/^postgres(ql)?:\/\//i.test(databaseUrl);
+}
+
 /** On an empty database, creates a demo account, property and pool number; undefined otherwise. */
 export async function seedDemo(orm: MikroORM, clock: Clock): Promise<DemoData | undefined> {
   const em = orm.em.fork();

@@ -1,5 +1,5 @@
 import { buildApp } from "./app.js";
-import { firstRunBanner, resolveAdminToken, seedDemo } from "./bootstrap.js";
+import { firstRunBanner, resolveAdminToken, seedDemo, seedsDemo } from "./bootstrap.js";
 import { systemClock } from "./common/clock.js";
 import { createLogger } from "./common/logger.js";
 import { loadConfig } from "./config.js";
@@ -16,7 +16,7 @@ async function main(): Promise<void> {
   log.info({ database: config.databaseUrl.startsWith("postgres") ? "postgresql" : `pglite:${config.databaseUrl}` }, "opening database");
   const orm = await createOrm({ databaseUrl: config.databaseUrl });
   await migrateUp(orm);
-  const demo = await seedDemo(orm, systemClock);
+  const demo = seedsDemo(config.databaseUrl) ? await seedDemo(orm, systemClock) : undefined;
   const { carrier, engine } = await createConfiguredEngine(config, orm, log);
   const app = await buildApp({ orm, config, clock: systemClock, logger: log, carrier, onQueued: () => engine.nudge() });
   // Listening first: after a crash, the dispatcher's wait for the carrier's reports on unconfirmed

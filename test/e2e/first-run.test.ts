@@ -15,6 +15,8 @@ import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
 import { afterAll, describe, expect, it } from "vitest";
 import { MessagingService } from "../../gen/switchboard/v2/messaging_pb.js";
+import { createOrm } from "../../src/db/orm.js";
+import { dbKind } from "../support/db.js";
 
 const run = promisify(execFile);
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
@@ -189,5 +191,32 @@ describe("first run of the real service (embedded PGlite folder)", () => {
     const end = await stop(svc);
     expect(end, svc.stderr()).toMatchObject({ code: 0, signal: null });
     expect(end.ms).toBeLessThan(10_000);
+  });
+});
+
+describe.skipIf(dbKind() !== "postgres")("first run on an empty PostgreSQL database", () => {
+  it("creates no demo data and prints no banner (only the embedded default gets them), just this run's operator token", { timeout: 150_000 }, async () => {
+    const server = new URL(process.env.DATABASE_URL!);
+    const url = new URL(server.toString());
+    url.pathname = `/sb_first_run_${process.pid}_${Date.now()}`;
+    const svc = startService(url.toString(), await freePort());
+    try {
+      await waitForStdout(svc, /SWITCHBOARD_ADMIN_TOKEN is not set; operator token for this run: \S+/);
+      expect(svc.stdout()).not.toMatch(/first run|Demo account|curl /);
+      const orm = await createOrm({ databaseUrl: url.toString(), poolMax: 1 });
+      try {
+        const counts = await orm.em.fork().execute<{ accounts: string; numbers: string }[]>(
+          "select (select count(*) from accounts) as accounts, (select count(*) from numbers) as numbers",
+        );
+        expect(counts.map((c) => [Number(c.accounts), Number(c.numbers)])).toEqual([[0, 0]]);
+      } finally {
+        await orm.close(true);
+      }
+      expect((await stop(svc)).code).toBe(0);
+    } finally {
+      const admin = await createOrm({ databaseUrl: server.toString(), poolMax: 1 });
+      await admin.em.fork().execute(`drop database if exists "${url.pathname.slice(1)}" with (force)`);
+      await admin.close(true);
+    }
   });
 });
