@@ -38,6 +38,22 @@ function nativeH2c(server: object): void {
 }
 
 /**
+ * Gives a request that names no authority (HTTP/1.0 without Host, an h2 stream without
+ * :authority) a placeholder one. Connect builds each call's URL from it and refuses the call when
+ * there is none, which connect-fastify turned into an empty 200; routing only reads the path.
+ */
+function withAuthority(handler: (req: IncomingMessage, res: ServerResponse) => void): (req: IncomingMessage, res: ServerResponse) => void {
+  return (req, res) => {
+    if ("authority" in req) {
+      if ((req as { authority?: string }).authority === undefined) Object.defineProperty(req, "authority", { value: "localhost" });
+    } else if (req.headers.host === undefined) {
+      req.headers.host = "localhost";
+    }
+    handler(req, res);
+  };
+}
+
+/**
  * HTTP/1.1 and h2c on one port: httpolyglot sniffs each connection (curl and browsers speak HTTP/1.1,
  * gRPC clients h2c). It is a bare net.Server, so the graceful close a node:http server has is built
  * here, for Fastify's close():
@@ -55,7 +71,7 @@ export function createPolyglotServer(
   const { limits } = opts;
   const server = createServer(
     { http: http1Options(limits), http2: http2Options(limits) },
-    oneRequestAtATime(handler, limits.maxPipelinedRequests),
+    oneRequestAtATime(withAuthority(handler), limits.maxPipelinedRequests),
   );
   nativeH2c(server);
   // Node enforces headersTimeout/requestTimeout from a timer that an HTTP server starts when it

@@ -17,7 +17,7 @@
  *   surrogate escape: Connect's status writer threw (encodeURIComponent) and the call ended with
  *   no status at all.
  */
-import type { AddressInfo } from "node:net";
+import { type AddressInfo, connect } from "node:net";
 import { gzipSync } from "node:zlib";
 import { create, toBinary } from "@bufbuild/protobuf";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
@@ -162,6 +162,37 @@ describe("inbound SMS text the database cannot store as it is", () => {
     } finally {
       await k.close();
     }
+  });
+});
+
+describe("requests that name no authority", () => {
+  /** One raw HTTP/1.0 exchange (no Host header, which HTTP/1.1 would require). */
+  const http10 = (raw: string) =>
+    new Promise<string>((resolve, reject) => {
+      const port = Number(new URL(baseUrl).port);
+      const s = connect(port, "127.0.0.1");
+      let out = "";
+      s.setEncoding("utf8").on("data", (d: string) => (out += d));
+      s.on("close", () => resolve(out));
+      s.on("error", reject);
+      s.setTimeout(10_000, () => s.destroy(new Error(`no answer; got ${JSON.stringify(out)}`)));
+      s.write(raw);
+    });
+
+  it("an RPC over HTTP/1.0 without Host is served (here: refused as unauthenticated), not an empty 200", async () => {
+    const body = JSON.stringify({ propertySid: "PR1", to: "+447700900123", text: "x" });
+    const res = await http10(
+      `POST /switchboard.v2.MessagingService/SendMessage HTTP/1.0\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`,
+    );
+    const [head, json] = res.split("\r\n\r\n");
+    expect(head.split("\r\n")[0]).toBe("HTTP/1.1 401 Unauthorized");
+    expect(JSON.parse(json)).toMatchObject({ code: "unauthenticated" });
+  });
+
+  it("a REST call over HTTP/1.0 without Host gets its documented answer", async () => {
+    const res = await http10(`GET /v2/Properties/PR1/Messages HTTP/1.0\r\n\r\n`);
+    expect(res.split("\r\n")[0]).toBe("HTTP/1.1 401 Unauthorized");
+    expect(JSON.parse(res.split("\r\n\r\n")[1])).toMatchObject({ ResponseStatus: { ErrorCode: "Unauthorized" } });
   });
 });
 
