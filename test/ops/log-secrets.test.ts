@@ -88,10 +88,10 @@ afterAll(async () => {
   await db?.drop();
 });
 
-async function until<T>(what: string, probe: () => T | undefined, timeoutMs = 30_000): Promise<T> {
+async function until<T>(what: string, probe: () => T | undefined | Promise<T | undefined>, timeoutMs = 30_000): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const v = probe();
+    const v = await probe();
     if (v !== undefined) return v;
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 50));
@@ -188,8 +188,11 @@ describe("secrets in the log", () => {
     new Webhook(webhookSecret).verify(response.body, response.headers as Record<string, string>);
 
     // Operator reads, and a scrape with (and one without) the metrics token.
-    const emails = await call("GET", "/admin/v1/Emails", { auth: operator });
-    expect(emails.status).toBe(200);
+    // The SMTP server has the mail before the outbox records it as sent: wait for that too.
+    const emails = await until("the e-mail recorded as Sent", async () => {
+      const res = await call("GET", "/admin/v1/Emails", { auth: operator });
+      return res.status === 200 && res.body.Emails[0]?.Status === "Sent" ? res : undefined;
+    });
     expect(emails.body.Emails[0]).toMatchObject({ Status: "Sent" });
     expect((await call("GET", `/admin/v1/Messages/${sent.body.MessageSid}/Webhooks`, { auth: operator })).status).toBe(200);
     expect((await call("GET", "/metrics", { auth: `Bearer ${METRICS}` })).status).toBe(200);
