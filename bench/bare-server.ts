@@ -1,7 +1,9 @@
 /**
  * The bare ceiling: a minimal Fastify route that does one INSERT per request (autocommit, so one
  * commit and WAL flush each) with the pg pool MikroORM itself uses, and answers after it. No auth,
- * no validation, no ORM. Run by bench/run.ts: BARE_DATABASE_URL, BARE_PORT.
+ * no validation, no ORM. Beside it the floor of the stack with group commit: the same route, but
+ * the requests waiting together are stored by one multi-row INSERT (one commit), as Switchboard
+ * stores its sends. Run by bench/run.ts: BARE_DATABASE_URL, BARE_PORT.
  */
 import { randomBytes } from "node:crypto";
 import { fastify } from "fastify";
@@ -19,6 +21,36 @@ app.post("/bare/Messages", async (req) => {
     body.To ?? "",
     body.Text ?? "",
   ]);
+  return { MessageSid: sid, From: body.From, To: body.To, Text: body.Text };
+});
+
+// Group commit at its simplest: while two INSERTs are in flight, new rows wait and go in the next one.
+type Waiting = { values: string[]; done: (err?: unknown) => void };
+let waiting: Waiting[] = [];
+let inFlight = 0;
+function flush(): void {
+  if (inFlight >= 2 || waiting.length === 0) return;
+  const batch = waiting;
+  waiting = [];
+  inFlight++;
+  const params = batch.flatMap((w) => w.values);
+  const rows = batch.map((_, i) => `($${i * 4 + 1}, $${i * 4 + 2}, $${i * 4 + 3}, $${i * 4 + 4}, now())`).join(", ");
+  pool.query(`insert into bench_bare (sid, sender, recipient, text, created_at) values ${rows}`, params).then(
+    () => batch.forEach((w) => w.done()),
+    (err) => batch.forEach((w) => w.done(err)),
+  ).finally(() => {
+    inFlight--;
+    flush();
+  });
+}
+
+app.post("/bare/Batched", async (req) => {
+  const body = req.body as { From?: string; To?: string; Text?: string };
+  const sid = `MG${randomBytes(15).toString("hex").toUpperCase()}`;
+  await new Promise<void>((resolve, reject) => {
+    waiting.push({ values: [sid, body.From ?? "", body.To ?? "", body.Text ?? ""], done: (err) => (err ? reject(err) : resolve()) });
+    flush();
+  });
   return { MessageSid: sid, From: body.From, To: body.To, Text: body.Text };
 });
 

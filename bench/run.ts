@@ -42,8 +42,8 @@ const SETTINGS = {
   nodeFlags: (env.BENCH_NODE_FLAGS ?? "").split(" ").filter(Boolean),
   /** Write the results into BENCHMARKS.md (0 to only print). */
   write: env.BENCH_WRITE !== "0",
-  /** Which runs: any of kannel,rest,grpc,bare,dispatch. */
-  only: new Set((env.BENCH_ONLY ?? "kannel,rest,grpc,bare,dispatch").split(",").map((s) => s.trim())),
+  /** Which runs: any of kannel,rest,grpc,bare,floor,dispatch. */
+  only: new Set((env.BENCH_ONLY ?? "kannel,rest,grpc,bare,floor,dispatch").split(",").map((s) => s.trim())),
 };
 
 const ADMIN_TOKEN = `bench-admin-${randomBytes(12).toString("hex")}`;
@@ -309,6 +309,8 @@ async function main(): Promise<void> {
       body: restReq.body,
     };
 
+    const floorReq = { ...bareReq, url: `http://127.0.0.1:${barePort}/bare/Batched` };
+
     const drainSwitchboard = () => waitUntil("Switchboard queue drain", async () => (await queued()) === 0, 120_000);
     const drainKannel = () => (kannel ? waitUntil("Kannel queue drain", async () => (await kannelQueued(kannel!)) === 0, 120_000) : Promise.resolve(true));
 
@@ -333,7 +335,7 @@ async function main(): Promise<void> {
     const servicePid = service.proc.pid!;
     const barePid = bare.proc.pid!;
 
-    const results: Record<string, Measured[]> = { kannel: [], rest: [], grpc: [], bare: [] };
+    const results: Record<string, Measured[]> = { kannel: [], rest: [], grpc: [], bare: [], floor: [] };
     const runs: { key: string; go: () => Promise<Measured> }[] = [];
     if (kannel) {
       runs.push({
@@ -372,6 +374,16 @@ async function main(): Promise<void> {
           await drainSwitchboard();
           await wrk(bareReq, warm);
           return { ...(await measure([barePid], true, () => wrk(bareReq, load))), note: "" };
+        },
+      });
+    }
+    if (SETTINGS.only.has("floor")) {
+      runs.push({
+        key: "floor",
+        go: async () => {
+          await drainSwitchboard();
+          await wrk(floorReq, warm);
+          return { ...(await measure([barePid], true, () => wrk(floorReq, load))), note: "" };
         },
       });
     }
@@ -448,6 +460,7 @@ async function main(): Promise<void> {
       { name: "Switchboard REST Send SMS (PostgreSQL, durable)", ...(pick("rest") ?? { note: "not run" }) },
       { name: "Switchboard gRPC Send SMS (h2c)", ...(pick("grpc") ?? { note: "not run" }) },
       { name: "Bare ceiling: Fastify route, one INSERT", ...(pick("bare") ?? { note: "not run" }) },
+      { name: "Floor with group commit: Fastify route, batched INSERT", ...(pick("floor") ?? { note: "not run" }) },
     ];
     const report = renderReport({ rows, kannel: k?.result, dispatch, peakMiB, messageWrites, started, load0, load1, pgVersion, dbName });
     process.stdout.write(`\n${report.table}\n\n${report.targets}\n`);
