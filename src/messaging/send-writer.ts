@@ -50,26 +50,31 @@ interface CheckRow {
   m_text: string | null;
 }
 
-/** Columns of one stored message, in MESSAGE_COLUMNS order. */
+/** Columns of one stored message, and the SQL type of each (the insert passes one array per column). */
 const MESSAGE_COLUMNS = [
-  "sid", "account_sid", "property_sid", "direction", "status", "sender_kind", "sender", "recipient", "text", "encoding",
-  "num_segments", "delivery_receipt", "dr_webhook_uri", "dr_webhook_method", "forward_to_sms", "forward_from_sms",
-  "forward_to_email", "forward_from_email", "webhook_uri", "webhook_method", "lease_sid", "scheduled_at", "send_at", "created_at",
+  ["sid", "text"], ["account_sid", "text"], ["property_sid", "text"], ["direction", "text"], ["status", "text"],
+  ["sender_kind", "text"], ["sender", "text"], ["recipient", "text"], ["text", "text"], ["encoding", "text"],
+  ["num_segments", "int"], ["delivery_receipt", "bool"], ["dr_webhook_uri", "text"], ["dr_webhook_method", "text"],
+  ["forward_to_sms", "text"], ["forward_from_sms", "text"], ["forward_to_email", "text"], ["forward_from_email", "text"],
+  ["webhook_uri", "text"], ["webhook_method", "text"], ["lease_sid", "text"], ["scheduled_at", "timestamptz"],
+  ["send_at", "timestamptz"], ["created_at", "timestamptz"],
 ] as const;
-const MESSAGE_ROW = `(${MESSAGE_COLUMNS.map(() => "?").join(", ")})`;
 
-// The casts give the VALUES columns their types even when a column holds only nulls.
-const CHECK_SQL_HEAD = `select v.i, a.token_hash as account_token_hash, a.sms_enabled as account_sms, p.sms_enabled as property_sms,
+// A batch passes one array per column (unnest), so each statement has one text whatever the
+// batch size and is prepared once per connection (executeBound). With a VALUES row per send,
+// PostgreSQL parsed and planned every batch anew: most of its CPU per send.
+const INSERT_SQL = `insert into messages (${MESSAGE_COLUMNS.map(([c]) => c).join(", ")})
+  select * from unnest(${MESSAGE_COLUMNS.map(([, t]) => `?::${t}[]`).join(", ")})`;
+
+const CHECK_SQL = `select v.i, a.token_hash as account_token_hash, a.sms_enabled as account_sms, p.sms_enabled as property_sms,
        n.sid is not null as owned, k.created_at <= v.expire_before as key_expired,
        m.sid as m_sid, m.account_sid as m_account_sid, m.property_sid as m_property_sid, m.sender as m_sender, m.recipient as m_recipient, m.text as m_text
-  from (values `;
-const CHECK_SQL_TAIL = `) as v(i, account_sid, property_sid, sender, idem_key, expire_before)
+  from unnest(?::int[], ?::text[], ?::text[], ?::text[], ?::text[], ?::timestamptz[]) as v(i, account_sid, property_sid, sender, idem_key, expire_before)
   left join accounts a on a.sid = v.account_sid
   left join properties p on p.sid = v.property_sid and p.account_sid = v.account_sid
   left join numbers n on n.number = v.sender and n.account_sid = v.account_sid
   left join idempotency_keys k on k.account_sid = v.account_sid and k.key = v.idem_key
   left join messages m on m.sid = k.message_sid`;
-const CHECK_ROW = "(?::int, ?::text, ?::text, ?::text, ?::text, ?::timestamptz)";
 
 const ok = <O>(value: O): ItemOutcome<O> => ({ ok: true, value });
 const fail = <O>(error: unknown): ItemOutcome<O> => ({ ok: false, error });
@@ -98,15 +103,14 @@ export function createSendWriter(opts: SendWriterOptions): GroupCommit<SendItem,
 type Tx = Parameters<Parameters<MikroORM["em"]["transactional"]>[0]>[0];
 
 async function writeBatch(tx: Tx, items: SendItem[]): Promise<ItemOutcome<SendOutcome>[]> {
-  const params: unknown[] = [];
-  const rowsSql: string[] = [];
+  const check: unknown[][] = [[], [], [], [], [], []];
   items.forEach((item, i) => {
     const send = "send" in item.checked ? item.checked.send : undefined;
     const ownedSender = send?.fromKind === "E164" ? send.from : null;
-    rowsSql.push(CHECK_ROW);
-    params.push(i, item.account.sid, item.propertySid, ownedSender, item.idemKey ?? null, new Date(item.now.getTime() - IDEMPOTENCY_TTL_MS));
+    const row = [i, item.account.sid, item.propertySid, ownedSender, item.idemKey ?? null, new Date(item.now.getTime() - IDEMPOTENCY_TTL_MS)];
+    for (let c = 0; c < row.length; c++) check[c].push(row[c]);
   });
-  const rows = await executeBound<CheckRow>(tx, CHECK_SQL_HEAD + rowsSql.join(", ") + CHECK_SQL_TAIL, params);
+  const rows = await executeBound<CheckRow>(tx, CHECK_SQL, check, "sb_send_check");
   const byIndex = new Map<number, CheckRow>(rows.map((r) => [Number(r.i), r]));
 
   const outcomes: ItemOutcome<SendOutcome>[] = new Array(items.length);
@@ -184,12 +188,12 @@ async function writeBatch(tx: Tx, items: SendItem[]): Promise<ItemOutcome<SendOu
 
   const stored = toStore.filter((s) => outcomes[s.index] === undefined);
   if (stored.length > 0) {
-    const values: unknown[] = [];
+    const columns: unknown[][] = MESSAGE_COLUMNS.map(() => []);
     for (const { index, send } of stored) {
       const item = items[index];
       const lease = senders.get(index);
       const isLeased = item.leased;
-      values.push(
+      const row = [
         item.sid,
         item.account.sid,
         item.propertySid,
@@ -215,7 +219,8 @@ async function writeBatch(tx: Tx, items: SendItem[]): Promise<ItemOutcome<SendOu
         send.schedule === undefined ? null : new Date(send.schedule * 1000),
         send.scheduled ? new Date(send.schedule! * 1000) : item.now,
         item.now,
-      );
+      ];
+      for (let c = 0; c < row.length; c++) columns[c].push(row[c]);
       outcomes[index] = ok({
         message: create(MessageSchema, {
           messageSid: item.sid,
@@ -228,7 +233,7 @@ async function writeBatch(tx: Tx, items: SendItem[]): Promise<ItemOutcome<SendOu
         dueNow: !send.scheduled,
       });
     }
-    await executeBound(tx, `insert into messages (${MESSAGE_COLUMNS.join(", ")}) values ${stored.map(() => MESSAGE_ROW).join(", ")}`, values);
+    await executeBound(tx, INSERT_SQL, columns, "sb_send_insert");
     const keyed = stored.filter((s) => items[s.index].idemKey);
     if (keyed.length > 0) {
       await executeBound(
