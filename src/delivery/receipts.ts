@@ -42,10 +42,11 @@ export async function applyFinalStates(tx: EntityManager, reports: Report[]): Pr
     tx,
     `update messages m
         set status = v.status, delivered_at = v.delivered_at, error_code = v.error_code, claimed_until = null
-       from (values ${unique.map(() => "(?::text, ?::text, ?::timestamptz, ?::text)").join(", ")}) as v(sid, status, delivered_at, error_code)
+       from unnest(?::text[], ?::text[], ?::timestamptz[], ?::text[]) as v(sid, status, delivered_at, error_code)
       where m.sid = v.sid and m.direction = 'Transmit' and m.status in ('Processing', 'Submitted')
       returning m.sid, m.account_sid, m.property_sid, m.sender, m.recipient, m.delivery_receipt, m.dr_webhook_uri, m.dr_webhook_method`,
-    unique.flatMap((r) => [r.messageSid, r.status, r.status === "Delivered" ? r.at : null, r.errorCode]),
+    // Not prepared: a plan made once, while the table was small, would keep scanning all of it.
+    [unique.map((r) => r.messageSid), unique.map((r) => r.status), unique.map((r) => (r.status === "Delivered" ? r.at : null)), unique.map((r) => r.errorCode)],
   );
   const changed = new Set<string>();
   for (const m of rows) {
@@ -104,11 +105,12 @@ export async function recordSubmissions(em: EntityManager, subs: Submission[]): 
     `update messages m
         set status = case when m.status = 'Processing' then 'Submitted' else m.status end,
             submitted_at = least(v.at, m.delivered_at), carrier_ref = coalesce(v.carrier_ref, m.carrier_ref), claimed_until = null
-       from (values ${subs.map(() => "(?::text, ?::text, ?::timestamptz)").join(", ")}) as v(sid, carrier_ref, at)
+       from unnest(?::text[], ?::text[], ?::timestamptz[]) as v(sid, carrier_ref, at)
       where m.sid = v.sid and m.direction = 'Transmit'
         and (m.status = 'Processing' or (m.status in ('Delivered', 'Failed') and m.submitted_at is null))
       returning m.sid`,
-    subs.flatMap((x) => [x.messageSid, x.carrierRef, x.at]),
+    // Not prepared, as in applyFinalStates.
+    [subs.map((x) => x.messageSid), subs.map((x) => x.carrierRef), subs.map((x) => x.at)],
   );
   const changed = new Set(rows.map((r) => r.sid));
   return subs.map((x) => changed.has(x.messageSid));

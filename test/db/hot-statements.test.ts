@@ -1,0 +1,67 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { MikroORM } from "@mikro-orm/sql";
+import { createTestOrm, dbKind, type TestOrm } from "../support/db.js";
+import { executeBound } from "../../src/db/bound-sql.js";
+import { claimSql, ORDERED_QUEUE_SCAN } from "../../src/delivery/dispatcher.js";
+
+/** Every plan node below the root, depth first. */
+function planNodes(plan: Record<string, unknown>): Record<string, unknown>[] {
+  const children = (plan.Plans as Record<string, unknown>[] | undefined) ?? [];
+  return [plan, ...children.flatMap(planNodes)];
+}
+
+describe(`hot statements (${dbKind()})`, () => {
+  let db: TestOrm;
+  let orm: MikroORM;
+
+  beforeAll(async () => {
+    db = await createTestOrm();
+    orm = db.orm;
+  });
+  afterAll(async () => {
+    await db?.close();
+  });
+
+  for (const confirmed of [false, true]) {
+    it(`the dispatcher's claim walks the queue index in order, never a bitmap or sequential scan (confirming carrier: ${confirmed})`, async () => {
+      const now = new Date();
+      const params = confirmed ? [now, now, 500] : [now, now, now, 500];
+      const plan = await orm.em.fork().transactional(async (tx) => {
+        await executeBound(tx, ORDERED_QUEUE_SCAN, []);
+        const [row] = await executeBound<{ "QUERY PLAN": unknown }>(tx, `explain (format json) ${claimSql(confirmed)}`, params);
+        const json = row["QUERY PLAN"];
+        return (typeof json === "string" ? JSON.parse(json) : json) as { Plan: Record<string, unknown> }[];
+      });
+      const scans = planNodes(plan[0].Plan).filter((n) => String(n["Node Type"]).includes("Scan") && n["Relation Name"] === "messages");
+      // The subselect finds the due messages through the queue index; the outer update reaches each by its key.
+      expect(scans.map((n) => [n["Node Type"], n["Index Name"]])).toEqual([
+        ["Index Scan", "messages_queue_idx"],
+        ["Index Scan", "messages_pkey"],
+      ]);
+      expect(planNodes(plan[0].Plan).some((n) => n["Node Type"] === "Sort")).toBe(false);
+    });
+  }
+
+  it("the settings last for the claim's transaction only", async () => {
+    const em = orm.em.fork();
+    await em.transactional((tx) => executeBound(tx, ORDERED_QUEUE_SCAN, []));
+    const [after] = await executeBound<{ enable_bitmapscan: string }>(em, "show enable_bitmapscan", []);
+    expect(after.enable_bitmapscan).toBe("on");
+  });
+
+  it("a prepared statement keeps one text: a second text under its name is refused before it reaches the database", async () => {
+    const em = orm.em.fork();
+    expect(await executeBound<{ x: number }>(em, "select ?::int as x", [7], "test_one_text")).toEqual([{ x: 7 }]);
+    expect(await executeBound<{ x: number }>(em, "select ?::int as x", [8], "test_one_text")).toEqual([{ x: 8 }]);
+    await expect(executeBound(em, "select ?::int + 1 as x", [1], "test_one_text")).rejects.toThrow(/two different texts/);
+  });
+
+  it.runIf(dbKind() === "postgres")("on PostgreSQL a named statement is prepared on the connection, once", async () => {
+    const names = await orm.em.fork().transactional(async (tx) => {
+      await executeBound(tx, "select ?::text as y", ["a"], "test_prepared_once");
+      await executeBound(tx, "select ?::text as y", ["b"], "test_prepared_once");
+      return executeBound<{ name: string }>(tx, "select name from pg_prepared_statements where name = ?", ["test_prepared_once"]);
+    });
+    expect(names).toEqual([{ name: "test_prepared_once" }]);
+  });
+});
