@@ -3,6 +3,7 @@ import type { MikroORM } from "@mikro-orm/sql";
 import { createTestOrm, dbKind, type TestOrm } from "../support/db.js";
 import { executeBound } from "../../src/db/bound-sql.js";
 import { claimSql, ORDERED_QUEUE_SCAN } from "../../src/delivery/dispatcher.js";
+import { CHECK_SQL, SEND_BATCH_SETTINGS } from "../../src/messaging/send-writer.js";
 
 /** Every plan node below the root, depth first. */
 function planNodes(plan: Record<string, unknown>): Record<string, unknown>[] {
@@ -41,6 +42,30 @@ describe(`hot statements (${dbKind()})`, () => {
       expect(planNodes(plan[0].Plan).some((n) => n["Node Type"] === "Sort")).toBe(false);
     });
   }
+
+  it("a send batch's check looks every row up through an index: no sequential scan, no hash or merge join", async () => {
+    const now = new Date();
+    const plan = await orm.em.fork().transactional(async (tx) => {
+      await executeBound(tx, SEND_BATCH_SETTINGS, []);
+      const [row] = await executeBound<{ "QUERY PLAN": unknown }>(tx, `explain (format json) ${CHECK_SQL}`, [
+        [0, 1],
+        ["AC1", "AC1"],
+        ["PR1", "PR1"],
+        ["+447700900001", null],
+        ["key-1", null],
+        [now, now],
+      ]);
+      const json = row["QUERY PLAN"];
+      return (typeof json === "string" ? JSON.parse(json) : json) as { Plan: Record<string, unknown> }[];
+    });
+    const types = planNodes(plan[0].Plan).map((n) => String(n["Node Type"]));
+    expect(types).not.toContain("Seq Scan");
+    expect(types).not.toContain("Hash Join");
+    expect(types).not.toContain("Merge Join");
+    for (const table of ["accounts", "properties", "numbers", "idempotency_keys", "messages"]) {
+      expect(planNodes(plan[0].Plan).some((n) => n["Relation Name"] === table && String(n["Node Type"]).startsWith("Index"))).toBe(true);
+    }
+  });
 
   it("the settings last for the claim's transaction only", async () => {
     const em = orm.em.fork();
