@@ -8,6 +8,7 @@ import { newWebhookSecret, TOKEN_LENGTH } from "./admin/admin-service.js";
 import type { Clock } from "./common/clock.js";
 import { newSid, randomSecret } from "./common/sid.js";
 import type { Config } from "./config.js";
+import { databaseKind } from "./db/orm.js";
 import { PhoneNumber } from "./numbers/phone-number.entity.js";
 
 /** The fictional pool number the demo data leases senders from. */
@@ -44,7 +45,7 @@ export interface DemoData {
  * printed token, and a fictional number in the pool that real sends would lease, do not belong there.
  */
 export function seedsDemo(databaseUrl: string): boolean {
-  return !/^postgres(ql)?:\/\//i.test(databaseUrl);
+  return databaseKind(databaseUrl) === "pglite";
 }
 
 /** On an empty database, creates a demo account, property and pool number; undefined otherwise. */

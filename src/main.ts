@@ -3,7 +3,7 @@ import { firstRunBanner, resolveAdminToken, seedDemo, seedsDemo } from "./bootst
 import { systemClock } from "./common/clock.js";
 import { createLogger } from "./common/logger.js";
 import { loadConfig } from "./config.js";
-import { createOrm, migrateUp } from "./db/orm.js";
+import { createOrm, databaseKind, migrateUp } from "./db/orm.js";
 import { createConfiguredEngine } from "./delivery/configured-engine.js";
 
 /** Starts the service: config, database and migrations, HTTP port; stops cleanly on SIGTERM/SIGINT. */
@@ -13,7 +13,7 @@ async function main(): Promise<void> {
   config.adminToken = admin.token;
   // Created once the operator token is known, so that it is among the secrets scrubbed from every line.
   const log = createLogger(config);
-  log.info({ database: config.databaseUrl.startsWith("postgres") ? "postgresql" : `pglite:${config.databaseUrl}` }, "opening database");
+  log.info({ database: databaseKind(config.databaseUrl) === "postgres" ? "postgresql" : `pglite:${config.databaseUrl}` }, "opening database");
   const orm = await createOrm({ databaseUrl: config.databaseUrl });
   await migrateUp(orm);
   const demo = seedsDemo(config.databaseUrl) ? await seedDemo(orm, systemClock) : undefined;

@@ -1,13 +1,13 @@
 import { createLogger } from "./common/logger.js";
 import { loadConfig } from "./config.js";
-import { createOrm, migrateUp } from "./db/orm.js";
+import { createOrm, databaseKind, migrateUp } from "./db/orm.js";
 import { createConfiguredEngine } from "./delivery/configured-engine.js";
 
 /** A dispatcher + webhook worker process without the HTTP API, for scaling delivery out. */
 async function main(): Promise<void> {
   const config = loadConfig();
   const log = createLogger(config, { name: "switchboard-worker" });
-  if (!config.databaseUrl.startsWith("postgres")) {
+  if (databaseKind(config.databaseUrl) !== "postgres") {
     throw new Error("the separate worker needs a shared PostgreSQL database: set DATABASE_URL=postgres://…");
   }
   const orm = await createOrm({ databaseUrl: config.databaseUrl });

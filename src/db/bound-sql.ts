@@ -1,6 +1,6 @@
 import type { EntityManager } from "@mikro-orm/sql";
-import { PostgreSqlConnection } from "@mikro-orm/postgresql";
 import { CompiledQuery } from "kysely";
+import { driverKind } from "./orm.js";
 
 /**
  * Runs one SQL statement with its parameters bound by the driver, in the EntityManager's
@@ -18,7 +18,7 @@ export async function executeBound<T>(em: EntityManager, sql: string, params: re
   const numbered = prepared === undefined ? numberParams(sql, params.length) : preparedText(prepared, sql, params.length);
   // node-postgres takes a query config ({ name, text }) wherever it takes the text, and kysely hands
   // the text to it untouched.
-  const text = prepared !== undefined && em.getConnection() instanceof PostgreSqlConnection ? (namedQuery(prepared, numbered) as unknown as string) : numbered;
+  const text = prepared !== undefined && driverKind(em.getDriver()) === "postgres" ? (namedQuery(prepared, numbered) as unknown as string) : numbered;
   const result = await em.getKysely().executeQuery<T>(CompiledQuery.raw(text, params as unknown[]));
   return result.rows as T[];
 }

@@ -43,7 +43,12 @@ const kinds = new WeakMap<MikroORM, "postgres" | "pglite">();
 
 /** Which engine an ORM runs on (PGlite has one connection: a transaction blocks every other query). */
 export function ormKind(orm: MikroORM): "postgres" | "pglite" {
-  return kinds.get(orm) ?? (orm.driver.constructor.name === "PgliteDriver" ? "pglite" : "postgres");
+  return kinds.get(orm) ?? driverKind(orm.driver);
+}
+
+/** Which engine a MikroORM driver talks to (for code that holds an EntityManager: `em.getDriver()`). */
+export function driverKind(driver: object): "postgres" | "pglite" {
+  return driver.constructor.name === "PgliteDriver" ? "pglite" : "postgres";
 }
 
 /** Builds the ORM for a database URL (it connects on first use, so a down server only shows later); run migrateUp before serving. */

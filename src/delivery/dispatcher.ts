@@ -137,7 +137,6 @@ export function createDispatcher(opts: DispatcherOptions): Dispatcher {
     }
   }
 
-
   /**
    * Holds messages whose claim expired without an outcome: their claim is renewed until the end of
    * the wait, and this dispatcher remembers the end it set. Only a dispatcher that lived through a
