@@ -21,6 +21,7 @@ import { systemClock } from "../../src/common/clock.js";
 import { loadConfig } from "../../src/config.js";
 import { addPoolNumbers, createTenant, type Tenant } from "../support/harness.js";
 import { freePort, type KannelStack, type RunningKannel, startKannelStack } from "../support/kannel.js";
+import { without } from "../support/system-packages.js";
 
 /** A secret with characters that need URL-encoding and that look like Kannel escape codes (%C, %d). */
 const SECRET = "kannel/secret %C3 %d+é";
@@ -93,7 +94,7 @@ async function waitFor<T>(what: string, probe: () => Promise<T | undefined> | T 
   }
 }
 
-describe("CARRIER=kannel end to end: bearerbox + smsbox + fakesmsc", () => {
+describe.skipIf(without("kannel"))("CARRIER=kannel end to end: bearerbox + smsbox + fakesmsc", () => {
   let stack: KannelStack;
   let app: FastifyInstance;
   let receiver: Awaited<ReturnType<typeof startReceiver>>;

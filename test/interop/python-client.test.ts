@@ -1,5 +1,5 @@
 /**
- * A Python gRPC client (grpcio) generated from proto/ with buf.gen.clients.yaml, as the README's
+ * A Python gRPC client (grpcio) generated from proto/ with buf.gen.clients.yaml, as docs/api.md's
  * recipe does, runs test/interop/client.py against a listening app: it sends an SMS, reads the
  * ErrorCode of a validation error from the google.rpc.Status in grpc-status-details-bin, and adds
  * then removes an address. Debian's python3-grpcio and python3-grpc-tools, offline.
@@ -12,6 +12,7 @@ import { join, resolve } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { dbKind } from "../support/db.js";
+import { without } from "../support/system-packages.js";
 import { createTenant, createTestApp, type Tenant, type TestApp } from "../support/harness.js";
 
 const run = promisify(execFile);
@@ -26,25 +27,25 @@ let target: string;
 let dir: string;
 let out: Record<string, any>;
 
-beforeAll(async () => {
-  dir = mkdtempSync(join(tmpdir(), "sb-python-client-"));
-  // The template's plugin runs `python3`: put the system one first for buf and the plugin.
-  await run(BUF, ["generate", "--template", "buf.gen.clients.yaml", "-o", dir], {
-    env: { ...process.env, PATH: `/usr/bin:${process.env.PATH ?? ""}` },
-    timeout: 60_000,
+describe.skipIf(without("pythonGrpc"))(`Python gRPC client generated from proto/ (${dbKind()})`, () => {
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), "sb-python-client-"));
+    // The template's plugin runs `python3`: put the system one first for buf and the plugin.
+    await run(BUF, ["generate", "--template", "buf.gen.clients.yaml", "-o", dir], {
+      env: { ...process.env, PATH: `/usr/bin:${process.env.PATH ?? ""}` },
+      timeout: 60_000,
+    });
+    t = await createTestApp();
+    await t.app.listen({ port: 0, host: "127.0.0.1" });
+    target = `127.0.0.1:${(t.app.server.address() as AddressInfo).port}`;
+    tenant = await createTenant(t.app);
   });
-  t = await createTestApp();
-  await t.app.listen({ port: 0, host: "127.0.0.1" });
-  target = `127.0.0.1:${(t.app.server.address() as AddressInfo).port}`;
-  tenant = await createTenant(t.app);
-});
 
-afterAll(async () => {
-  await t?.close();
-  if (dir) rmSync(dir, { recursive: true, force: true });
-});
+  afterAll(async () => {
+    await t?.close();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
 
-describe(`Python gRPC client generated from proto/ (${dbKind()})`, () => {
   it("the clients template generated messages and stubs for every API file, and none for gRPC's own protos", () => {
     const py = join(dir, "gen-clients/python");
     for (const f of ["switchboard/v2/messaging", "switchboard/v2/addresses", "switchboard/v2/numbers", "switchboard/admin/v1/admin"]) {

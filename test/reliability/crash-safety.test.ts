@@ -12,7 +12,7 @@
  * took up the claims the killed processes left. Exactly-once at the carrier holds here because
  * Kannel's smsbox retries the type 8 report until the restarted service hears it (the template's
  * http-request-retry) and the dispatcher waits KANNEL_CONFIRM_WAIT_SECONDS for that report before
- * submitting a message it cannot prove was sent (see Dispatcher). RELIABILITY.md names the windows
+ * submitting a message it cannot prove was sent (see Dispatcher). docs/reliability.md names the windows
  * where that does not hold.
  */
 import { randomBytes } from "node:crypto";
@@ -25,6 +25,7 @@ import { createOrm } from "../../src/db/orm.js";
 import { dbKind } from "../support/db.js";
 import { freePort, KANNEL_USER, type RunningKannel, startKannel } from "../support/kannel.js";
 import { type Service, startService } from "../support/service.js";
+import { without } from "../support/system-packages.js";
 
 const KILLS = 5;
 const CLIENTS = 6;
@@ -92,7 +93,7 @@ async function testDatabase(): Promise<Database> {
   return { url: dir, open: () => createOrm({ databaseUrl: dir }), dispose: () => rm(dir, { recursive: true, force: true }) };
 }
 
-describe("crash safety: SIGKILL under load, CARRIER=kannel", () => {
+describe.skipIf(without("kannel"))("crash safety: SIGKILL under load, CARRIER=kannel", () => {
   it(`survives ${KILLS} kills: every 200 is stored and reaches the carrier exactly once, nothing half-written`, { timeout: 300_000 }, async () => {
     const seed = Number(process.env.CRASH_SEED ?? Date.now() % 1_000_000);
     const random = mulberry32(seed);

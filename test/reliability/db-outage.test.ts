@@ -7,8 +7,9 @@
  * with 503 / ServiceUnavailable (REST) or Unavailable / ServiceUnavailable (RPC), never hangs past
  * a bound, and /readyz says 503; afterwards the same process recovers by itself within seconds;
  * no message that got a 200 is lost, and the delivery engine's loops carried on (every one of them
- * is Delivered). Skipped only when no PostgreSQL server binaries are installed (.ci/run installs
- * them). PGlite is embedded in the process: it cannot have an outage of its own.
+ * is Delivered). Runs in `npm test`'s PostgreSQL pass (PGlite is embedded in the process: it
+ * cannot have an outage of its own); skipped only when the server binaries are missing and this
+ * run cannot install them (scripts/system-packages.sh names them).
  */
 import { Code, ConnectError, createClient, type Client, type Interceptor } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
@@ -18,8 +19,10 @@ import { MessagingService } from "../../gen/switchboard/v2/messaging_pb.js";
 import { toResponseStatus } from "../../src/common/errors.js";
 import { createOrm, isDatabaseUnavailable } from "../../src/db/orm.js";
 import { freePort } from "../support/kannel.js";
-import { postgresBinDir, type PrivatePostgres, startPrivatePostgres } from "../support/private-postgres.js";
+import { dbKind } from "../support/db.js";
+import { type PrivatePostgres, startPrivatePostgres } from "../support/private-postgres.js";
 import { type Service, startService } from "../support/service.js";
+import { without } from "../support/system-packages.js";
 
 const ADMIN_TOKEN = "outage-test-admin-token-0123456789abcdef";
 const OUTAGE_MS = 8000;
@@ -68,7 +71,7 @@ describe("the database's error classification", () => {
   });
 });
 
-describe.skipIf(!postgresBinDir())("database outage: PostgreSQL stopped under load (private cluster)", () => {
+describe.skipIf(dbKind() !== "postgres" || without("postgresServer"))("database outage: PostgreSQL stopped under load (private cluster)", () => {
   it("answers 503 ServiceUnavailable fast while PostgreSQL is down, recovers by itself, loses no 200", { timeout: 240_000 }, async () => {
     let pg: PrivatePostgres | undefined;
     let service: Service | undefined;

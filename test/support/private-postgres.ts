@@ -1,8 +1,9 @@
 /**
  * A private PostgreSQL cluster for one test: initdb into a temporary directory and pg_ctl on a free
  * port, so the test can stop and start it (an outage) without touching the shared server on 5432.
- * Needs the server binaries (/usr/lib/postgresql/<version>/bin, Debian's `postgresql` package;
- * .ci/run installs it). initdb and postgres refuse to run as root: as root they run as the
+ * Also the throwaway server of `npm test`'s PostgreSQL pass (scripts/test.ts). Needs the server
+ * binaries (/usr/lib/postgresql/<version>/bin, Debian's `postgresql` package; scripts/system-packages.sh
+ * installs it). initdb and postgres refuse to run as root: as root they run as the
  * `postgres` user (runuser), in a directory that user owns.
  */
 import { execFile, execFileSync } from "node:child_process";
@@ -43,8 +44,16 @@ export interface PrivatePostgres {
 const stopOnExit = new Set<string>();
 let hooked = false;
 
+/** Settings of a private cluster. */
+export interface PrivatePostgresOptions {
+  /** max_connections (default 50). */
+  maxConnections?: number;
+  /** fsync off: faster, and a crash of the machine loses the cluster (fine for a throwaway one). */
+  noFsync?: boolean;
+}
+
 /** Creates and starts a private cluster; throws if the binaries are missing. */
-export async function startPrivatePostgres(): Promise<PrivatePostgres> {
+export async function startPrivatePostgres(options: PrivatePostgresOptions = {}): Promise<PrivatePostgres> {
   const bin = postgresBinDir();
   if (!bin) throw new Error("PostgreSQL server binaries were not found under /usr/lib/postgresql/<version>/bin");
   const root = process.getuid?.() === 0;
@@ -64,9 +73,11 @@ export async function startPrivatePostgres(): Promise<PrivatePostgres> {
   const logFile = join(dir, "server.log");
   const port = await freePort();
   await exec("initdb", ["-D", data, "-U", "postgres", "-A", "trust", "-E", "UTF8", "--no-sync", "--no-instructions"]);
-  const options = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c max_connections=50`;
+  const serverOptions =
+    `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c max_connections=${options.maxConnections ?? 50}` +
+    (options.noFsync ? " -c fsync=off" : "");
   const start = async () => {
-    await exec("pg_ctl", ["-D", data, "-l", logFile, "-o", options, "-w", "-t", "60", "start"], 90_000);
+    await exec("pg_ctl", ["-D", data, "-l", logFile, "-o", serverOptions, "-w", "-t", "60", "start"], 90_000);
   };
   const stop = async (mode: "immediate" | "fast") => {
     await exec("pg_ctl", ["-D", data, "-m", mode, "-w", "-t", "60", "stop"], 90_000);
