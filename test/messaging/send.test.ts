@@ -554,6 +554,24 @@ describe("Idempotency-Key", () => {
     t.clock.set(T0);
   });
 
+  it("a key is remembered for exactly 24 hours (86400 s): 1 ms before the same message, at that instant a new one", async () => {
+    t.clock.set(T0);
+    const tenant = await createTenant(t.app);
+    const to = ukRecipient();
+    const body = { From: "Acme", To: to, Text: "instant" };
+    const first = (await send(t, tenant, body, { "idempotency-key": "instant-key" })).json();
+    // The documented lifetime as a literal (docs/api.md, Idempotency-Key), not IDEMPOTENCY_TTL_MS.
+    const TWENTY_FOUR_HOURS_MS = 86_400_000;
+    t.clock.set(T0.getTime() + TWENTY_FOUR_HOURS_MS - 1);
+    expect((await send(t, tenant, body, { "idempotency-key": "instant-key" })).json().MessageSid).toBe(first.MessageSid);
+    t.clock.set(T0.getTime() + TWENTY_FOUR_HOURS_MS);
+    const fresh = await send(t, tenant, body, { "idempotency-key": "instant-key" });
+    expect(fresh.statusCode, fresh.body).toBe(200);
+    expect(fresh.json().MessageSid).not.toBe(first.MessageSid);
+    expect((await list(t, tenant)).TotalCount).toBe(2);
+    t.clock.set(T0);
+  });
+
   it("a key of 255 characters is accepted, 256 is 400 InvalidParameter naming Idempotency-Key", async () => {
     t.clock.set(T0);
     const tenant = await createTenant(t.app);
@@ -732,6 +750,21 @@ describe("leased senders", () => {
       }
       expect([...second].sort()).toEqual([...first].sort());
       expectError(await send(t, tenant, { To: to, Text: "again" }), 400, "LeaseLimitReached");
+    });
+  });
+
+  it("a lease ends at exactly 30 days (2592000 s): the limit holds 1 ms before, and not at that instant", async () => {
+    await withApp(5, async (t, tenant) => {
+      const to = "+14155550107";
+      t.clock.set(T0);
+      for (let i = 0; i < 5; i++) expect((await send(t, tenant, { To: to, Text: `a${i}` })).statusCode).toBe(200);
+      // The documented lifetime as a literal (docs/api.md, leased senders), not LEASE_DAYS.
+      const THIRTY_DAYS_MS = 2_592_000_000;
+      t.clock.set(T0.getTime() + THIRTY_DAYS_MS - 1);
+      expectError(await send(t, tenant, { To: to, Text: "1 ms early" }), 400, "LeaseLimitReached");
+      t.clock.set(T0.getTime() + THIRTY_DAYS_MS);
+      const r = await send(t, tenant, { To: to, Text: "on the instant" });
+      expect(r.statusCode, r.body).toBe(200);
     });
   });
 
