@@ -8,7 +8,7 @@ export function defaultSendBurst(ratePerSecond: number): number {
   return Math.max(100, Math.ceil(ratePerSecond * 10));
 }
 
-/** Connection limits when the environment does not say (README: Configuration). */
+/** Connection limits when the environment does not say (docs/configuration.md). */
 export const DEFAULT_CONNECTION_LIMITS: ConnectionLimits = {
   maxStreamsPerConnection: 100,
   maxPipelinedRequests: 16,
@@ -17,14 +17,12 @@ export const DEFAULT_CONNECTION_LIMITS: ConnectionLimits = {
   maxHeaderBytes: 16 * 1024,
 };
 
-/** Runtime configuration, read once from the environment (README: Configuration). */
+/** Runtime configuration, read once from the environment (docs/configuration.md). */
 export interface Config {
   port: number;
   host: string;
   /** postgres://… for a server; memory:// for in-memory PGlite; a folder path for PGlite on disk. */
   databaseUrl: string;
-  /** True when DATABASE_URL was not set and the embedded default data folder is used. */
-  embeddedDefault: boolean;
   adminToken: string | undefined;
   carrier: "simulator" | "kannel" | "smpp";
   smtpUrl: string | undefined;
@@ -82,7 +80,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     port,
     host: env.HOST ?? "0.0.0.0",
     databaseUrl: raw || DEFAULT_DATA_DIR,
-    embeddedDefault: !raw,
     adminToken: env.SWITCHBOARD_ADMIN_TOKEN || undefined,
     carrier,
     smtpUrl: env.SMTP_URL || undefined,

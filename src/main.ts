@@ -5,6 +5,7 @@ import { createLogger } from "./common/logger.js";
 import { loadConfig } from "./config.js";
 import { createOrm, databaseKind, migrateUp } from "./db/orm.js";
 import { createConfiguredEngine } from "./delivery/configured-engine.js";
+import { onShutdownSignal } from "./ops/shutdown.js";
 
 /** Starts the service: config, database and migrations, HTTP port; stops cleanly on SIGTERM/SIGINT. */
 async function main(): Promise<void> {
@@ -29,35 +30,14 @@ async function main(): Promise<void> {
   else if (admin.generated) process.stdout.write(`SWITCHBOARD_ADMIN_TOKEN is not set; operator token for this run: ${admin.token}\n`);
   log.info({ url: base, carrier: carrier.name }, "Switchboard listening");
 
-  let stopping = false;
-  const stop = async (signal: string) => {
-    if (stopping) return;
-    stopping = true;
-    const started = performance.now();
-    log.info({ signal }, "shutting down");
-    const timer = setTimeout(() => {
-      log.error("shutdown took longer than 10 s; exiting");
-      process.exit(1);
-    }, 10_000);
-    timer.unref();
-    let code = 0;
-    try {
-      // New connections are refused at once; requests in flight finish and get their answer (idle
-      // HTTP/1.1 connections are closed, h2 sessions get GOAWAY; at most 5 s). Then the delivery
-      // loops finish their current round, and only then does the database go.
-      await app.close();
-      await engine.stop();
-      await orm.close(true);
-      log.info({ durationMs: Math.round(performance.now() - started) }, "stopped");
-    } catch (err) {
-      code = 1;
-      log.error({ err }, "shutdown failed");
-    } finally {
-      process.exit(code);
-    }
-  };
-  process.on("SIGTERM", () => void stop("SIGTERM"));
-  process.on("SIGINT", () => void stop("SIGINT"));
+  // New connections are refused at once; requests in flight finish and get their answer (idle
+  // HTTP/1.1 connections are closed, h2 sessions get GOAWAY; at most 5 s). Then the delivery
+  // loops finish their current round, and only then does the database go.
+  onShutdownSignal(log, async () => {
+    await app.close();
+    await engine.stop();
+    await orm.close(true);
+  });
 }
 
 main().catch((err) => {

@@ -2,6 +2,7 @@ import { createLogger } from "./common/logger.js";
 import { loadConfig } from "./config.js";
 import { createOrm, databaseKind, migrateUp } from "./db/orm.js";
 import { createConfiguredEngine } from "./delivery/configured-engine.js";
+import { onShutdownSignal } from "./ops/shutdown.js";
 
 /** A dispatcher + webhook worker process without the HTTP API, for scaling delivery out. */
 async function main(): Promise<void> {
@@ -15,16 +16,11 @@ async function main(): Promise<void> {
   const { carrier, engine } = await createConfiguredEngine(config, orm, log);
   await engine.start();
   log.info({ carrier: carrier.name }, "Switchboard worker running");
-  const stop = async (signal: string) => {
-    log.info({ signal }, "worker shutting down");
-    // The loops finish their current round (claimed messages are handed to the carrier) before the database goes.
+  // The loops finish their current round (claimed messages are handed to the carrier) before the database goes.
+  onShutdownSignal(log, async () => {
     await engine.stop();
     await orm.close(true);
-    log.info("worker stopped");
-    process.exit(0);
-  };
-  process.once("SIGTERM", () => void stop("SIGTERM"));
-  process.once("SIGINT", () => void stop("SIGINT"));
+  });
 }
 
 main().catch((err) => {

@@ -90,6 +90,8 @@ export interface Service {
 /** How to start the service. */
 export interface StartOptions {
   port: number;
+  /** The entry point: src/main.ts (`npm start`, the default) or src/worker.ts (`npm run worker`, no port: use waitReady false). */
+  script?: "src/main.ts" | "src/worker.ts";
   /** Settings on top of a clean environment (this process's, without any of the service's own). */
   env?: Record<string, string>;
   /** Sees every complete line it writes, stdout and stderr. */
@@ -127,7 +129,7 @@ export async function startService(opts: StartOptions): Promise<Service> {
   const clean: NodeJS.ProcessEnv = { ...process.env };
   for (const key of ["DATABASE_URL", "SWITCHBOARD_ADMIN_TOKEN", "SMTP_URL", "METRICS_TOKEN", "LOG_LEVEL", "HOST", "PORT", "CARRIER"]) delete clean[key];
   for (const key of Object.keys(clean)) if (key.startsWith("KANNEL_")) delete clean[key];
-  const child = spawn(NODE, ["--import", "tsx", "src/main.ts"], {
+  const child = spawn(NODE, ["--import", "tsx", opts.script ?? "src/main.ts"], {
     cwd: ROOT,
     detached: true,
     stdio: ["ignore", "pipe", "pipe"],
