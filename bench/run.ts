@@ -1,7 +1,7 @@
 /**
  * `npm run bench`: Switchboard on PostgreSQL against Kannel (spool store, fakesmsc as SMSC) on
  * this machine, in one run, with the same load generator; prints the table and writes it into
- * BENCHMARKS.md. Settings (environment): see SETTINGS below and BENCHMARKS.md.
+ * docs/benchmarks.md. Settings (environment): see SETTINGS below and docs/benchmarks.md.
  */
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
@@ -40,7 +40,7 @@ const SETTINGS = {
   logLevel: env.BENCH_LOG_LEVEL ?? "warn",
   /** Extra node flags for the service, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof". */
   nodeFlags: (env.BENCH_NODE_FLAGS ?? "").split(" ").filter(Boolean),
-  /** Write the results into BENCHMARKS.md (0 to only print). */
+  /** Write the results into docs/benchmarks.md (0 to only print). */
   write: env.BENCH_WRITE !== "0",
   /** Which runs: any of kannel,rest,grpc,bare,floor,dispatch. */
   only: new Set((env.BENCH_ONLY ?? "kannel,rest,grpc,bare,floor,dispatch").split(",").map((s) => s.trim())),
@@ -241,7 +241,7 @@ async function main(): Promise<void> {
       LOG_LEVEL: SETTINGS.logLevel,
       CARRIER: "simulator",
       // The per-account send rate limit (default 50/s) would answer most of this load with 429:
-      // the throughput test measures sending, so the limiter is off (BENCHMARKS.md says so).
+      // the throughput test measures sending, so the limiter is off (docs/benchmarks.md says so).
       SEND_RATE_LIMIT: "off",
     });
     await waitHttp(`${base}/readyz`, "Switchboard", service);
@@ -458,7 +458,7 @@ async function main(): Promise<void> {
     process.stdout.write(`\n${report.table}\n\n${report.targets}\n`);
     if (SETTINGS.write) {
       writeBenchmarks(report.full);
-      log("results written to BENCHMARKS.md");
+      log("results written to docs/benchmarks.md");
     }
   } finally {
     await cleanup();
@@ -549,7 +549,7 @@ const START = "<!-- bench:results:start -->";
 const END = "<!-- bench:results:end -->";
 
 function writeBenchmarks(results: string): void {
-  const path = join(ROOT, "BENCHMARKS.md");
+  const path = join(ROOT, "docs", "benchmarks.md");
   const block = `${START}\n${results}${END}`;
   let text = existsSync(path) ? readFileSync(path, "utf8") : `# Benchmarks\n\n## Latest run\n\n${START}\n${END}\n`;
   if (!text.includes(START)) text += `\n## Latest run\n\n${START}\n${END}\n`;

@@ -3,7 +3,7 @@ import { postcodeValidator, postcodeValidatorExistsForCountry } from "postcode-v
 import type { CreateAddressRequest } from "../../gen/switchboard/v2/addresses_pb.js";
 import { type FieldProblem, quoted } from "../common/errors.js";
 
-/** Contract §6: longest accepted address text field. */
+/** Longest accepted address text field (docs/api.md#add-an-address). */
 export const MAX_ADDRESS_FIELD = 255;
 
 /** A checked address, ready to store. */
@@ -36,7 +36,7 @@ export function isCountryCode(value: string): boolean {
 }
 
 /**
- * Checks an add-address request (contract §6) and decides its status: Pending when it needs a
+ * Checks an add-address request (docs/api.md#add-an-address) and decides its status: Pending when it needs a
  * human look (no postal code where the country uses them, or one that does not fit its format).
  */
 export function validateAddress(req: CreateAddressRequest): { problems: FieldProblem[] } | { address: ValidAddress } {
@@ -55,7 +55,7 @@ export function validateAddress(req: CreateAddressRequest): { problems: FieldPro
   for (const [name, value, message] of required) {
     if (value === "") problems.push({ field: name, code: "MissingParameter", message });
   }
-  // One entry per field (contract §4): an over-long CountryCode is already reported above.
+  // One entry per field (docs/errors.md#errors): an over-long CountryCode is already reported above.
   if (v.countryCode !== "" && v.countryCode.length <= MAX_ADDRESS_FIELD && !isCountryCode(v.countryCode)) {
     problems.push({ field: "CountryCode", code: "InvalidCountryCode", message: `CountryCode ${quoted(req.countryCode)} is not a two-letter ISO 3166-1 country code such as US or GB.` });
   }

@@ -23,7 +23,7 @@ import { PhoneNumber } from "../numbers/phone-number.entity.js";
 import { Address } from "./address.entity.js";
 import { validateAddress } from "./address-rules.js";
 
-/** The Address resource (spec 2.2). */
+/** The Address resource (docs/api.md#add-an-address). */
 export function toAddressPb(a: Address): AddressPb {
   return create(AddressSchema, {
     addressSid: a.sid,

@@ -1,6 +1,6 @@
 import { defineEntity, p } from "@mikro-orm/core";
 
-/** Review state of an address (spec §3). */
+/** Review state of an address (docs/api.md#add-an-address). */
 export type AddressStatus = "Active" | "Pending" | "Rejected";
 
 /** Schema of a postal address (table `addresses`). */

@@ -40,7 +40,7 @@ import { PhoneNumber } from "../numbers/phone-number.entity.js";
 import { toNumberPb } from "../numbers/number-service.js";
 import { createAdminLists, findAccount, toAccountPb, toPropertyPb } from "./admin-lists.js";
 
-/** Contract §3: tokens are at least 32 random characters; we issue 40. */
+/** Tokens are at least 32 random characters; we issue 40 (docs/api.md#authentication). */
 export const TOKEN_LENGTH = 40;
 
 /** A Standard Webhooks secret: "whsec_" and base64 of 32 random bytes. */

@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import type { Clock } from "../common/clock.js";
 import { type Carrier, CarrierError, type CarrierEvents, type InboundSms, type OutboundSms } from "./carrier.js";
 
-/** Documented test recipients of the simulator (README: Simulator). */
+/** Documented test recipients of the simulator (docs/carriers.md#carriersimulator-default). */
 export const SIMULATOR_TEST_NUMBERS = {
   /** Accepted, then a Failed delivery report with ErrorCode Unreachable. */
   unreachable: "+15005550001",

@@ -28,7 +28,7 @@ export interface CliIo {
 }
 
 const DEFAULT_URL = "http://localhost:8080";
-/** Where `npm start` keeps a generated operator token (README: Configuration). */
+/** Where `npm start` keeps a generated operator token (docs/configuration.md). */
 const TOKEN_FILE = join(".switchboard", "admin-token");
 const TIMEOUT_MS = 30_000;
 

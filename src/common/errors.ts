@@ -12,7 +12,7 @@ import { isDatabaseUnavailable } from "../db/orm.js";
 /** The error domain carried in every google.rpc.ErrorInfo detail. */
 export const ERROR_DOMAIN = "switchboard";
 
-/** Stable PascalCase error codes of the API (README lists them). */
+/** Stable PascalCase error codes of the API (docs/errors.md lists them). */
 export type ErrorCode =
   | "Unauthorized"
   | "NotFound"

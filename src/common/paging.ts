@@ -1,6 +1,6 @@
 import type { FieldProblem } from "./errors.js";
 
-/** Contract §6: default and largest page size of every list. */
+/** Default and largest page size of every list (docs/api.md#conventions). */
 export const DEFAULT_PAGE = 200;
 /** Largest page a client may ask for. */
 export const MAX_PAGE = 1000;

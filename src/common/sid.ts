@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 
-/** Two-letter Sid prefixes by resource type (contract §2). */
+/** Two-letter Sid prefixes by resource type (docs/api.md#sids). */
 export const SidPrefix = {
   account: "AC",
   property: "PR",

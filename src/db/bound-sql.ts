@@ -11,7 +11,7 @@ import { driverKind } from "./orm.js";
  *
  * `prepared` names a statement whose text never changes (batches pass arrays, not more rows): on
  * PostgreSQL it is then parsed and planned once per connection instead of on every call. Planning
- * was most of PostgreSQL's CPU for the send batch's check query (BENCHMARKS.md). PGlite runs in
+ * was most of PostgreSQL's CPU for the send batch's check query (docs/benchmarks.md). PGlite runs in
  * this process, so there is nothing to save there and the name is not used.
  */
 export async function executeBound<T>(em: EntityManager, sql: string, params: readonly unknown[], prepared?: string): Promise<T[]> {

@@ -235,7 +235,7 @@ export function createDispatcher(opts: DispatcherOptions): Dispatcher {
       // heap for every entry of the index, including every message submitted since the last
       // vacuum (their old versions stay in the index until then): milliseconds per round, growing
       // with the table. An ordered index scan stops early and marks such entries dead for the
-      // next scan (BENCHMARKS.md). The settings last for this transaction only.
+      // next scan (docs/benchmarks.md). The settings last for this transaction only.
       const fresh = await opts.orm.em.fork().transactional(async (tx) => {
         await executeBound(tx, ORDERED_QUEUE_SCAN, [], "sb_ordered_queue_scan");
         return claimDue(tx, now);

@@ -2,9 +2,9 @@ import type { EntityManager } from "@mikro-orm/sql";
 import { ruleError } from "../common/errors.js";
 import { newSid } from "../common/sid.js";
 
-/** Spec 8: a leased sender ID is valid for 30 days. */
+/** A leased sender is the recipient's for 30 days from the send, to the instant (docs/api.md#leased-senders). */
 export const LEASE_DAYS = 30;
-/** Spec 8: at most 5 concurrent leases to one recipient. */
+/** At most 5 live leases to one recipient (docs/api.md#leased-senders). */
 export const MAX_LEASES_PER_RECIPIENT = 5;
 
 /** A lease just taken from the pool. */

@@ -2,7 +2,7 @@ import { defineEntity, p } from "@mikro-orm/core";
 
 /** Whether a message goes out to a handset or came in from one. */
 export type MessageDirection = "Transmit" | "Receive";
-/** Lifecycle state of a message (contract §6). */
+/** Lifecycle state of a message (docs/api.md#message-record). */
 export type MessageStatus = "Scheduled" | "Processing" | "Submitted" | "Delivered" | "Failed" | "Canceled" | "Received";
 /** How the sender was chosen; "" for inbound messages. */
 export type SenderKind = "E164" | "Alphanumeric" | "Leased" | "";

@@ -45,14 +45,14 @@ export interface MessagingDeps {
   onQueued?: () => void;
 }
 
-/** Contract §6: at most this many items in one batch. */
+/** At most this many items in one batch (docs/api.md#batch-send). */
 export const MAX_BATCH = 100;
-/** Contract §6: how long an Idempotency-Key is remembered. */
+/** How long an Idempotency-Key is remembered (docs/api.md#idempotency-key). */
 export { IDEMPOTENCY_TTL_MS };
 const STATUSES = ["Scheduled", "Processing", "Submitted", "Delivered", "Failed", "Canceled", "Received"];
 const DIRECTIONS = ["Transmit", "Receive"];
 
-/** The six-field Message resource (spec 2.1). */
+/** The six-field Message resource (docs/api.md#send-sms). */
 export function toMessagePb(m: Message): MessagePb {
   return create(MessageSchema, {
     messageSid: m.sid,
@@ -64,7 +64,7 @@ export function toMessagePb(m: Message): MessagePb {
   });
 }
 
-/** The full message record (contract §6). */
+/** The full message record (docs/api.md#message-record). */
 export function toMessageRecord(m: Message): MessageRecord {
   return create(MessageRecordSchema, {
     messageSid: m.sid,

@@ -5,11 +5,11 @@ import { type FieldProblem, quoted } from "../common/errors.js";
 import { isAlphanumericSender, isEmail, parseE164, type E164Info } from "../common/phone.js";
 import { webhookUriProblem } from "../webhooks/url-guard.js";
 
-/** Spec 8: Schedule may be at most 14 days ahead. */
+/** Schedule may be at most 14 days ahead (docs/api.md#send-sms). */
 export const SCHEDULE_HORIZON_SECONDS = 14 * 24 * 3600;
-/** Spec 4.1: a Schedule 1 hour or more in the past fails; less is sent at once. */
+/** A Schedule 1 hour or more in the past fails; less is sent at once (docs/api.md#send-sms). */
 export const PAST_TOLERANCE_SECONDS = 3600;
-/** Contract §6: longest accepted Text, in characters. */
+/** Longest accepted Text, in characters (docs/api.md#send-sms). */
 export const MAX_TEXT_CHARS = 1600;
 
 /** How the message will be sent, before a leased sender is allocated. */
@@ -92,7 +92,7 @@ export function textEncodingSlow(text: string): { encoding: "GSM7" | "UCS2"; num
 }
 
 /**
- * Checks a send request against spec 4.1/8 and contract §6 at `nowSeconds` and returns either
+ * Checks a send request against the rules of docs/api.md#send-sms at `nowSeconds` and returns either
  * every field problem found or the normalized send. Sender ownership needs the database and is
  * checked by the caller.
  */

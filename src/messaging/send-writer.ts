@@ -10,7 +10,7 @@ import { executeBound } from "../db/bound-sql.js";
 import { allocateLease } from "../leases/lease-allocator.js";
 import type { ValidSend } from "./send-rules.js";
 
-/** Contract §6: an Idempotency-Key is remembered this long. */
+/** An Idempotency-Key is remembered this long (docs/api.md#idempotency-key). */
 export const IDEMPOTENCY_TTL_MS = 24 * 3600 * 1000;
 
 /** One checked send request, waiting for its batch. */

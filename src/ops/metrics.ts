@@ -56,7 +56,7 @@ select 'dispatcher_lag', '', coalesce(extract(epoch from (?::timestamptz - min(s
  where queued and direction = 'Transmit'
    and send_at <= ? and (claimed_until is null or claimed_until < ?)`;
 
-/** Creates the registry with the HTTP, queue and process metrics (README: Metrics). */
+/** Creates the registry with the HTTP, queue and process metrics (docs/operations.md#metrics). */
 export function createMetrics(opts: MetricsOptions): Metrics {
   const registry = new Registry();
   const registers = [registry];

@@ -6,7 +6,7 @@ import { Code } from "@connectrpc/connect";
 import { ResponseStatusSchema } from "../../gen/switchboard/v2/common_pb.js";
 import { apiError, toResponseStatus } from "../common/errors.js";
 
-/** What one client connection may hold (README: Configuration). */
+/** What one client connection may hold (docs/configuration.md). */
 export interface ConnectionLimits {
   /** HTTP/2: streams one session may have open at once (SETTINGS_MAX_CONCURRENT_STREAMS). */
   maxStreamsPerConnection: number;

@@ -206,7 +206,7 @@ export function buildOpenApi(services: DescService[], opts: OpenApiOptions): Ope
     const errors: ErrorStatus[] = ["400", "401"];
     if (route.pathFields.length > 0) errors.push("404");
     if (route.body !== "") errors.push("413", "415"); // a body is read, even where no field is left for it
-    errors.push("429", "503", "default"); // contract §4: any call may meet a rate limit or a dead dependency
+    errors.push("429", "503", "default"); // any call may meet a rate limit or a dead dependency (docs/errors.md#errors)
     for (const status of errors) operation.responses[status] = { $ref: `#/components/responses/${ERROR_RESPONSES[status].name}` };
 
     (paths[path] ??= {})[route.method.toLowerCase()] = operation;
@@ -532,7 +532,7 @@ function alwaysEmitted(field: DescField): boolean {
 
 /**
  * The field's proto comment; without one, for a 64-bit integer, what it is: every 64-bit
- * integer of this API is a time in Unix seconds (contract §5), as rest.ts also assumes.
+ * integer of this API is a time in Unix seconds (docs/api.md#conventions), as rest.ts also assumes.
  */
 function fieldDescription(field: DescField, comments: ReadonlyMap<string, string>): string | undefined {
   const text = comments.get(fieldKey(field));

@@ -811,7 +811,7 @@ function is64(scalar: ScalarType): boolean {
 
 /**
  * What a scalar must look like, for messages. Every 64-bit integer of this API is a time in
- * Unix seconds (contract §5), so the message says so.
+ * Unix seconds (docs/api.md#conventions), so the message says so.
  */
 function integerExpectation(scalar: ScalarType): string {
   return is64(scalar) ? "an integer (Unix seconds)" : "an integer";

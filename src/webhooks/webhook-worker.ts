@@ -11,16 +11,16 @@ export interface WebhookWorkerOptions {
   clock: Clock;
   allowPrivate: boolean;
   log?: Logger;
-  /** Per-call timeout (contract §8: 10 s). */
+  /** Per-call timeout (10 s: docs/api.md#delivery-receipts-and-webhooks). */
   timeoutMs?: number;
-  /** How long a call is retried before it is given up (contract §8: at least 24 hours). */
+  /** How long a call is retried before it is given up (at least 24 hours: docs/api.md#delivery-receipts-and-webhooks). */
   retryForMs?: number;
   batchSize?: number;
 }
 
-/** Contract §8: every call has 10 s to answer. */
+/** Every call has 10 s to answer (docs/api.md#delivery-receipts-and-webhooks). */
 export const WEBHOOK_TIMEOUT_MS = 10_000;
-/** Contract §8: retries go on for at least 24 hours. */
+/** Retries go on for at least 24 hours (docs/api.md#delivery-receipts-and-webhooks). */
 export const WEBHOOK_RETRY_FOR_MS = 24 * 3600 * 1000;
 
 /** Delay after failed attempt n (1-based): 5 s doubling to at most 1 hour. */

@@ -112,7 +112,7 @@ const BASELINES: Record<string, (own: RichTenant) => Record<string, unknown>> = 
   "NumberService.ConfigureNumber": (o) => ({ number: digits(o.numbers[1]), friendly: "matrix", addressSid: o.addresses.active }),
 };
 
-/** How a reference in the body (not the path) to someone else's resource is refused (README). */
+/** How a reference in the body (not the path) to someone else's resource is refused (docs/api.md). */
 const BODY_REFERENCES: Record<string, { errorCode: string; fieldName: string }> = {
   "MessagingService.SendMessage.from": { errorCode: "SenderNotOwned", fieldName: "From" },
   "NumberService.ConfigureNumber.address_sid": { errorCode: "InvalidParameter", fieldName: "AddressSid" },

@@ -72,7 +72,7 @@ describe(`database schema (${dbKind()})`, () => {
   });
 
   it("indexes no message column the delivery updates change, except the queue flag that flips once when a message leaves the queue", async () => {
-    // What lets PostgreSQL make the claim and the final-state updates heap-only (BENCHMARKS.md).
+    // What lets PostgreSQL make the claim and the final-state updates heap-only (docs/benchmarks.md).
     const em = orm.em.fork();
     const indexes = await em.execute<{ indexname: string; indexdef: string }[]>(
       "select indexname, indexdef from pg_indexes where schemaname = 'public' and tablename = 'messages' order by indexname",

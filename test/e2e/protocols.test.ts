@@ -1,5 +1,5 @@
 /**
- * One real listening port, every protocol (contract §1, §4): REST /v2, Connect (JSON and binary,
+ * One real listening port, every protocol (docs/api.md#calling-over-grpc-and-connect, docs/errors.md#errors): REST /v2, Connect (JSON and binary,
  * HTTP/1.1), gRPC (h2c, prior knowledge) and gRPC-Web reach the same SendMessage/GetMessage and
  * report the same errors; plain curl and curl --http2-prior-knowledge work on that port too.
  */
@@ -297,7 +297,7 @@ describe("curl on the same port", () => {
     expect(JSON.parse(deniedBody).ResponseStatus.ErrorCode).toBe("Unauthorized");
   });
 
-  it("curl speaks the Connect protocol (JSON, HTTP/1.1) as the README shows", async () => {
+  it("curl speaks the Connect protocol (JSON, HTTP/1.1) as docs/api.md shows", async () => {
     const res = await run("curl", ["-s", "-u", `${tenant.accountSid}:${tenant.token}`, "-H", "Content-Type: application/json", "-d", JSON.stringify({ PropertySid: tenant.propertySid, From: tenant.ownedNumber, To: TO, Text: "hi" }), `${baseUrl}/switchboard.v2.MessagingService/SendMessage`]);
     expect(JSON.parse(res.stdout)).toMatchObject({ PropertySid: tenant.propertySid, To: TO, Text: "hi", MessageSid: expect.stringMatching(SID_RE("MG")) });
   });

@@ -33,7 +33,7 @@ export function propertyParams(index: number, numRuns: number): fc.Parameters<un
   return { seed: (baseSeed + index * 7919) | 0, numRuns, endOnFailure: false };
 }
 
-/** Counts the cases run and their outcomes, and prints one summary line (quoted in RELIABILITY.md). */
+/** Counts the cases run and their outcomes, and prints one summary line (quoted in docs/reliability.md). */
 export class FuzzTally {
   private readonly started = performance.now();
   private readonly outcomes = new Map<string, number>();

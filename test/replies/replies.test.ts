@@ -1,5 +1,5 @@
 /**
- * Replies through leased senders (spec §4.1 lease options and §6, contract §7 and §8): a reply to a
+ * Replies through leased senders (docs/api.md#replies-to-leased-senders, docs/api.md#leased-senders): a reply to a
  * leased pool number is stored as a Received message and forwarded as the outbound message asked —
  * by SMS through the simulator, by e-mail to a real SMTP server (or kept and listed when there is
  * none), and as a signed Response webhook to a real HTTP receiver — within the 30-day lease and
@@ -446,7 +446,7 @@ describe("a reply to a leased sender with every forward set", () => {
       expect(listed).toHaveLength(1);
       expect(listed[0]).toMatchObject({ Status: "Sent", From: sender, MessageSid: inbound.MessageSid, AccountSid: r.tenant.accountSid });
 
-      // The signed Response webhook with exactly the contract §8 fields.
+      // The signed Response webhook with exactly the documented fields (docs/api.md#replies-to-leased-senders).
       const calls = hooksAt(hook.path);
       expect(calls).toHaveLength(1);
       expect(calls[0].method).toBe(variant.method ? "GET" : "POST");

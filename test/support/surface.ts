@@ -70,9 +70,9 @@ export function isOperatorService(service: DescService): boolean {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The documented errors (README, "Errors" table)
+// The documented errors (docs/errors.md, its table)
 
-/** One row of the README's error table. */
+/** One row of the error table in docs/errors.md. */
 export interface DocumentedError {
   http: number;
   /** Connect code string (`invalid_argument`), or undefined for REST-only errors (`—`). */
@@ -81,16 +81,15 @@ export interface DocumentedError {
 
 let documented: Map<string, DocumentedError> | undefined;
 
-/** The README's error table: ErrorCode → HTTP status and Connect code. */
+/** The error table of docs/errors.md: ErrorCode → HTTP status and Connect code. */
 export function documentedErrors(): Map<string, DocumentedError> {
   if (documented) return documented;
-  const readme = readFileSync(join(ROOT, "README.md"), "utf8");
-  const section = readme.slice(readme.indexOf("\n## Errors"), readme.indexOf("\n## Configuration"));
+  const section = readFileSync(join(ROOT, "docs", "errors.md"), "utf8");
   const table = new Map<string, DocumentedError>();
   for (const m of section.matchAll(/^\| `([A-Za-z]+)` \| (\d{3}) \| ([a-z_]+|—) \|/gm)) {
     table.set(m[1], { http: Number(m[2]), connect: m[3] === "—" ? undefined : m[3] });
   }
-  if (table.size < 20) throw new Error(`README error table not found (${table.size} rows)`);
+  if (table.size < 20) throw new Error(`docs/errors.md error table not found (${table.size} rows)`);
   return (documented = table);
 }
 

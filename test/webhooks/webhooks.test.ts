@@ -1,5 +1,5 @@
 /**
- * Webhooks (contract §8) against a real HTTP receiver on 127.0.0.1: delivery receipt fields and
+ * Webhooks (docs/api.md#delivery-receipts-and-webhooks) against a real HTTP receiver on 127.0.0.1: delivery receipt fields and
  * Standard Webhooks signatures for POST and GET, retries with the same webhook-id and the
  * attempt log, a receiver that never answers (timeouts until the 24-hour window closes), when
  * no webhook is queued, the Response webhook of a reply, and the private-address guard both at

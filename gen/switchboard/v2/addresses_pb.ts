@@ -14,7 +14,7 @@ export const file_switchboard_v2_addresses: GenFile = /*@__PURE__*/
   fileDesc("Ch5zd2l0Y2hib2FyZC92Mi9hZGRyZXNzZXMucHJvdG8SDnN3aXRjaGJvYXJkLnYyIo0CChRDcmVhdGVBZGRyZXNzUmVxdWVzdBIfCgthY2NvdW50X3NpZBgBIAEoCVIKQWNjb3VudFNpZBIaCghmcmllbmRseRgCIAEoCVIIRnJpZW5kbHkSHAoJcmVmZXJlbmNlGAMgASgJUglSZWZlcmVuY2USFAoFbGluZTEYBCABKAlSBUxpbmUxEhQKBWxpbmUyGAUgASgJUgVMaW5lMhISCgRjaXR5GAYgASgJUgRDaXR5EhYKBnJlZ2lvbhgHIAEoCVIGUmVnaW9uEiEKDGNvdW50cnlfY29kZRgIIAEoCVILQ291bnRyeUNvZGUSHwoLcG9zdGFsX2NvZGUYCSABKAlSClBvc3RhbENvZGUiuQIKB0FkZHJlc3MSHwoLYWRkcmVzc19zaWQYASABKAlSCkFkZHJlc3NTaWQSHwoLYWNjb3VudF9zaWQYAiABKAlSCkFjY291bnRTaWQSGgoIZnJpZW5kbHkYAyABKAlSCEZyaWVuZGx5EhwKCXJlZmVyZW5jZRgEIAEoCVIJUmVmZXJlbmNlEhQKBWxpbmUxGAUgASgJUgVMaW5lMRIUCgVsaW5lMhgGIAEoCVIFTGluZTISEgoEY2l0eRgHIAEoCVIEQ2l0eRIWCgZyZWdpb24YCCABKAlSBlJlZ2lvbhIhCgxjb3VudHJ5X2NvZGUYCSABKAlSC0NvdW50cnlDb2RlEh8KC3Bvc3RhbF9jb2RlGAogASgJUgpQb3N0YWxDb2RlEhYKBnN0YXR1cxgLIAEoCVIGU3RhdHVzIjQKEUdldEFkZHJlc3NSZXF1ZXN0Eh8KC2FkZHJlc3Nfc2lkGAEgASgJUgpBZGRyZXNzU2lkIrADChRMaXN0QWRkcmVzc2VzUmVxdWVzdBIfCgthY2NvdW50X3NpZBgBIAEoCVIKQWNjb3VudFNpZBIfCghmcmllbmRseRgCIAEoCUgAUghGcmllbmRseYgBARIhCglyZWZlcmVuY2UYAyABKAlIAVIJUmVmZXJlbmNliAEBEhcKBGNpdHkYBCABKAlIAlIEQ2l0eYgBARIbCgZyZWdpb24YBSABKAlIA1IGUmVnaW9uiAEBEiYKDGNvdW50cnlfY29kZRgGIAEoCUgEUgtDb3VudHJ5Q29kZYgBARIkCgtwb3N0YWxfY29kZRgHIAEoCUgFUgpQb3N0YWxDb2RliAEBEikKDXJlc3VsdHNfY291bnQYCCABKAVIBlINUmVzdWx0c19Db3VudIgBARIiCgxyZXN1bHRzX3NraXAYCSABKAVSDFJlc3VsdHNfU2tpcEILCglfZnJpZW5kbHlCDAoKX3JlZmVyZW5jZUIHCgVfY2l0eUIJCgdfcmVnaW9uQg8KDV9jb3VudHJ5X2NvZGVCDgoMX3Bvc3RhbF9jb2RlQhAKDl9yZXN1bHRzX2NvdW50Im8KFUxpc3RBZGRyZXNzZXNSZXNwb25zZRI1CglhZGRyZXNzZXMYASADKAsyFy5zd2l0Y2hib2FyZC52Mi5BZGRyZXNzUglBZGRyZXNzZXMSHwoLdG90YWxfY291bnQYAiABKAVSClRvdGFsQ291bnQiNwoURGVsZXRlQWRkcmVzc1JlcXVlc3QSHwoLYWRkcmVzc19zaWQYASABKAlSCkFkZHJlc3NTaWQiOAoVRGVsZXRlQWRkcmVzc1Jlc3BvbnNlEh8KC2FkZHJlc3Nfc2lkGAEgASgJUgpBZGRyZXNzU2lkMpEECg5BZGRyZXNzU2VydmljZRJ/Cg1DcmVhdGVBZGRyZXNzEiQuc3dpdGNoYm9hcmQudjIuQ3JlYXRlQWRkcmVzc1JlcXVlc3QaFy5zd2l0Y2hib2FyZC52Mi5BZGRyZXNzIi+C0+STAik6ASoiJC92Mi9BY2NvdW50cy97YWNjb3VudF9zaWR9L0FkZHJlc3NlcxJtCgpHZXRBZGRyZXNzEiEuc3dpdGNoYm9hcmQudjIuR2V0QWRkcmVzc1JlcXVlc3QaFy5zd2l0Y2hib2FyZC52Mi5BZGRyZXNzIiOC0+STAh0SGy92Mi9BZGRyZXNzZXMve2FkZHJlc3Nfc2lkfRKKAQoNTGlzdEFkZHJlc3NlcxIkLnN3aXRjaGJvYXJkLnYyLkxpc3RBZGRyZXNzZXNSZXF1ZXN0GiUuc3dpdGNoYm9hcmQudjIuTGlzdEFkZHJlc3Nlc1Jlc3BvbnNlIiyC0+STAiYSJC92Mi9BY2NvdW50cy97YWNjb3VudF9zaWR9L0FkZHJlc3NlcxKBAQoNRGVsZXRlQWRkcmVzcxIkLnN3aXRjaGJvYXJkLnYyLkRlbGV0ZUFkZHJlc3NSZXF1ZXN0GiUuc3dpdGNoYm9hcmQudjIuRGVsZXRlQWRkcmVzc1Jlc3BvbnNlIiOC0+STAh0qGy92Mi9BZGRyZXNzZXMve2FkZHJlc3Nfc2lkfWIGcHJvdG8z", [file_google_api_annotations]);
 
 /**
- * Add-address body (spec 4.2).
+ * Add-address body.
  *
  * @generated from message switchboard.v2.CreateAddressRequest
  */
@@ -73,7 +73,7 @@ export const CreateAddressRequestSchema: GenMessage<CreateAddressRequest> = /*@_
   messageDesc(file_switchboard_v2_addresses, 0);
 
 /**
- * The Address resource (spec 2.2).
+ * The Address resource.
  *
  * @generated from message switchboard.v2.Address
  */
@@ -267,7 +267,7 @@ export const DeleteAddressRequestSchema: GenMessage<DeleteAddressRequest> = /*@_
   messageDesc(file_switchboard_v2_addresses, 5);
 
 /**
- * The removal result (spec 2.3).
+ * The removal result.
  *
  * @generated from message switchboard.v2.DeleteAddressResponse
  */
@@ -292,7 +292,7 @@ export const DeleteAddressResponseSchema: GenMessage<DeleteAddressResponse> = /*
  */
 export const AddressService: GenService<{
   /**
-   * Adds an address (spec 4.2).
+   * Adds an address.
    *
    * @generated from rpc switchboard.v2.AddressService.CreateAddress
    */
@@ -322,7 +322,7 @@ export const AddressService: GenService<{
     output: typeof ListAddressesResponseSchema;
   },
   /**
-   * Removes an address no number relies on (spec 4.3).
+   * Removes an address no number relies on.
    *
    * @generated from rpc switchboard.v2.AddressService.DeleteAddress
    */

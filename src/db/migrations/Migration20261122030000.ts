@@ -1,7 +1,7 @@
 import { Migration } from "@mikro-orm/migrations";
 
 /**
- * Cheaper message state changes (BENCHMARKS.md, dispatcher). A message row is updated three
+ * Cheaper message state changes (docs/benchmarks.md, dispatcher). A message row is updated three
  * times after its insert (claimed, submitted, delivered); PostgreSQL can make such an update a
  * heap-only tuple (no new entry in any index) only when no indexed column changes value and the
  * page has room. Before this, every one of them touched every index: `status` sat in the queue
