@@ -29,6 +29,7 @@ interface PassResult {
 }
 
 let child: ReturnType<typeof spawn> | undefined;
+let passCount = 0;
 let interrupted = false;
 for (const signal of ["SIGINT", "SIGTERM"] as const) {
   process.on(signal, () => {
@@ -38,7 +39,7 @@ for (const signal of ["SIGINT", "SIGTERM"] as const) {
 }
 
 async function runPass(name: string, env: NodeJS.ProcessEnv): Promise<PassResult> {
-  const out = join(work, `${name}.json`);
+  const out = join(work, `pass-${++passCount}.json`);
   console.log(`\n== npm test: ${name} pass`);
   const code = await new Promise<number>((resolve) => {
     child = spawn(process.execPath, [VITEST, "run", "--reporter=default", "--reporter=json", `--outputFile.json=${out}`, ...args], {
