@@ -1,5 +1,5 @@
 /**
- * The README's first run, for real: `node --import tsx src/main.ts` (Node 24 from node_modules) on
+ * The README's first run and five-minute tour, for real: `node --import tsx src/main.ts` (Node 24 from node_modules) on
  * an empty embedded PGlite folder, no SWITCHBOARD_ADMIN_TOKEN. The banner's curl line is run with
  * the real curl, the operator token works, SIGTERM exits 0 promptly (even with a gRPC client's h2c
  * session open), and a restart on the same folder prints no banner and keeps every credential.
@@ -131,6 +131,28 @@ describe("first run of the real service (embedded PGlite folder)", () => {
     expect(Object.keys(msg).sort()).toEqual(["AccountSid", "From", "MessageSid", "PropertySid", "Text", "To"]);
     expect(msg).toEqual({ MessageSid: expect.stringMatching(SID_RE("MG")), AccountSid: accountSid, PropertySid: propertySid, From: poolNumber, To: "+14155550123", Text: "Hello from Switchboard" });
     demo = { operatorToken, tokenFile, accountSid, token, propertySid, poolNumber, messageSid: msg.MessageSid };
+
+    // The README's five-minute tour shows this very line (placeholders for the Sids, token and port).
+    const readme = readFileSync(join(ROOT, "README.md"), "utf8");
+    const trim = (text: string) => text.split("\n").map((l) => l.trim()).join("\n");
+    const tourCurl = readme.match(/^ {3}```sh\n( {3}curl -s -u AC…:token -H[\s\S]*?)\n {3}```/m)?.[1];
+    expect(tourCurl, "the tour's curl block in README.md").toBeDefined();
+    const generic = curlLine.replaceAll(accountSid, "AC…").replaceAll(token, "token").replaceAll(propertySid, "PR…").replaceAll(`localhost:${port}`, "localhost:8080");
+    expect(trim(generic)).toBe(trim(tourCurl!));
+    // Its next steps: read the record with the same credentials until it is Delivered (the
+    // simulator reports after 200 ms); the simulated handset has the SMS.
+    let record: Record<string, unknown> = {};
+    for (const deadline = Date.now() + 30_000; record.Status !== "Delivered" && Date.now() < deadline; ) {
+      await new Promise((r) => setTimeout(r, 100));
+      record = JSON.parse((await run("curl", ["-s", "-u", `${accountSid}:${token}`, `http://localhost:${port}/v2/Messages/${msg.MessageSid}`])).stdout);
+    }
+    expect(record).toMatchObject({ MessageSid: msg.MessageSid, Status: "Delivered", Submitted: expect.any(Number), Delivered: expect.any(Number) });
+    expect(record.Delivered).toBeGreaterThan(0);
+    const handset = await fetch(`http://127.0.0.1:${port}/admin/v1/Simulator/Handsets/14155550123/Messages`, { headers: { authorization: `Bearer ${operatorToken}` } });
+    expect(handset.status).toBe(200);
+    expect(JSON.stringify(await handset.json())).toContain("Hello from Switchboard");
+    // And /docs, the last step, is served.
+    expect((await fetch(`http://127.0.0.1:${port}/docs`)).status).toBe(200);
 
     const base = `http://127.0.0.1:${port}`;
     const created = await fetch(`${base}/admin/v1/Accounts`, {
