@@ -15,10 +15,9 @@ import {
 import type { Account } from "../accounts/account.entity.js";
 import type { Clock } from "../common/clock.js";
 import { requestEm, requireAccount } from "../common/context.js";
-import { fieldErrors, notFound, ruleError } from "../common/errors.js";
+import { addressInUse, fieldErrors, notFound } from "../common/errors.js";
 import { pageOf } from "../common/paging.js";
 import { isSid, newSid } from "../common/sid.js";
-import { constraintViolation } from "../db/orm.js";
 import { PhoneNumber } from "../numbers/phone-number.entity.js";
 import { Address } from "./address.entity.js";
 import { validateAddress } from "./address-rules.js";
@@ -97,15 +96,12 @@ export function createAddressService(deps: { clock: Clock }): ServiceImpl<typeof
       const account = requireAccount(ctx);
       const em = requestEm(ctx);
       const address = await ownedAddress(em, account, req.addressSid);
-      const inUse = () => ruleError("AddressInUse", `Address ${address.sid} is used to register numbers; assign those numbers another address first (Configure Numbers).`);
-      if ((await em.count(PhoneNumber, { addressSid: address.sid })) > 0) throw inUse();
-      try {
-        // The foreign key from numbers is the real guard against a number assigned meanwhile.
-        await em.nativeDelete(Address, { sid: address.sid });
-      } catch (err) {
-        if (constraintViolation(err)?.kind === "foreign-key") throw inUse();
-        throw err;
-      }
+      if ((await em.count(PhoneNumber, { addressSid: address.sid })) > 0) throw addressInUse(address.sid);
+      // The foreign key from numbers (ON DELETE RESTRICT) is the real guard against a number
+      // assigned meanwhile: toConnectError answers its violation with AddressInUse too. A delete
+      // that finds the row gone was beaten by another delete: 404, as a delete after a delete.
+      const deleted = await em.nativeDelete(Address, { sid: address.sid });
+      if (deleted === 0) throw notFound("Address", address.sid);
       return create(DeleteAddressResponseSchema, { addressSid: address.sid });
     },
   };

@@ -32,7 +32,7 @@ import { Address } from "../addresses/address.entity.js";
 import { toAddressPb } from "../addresses/address-service.js";
 import type { Clock } from "../common/clock.js";
 import { kAdmin, requestEm } from "../common/context.js";
-import { apiError, fieldError, fieldErrors, notFound, quoted } from "../common/errors.js";
+import { addressNotPending, apiError, fieldError, fieldErrors, notFound, numberExists, quoted } from "../common/errors.js";
 import { pageOf } from "../common/paging.js";
 import { parseE164 } from "../common/phone.js";
 import { isSid, newSid, randomSecret } from "../common/sid.js";
@@ -150,9 +150,9 @@ export function createAdminService(deps: { clock: Clock; carrier?: Carrier; acco
         if (!account) throw fieldError("AccountSid", "InvalidParameter", `AccountSid ${quoted(req.accountSid)} is not an account.`);
         accountSid = account.sid;
       }
-      if (await em.findOne(PhoneNumber, { number: value })) {
-        throw apiError(Code.AlreadyExists, "NumberAlreadyExists", `Number ${value} already exists.`);
-      }
+      // The unique key is the guard against the same number added at the same moment: toConnectError
+      // answers its violation with the same NumberExists.
+      if (await em.findOne(PhoneNumber, { number: value })) throw numberExists(value);
       const number = em.create(PhoneNumber, {
         sid: newSid("PN"),
         number: value,
@@ -172,11 +172,13 @@ export function createAdminService(deps: { clock: Clock; carrier?: Carrier; acco
       if (req.status !== "Active" && req.status !== "Rejected") {
         throw fieldError("Status", "InvalidParameter", "Status must be Active or Rejected.");
       }
-      if (address.status !== "Pending" && address.status !== req.status) {
-        throw apiError(Code.FailedPrecondition, "AddressNotPending", `Address ${address.sid} is ${address.status}; only a Pending address can be reviewed (a Rejected address stays rejected: the customer submits a new one).`);
-      }
-      address.status = req.status;
-      await em.flush();
+      // Only a Pending address moves, with a conditional update: of two reviews at the same moment
+      // the first decides; the other then finds it decided, as it would arriving just after.
+      const moved = await em.nativeUpdate(Address, { sid: address.sid, status: "Pending" }, { status: req.status });
+      if (moved === 0 && !(await em.refresh(address))) throw notFound("Address", req.addressSid);
+      if (moved === 1) address.status = req.status;
+      // The same decision again changes nothing and answers 200; a different one is refused.
+      if (address.status !== req.status) throw addressNotPending(address.sid, address.status);
       return toAddressPb(address);
     },
 

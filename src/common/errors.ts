@@ -7,7 +7,7 @@ import {
   ErrorInfoSchema,
 } from "../../gen/google/rpc/error_details_pb.js";
 import { type ResponseStatus, ResponseStatusSchema } from "../../gen/switchboard/v2/common_pb.js";
-import { isDatabaseUnavailable } from "../db/orm.js";
+import { type ConstraintViolation, constraintViolation, isDatabaseUnavailable } from "../db/orm.js";
 
 /** The error domain carried in every google.rpc.ErrorInfo detail. */
 export const ERROR_DOMAIN = "switchboard";
@@ -35,8 +35,9 @@ export type ErrorCode =
   | "AddressInUse"
   | "AddressNotActive"
   | "MessageNotCancelable"
-  | "NumberAlreadyExists"
+  | "NumberExists"
   | "AddressNotPending"
+  | "IdempotencyKeyReused"
   | "MethodNotAllowed"
   | "UnsupportedMediaType"
   | "PayloadTooLarge"
@@ -102,6 +103,60 @@ export function notFound(what: string, sid: string): ConnectError {
   return apiError(Code.NotFound, "NotFound", `${what} ${sid.length > 40 ? quoted(sid) : sid} was not found.`);
 }
 
+/** 400 InvalidParameter on AddressSid: not one of the account's addresses (unknown, another account's, or deleted). */
+export function addressNotOfAccount(sid: string): ConnectError {
+  return fieldError("AddressSid", "InvalidParameter", `AddressSid ${sid} is not an address of this account; add it first (POST /v2/Accounts/{AccountSid}/Addresses).`);
+}
+
+/** 400 AddressInUse: a number is registered against the address being deleted. */
+export function addressInUse(sid: string): ConnectError {
+  return ruleError("AddressInUse", `Address ${sid} is used to register numbers; assign those numbers another address first (Configure Numbers).`);
+}
+
+/** 409 NumberExists: the operator adds a number that is already there. */
+export function numberExists(number: string): ConnectError {
+  return apiError(Code.AlreadyExists, "NumberExists", `Number ${number} already exists.`);
+}
+
+/** 409 AddressNotPending: a review of an address another review (or this one earlier) already decided otherwise. */
+export function addressNotPending(sid: string, status: string): ConnectError {
+  return apiError(
+    Code.Aborted,
+    "AddressNotPending",
+    `Address ${sid} is ${status}; only a Pending address can be reviewed (a Rejected address stays rejected: the customer submits a new one).`,
+  );
+}
+
+/**
+ * 422 IdempotencyKeyReused: the key already answered a different request (another body, method or
+ * property) within its 24 hours. Compared on the decoded request, so REST and RPC agree.
+ */
+export function idempotencyKeyReused(key: string): ConnectError {
+  const message = `Idempotency-Key ${quoted(key)} was already used for a different request in the last 24 hours; send a new key with a new request.`;
+  return apiError(Code.InvalidArgument, "IdempotencyKeyReused", message, [{ field: "Idempotency-Key", code: "IdempotencyKeyReused", message }]);
+}
+
+/** HTTP statuses that differ from the Connect code's own mapping (422 has no Connect code). */
+const HTTP_STATUS: Partial<Record<ErrorCode, number>> = {
+  IdempotencyKeyReused: 422,
+};
+
+/**
+ * The answer to each constraint a request can break, whichever statement or COMMIT raised it
+ * (foreign keys are deferred: a reference to a row deleted meanwhile fails at commit). Each is what
+ * the same request gets from the service's own check when it arrives just after the other one.
+ */
+const CONSTRAINT_ERRORS: Record<string, (v: ConstraintViolation) => ConnectError | undefined> = {
+  numbers_address_sid_fkey: (v) => (v.side === "referencing" ? addressNotOfAccount(v.key ?? "") : addressInUse(v.key ?? "")),
+  numbers_number_key: (v) => numberExists(v.key ?? ""),
+};
+
+/** The documented 4xx for a database constraint violation, or undefined when none is mapped (a bug). */
+export function constraintError(reason: unknown): ConnectError | undefined {
+  const v = constraintViolation(reason);
+  return v ? CONSTRAINT_ERRORS[v.constraint]?.(v) : undefined;
+}
+
 /** The ErrorCode a ConnectError carries, or one derived from its Connect code. */
 export function errorCodeOf(err: ConnectError): ErrorCode {
   const info = err.findDetails(ErrorInfoSchema).find((d) => d.domain === ERROR_DOMAIN);
@@ -136,13 +191,14 @@ export function serviceUnavailable(): ConnectError {
 
 /**
  * Any thrown value as the ConnectError a client is answered with, for every transport: a lost
- * database (refused, dropped or timed-out connections) is ServiceUnavailable; anything else that is
- * not already a ConnectError stays an internal error.
+ * database (refused, dropped or timed-out connections) is ServiceUnavailable; a constraint
+ * violation is its documented 4xx (CONSTRAINT_ERRORS); anything else that is not already a
+ * ConnectError stays an internal error.
  */
 export function toConnectError(reason: unknown): ConnectError {
   if (reason instanceof ConnectError) return reason;
   if (isDatabaseUnavailable(reason)) return serviceUnavailable();
-  return ConnectError.from(reason);
+  return constraintError(reason) ?? ConnectError.from(reason);
 }
 
 /** Converts any thrown value into the documented ResponseStatus and its HTTP status. */
@@ -161,7 +217,7 @@ export function toResponseStatus(reason: unknown): { httpStatus: number; status:
       message: v.description,
     })),
   });
-  return { httpStatus: codeToHttpStatus(err.code), status };
+  return { httpStatus: HTTP_STATUS[errorCode] ?? codeToHttpStatus(err.code), status };
 }
 
 /** True when the value is a ConnectError that a client caused (not a bug). */

@@ -8,6 +8,7 @@ import { Migration20261122010000 } from "./migrations/Migration20261122010000.js
 import { Migration20261122020000 } from "./migrations/Migration20261122020000.js";
 import { Migration20261122030000 } from "./migrations/Migration20261122030000.js";
 import { Migration20261122040000 } from "./migrations/Migration20261122040000.js";
+import { Migration20261124150000 } from "./migrations/Migration20261124150000.js";
 
 /** Every committed migration, oldest first; listed so they run from TS source and bundles alike (no glob). */
 export const migrations = [
@@ -16,6 +17,7 @@ export const migrations = [
   { name: "Migration20261122020000", class: Migration20261122020000 },
   { name: "Migration20261122030000", class: Migration20261122030000 },
   { name: "Migration20261122040000", class: Migration20261122040000 },
+  { name: "Migration20261124150000", class: Migration20261124150000 },
 ];
 
 /** Options of createOrm. */
@@ -180,6 +182,14 @@ export function isDatabaseUnavailable(e: unknown, depth = 0): boolean {
 export interface ConstraintViolation {
   kind: "unique" | "foreign-key" | "check" | "not-null";
   constraint: string;
+  /**
+   * For a foreign key, which end broke it: "referencing" when a row was written that names a
+   * missing row (insert or update, raised at commit for a deferred key), "referenced" when a row
+   * still named was deleted or changed.
+   */
+  side?: "referencing" | "referenced";
+  /** The offending key value, as the server's detail quotes it ("Key (number)=(+1…) already exists."). */
+  key?: string;
 }
 
 const VIOLATION_KINDS: Record<string, ConstraintViolation["kind"]> = {
@@ -197,7 +207,16 @@ const VIOLATION_KINDS: Record<string, ConstraintViolation["kind"]> = {
  */
 export function constraintViolation(e: unknown): ConstraintViolation | undefined {
   if (typeof e !== "object" || e === null) return undefined;
-  const { code, constraint } = e as { code?: unknown; constraint?: unknown };
+  const { code, constraint, message, detail } = e as { code?: unknown; constraint?: unknown; message?: unknown; detail?: unknown };
   const kind = typeof code === "string" ? VIOLATION_KINDS[code] : undefined;
-  return kind ? { kind, constraint: typeof constraint === "string" ? constraint : "" } : undefined;
+  if (!kind) return undefined;
+  const v: ConstraintViolation = { kind, constraint: typeof constraint === "string" ? constraint : "" };
+  if (kind === "foreign-key") {
+    // PostgreSQL words the two ends differently: "insert or update on table …" names the writer of
+    // the reference; "update or delete on table … on table …" (or 23001) the row still referenced.
+    v.side = code === "23503" && typeof message === "string" && message.includes("insert or update on table") ? "referencing" : "referenced";
+  }
+  const key = typeof detail === "string" ? /^Key \([^)]*\)=\((.*)\) (?:already exists|is not present|is (?:still )?referenced)/.exec(detail)?.[1] : undefined;
+  if (key !== undefined) v.key = key;
+  return v;
 }

@@ -12,9 +12,11 @@ import {
   MessageSchema,
   type MessagingService,
   type SendBatchRequest,
+  SendBatchRequestSchema,
   type SendBatchResponse,
   SendBatchResponseSchema,
   type SendMessageRequest,
+  SendMessageRequestSchema,
   ListMessagesResponseSchema,
   BatchResultSchema,
 } from "../../gen/switchboard/v2/messaging_pb.js";
@@ -27,11 +29,11 @@ import { fieldError, fieldErrors, notFound, ruleError, toResponseStatus } from "
 import { pageOf } from "../common/paging.js";
 import { isSid, newSid } from "../common/sid.js";
 import { constraintViolation } from "../db/orm.js";
+import type { ItemOutcome } from "../common/group-commit.js";
 import { releaseLease } from "../leases/lease-allocator.js";
-import { IdempotencyKey } from "./idempotency-key.entity.js";
 import { Message } from "./message.entity.js";
 import { validateSend } from "./send-rules.js";
-import { createSendWriter, IDEMPOTENCY_TTL_MS } from "./send-writer.js";
+import { createSendWriter, IDEMPOTENCY_TTL_MS, requestHash, type SendItem, type SendOutcome, writeKeyedBatch } from "./send-writer.js";
 
 /** What the messaging service needs. */
 export interface MessagingDeps {
@@ -105,38 +107,43 @@ export function createMessagingService(deps: MessagingDeps): ServiceImpl<typeof 
 
   const writer = createSendWriter({ orm: deps.orm });
 
-  /**
-   * Validates one send here, then hands it to the group-commit writer, which checks it against
-   * the database and stores it with the sends waiting at the same moment; shared by single and
-   * batch sends. Answers only after the message is committed.
-   */
-  async function send(account: Account, propertySid: string, req: SendMessageRequest, idemKey?: string): Promise<MessagePb> {
-    // A malformed Sid cannot name a property: 404 without asking the database.
-    if (!isSid(propertySid, "PR")) throw notFound("Property", propertySid);
-    const now = clock.now();
+  /** Validates one send here (the rules that need no database), for the writer to check and store. */
+  function prepare(account: Account, propertySid: string, req: SendMessageRequest, now: Date, idemKey?: string): SendItem {
     const checked = validateSend(req, Math.floor(now.getTime() / 1000), deps);
     const v = "send" in checked ? checked.send : undefined;
     // Alphanumeric IDs do not reach operators in some countries (US and CA by default): those go out leased.
     const leased = v !== undefined && (v.fromKind === "Blank" || (v.fromKind === "Alphanumeric" && v.to.countries.some((c) => deps.noAlphaCountries.has(c))));
-    try {
-      const out = await writer.submit({ account, propertySid, checked, leased, idemKey, now, sid: newSid("MG") });
-      if (out.dueNow) deps.onQueued?.();
-      return out.message;
-    } catch (err) {
-      // A concurrent request with the same Idempotency-Key won the race: answer with its message.
-      if (idemKey && constraintViolation(err)?.kind === "unique") {
-        const previous = await findIdempotent(deps.orm.em.fork(), account, idemKey, now);
-        if (previous) return previous;
-      }
-      throw err;
-    }
+    const idemHash = idemKey === undefined ? undefined : requestHash("SendMessage", SendMessageRequestSchema, req);
+    return { account, propertySid, checked, leased, idemKey, idemHash, now, sid: newSid("MG") };
   }
 
-  async function findIdempotent(em: EntityManager, account: Account, key: string, now: Date): Promise<MessagePb | undefined> {
-    const row = await em.findOne(IdempotencyKey, { accountSid: account.sid, key }, { disableIdentityMap: true });
-    if (!row || now.getTime() - row.createdAt.getTime() >= IDEMPOTENCY_TTL_MS) return undefined;
-    const message = await em.findOne(Message, { sid: row.messageSid });
-    return message ? toMessagePb(message) : undefined;
+  /**
+   * Hands one send to the group-commit writer, which checks it against the database and stores it
+   * with the sends waiting at the same moment; shared by single and batch sends. Answers only
+   * after the message is committed.
+   */
+  async function send(account: Account, propertySid: string, req: SendMessageRequest, idemKey?: string): Promise<MessagePb> {
+    // A malformed Sid cannot name a property: 404 without asking the database.
+    if (!isSid(propertySid, "PR")) throw notFound("Property", propertySid);
+    const item = prepare(account, propertySid, req, clock.now(), idemKey);
+    let out: SendOutcome;
+    try {
+      out = await writer.submit(item);
+    } catch (err) {
+      // A concurrent request with the same Idempotency-Key committed first (this one waited for it
+      // on the key): checked again, this send gets that answer, or 422 if it is another request.
+      if (!idemKey || constraintViolation(err)?.kind !== "unique") throw err;
+      out = await writer.submit({ ...item, sid: newSid("MG") });
+    }
+    if (out.dueNow) deps.onQueued?.();
+    return out.message;
+  }
+
+  /** One batch item's answer: its message, or its own ResponseStatus. */
+  function batchResult(o: ItemOutcome<MessagePb>) {
+    if (!o.ok) return create(BatchResultSchema, { responseStatus: toResponseStatus(o.error).status });
+    const m = o.value;
+    return create(BatchResultSchema, { messageSid: m.messageSid, accountSid: m.accountSid, propertySid: m.propertySid, from: m.from, to: m.to, text: m.text });
   }
 
   return {
@@ -150,12 +157,28 @@ export function createMessagingService(deps: MessagingDeps): ServiceImpl<typeof 
       const property = await ownedProperty(em, account, req.propertySid);
       if (req.messages.length === 0) throw fieldError("Messages", "MissingParameter", "Messages is required: a list of 1 to 100 send bodies.");
       if (req.messages.length > MAX_BATCH) throw fieldError("Messages", "InvalidParameter", `Messages holds ${req.messages.length} items; the limit is ${MAX_BATCH}.`);
+      const key = ctx.values.get(kIdempotencyKey);
+      if (key !== undefined) {
+        // Under a key the batch is one transaction: the key, every item and the response it stores.
+        const now = clock.now();
+        const out = await writeKeyedBatch(deps.orm, {
+          accountSid: account.sid,
+          key,
+          hash: requestHash("SendBatch", SendBatchRequestSchema, req),
+          now,
+          items: req.messages.map((item) => prepare(account, property.sid, item, now)),
+          respond: (outcomes) =>
+            create(SendBatchResponseSchema, { messages: outcomes.map((o) => batchResult(o.ok ? { ok: true, value: o.value.message } : o)) }),
+        });
+        if (out.dueNow) deps.onQueued?.();
+        return out.response;
+      }
       // Submitted together, the items share group commits; each keeps its own outcome, in request order.
       const results = await Promise.all(
         req.messages.map((item) =>
           send(account, property.sid, item).then(
-            (m) => create(BatchResultSchema, { messageSid: m.messageSid, accountSid: m.accountSid, propertySid: m.propertySid, from: m.from, to: m.to, text: m.text }),
-            (err: unknown) => create(BatchResultSchema, { responseStatus: toResponseStatus(err).status }),
+            (m) => batchResult({ ok: true, value: m }),
+            (error: unknown) => batchResult({ ok: false, error }),
           ),
         ),
       );

@@ -1,17 +1,29 @@
-import { create } from "@bufbuild/protobuf";
+import { createHash } from "node:crypto";
+import { create, type DescMessage, fromBinary, type MessageShape, toBinary } from "@bufbuild/protobuf";
 import { ConnectError } from "@connectrpc/connect";
 import type { MikroORM } from "@mikro-orm/sql";
-import { type Message as MessagePb, MessageSchema } from "../../gen/switchboard/v2/messaging_pb.js";
+import { type Message as MessagePb, MessageSchema, type SendBatchResponse, SendBatchResponseSchema } from "../../gen/switchboard/v2/messaging_pb.js";
 import type { Account } from "../accounts/account.entity.js";
 import { wrongCredentials } from "../accounts/auth.js";
-import { fieldError, fieldErrors, type FieldProblem, notFound, ruleError } from "../common/errors.js";
+import { fieldError, fieldErrors, type FieldProblem, idempotencyKeyReused, notFound, ruleError } from "../common/errors.js";
 import { createGroupCommit, type GroupCommit, type ItemOutcome } from "../common/group-commit.js";
 import { executeBound } from "../db/bound-sql.js";
+import { constraintViolation } from "../db/orm.js";
 import { allocateLease } from "../leases/lease-allocator.js";
 import type { ValidSend } from "./send-rules.js";
 
 /** An Idempotency-Key is remembered this long (docs/api.md#idempotency-key). */
 export const IDEMPOTENCY_TTL_MS = 24 * 3600 * 1000;
+
+/**
+ * The fingerprint an Idempotency-Key remembers: SHA-256 of the method's name and the request
+ * message's protobuf binary. Taken from the decoded message, not the bytes sent, so the same
+ * request over REST, Connect or gRPC, in any field order or spelling, matches; unknown fields of a
+ * binary client are left out, since the service ignores them too.
+ */
+export function requestHash<Desc extends DescMessage>(method: string, schema: Desc, request: MessageShape<Desc>): string {
+  return createHash("sha256").update(method).update("\n").update(toBinary(schema, request, { writeUnknownFields: false })).digest("hex");
+}
 
 /** One checked send request, waiting for its batch. */
 export interface SendItem {
@@ -23,6 +35,8 @@ export interface SendItem {
   /** Whether the message goes out from a leased sender (From blank, or alphanumeric where not taken). */
   leased: boolean;
   idemKey: string | undefined;
+  /** With idemKey: the fingerprint of the request (requestHash), which a repeat must match. */
+  idemHash?: string;
   now: Date;
   /** The new message's Sid. */
   sid: string;
@@ -42,6 +56,7 @@ interface CheckRow {
   property_sms: boolean | null;
   owned: boolean;
   key_expired: boolean | null;
+  key_hash: string | null;
   m_sid: string | null;
   m_account_sid: string | null;
   m_property_sid: string | null;
@@ -67,7 +82,7 @@ const INSERT_SQL = `insert into messages (${MESSAGE_COLUMNS.map(([c]) => c).join
   select * from unnest(${MESSAGE_COLUMNS.map(([, t]) => `?::${t}[]`).join(", ")})`;
 
 export const CHECK_SQL = `select v.i, a.token_hash as account_token_hash, a.sms_enabled as account_sms, p.sms_enabled as property_sms,
-       n.sid is not null as owned, k.created_at <= v.expire_before as key_expired,
+       n.sid is not null as owned, k.created_at <= v.expire_before as key_expired, k.request_hash as key_hash,
        m.sid as m_sid, m.account_sid as m_account_sid, m.property_sid as m_property_sid, m.sender as m_sender, m.recipient as m_recipient, m.text as m_text
   from unnest(?::int[], ?::text[], ?::text[], ?::text[], ?::text[], ?::timestamptz[]) as v(i, account_sid, property_sid, sender, idem_key, expire_before)
   left join accounts a on a.sid = v.account_sid
@@ -139,6 +154,27 @@ async function writeBatch(tx: Tx, items: SendItem[]): Promise<ItemOutcome<SendOu
       return;
     }
     if (row.property_sms === null) return void (outcomes[i] = fail(notFound("Property", item.propertySid)));
+    // A key already used answers before any rule (a repeat gets the first answer even if, say, its
+    // Schedule has passed since); a key another send of this batch claimed is settled at the end.
+    const keyId = item.idemKey ? `${item.account.sid}\n${item.idemKey}` : undefined;
+    if (keyId) {
+      const first = claimed.get(keyId);
+      if (first !== undefined) return void repeats.push({ index: i, first });
+      if (row.key_expired === false) {
+        // Keys stored before fingerprints existed (key_hash null) match any repeat.
+        if (!row.m_sid || (row.key_hash !== null && row.key_hash !== item.idemHash)) return void (outcomes[i] = fail(idempotencyKeyReused(item.idemKey!)));
+        const message = create(MessageSchema, {
+          messageSid: row.m_sid,
+          accountSid: row.m_account_sid!,
+          propertySid: row.m_property_sid!,
+          from: row.m_sender!,
+          to: row.m_recipient!,
+          text: row.m_text!,
+        });
+        return void (outcomes[i] = ok({ message, dueNow: false }));
+      }
+      if (row.key_expired === true) expiredKeys.push(item);
+    }
     if ("problems" in item.checked) return void (outcomes[i] = fail(fieldErrors(item.checked.problems)));
     const send = item.checked.send;
     if (!row.account_sms) {
@@ -152,24 +188,7 @@ async function writeBatch(tx: Tx, items: SendItem[]): Promise<ItemOutcome<SendOu
         fieldError("From", "SenderNotOwned", `From ${send.from} is not one of this account's numbers; use one of them, an alphanumeric ID, or leave From blank for a leased sender.`),
       ));
     }
-    if (item.idemKey) {
-      const keyId = `${item.account.sid}\n${item.idemKey}`;
-      const first = claimed.get(keyId);
-      if (first !== undefined) return void repeats.push({ index: i, first });
-      if (row.key_expired === true) expiredKeys.push(item);
-      else if (row.key_expired === false && row.m_sid) {
-        const message = create(MessageSchema, {
-          messageSid: row.m_sid,
-          accountSid: row.m_account_sid!,
-          propertySid: row.m_property_sid!,
-          from: row.m_sender!,
-          to: row.m_recipient!,
-          text: row.m_text!,
-        });
-        return void (outcomes[i] = ok({ message, dueNow: false }));
-      }
-      claimed.set(keyId, i);
-    }
+    if (keyId) claimed.set(keyId, i);
     toStore.push({ index: i, send });
   });
 
@@ -245,12 +264,16 @@ async function writeBatch(tx: Tx, items: SendItem[]): Promise<ItemOutcome<SendOu
       });
     }
     await executeBound(tx, INSERT_SQL, columns, "sb_send_insert");
-    const keyed = stored.filter((s) => items[s.index].idemKey);
+    // In key order, so that two batches claiming the same keys never wait for each other in a
+    // cycle. A key another transaction is storing makes this insert wait for that commit, then
+    // fail as a duplicate: the batch is redone and the repeat answered from the stored key.
+    const keyed = stored.filter((s) => items[s.index].idemKey).map((s) => items[s.index]);
     if (keyed.length > 0) {
+      keyed.sort((a, b) => (a.account.sid + "\n" + a.idemKey < b.account.sid + "\n" + b.idemKey ? -1 : 1));
       await executeBound(
         tx,
-        `insert into idempotency_keys (account_sid, key, message_sid, created_at) values ${keyed.map(() => "(?, ?, ?, ?)").join(", ")}`,
-        keyed.flatMap((s) => [items[s.index].account.sid, items[s.index].idemKey!, items[s.index].sid, items[s.index].now]),
+        `insert into idempotency_keys (account_sid, key, message_sid, request_hash, created_at) values ${keyed.map(() => "(?, ?, ?, ?, ?)").join(", ")}`,
+        keyed.flatMap((item) => [item.account.sid, item.idemKey!, item.sid, item.idemHash ?? null, item.now]),
       );
     }
   }
@@ -259,7 +282,66 @@ async function writeBatch(tx: Tx, items: SendItem[]): Promise<ItemOutcome<SendOu
     // The first send with this key failed (no lease to be had): the repeat is a send of its own.
     // Rare enough to redo the whole batch one send per transaction, where it is one.
     if (!o.ok) throw new Error("an Idempotency-Key repeated in a batch whose first send failed: retry one by one");
-    outcomes[index] = ok({ message: o.value.message, dueNow: false });
+    // As if it came just after the first: the same request gets the first answer, another is refused.
+    outcomes[index] = items[index].idemHash === items[first].idemHash ? ok({ message: o.value.message, dueNow: false }) : fail(idempotencyKeyReused(items[index].idemKey!));
   }
   return outcomes;
+}
+
+/** A batch send under an Idempotency-Key: what writeKeyedBatch needs. */
+export interface KeyedBatch {
+  accountSid: string;
+  key: string;
+  /** requestHash of the SendBatchRequest. */
+  hash: string;
+  now: Date;
+  items: SendItem[];
+  /** Builds the response from the items' outcomes (in request order). */
+  respond: (outcomes: ItemOutcome<SendOutcome>[]) => SendBatchResponse;
+}
+
+/**
+ * Stores a batch send under an Idempotency-Key in one transaction of its own: the key (claimed
+ * first), every item's message and the response, every item included; or nothing. A repeat gets
+ * that response back and stores nothing, a repeat while the first is in flight waits for its
+ * commit (the claim's unique key holds it), and a different request under the key is refused.
+ */
+export async function writeKeyedBatch(orm: MikroORM, batch: KeyedBatch): Promise<{ response: SendBatchResponse; dueNow: boolean }> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await orm.em.fork().transactional(async (tx) => {
+        const [row] = await executeBound<{ request_hash: string | null; response: Uint8Array | null; expired: boolean }>(
+          tx,
+          "select request_hash, response, created_at <= ? as expired from idempotency_keys where account_sid = ? and key = ?",
+          [new Date(batch.now.getTime() - IDEMPOTENCY_TTL_MS), batch.accountSid, batch.key],
+        );
+        if (row && !row.expired) {
+          if (!row.response || row.request_hash !== batch.hash) throw idempotencyKeyReused(batch.key);
+          return { response: fromBinary(SendBatchResponseSchema, new Uint8Array(row.response)), dueNow: false };
+        }
+        if (row) await executeBound(tx, "delete from idempotency_keys where account_sid = ? and key = ?", [batch.accountSid, batch.key]);
+        // The claim comes first, so that a concurrent repeat waits here instead of doing the work
+        // twice. Its response is a placeholder no other transaction ever sees.
+        await executeBound(tx, "insert into idempotency_keys (account_sid, key, request_hash, response, created_at) values (?, ?, ?, ?, ?)", [
+          batch.accountSid,
+          batch.key,
+          batch.hash,
+          Buffer.alloc(0),
+          batch.now,
+        ]);
+        const outcomes = await writeBatch(tx, batch.items);
+        const response = batch.respond(outcomes);
+        await executeBound(tx, "update idempotency_keys set response = ? where account_sid = ? and key = ?", [
+          Buffer.from(toBinary(SendBatchResponseSchema, response)),
+          batch.accountSid,
+          batch.key,
+        ]);
+        return { response, dueNow: outcomes.some((o) => o.ok && o.value.dueNow) };
+      });
+    } catch (err) {
+      // The same key committed by a concurrent request while this one waited: answer from it.
+      if (attempt === 0 && constraintViolation(err)?.kind === "unique") continue;
+      throw err;
+    }
+  }
 }

@@ -11,7 +11,7 @@ import {
 import { Address } from "../addresses/address.entity.js";
 import { ownAccountPath } from "../addresses/address-service.js";
 import { requestEm, requireAccount } from "../common/context.js";
-import { fieldError, fieldErrors, notFound } from "../common/errors.js";
+import { addressNotOfAccount, fieldError, fieldErrors, notFound } from "../common/errors.js";
 import { pageOf } from "../common/paging.js";
 import { isSid } from "../common/sid.js";
 import { PhoneNumber } from "./phone-number.entity.js";
@@ -59,13 +59,15 @@ export function createNumberService(): ServiceImpl<typeof NumberService> {
           number.addressSid = null;
         } else {
           const address = isSid(sid, "AD") ? await em.findOne(Address, { sid, accountSid: account.sid }) : null;
-          if (!address) throw fieldError("AddressSid", "InvalidParameter", `AddressSid ${sid} is not an address of this account; add it first (POST /v2/Accounts/{AccountSid}/Addresses).`);
+          if (!address) throw addressNotOfAccount(sid);
           if (address.status !== "Active") {
             throw fieldError("AddressSid", "AddressNotActive", `Address ${sid} is ${address.status}; numbers can only be registered against an Active address.`);
           }
           number.addressSid = address.sid;
         }
       }
+      // An address deleted meanwhile fails the deferred foreign key at commit: toConnectError answers
+      // it as the check above would have (400 InvalidParameter on AddressSid).
       await em.flush();
       return toNumberPb(number);
     },

@@ -68,21 +68,20 @@ export interface OpenApiOptions {
  * What the descriptors cannot say: the names the product spec gives its operations, and the
  * headers a method reads besides its message. Keyed by the method's full name.
  */
+const IDEMPOTENCY_KEY: OpenApiParameter = {
+  name: "Idempotency-Key",
+  in: "header",
+  required: false,
+  description:
+    "1 to 255 characters. The same key with the same request on the same account within 24 hours " +
+    "returns the first response (a batch's with every item) and stores nothing; a repeat sent while " +
+    "the first is in flight waits for it. The same key with a different request is 422 IdempotencyKeyReused.",
+  schema: { type: "string", minLength: 1, maxLength: 255 },
+};
+
 const OPERATION_NOTES: Record<string, { summary?: string; headers?: OpenApiParameter[] }> = {
-  "switchboard.v2.MessagingService.SendMessage": {
-    summary: "Send SMS",
-    headers: [
-      {
-        name: "Idempotency-Key",
-        in: "header",
-        required: false,
-        description:
-          "1 to 255 characters. The same key on the same account within 24 hours returns the first " +
-          "response and creates no second message.",
-        schema: { type: "string", minLength: 1, maxLength: 255 },
-      },
-    ],
-  },
+  "switchboard.v2.MessagingService.SendMessage": { summary: "Send SMS", headers: [IDEMPOTENCY_KEY] },
+  "switchboard.v2.MessagingService.SendBatch": { headers: [IDEMPOTENCY_KEY] },
   "switchboard.v2.AddressService.CreateAddress": { summary: "Add an address" },
   "switchboard.v2.AddressService.DeleteAddress": { summary: "Remove an address" },
   "switchboard.v2.AddressService.ListAddresses": { summary: "Get Addresses" },
@@ -140,7 +139,7 @@ const ERROR_RESPONSES = {
   },
   default: {
     name: "Error",
-    description: "Any other error (405, 409, 500) in the same body.",
+    description: "Any other error (405, 409, 422, 500) in the same body.",
     example: { ErrorCode: "InternalError", Message: "An internal error occurred.", Errors: [] },
   },
 } as const;

@@ -308,13 +308,13 @@ describe("POST /admin/v1/Numbers", () => {
     expect(list.json()).toStrictEqual({ Numbers: [owned], TotalCount: 1 });
   });
 
-  it("409 NumberAlreadyExists for a number that exists, owned or pooled", async () => {
+  it("409 NumberExists for a number that exists, owned or pooled", async () => {
     const acc = await ok("/admin/v1/Accounts", { Name: "Dup" });
     await ok("/admin/v1/Numbers", { Number: "+14155550178", AccountSid: acc.AccountSid });
     for (const body of [{ Number: "+14155550178" }, { Number: "+14155550178", AccountSid: acc.AccountSid }, { Number: " +14155550178 " }]) {
       const res = await adminPost("/admin/v1/Numbers", body);
       expect(res.statusCode).toBe(409);
-      expect(res.json()).toStrictEqual({ ResponseStatus: { ErrorCode: "NumberAlreadyExists", Message: "Number +14155550178 already exists.", Errors: [] } });
+      expect(res.json()).toStrictEqual({ ResponseStatus: { ErrorCode: "NumberExists", Message: "Number +14155550178 already exists.", Errors: [] } });
     }
   });
 

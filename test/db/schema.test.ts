@@ -179,13 +179,12 @@ describe(`database schema (${dbKind()})`, () => {
     // (23503 on PostgreSQL 15, 23001 on PGlite), which constraintViolation() hides.
     const direct = await orm.em.fork().nativeDelete(Address, { sid: address.sid }).catch((e: unknown) => e);
     expect(direct).toBeInstanceOf(DriverException);
-    expect(constraintViolation(direct)).toEqual({ kind: "foreign-key", constraint: "numbers_address_sid_fkey" });
+    // The referenced end: what toConnectError answers with AddressInUse.
+    const restricted = { kind: "foreign-key", constraint: "numbers_address_sid_fkey", side: "referenced", key: address.sid };
+    expect(constraintViolation(direct)).toEqual(restricted);
     const viaUnitOfWork = orm.em.fork();
     viaUnitOfWork.remove(await viaUnitOfWork.findOneOrFail(Address, address.sid));
-    expect(constraintViolation(await viaUnitOfWork.flush().catch((e: unknown) => e))).toEqual({
-      kind: "foreign-key",
-      constraint: "numbers_address_sid_fkey",
-    });
+    expect(constraintViolation(await viaUnitOfWork.flush().catch((e: unknown) => e))).toEqual(restricted);
     expect(await orm.em.fork().count(Address, { sid: address.sid })).toBe(1);
 
     await orm.em.fork().nativeUpdate(PhoneNumber, { addressSid: address.sid }, { addressSid: null });
@@ -285,16 +284,18 @@ describe(`database schema (${dbKind()})`, () => {
 
   it("checks foreign keys at commit, so a dangling reference fails the flush or transaction", async () => {
     const em = orm.em.fork();
-    em.create(Property, { sid: newSid("PR"), accountSid: newSid("AC"), createdAt: T0 });
+    const missing = newSid("AC");
+    em.create(Property, { sid: newSid("PR"), accountSid: missing, createdAt: T0 });
     // Raised by COMMIT, so MikroORM hands over the driver's own error (not a DriverException).
     const flushError = await em.flush().catch((e: unknown) => e);
     expect(flushError).not.toBeInstanceOf(DriverException);
-    expect(constraintViolation(flushError)).toEqual({ kind: "foreign-key", constraint: "properties_account_sid_fkey" });
+    // The referencing end, with the missing key: what toConnectError maps (for numbers.address_sid, InvalidParameter).
+    expect(constraintViolation(flushError)).toEqual({ kind: "foreign-key", constraint: "properties_account_sid_fkey", side: "referencing", key: missing });
     const txError = await orm.em
       .fork()
       .transactional((tx) => insertLease(tx, { poolNumber: "+19999999999", recipient: "+447700900777", accountSid: newSid("AC"), slot: 1 }))
       .catch((e: unknown) => e);
-    expect(constraintViolation(txError)).toEqual({ kind: "foreign-key", constraint: "leases_pool_number_fkey" });
+    expect(constraintViolation(txError)).toEqual({ kind: "foreign-key", constraint: "leases_pool_number_fkey", side: "referencing", key: "+19999999999" });
     expect(await orm.em.fork().count(Lease, { recipient: "+447700900777" })).toBe(0);
   });
 
@@ -304,7 +305,26 @@ describe(`database schema (${dbKind()})`, () => {
     await em.flush();
     const again = orm.em.fork();
     again.create(PhoneNumber, { sid: newSid("PN"), number: "+15550000002", createdAt: T0 });
-    await expect(again.flush()).rejects.toBeInstanceOf(UniqueConstraintViolationException);
+    const duplicate = await again.flush().catch((e: unknown) => e);
+    expect(duplicate).toBeInstanceOf(UniqueConstraintViolationException);
+    expect(constraintViolation(duplicate)).toEqual({ kind: "unique", constraint: "numbers_number_key", key: "+15550000002" });
+  });
+
+  it("remembers an Idempotency-Key's request fingerprint, and either a single send's message or a batch's response", async () => {
+    const em = orm.em.fork();
+    const acc = await account(em);
+    const response = Buffer.from([8, 1, 0, 255, 10]);
+    em.create(IdempotencyKey, { accountSid: acc.sid, key: "batch-1", messageSid: null, requestHash: "f".repeat(64), response, createdAt: T0 });
+    await em.flush();
+    const read = await orm.em.fork().findOneOrFail(IdempotencyKey, { accountSid: acc.sid, key: "batch-1" });
+    expect(read).toMatchObject({ messageSid: null, requestHash: "f".repeat(64) });
+    expect(Buffer.from(read.response!).equals(response)).toBe(true);
+    // Exactly one of the two answers.
+    for (const both of [{ messageSid: null, response: null }, { messageSid: newSid("MG"), response }]) {
+      const bad = orm.em.fork();
+      bad.create(IdempotencyKey, { accountSid: acc.sid, key: `bad-${both.response ? 2 : 1}`, requestHash: null, createdAt: T0, ...both });
+      expect(constraintViolation(await bad.flush().catch((e: unknown) => e))).toEqual({ kind: "check", constraint: "idempotency_keys_answer_check" });
+    }
   });
 });
 

@@ -167,11 +167,11 @@ describe("POST /v2/Numbers/{Number} (Configure Numbers)", () => {
     expect((await configure(A_SECOND, { AddressSid: "" })).json().AddressSid).toBe("");
   });
 
-  it("review of a Rejected address is 400 AddressNotPending; it stays Rejected", async () => {
+  it("review of a Rejected address is 409 AddressNotPending; it stays Rejected", async () => {
     const pending = await addAddress(a, { ...US, PostalCode: "" });
     expect((await review(pending.AddressSid, "Rejected")).statusCode).toBe(200);
     const res = await review(pending.AddressSid, "Active");
-    expect(res.statusCode).toBe(400);
+    expect(res.statusCode).toBe(409);
     expect(res.json()).toStrictEqual({
       ResponseStatus: {
         ErrorCode: "AddressNotPending",
@@ -183,10 +183,10 @@ describe("POST /v2/Numbers/{Number} (Configure Numbers)", () => {
     expect(got.json().Status).toBe("Rejected");
   });
 
-  it("review of an Active address to Rejected is 400 AddressNotPending", async () => {
+  it("review of an Active address to Rejected is 409 AddressNotPending", async () => {
     const active = await addAddress(a, US);
     const res = await review(active.AddressSid, "Rejected");
-    expect(res.statusCode).toBe(400);
+    expect(res.statusCode).toBe(409);
     expect(res.json().ResponseStatus.ErrorCode).toBe("AddressNotPending");
   });
 
