@@ -23,8 +23,8 @@ const body = (text = "hi") => ({ From: "Acme", To: recipient(), Text: text });
 
 let t: TestApp;
 
-function send(tenant: Tenant, headers: Record<string, string> = {}) {
-  return t.app.inject({ method: "POST", url: `/v2/Properties/${tenant.propertySid}/Messages`, headers: { authorization: tenant.auth, ...headers }, payload: body() });
+function send(tenant: Tenant, headers: Record<string, string> = {}, payload: object = body()) {
+  return t.app.inject({ method: "POST", url: `/v2/Properties/${tenant.propertySid}/Messages`, headers: { authorization: tenant.auth, ...headers }, payload });
 }
 
 function batch(tenant: Tenant, items: object[]) {
@@ -153,19 +153,21 @@ describe(`send rate limit, 5 per second with bursts of 5 (${dbKind()})`, () => {
     const a = await createTenant(t.app);
     await sendOk(a, 5);
     const key = { "idempotency-key": "order-42" };
-    expectLimited(await send(a, key), a, 1);
+    // A replay is the same request under the same key (another request would be 422 IdempotencyKeyReused).
+    const order = body("order 42");
+    expectLimited(await send(a, key, order), a, 1);
     const em = t.db.orm.em.fork();
     expect(await em.count(IdempotencyKey, { accountSid: a.accountSid })).toBe(0);
     expect(await messagesOf(a)).toBe(5);
 
     t.clock.advance(1000);
-    const created = await send(a, key);
+    const created = await send(a, key, order);
     expect(created.statusCode).toBe(200);
-    const replay = await send(a, key);
+    const replay = await send(a, key, order);
     expect(replay.json().MessageSid).toBe(created.json().MessageSid);
     expect(await messagesOf(a)).toBe(6);
     await sendOk(a, 3); // 5 tokens: the first send with the key, its replay, and these three
-    expectLimited(await send(a, key), a, 1);
+    expectLimited(await send(a, key, order), a, 1);
   });
 
   it("other calls are not limited", async () => {

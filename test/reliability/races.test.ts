@@ -13,6 +13,13 @@ const ROUNDS = 30;
 const RACE_TIMEOUT = 600_000;
 const onPostgres = dbKind() === "postgres";
 
+/** What the races came to, printed as one JSON line (RELIABILITY.md): counts of each answer. */
+const figures: Record<string, Record<string, number>> = {};
+function tally(race: string, answer: string): void {
+  figures[race] ??= {};
+  figures[race][answer] = (figures[race][answer] ?? 0) + 1;
+}
+
 let t: TestApp;
 let a: Tenant;
 let b: Tenant;
@@ -25,6 +32,7 @@ beforeAll(async () => {
   await addPoolNumbers(t.app, 2, 70);
 }, 120_000);
 afterAll(async () => {
+  if (Object.keys(figures).length > 0) console.log(JSON.stringify({ test: "races", db: dbKind(), rounds: ROUNDS, figures }));
   await t?.close();
 });
 
@@ -152,6 +160,7 @@ describe("Configure Numbers racing the deletion of its address", () => {
     for (let round = 0; round < ROUNDS; round++) {
       const sid = await newAddress(ACTIVE_US);
       const [c, d] = (await Promise.all([configure(n, { AddressSid: sid }), deleteAddress(sid)])).map(body);
+      tally("configureVsDelete", `configure ${c.status} ${c.json.ResponseStatus?.ErrorCode ?? ""}, delete ${d.status} ${d.json.ResponseStatus?.ErrorCode ?? ""}`.replace(/ ,/g, ","));
       if (c.status === 200) {
         wins.configure++;
         expect(c.json.AddressSid).toBe(sid);
@@ -181,6 +190,7 @@ describe("the operator adds one number several times at once", () => {
     for (let round = 0; round < ROUNDS; round++) {
       const n = freshNumber();
       const answers = (await Promise.all([addNumber(n), addNumber(n, a.accountSid), addNumber(n), addNumber(n, b.accountSid)])).map(body);
+      for (const x of answers) tally("addNumberFourTimes", `${x.status} ${x.json.ResponseStatus?.ErrorCode ?? ""}`.trim());
       expect(answers.filter((x) => x.status === 200), `round ${round}: ${JSON.stringify(answers)}`).toHaveLength(1);
       expect(answers.filter((x) => x.status !== 200)).toStrictEqual([numberExists(n), numberExists(n), numberExists(n)]);
     }
@@ -207,6 +217,7 @@ describe("concurrent reviews of one address", () => {
       const decisions = ["Active", "Rejected", "Active", "Rejected"];
       const answers = (await Promise.all(decisions.map((d) => review(sid, d)))).map(body);
       const final = (await getAddress(sid)).json().Status;
+      for (const x of answers) tally("fourReviews", `${x.status} ${x.json.ResponseStatus?.ErrorCode ?? x.json.Status}`);
       finals.add(final);
       expect(["Active", "Rejected"]).toContain(final);
       answers.forEach((x, i) => {
@@ -230,6 +241,7 @@ describe("concurrent deletes of one address", () => {
     for (let round = 0; round < ROUNDS; round++) {
       const sid = await newAddress(ACTIVE_US);
       const answers = (await Promise.all([0, 1, 2, 3].map(() => deleteAddress(sid)))).map(body);
+      for (const x of answers) tally("fourDeletes", `${x.status}`);
       expect(answers.filter((x) => x.status === 200), `round ${round}: ${JSON.stringify(answers)}`).toStrictEqual([{ status: 200, json: { AddressSid: sid } }]);
       expect(answers.filter((x) => x.status !== 200)).toStrictEqual([addressNotFound(sid), addressNotFound(sid), addressNotFound(sid)]);
     }
@@ -256,6 +268,20 @@ describe("Idempotency-Key on single and batch sends", () => {
     const other = body(await sendBatch(items, "batch-seq", b));
     expect(other.status).toBe(200);
     expect(other.json.Messages[0].MessageSid).not.toBe(first.json.Messages[0].MessageSid);
+    // Remembered 24 hours: at 24 h - 1 s the same answer, at 24 h a new batch under the free key.
+    const start = t.clock.now();
+    try {
+      t.clock.advance(86_400_000 - 1000);
+      expect(body(await sendBatch(items, "batch-seq"))).toStrictEqual(first);
+      t.clock.advance(1000);
+      const later = body(await sendBatch(items, "batch-seq"));
+      expect(later.status).toBe(200);
+      expect(later.json.Messages[0].MessageSid).not.toBe(first.json.Messages[0].MessageSid);
+      expect(await messageCount()).toBe(before + 4);
+      expect(body(await sendBatch(items, "batch-seq"))).toStrictEqual(later);
+    } finally {
+      t.clock.set(start);
+    }
   });
 
   it("sequential: the same key with a different request is 422 IdempotencyKeyReused, and stores nothing", async () => {
@@ -303,6 +329,8 @@ describe("Idempotency-Key on single and batch sends", () => {
       const key = `mixed-${round}`;
       const reqs = [{ From: "Acme", To: to, Text: "A" }, { From: "Acme", To: to, Text: "B" }, { From: "Acme", To: to, Text: "A" }, { From: "Acme", To: to, Text: "B" }];
       const mixed = (await Promise.all(reqs.map((r) => send(r, key)))).map(body);
+      for (const x of mixed) tally("twoRequestsOneKey", `${x.status}`);
+      tally("repeats", `batch answers equal: ${batches.every((x) => JSON.stringify(x) === JSON.stringify(batches[0]))}`);
       const winner = mixed.find((x) => x.status === 200);
       expect(winner, `round ${round}: ${JSON.stringify(mixed)}`).toBeDefined();
       mixed.forEach((x, i) => {
