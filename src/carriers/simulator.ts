@@ -12,8 +12,8 @@ export const SIMULATOR_TEST_NUMBERS = {
   unavailable: "+15005550003",
 } as const;
 
-/** How many of the latest messages each simulated handset keeps. */
-export const HANDSET_KEEP = 1000;
+/** How many delivered messages the simulated network keeps in all, over every handset (the latest ones). */
+export const SIMULATOR_KEEP = 10_000;
 
 /** One SMS that reached a simulated handset. */
 export interface HandsetMessage {
@@ -29,6 +29,14 @@ export interface SimulatorOptions {
   clock: Clock;
   /** Delay before a delivery report, ms (default 200). */
   reportDelayMs?: number;
+  /** How many delivered messages are kept over all handsets (default SIMULATOR_KEEP). */
+  keep?: number;
+}
+
+/** One handset's messages, oldest first from `head` (evicted ones are skipped, then compacted away). */
+interface Inbox {
+  items: HandsetMessage[];
+  head: number;
 }
 
 /** The in-process network of simulated handsets, with operator hooks. */
@@ -45,7 +53,31 @@ export interface SimulatorCarrier extends Carrier {
  */
 export function createSimulatorCarrier(opts: SimulatorOptions): SimulatorCarrier {
   const delay = opts.reportDelayMs ?? 200;
-  const handsets = new Map<string, HandsetMessage[]>();
+  const keep = Math.max(1, opts.keep ?? SIMULATOR_KEEP);
+  // Memory stays bounded however long the process runs and however many handsets it sees: the
+  // network keeps its latest `keep` messages in all. `ring` holds them in delivery order; the
+  // oldest leaves its handset's inbox (always that inbox's first) when a newer one takes its slot.
+  const handsets = new Map<string, Inbox>();
+  const ring: (HandsetMessage | undefined)[] = new Array(keep);
+  let next = 0;
+  const remember = (m: HandsetMessage) => {
+    const old = ring[next];
+    if (old) {
+      const inbox = handsets.get(old.to)!;
+      inbox.head++;
+      if (inbox.head === inbox.items.length) handsets.delete(old.to);
+      // Compacted in bulk, so that a busy handset does not pay for a copy per message.
+      else if (inbox.head >= 1024 && inbox.head * 2 >= inbox.items.length) {
+        inbox.items = inbox.items.slice(inbox.head);
+        inbox.head = 0;
+      }
+    }
+    ring[next] = m;
+    next = (next + 1) % keep;
+    const inbox = handsets.get(m.to);
+    if (inbox) inbox.items.push(m);
+    else handsets.set(m.to, { items: [m], head: 0 });
+  };
   const timers = new Set<NodeJS.Timeout>();
   let events: CarrierEvents | undefined;
 
@@ -75,14 +107,7 @@ export function createSimulatorCarrier(opts: SimulatorOptions): SimulatorCarrier
       report(async () => {
         if (at === undefined) {
           at = opts.clock.now();
-          if (!unreachable) {
-            const list = handsets.get(sms.to) ?? [];
-            list.push({ messageSid: sms.messageSid, from: sms.from, to: sms.to, text: sms.text, at });
-            // Memory stays bounded however long the process runs: a handset keeps its latest messages.
-            // Trimmed in bulk, so that a busy handset does not pay for a copy per message.
-            if (list.length >= 2 * HANDSET_KEEP) list.splice(0, list.length - HANDSET_KEEP);
-            handsets.set(sms.to, list);
-          }
+          if (!unreachable) remember({ messageSid: sms.messageSid, from: sms.from, to: sms.to, text: sms.text, at });
         }
         await events?.deliveryReport({
           messageSid: sms.messageSid,
@@ -102,7 +127,8 @@ export function createSimulatorCarrier(opts: SimulatorOptions): SimulatorCarrier
       events = undefined;
     },
     handsetMessages(number: string) {
-      return (handsets.get(number) ?? []).slice(-HANDSET_KEEP);
+      const inbox = handsets.get(number);
+      return inbox ? inbox.items.slice(inbox.head) : [];
     },
     async injectInbound(sms) {
       if (!events) throw new Error("the simulator is not started");
