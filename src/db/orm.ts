@@ -99,18 +99,34 @@ async function initOrm(opts: CreateOrmOptions): Promise<MikroORM> {
     });
   }
   const { MikroORM: PgliteOrm } = await import("@mikro-orm/pglite");
+  const { PGlite } = await import("@electric-sql/pglite");
+  const startParams = pgliteStartParams(PGlite.defaultStartParams);
   if (opts.databaseUrl.startsWith("memory://")) {
     return PgliteOrm.init({
       ...common,
       dbName: "memory://",
       // A function, because MikroORM deep-copies option objects and a copied Blob is unreadable.
-      driverOptions: opts.pgliteImage ? () => ({ loadDataDir: opts.pgliteImage }) : {},
+      driverOptions: opts.pgliteImage ? () => ({ loadDataDir: opts.pgliteImage, startParams }) : { startParams },
     });
   }
   if (opts.pgliteImage) throw new Error("pgliteImage only applies to memory:// databases");
   const dir = resolve(opts.databaseUrl);
   mkdirSync(dir, { recursive: true });
-  return PgliteOrm.init({ ...common, dbName: dir });
+  return PgliteOrm.init({ ...common, dbName: dir, driverOptions: { startParams } });
+}
+
+/** PGlite's shared buffer pool (PostgreSQL's `shared_buffers`); see pgliteStartParams. */
+export const PGLITE_SHARED_BUFFERS = "16MB";
+
+/**
+ * PGlite's start parameters: its defaults plus a smaller buffer pool. PGlite's PostgreSQL keeps
+ * `shared_buffers` (128MB in the cluster's postgresql.conf) inside the WASM memory and touches all
+ * of it at start: with the default, an idle embedded service was ~115 MiB larger (BENCHMARKS.md,
+ * Memory). One process, one connection and small tables need far less; the operating system's
+ * page cache still holds the data files.
+ */
+export function pgliteStartParams(defaults: readonly string[]): string[] {
+  return [...defaults, "-c", `shared_buffers=${PGLITE_SHARED_BUFFERS}`];
 }
 
 // Any constant works; it only has to be the same in every process sharing the database.
