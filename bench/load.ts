@@ -37,6 +37,11 @@ export interface LoadSettings {
   connections: number;
   threads: number;
   seconds: number;
+  /**
+   * wrk only: each connection waits this long before each request, ms (a fraction is dithered
+   * between the two whole milliseconds around it), to hold a rate below the maximum (the soak).
+   */
+  delayMs?: number;
 }
 
 function run(cmd: string, args: string[], timeoutMs: number): Promise<{ code: number | null; stdout: string; stderr: string }> {
@@ -85,6 +90,11 @@ function request()
   local n = tostring(math.random(10000, 99999))
   return wrk.format(method, (string.gsub(path, "{{N}}", n)), headers, body and (string.gsub(body, "{{N}}", n)))
 end
+${load.delayMs ? `local dlo, dfrac = ${Math.floor(load.delayMs)}, ${(load.delayMs - Math.floor(load.delayMs)).toFixed(3)}
+function delay()
+  if math.random() < dfrac then return dlo + 1 end
+  return dlo
+end` : ""}
 function done(summary, latency, requests)
   local e = summary.errors
   io.write(string.format('WRKJSON {"requests":%d,"duration_us":%d,"p50_us":%d,"p99_us":%d,"connect":%d,"read":%d,"write":%d,"status":%d,"timeout":%d}\\n',
