@@ -15,6 +15,7 @@ import { createGrpcTransport } from "@connectrpc/connect-node";
 import pg from "pg";
 import { MessagingService, SendMessageRequestSchema } from "../gen/switchboard/v2/messaging_pb.js";
 import { freePort, startKannel, type RunningKannel } from "../test/support/kannel.js";
+import { npmStartArgs } from "../test/support/service.js";
 import { grpcFrame, h2load, type HttpRequestSpec, type LoadResult, type LoadSettings, VARY, wrk } from "./load.js";
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
@@ -52,17 +53,8 @@ const SETTINGS = {
   soakShare: num("BENCH_SOAK_SHARE", 0.7),
 };
 
-/**
- * The node flags of `npm start` (package.json's start script), so that the benchmark runs the
- * service exactly as it is started: `node <flags> src/main.ts`.
- */
-function startFlags(): string[] {
-  const script = (JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as { scripts: Record<string, string> }).scripts.start;
-  const words = script.split(/\s+/).filter(Boolean);
-  if (words[0] !== "node" || words.at(-1) !== "src/main.ts") throw new Error(`unexpected start script: ${script}`);
-  return words.slice(1, -1);
-}
-const SERVICE_ARGS = [...startFlags(), ...SETTINGS.nodeFlags, "src/main.ts"];
+/** The service's node arguments: `npm start`'s, with BENCH_NODE_FLAGS before src/main.ts. */
+const SERVICE_ARGS = [...npmStartArgs().slice(0, -1), ...SETTINGS.nodeFlags, "src/main.ts"];
 
 const ADMIN_TOKEN = `bench-admin-${randomBytes(12).toString("hex")}`;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

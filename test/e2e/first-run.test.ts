@@ -1,5 +1,5 @@
 /**
- * The README's first run and five-minute tour, for real: `node --import tsx src/main.ts` (Node 24 from node_modules) on
+ * The README's first run and five-minute tour, for real: what `npm start` runs (Node 24 from node_modules) on
  * an empty embedded PGlite folder, no SWITCHBOARD_ADMIN_TOKEN. The banner's curl line is run with
  * the real curl, the operator token works, SIGTERM exits 0 promptly (even with a gRPC client's h2c
  * session open), and a restart on the same folder prints no banner and keeps every credential.
@@ -17,6 +17,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { MessagingService } from "../../gen/switchboard/v2/messaging_pb.js";
 import { createOrm } from "../../src/db/orm.js";
 import { dbKind } from "../support/db.js";
+import { npmStartArgs } from "../support/service.js";
 
 const run = promisify(execFile);
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
@@ -47,7 +48,7 @@ function startService(dataUrl: string, port: number): Service {
   const env: NodeJS.ProcessEnv = { ...process.env, PORT: String(port), DATABASE_URL: dataUrl };
   delete env.SWITCHBOARD_ADMIN_TOKEN;
   delete env.HOST;
-  const child = spawn(NODE, ["--import", "tsx", "src/main.ts"], { cwd: ROOT, env, stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(NODE, npmStartArgs(), { cwd: ROOT, env, stdio: ["ignore", "pipe", "pipe"] });
   let out = "";
   let err = "";
   child.stdout!.setEncoding("utf8").on("data", (d: string) => (out += d));

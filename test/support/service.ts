@@ -1,11 +1,11 @@
 /**
- * The real service as a separate process (`node --import tsx src/main.ts` on the Node the project
+ * The real service as a separate process (what `npm start` runs, on the Node the project
  * pins), and a database made for it: its own PostgreSQL database when DATABASE_URL names a server,
  * else a PGlite data folder in a temp directory.
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -18,6 +18,17 @@ import { dbKind } from "./db.js";
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 // The pinned Node 24 (the `node` devDependency), whatever Node happens to run the tests.
 const NODE = join(ROOT, "node_modules", ".bin", "node");
+
+/**
+ * The node arguments of `npm start` (package.json's start script: `node <flags> src/main.ts`), so
+ * that tests and the benchmark start the service exactly as a user does.
+ */
+export function npmStartArgs(): string[] {
+  const script = (JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as { scripts: Record<string, string> }).scripts.start;
+  const words = script.split(/\s+/).filter(Boolean);
+  if (words[0] !== "node" || words.at(-1) !== "src/main.ts") throw new Error(`unexpected start script: ${script}`);
+  return words.slice(1);
+}
 
 /** A database a spawned service can use, and how to look into it and dispose of it. */
 export interface ServiceDatabase {
@@ -119,7 +130,7 @@ function hookExit() {
 }
 
 /**
- * Starts `node --import tsx src/main.ts` (what `npm start` runs) on `port` in its own process group,
+ * Starts the service as `npm start` does (`node <its flags> src/main.ts`) on `port` in its own process group,
  * so a test can SIGKILL it at any moment and start it again on the same port and database, and
  * nothing outlives the test process.
  */
@@ -129,7 +140,9 @@ export async function startService(opts: StartOptions): Promise<Service> {
   const clean: NodeJS.ProcessEnv = { ...process.env };
   for (const key of ["DATABASE_URL", "SWITCHBOARD_ADMIN_TOKEN", "SMTP_URL", "METRICS_TOKEN", "LOG_LEVEL", "HOST", "PORT", "CARRIER"]) delete clean[key];
   for (const key of Object.keys(clean)) if (key.startsWith("KANNEL_")) delete clean[key];
-  const child = spawn(NODE, ["--import", "tsx", opts.script ?? "src/main.ts"], {
+  // src/main.ts exactly as `npm start` runs it (its node flags); the worker as `npm run worker` does.
+  const args = opts.script === "src/worker.ts" ? ["--import", "tsx", "src/worker.ts"] : npmStartArgs();
+  const child = spawn(NODE, args, {
     cwd: ROOT,
     detached: true,
     stdio: ["ignore", "pipe", "pipe"],
