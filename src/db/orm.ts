@@ -121,7 +121,7 @@ export const PGLITE_SHARED_BUFFERS = "16MB";
 /**
  * PGlite's start parameters: its defaults plus a smaller buffer pool. PGlite's PostgreSQL keeps
  * `shared_buffers` (128MB in the cluster's postgresql.conf) inside the WASM memory and touches all
- * of it at start: with the default, an idle embedded service was ~115 MiB larger (BENCHMARKS.md,
+ * of it at start: with the default, an idle embedded service was ~115 MiB larger (docs/benchmarks.md,
  * Memory). One process, one connection and small tables need far less; the operating system's
  * page cache still holds the data files.
  */
