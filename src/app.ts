@@ -27,9 +27,11 @@ import { createHealthService } from "./transport/health.js";
 import { createReflectionServices } from "./transport/reflection.js";
 import { bodyLimitGate, limitRequestBodies } from "./transport/body-limit.js";
 import { createObservability } from "./ops/observability.js";
+import { createClientErrorHandler } from "./transport/client-errors.js";
 import { createPolyglotServer } from "./transport/polyglot-server.js";
 import { restErrorHandler, restFrameworkErrors, restNotFound, restPlugin } from "./transport/rest.js";
 import { blameClientForUnreadableRequests, markRequestRead } from "./transport/rpc-read-errors.js";
+import { decideRpcCharset, serviceWithJsonRules } from "./transport/rpc-json.js";
 
 /** Everything buildApp needs; nothing is read from globals. */
 export interface AppDeps {
@@ -98,6 +100,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     bodyLimit: deps.config.bodyLimit,
     // A path Fastify cannot percent-decode is refused before routing: answer it in the documented body.
     frameworkErrors: restFrameworkErrors,
+    // So is a request Node's parser refuses (bad method or header line, too slow, headers too large).
+    clientErrorHandler: createClientErrorHandler(limits),
     // close(): idle connections go at once, busy ones after their answer; h2 sessions get GOAWAY.
     forceCloseConnections: "idle",
   });
@@ -129,10 +133,13 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       throw toConnectError(err);
     }
   };
+  const jsonOptions = { ignoreUnknownFields: true, alwaysEmitImplicit: true };
   await app.register(fastifyConnectPlugin, {
     routes: (router) => {
-      for (const s of [...services, ...operational]) router.service(s.service, s.impl);
+      // JSON requests by REST's rules: strict UTF-8, UTF-8 only, the one integer rule (src/transport/rpc-json.ts).
+      for (const s of [...services, ...operational]) serviceWithJsonRules(router, s.service, s.impl, jsonOptions);
       limitRequestBodies(router.handlers, deps.config.bodyLimit);
+      decideRpcCharset(router.handlers);
       blameClientForUnreadableRequests(router);
     },
     requestGate: bodyLimitGate(deps.config.bodyLimit),
@@ -140,7 +147,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     readMaxBytes: deps.config.bodyLimit,
     interceptors: [ops.interceptor, edge],
     contextValues: ops.rpcContextValues,
-    jsonOptions: { ignoreUnknownFields: true, alwaysEmitImplicit: true },
+    jsonOptions,
     shutdownTimeoutMs: 5000,
   });
   await app.register(restPlugin, {

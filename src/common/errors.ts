@@ -1,5 +1,5 @@
 import { Code, ConnectError } from "@connectrpc/connect";
-import { create } from "@bufbuild/protobuf";
+import { create, toJson } from "@bufbuild/protobuf";
 import { codeToHttpStatus } from "@connectrpc/connect/protocol-connect";
 import {
   BadRequestSchema,
@@ -41,6 +41,8 @@ export type ErrorCode =
   | "MethodNotAllowed"
   | "UnsupportedMediaType"
   | "PayloadTooLarge"
+  | "RequestTimeout"
+  | "HeadersTooLarge"
   | "RateLimited"
   | "ServiceUnavailable"
   | "InternalError";
@@ -136,9 +138,18 @@ export function idempotencyKeyReused(key: string): ConnectError {
   return apiError(Code.InvalidArgument, "IdempotencyKeyReused", message, [{ field: "Idempotency-Key", code: "IdempotencyKeyReused", message }]);
 }
 
-/** HTTP statuses that differ from the Connect code's own mapping (422 has no Connect code). */
+/**
+ * HTTP statuses that differ from the Connect code's own mapping: 422 has no Connect code, and
+ * the errors only HTTP has (the connection, or the request before a method is chosen) have none
+ * in Connect's code-to-status table.
+ */
 const HTTP_STATUS: Partial<Record<ErrorCode, number>> = {
   IdempotencyKeyReused: 422,
+  MethodNotAllowed: 405,
+  RequestTimeout: 408,
+  PayloadTooLarge: 413,
+  UnsupportedMediaType: 415,
+  HeadersTooLarge: 431,
 };
 
 /**
@@ -218,6 +229,17 @@ export function toResponseStatus(reason: unknown): { httpStatus: number; status:
     })),
   });
   return { httpStatus: HTTP_STATUS[errorCode] ?? codeToHttpStatus(err.code), status };
+}
+
+/**
+ * The documented error body (`{"ResponseStatus": {...}}`) of any thrown value and its HTTP
+ * status: what every HTTP answer of an error sends, whoever writes it (the REST routes, the
+ * pipelining refusal, the parse errors answered on the raw socket).
+ */
+export function errorBody(reason: unknown): { httpStatus: number; errorCode: ErrorCode; body: string } {
+  const { httpStatus, status } = toResponseStatus(reason);
+  const body = JSON.stringify({ ResponseStatus: toJson(ResponseStatusSchema, status, { alwaysEmitImplicit: true }) });
+  return { httpStatus, errorCode: status.errorCode as ErrorCode, body };
 }
 
 /** True when the value is a ConnectError that a client caused (not a bug). */

@@ -1,10 +1,10 @@
 import type { IncomingMessage, RequestListener, ServerOptions as HttpServerOptions, ServerResponse } from "node:http";
 import type { ServerOptions as Http2ServerOptions } from "node:http2";
 import type { Socket } from "node:net";
-import { toJson } from "@bufbuild/protobuf";
 import { Code } from "@connectrpc/connect";
-import { ResponseStatusSchema } from "../../gen/switchboard/v2/common_pb.js";
-import { apiError, toResponseStatus } from "../common/errors.js";
+import { apiError } from "../common/errors.js";
+import { requestIdOf } from "../ops/observability.js";
+import { closingErrorResponse } from "./client-errors.js";
 
 /** What one client connection may hold (docs/configuration.md). */
 export interface ConnectionLimits {
@@ -75,22 +75,22 @@ export function oneRequestAtATime(handler: RequestListener, maxQueued: number): 
       start();
     } else if (queue.refusing || queue.waiting.length >= maxQueued) {
       queue.refusing = true;
-      refusePipelined(res, maxQueued);
+      refusePipelined(req, res, maxQueued);
     } else {
       queue.waiting.push(start);
     }
   };
 }
 
-function refusePipelined(res: ServerResponse, maxQueued: number): void {
-  const { status } = toResponseStatus(
+function refusePipelined(req: IncomingMessage, res: ServerResponse, maxQueued: number): void {
+  const { httpStatus, headers, body } = closingErrorResponse(
     apiError(
       Code.ResourceExhausted,
       "RateLimited",
       `Too many pipelined requests on one connection: at most ${maxQueued} may wait behind the one being served. This connection closes after this answer; send the rest on a new one.`,
     ),
+    requestIdOf(req),
   );
-  const body = JSON.stringify({ ResponseStatus: toJson(ResponseStatusSchema, status, { alwaysEmitImplicit: true }) });
-  res.writeHead(429, { "content-type": "application/json; charset=utf-8", connection: "close", "content-length": Buffer.byteLength(body) });
+  res.writeHead(httpStatus, headers);
   res.end(body);
 }

@@ -37,17 +37,17 @@ import {
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { http } from "../../gen/google/api/annotations_pb.js";
 import type { HttpRule } from "../../gen/google/api/http_pb.js";
-import { ResponseStatusSchema } from "../../gen/switchboard/v2/common_pb.js";
 import {
   apiError,
+  errorBody,
   fieldErrors,
   isClientError,
   toConnectError,
-  toResponseStatus,
-  type ErrorCode,
   type FieldProblem,
 } from "../common/errors.js";
 import { CALL_COMPLETE } from "../common/context.js";
+import { jsonBodyText } from "./body-charset.js";
+import { DECIMAL_INTEGER, is64, readInteger } from "./json-integers.js";
 
 // ---------------------------------------------------------------------------------------------
 // Public API
@@ -101,16 +101,6 @@ const DEFAULT_BODY_LIMIT = 1024 * 1024;
 const JSON_CONTENT_TYPE = "application/json; charset=utf-8";
 /** Methods answered by the 404/405 routes (the REST routes themselves use the HttpVerb subset). */
 const ALL_METHODS = ["GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS"] as const;
-
-/**
- * HTTP statuses for transport-level errors that Connect's code-to-status table has no entry for.
- * Keyed by ErrorCode so that the one error writer below stays the only place that decides.
- */
-const TRANSPORT_HTTP_STATUS: Partial<Record<ErrorCode, number>> = {
-  MethodNotAllowed: 405,
-  PayloadTooLarge: 413,
-  UnsupportedMediaType: 415,
-};
 
 /** The REST routes found in the descriptors (unary methods with a google.api.http option). */
 export function restRoutes(services: DescService[]): RestRoute[] {
@@ -442,8 +432,8 @@ function readJsonBody(request: FastifyRequest): unknown {
       "The request body must be JSON, sent with Content-Type: application/json.",
     );
   }
-  let text = raw.toString("utf8");
-  if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
+  // 415 for a charset other than UTF-8, 400 naming the offset for bytes that are not UTF-8; a BOM is dropped.
+  const text = jsonBodyText(raw, contentType);
   try {
     return JSON.parse(text) as unknown;
   } catch {
@@ -490,15 +480,13 @@ function sendError(request: FastifyRequest, reply: FastifyReply, reason: unknown
     // A bug or a server-side failure: the log gets the detail, the client never does.
     request.log.error({ err: reason }, "REST request failed");
   }
-  const { httpStatus, status } = toResponseStatus(err);
+  const { httpStatus: code, body } = errorBody(err);
   if (headers) copyHeaders(headers, reply);
   copyHeaders(err.metadata, reply);
-  const code = TRANSPORT_HTTP_STATUS[status.errorCode as ErrorCode] ?? httpStatus;
   if (code === 401 && !reply.hasHeader("www-authenticate")) {
     reply.header("www-authenticate", 'Basic realm="switchboard"');
   }
-  const body = { ResponseStatus: toJson(ResponseStatusSchema, status, { alwaysEmitImplicit: true }) };
-  reply.code(code).header("content-type", JSON_CONTENT_TYPE).send(JSON.stringify(body));
+  reply.code(code).header("content-type", JSON_CONTENT_TYPE).send(body);
 }
 
 /**
@@ -790,66 +778,18 @@ function jsonEnum(e: DescEnum, value: unknown, name: string, problems: FieldProb
 
 const INT32_MIN = -0x80000000;
 const INT32_MAX = 0x7fffffff;
-const UINT32_MAX = 0xffffffff;
-const INT64_MIN = -(2n ** 63n);
-const INT64_MAX = 2n ** 63n - 1n;
-const UINT64_MAX = 2n ** 64n - 1n;
-const INTEGER_STRING = /^[+-]?\d+$/;
 
-function is64(scalar: ScalarType): boolean {
-  switch (scalar) {
-    case ScalarType.INT64:
-    case ScalarType.UINT64:
-    case ScalarType.SINT64:
-    case ScalarType.FIXED64:
-    case ScalarType.SFIXED64:
-      return true;
-    default:
-      return false;
-  }
-}
-
-/**
- * What a scalar must look like, for messages. Every 64-bit integer of this API is a time in
- * Unix seconds (docs/api.md#conventions), so the message says so.
- */
-function integerExpectation(scalar: ScalarType): string {
-  return is64(scalar) ? "an integer (Unix seconds)" : "an integer";
-}
-
-function intRange(scalar: ScalarType): [bigint, bigint] | [number, number] {
-  switch (scalar) {
-    case ScalarType.UINT32:
-    case ScalarType.FIXED32:
-      return [0, UINT32_MAX];
-    case ScalarType.INT64:
-    case ScalarType.SINT64:
-    case ScalarType.SFIXED64:
-      return [INT64_MIN, INT64_MAX];
-    case ScalarType.UINT64:
-    case ScalarType.FIXED64:
-      return [0n, UINT64_MAX];
-    default:
-      return [INT32_MIN, INT32_MAX];
-  }
-}
-
-/** An integer from a JSON number or a decimal string, range-checked for the scalar type. */
+/** An integer by the one rule of src/transport/json-integers.ts, as the init shape wants it. */
 function integer(
   scalar: ScalarType,
   longAsString: boolean,
   value: unknown,
   name: string,
   problems: FieldProblem[],
+  source: "json" | "text" = "json",
 ): Converted {
-  let n: bigint;
-  if (typeof value === "number" && Number.isInteger(value)) n = BigInt(value);
-  else if (typeof value === "string" && INTEGER_STRING.test(value)) n = BigInt(value);
-  else return problem(problems, name, `must be ${integerExpectation(scalar)}.`);
-  const [min, max] = intRange(scalar);
-  if (n < BigInt(min) || n > BigInt(max)) {
-    return problem(problems, name, `must be ${integerExpectation(scalar)} between ${min} and ${max}.`);
-  }
+  const n = readInteger(scalar, value, source);
+  if (typeof n !== "bigint") return problem(problems, name, n.mustBe);
   if (is64(scalar)) return longAsString ? n.toString() : n;
   return Number(n);
 }
@@ -918,11 +858,11 @@ function queryReader(field: DescField): FieldReader | undefined {
         case ScalarType.FLOAT:
           return floatString(v, name, p);
         default:
-          return integer(scalar, longAsString, v.trim(), name, p);
+          return integer(scalar, longAsString, v.trim(), name, p, "text");
       }
     };
   const enumFromString = (e: DescEnum) => (v: string, name: string, p: FieldProblem[]): Converted =>
-    jsonEnum(e, INTEGER_STRING.test(v) ? Number(v) : v, name, p);
+    jsonEnum(e, DECIMAL_INTEGER.test(v) ? Number(v) : v, name, p);
 
   let one: ((v: string, name: string, p: FieldProblem[]) => Converted) | undefined;
   if (field.fieldKind === "scalar") one = scalarFromString(field.scalar, field.longAsString);

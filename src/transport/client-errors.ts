@@ -1,0 +1,96 @@
+/**
+ * Errors Node's HTTP/1.1 parser raises before any request exists (Node's `clientError` event):
+ * an unknown method token, a header line without a colon, headers over the limit, a client too
+ * slow to send its headers or its body. They are answered on the raw socket, wherever the
+ * connection still allows an answer, with the documented ResponseStatus body and an
+ * X-Request-Id, as every other error; then the connection is closed (the parser cannot go on).
+ */
+import { randomUUID } from "node:crypto";
+import { STATUS_CODES } from "node:http";
+import type { Socket } from "node:net";
+import { Code, type ConnectError } from "@connectrpc/connect";
+import type { FastifyInstance } from "fastify";
+import { apiError, errorBody } from "../common/errors.js";
+import type { ConnectionLimits } from "./connection-limits.js";
+
+/** What Node passes with `clientError`: llhttp's code (HPE_…) or Node's, and llhttp's reason. */
+type ParserError = Error & { code?: string; reason?: string };
+
+/** The API error a parser error stands for, in the words a client can act on. */
+export function clientErrorOf(err: ParserError, limits: ConnectionLimits): ConnectError {
+  switch (err.code) {
+    case "ERR_HTTP_REQUEST_TIMEOUT":
+      return apiError(
+        Code.DeadlineExceeded,
+        "RequestTimeout",
+        `The request did not arrive in time: its headers must arrive within ${limits.headersTimeoutMs} ms and the whole request within ${limits.requestTimeoutMs} ms.`,
+      );
+    case "HPE_HEADER_OVERFLOW":
+      return apiError(Code.ResourceExhausted, "HeadersTooLarge", `The request headers are larger than the limit of ${limits.maxHeaderBytes} bytes.`);
+    case "HPE_INVALID_METHOD":
+      return malformed("the method is not one HTTP knows");
+    case "HPE_INVALID_HEADER_TOKEN":
+      return malformed("a header line is not `Name: value`");
+    default:
+      return malformed(err.reason ? err.reason.replace(/\.$/, "") : "it cannot be parsed");
+  }
+}
+
+function malformed(why: string): ConnectError {
+  return apiError(Code.InvalidArgument, "MalformedRequest", `The request is not valid HTTP/1.1: ${why}.`);
+}
+
+/**
+ * An error answer written outside Fastify's reply: the same body, status and content type the
+ * REST error writer sends, an X-Request-Id, and `Connection: close`.
+ */
+export function closingErrorResponse(
+  reason: unknown,
+  requestId: string = randomUUID(),
+): { httpStatus: number; headers: Record<string, string>; body: string; requestId: string } {
+  const { httpStatus, body } = errorBody(reason);
+  const headers = {
+    "content-type": "application/json; charset=utf-8",
+    "content-length": String(Buffer.byteLength(body)),
+    "x-request-id": requestId,
+    connection: "close",
+  };
+  return { httpStatus, headers, body, requestId };
+}
+
+/** The same as a whole HTTP/1.1 response in bytes, for a socket no request object was made for. */
+export function rawErrorResponse(reason: unknown): { text: string; httpStatus: number; requestId: string } {
+  const { httpStatus, headers, body, requestId } = closingErrorResponse(reason);
+  const lines = Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`);
+  return { text: `HTTP/1.1 ${httpStatus} ${STATUS_CODES[httpStatus] ?? "Error"}\r\n${lines.join("")}\r\n${body}`, httpStatus, requestId };
+}
+
+/**
+ * The `clientErrorHandler` server option of Fastify (its own writes `{"error","statusCode"}`
+ * without a request id). A socket already reset, or one in the middle of writing a response
+ * (a 408 for a pipelined request's body while the one before is being answered), gets no
+ * answer: writing one there would corrupt the response on the wire.
+ */
+export function createClientErrorHandler(limits: ConnectionLimits): (this: FastifyInstance, err: ParserError, socket: Socket) => void {
+  return function (err, socket) {
+    if (err.code === "ECONNRESET" || socket.destroyed) return;
+    const error = clientErrorOf(err, limits);
+    const inFlight = (socket as Socket & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
+    if (!socket.writable || inFlight?.headersSent) {
+      socket.destroy();
+      return;
+    }
+    const { text, httpStatus, requestId } = rawErrorResponse(error);
+    this.log.info({ requestId, status: httpStatus, parserCode: err.code, protocol: "http" }, "request refused before routing");
+    // The parser's state is lost: the connection cannot go on. A lingering close (end, then
+    // destroy a moment later) rather than Node's write-and-destroy, so that bytes the client
+    // is still sending do not make the kernel reset the connection before the answer is read.
+    socket.end(text);
+    const cut = setTimeout(() => socket.destroy(), LINGER_MS);
+    cut.unref();
+    socket.once("close", () => clearTimeout(cut));
+  };
+}
+
+/** How long a refused connection may linger after its answer before it is cut, ms. */
+const LINGER_MS = 2000;
