@@ -6,7 +6,7 @@
  * X-Request-Id, as every other error; then the connection is closed (the parser cannot go on).
  */
 import { randomUUID } from "node:crypto";
-import { STATUS_CODES } from "node:http";
+import { STATUS_CODES, type ServerResponse } from "node:http";
 import type { Socket } from "node:net";
 import { Code, type ConnectError } from "@connectrpc/connect";
 import type { FastifyInstance } from "fastify";
@@ -65,30 +65,52 @@ export function rawErrorResponse(reason: unknown): { text: string; httpStatus: n
   return { text: `HTTP/1.1 ${httpStatus} ${STATUS_CODES[httpStatus] ?? "Error"}\r\n${lines.join("")}\r\n${body}`, httpStatus, requestId };
 }
 
+/** The response Node is writing (or will write next) on an HTTP/1.1 socket, if any. */
+function responseOn(socket: Socket): ServerResponse | undefined {
+  return (socket as Socket & { _httpMessage?: ServerResponse | null })._httpMessage ?? undefined;
+}
+
 /**
  * The `clientErrorHandler` server option of Fastify (its own writes `{"error","statusCode"}`
- * without a request id). A socket already reset, or one in the middle of writing a response
- * (a 408 for a pipelined request's body while the one before is being answered), gets no
- * answer: writing one there would corrupt the response on the wire.
+ * without a request id). When requests before the refused one are still being answered on the
+ * connection (pipelining), the refusal waits for their answers; a timeout refuses the request
+ * in flight itself, so it is answered at once unless that answer has begun (writing one then
+ * would corrupt it on the wire: the connection is only cut).
  */
 export function createClientErrorHandler(limits: ConnectionLimits): (this: FastifyInstance, err: ParserError, socket: Socket) => void {
   return function (err, socket) {
     if (err.code === "ECONNRESET" || socket.destroyed) return;
+    const log = this.log;
     const error = clientErrorOf(err, limits);
-    const inFlight = (socket as Socket & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
-    if (!socket.writable || inFlight?.headersSent) {
-      socket.destroy();
-      return;
-    }
-    const { text, httpStatus, requestId } = rawErrorResponse(error);
-    this.log.info({ requestId, status: httpStatus, parserCode: err.code, protocol: "http" }, "request refused before routing");
-    // The parser's state is lost: the connection cannot go on. A lingering close (end, then
-    // destroy a moment later) rather than Node's write-and-destroy, so that bytes the client
-    // is still sending do not make the kernel reset the connection before the answer is read.
-    socket.end(text);
-    const cut = setTimeout(() => socket.destroy(), LINGER_MS);
-    cut.unref();
-    socket.once("close", () => clearTimeout(cut));
+    const timedOut = err.code === "ERR_HTTP_REQUEST_TIMEOUT";
+    // A peer that never lets earlier answers finish does not hold the connection for ever.
+    const giveUp = setTimeout(() => socket.destroy(), limits.requestTimeoutMs + LINGER_MS);
+    giveUp.unref();
+    socket.once("close", () => clearTimeout(giveUp));
+    const answer = () => {
+      const res = responseOn(socket);
+      if (socket.destroyed) return;
+      if (res && !timedOut) {
+        // Answers to earlier requests first; the next one Node assigns is checked in turn.
+        res.once("finish", () => setImmediate(answer));
+        res.once("close", () => setImmediate(answer));
+        return;
+      }
+      if (!socket.writable || res?.headersSent) {
+        socket.destroy();
+        return;
+      }
+      const { text, httpStatus, requestId } = rawErrorResponse(error);
+      log.info({ requestId, status: httpStatus, parserCode: err.code, protocol: "http" }, "request refused before routing");
+      // The parser's state is lost: the connection cannot go on. A lingering close (end, then
+      // destroy a moment later) rather than Node's write-and-destroy, so that bytes the client
+      // is still sending do not make the kernel reset the connection before the answer is read.
+      socket.end(text);
+      const cut = setTimeout(() => socket.destroy(), LINGER_MS);
+      cut.unref();
+      socket.once("close", () => clearTimeout(cut));
+    };
+    answer();
   };
 }
 

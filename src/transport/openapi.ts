@@ -2,13 +2,14 @@
  * OpenAPI 3.1 description of the REST API, derived at start-up from the same descriptors the
  * transcoder serves: routes from `restRoutes`, parameters and bodies as the transcoder reads
  * them, schemas from the message descriptors in their JSON form (json_name keys, 64-bit
- * integers as numbers, enums by name). Nothing here is written per endpoint except what the
+ * integers as numbers, and in requests also as decimal strings; enums by name). Nothing here is written per endpoint except what the
  * descriptors cannot say (OPERATION_NOTES: the spec's operation names, the Idempotency-Key header).
  */
 import { ScalarType, type DescEnum, type DescField, type DescMessage, type DescService } from "@bufbuild/protobuf";
 import { FeatureSet_FieldPresence } from "@bufbuild/protobuf/wkt";
 import { ResponseStatusSchema } from "../../gen/switchboard/v2/common_pb.js";
 import { isOperatorService } from "../accounts/auth.js";
+import { DECIMAL_INTEGER, is64 } from "./json-integers.js";
 import { queryFields, restRoutes, type RestRoute } from "./rest.js";
 
 /** A JSON Schema (2020-12, the dialect of OpenAPI 3.1) or any other OpenAPI object. */
@@ -96,7 +97,7 @@ const BEARER_AUTH = "operatorBearer";
 const ERROR_RESPONSES = {
   "400": {
     name: "BadRequest",
-    description: "Invalid input or a refused business rule. `Errors` has one entry per field problem.",
+    description: "Invalid input or a refused business rule. `Errors` has one entry per field problem. A body that is not JSON, or not valid UTF-8, is `MalformedRequest` (the message names the byte offset).",
     example: {
       ErrorCode: "InvalidSchedule",
       Message: "Schedule is more than 14 days in the future.",
@@ -120,7 +121,7 @@ const ERROR_RESPONSES = {
   },
   "415": {
     name: "UnsupportedMediaType",
-    description: "A request body that is not sent as `application/json`.",
+    description: "A request body that is not sent as `application/json`, or whose Content-Type names a charset other than UTF-8.",
     example: {
       ErrorCode: "UnsupportedMediaType",
       Message: "The request body must be JSON, sent with Content-Type: application/json.",
@@ -170,7 +171,7 @@ export function buildOpenApi(services: DescService[], opts: OpenApiOptions): Ope
         in: "path",
         required: true,
         ...describe(fieldDescription(field, comments)),
-        schema: schemas.field(field, "request", true),
+        schema: schemas.field(field, "request", true, "text"),
       });
     }
     for (const field of queryFields(route)) {
@@ -179,7 +180,7 @@ export function buildOpenApi(services: DescService[], opts: OpenApiOptions): Ope
         in: "query",
         required: false,
         ...describe(fieldDescription(field, comments)),
-        schema: schemas.field(field, "request", true),
+        schema: schemas.field(field, "request", true, "text"),
       });
     }
     parameters.push(...(notes.headers ?? []));
@@ -405,8 +406,12 @@ class SchemaBuilder {
     return Object.fromEntries([...this.out].sort(([a], [b]) => a.localeCompare(b)));
   }
 
-  /** The schema of one field's JSON value; `bare` leaves out its description (for a whole body). */
-  field(field: DescField, dir: Direction, bare = false): OpenApiObject {
+  /**
+   * The schema of one field's JSON value; `bare` leaves out its description (for a whole body).
+   * `wire` "text" is a path or query value, where any integer is written as digits anyway.
+   */
+  field(field: DescField, dir: Direction, bare = false, wire: "json" | "text" = "json"): OpenApiObject {
+    const scalarSchema = dir === "request" && wire === "json" ? requestScalarSchema : responseScalarSchema;
     let schema: OpenApiObject;
     switch (field.fieldKind) {
       case "scalar":
@@ -539,18 +544,18 @@ function fieldDescription(field: DescField, comments: ReadonlyMap<string, string
   return field.scalar !== undefined && is64(field.scalar) ? "Unix seconds (UTC)." : undefined;
 }
 
-function is64(scalar: ScalarType): boolean {
-  return (
-    scalar === ScalarType.INT64 ||
-    scalar === ScalarType.UINT64 ||
-    scalar === ScalarType.SINT64 ||
-    scalar === ScalarType.FIXED64 ||
-    scalar === ScalarType.SFIXED64
-  );
+/**
+ * A scalar in request JSON: what the answers carry, and for a 64-bit integer also a string of
+ * decimal digits (the one integer rule, src/transport/json-integers.ts).
+ */
+function requestScalarSchema(scalar: ScalarType): OpenApiObject {
+  const schema = responseScalarSchema(scalar);
+  if (!is64(scalar)) return schema;
+  return { oneOf: [schema, { type: "string", pattern: DECIMAL_INTEGER.source, description: "The same integer as a string of decimal digits." }] };
 }
 
-/** The JSON form the transcoder reads and writes: 64-bit integers as numbers (not proto JSON strings). */
-function scalarSchema(scalar: ScalarType): OpenApiObject {
+/** The JSON form the transcoder writes: 64-bit integers as numbers (not proto JSON strings). */
+function responseScalarSchema(scalar: ScalarType): OpenApiObject {
   switch (scalar) {
     case ScalarType.STRING:
       return { type: "string" };

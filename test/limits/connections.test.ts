@@ -28,6 +28,7 @@ const LIMITS: ConnectionLimits = {
   requestTimeoutMs: 1000,
   maxHeaderBytes: 4096,
 };
+const TIMEOUT_MESSAGE = `The request did not arrive in time: its headers must arrive within ${LIMITS.headersTimeoutMs} ms and the whole request within ${LIMITS.requestTimeoutMs} ms.`;
 const GRPC_PATH = "/switchboard.admin.v1.AdminService/CreateAccount";
 
 let db: TestOrm;
@@ -136,6 +137,18 @@ function rawConnection() {
   };
 }
 
+/**
+ * The documented error answer of a refused HTTP/1.1 request: the ResponseStatus body (nothing
+ * else), its JSON content type, an X-Request-Id, and `Connection: close`.
+ */
+function expectDocumentedRefusal(r: RawResponse, status: number, errorCode: string, message: string): void {
+  expect(r.status).toBe(status);
+  expect(r.headers["content-type"]).toBe("application/json; charset=utf-8");
+  expect(r.headers["x-request-id"]).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
+  expect(r.headers.connection).toBe("close");
+  expect(JSON.parse(r.body)).toStrictEqual({ ResponseStatus: { ErrorCode: errorCode, Message: message, Errors: [] } });
+}
+
 const slowGet = (i: number, ms = 30) => `GET /test/slow?i=${i}&ms=${ms} HTTP/1.1\r\nHost: localhost\r\n\r\n`;
 
 describe(`HTTP/1.1 connections (${dbKind()})`, () => {
@@ -166,15 +179,12 @@ describe(`HTTP/1.1 connections (${dbKind()})`, () => {
       c.write([0, 1, 2, 3, 4, 5, 6, 7].map((i) => slowGet(i)).join(""));
       await c.closed();
       expect(c.responses.map((r) => r.status)).toEqual([200, 200, 200, 200, 200, 429]);
-      const refused = c.responses[5];
-      expect(refused.headers.connection).toBe("close");
-      expect(JSON.parse(refused.body)).toStrictEqual({
-        ResponseStatus: {
-          ErrorCode: "RateLimited",
-          Message: "Too many pipelined requests on one connection: at most 4 may wait behind the one being served. This connection closes after this answer; send the rest on a new one.",
-          Errors: [],
-        },
-      });
+      expectDocumentedRefusal(
+        c.responses[5],
+        429,
+        "RateLimited",
+        "Too many pipelined requests on one connection: at most 4 may wait behind the one being served. This connection closes after this answer; send the rest on a new one.",
+      );
       await new Promise((r) => setTimeout(r, 100));
       expect(slow.started).toEqual([0, 1, 2, 3, 4]);
       expect(slow.peak).toBe(1);
@@ -207,6 +217,7 @@ describe(`HTTP/1.1 connections (${dbKind()})`, () => {
     c.write(big(5000));
     await c.closed();
     expect(c.responses.map((r) => r.status)).toEqual([431]);
+    expectDocumentedRefusal(c.responses[0], 431, "HeadersTooLarge", `The request headers are larger than the limit of ${LIMITS.maxHeaderBytes} bytes.`);
     await expectHealthy();
   });
 
@@ -222,6 +233,7 @@ describe(`HTTP/1.1 connections (${dbKind()})`, () => {
     }
     const took = c.closedAt()! - started;
     expect(c.responses.map((r) => r.status)).toEqual([408]);
+    expectDocumentedRefusal(c.responses[0], 408, "RequestTimeout", TIMEOUT_MESSAGE);
     expect(took).toBeGreaterThanOrEqual(LIMITS.headersTimeoutMs - 50);
     expect(took).toBeLessThan(5000);
     await expectHealthy();
@@ -234,9 +246,56 @@ describe(`HTTP/1.1 connections (${dbKind()})`, () => {
     await c.closed();
     const took = c.closedAt()! - started;
     expect(c.responses.map((r) => r.status)).toEqual([408]);
+    expectDocumentedRefusal(c.responses[0], 408, "RequestTimeout", TIMEOUT_MESSAGE);
     expect(took).toBeGreaterThanOrEqual(LIMITS.requestTimeoutMs - 50);
     expect(took).toBeLessThan(5000);
     await expectHealthy();
+  });
+});
+
+describe(`HTTP/1.1 requests the parser refuses, before any route (${dbKind()})`, () => {
+  const cases: { label: string; bytes: string; message: string }[] = [
+    { label: "an unknown method token", bytes: "FOO /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n", message: "The request is not valid HTTP/1.1: the method is not one HTTP knows." },
+    { label: "a header line without a colon", bytes: "GET /healthz HTTP/1.1\r\nHost: localhost\r\nno colon here\r\n\r\n", message: "The request is not valid HTTP/1.1: a header line is not `Name: value`." },
+    { label: "a broken HTTP version", bytes: "GET /healthz HTTP/9.Z\r\nHost: localhost\r\n\r\n", message: "" },
+  ];
+  for (const c of cases) {
+    it(`${c.label}: 400 MalformedRequest in the documented body with X-Request-Id, then the connection closes`, async () => {
+      const conn = rawConnection();
+      conn.write(c.bytes);
+      await conn.closed();
+      expect(conn.responses).toHaveLength(1);
+      const r = conn.responses[0];
+      if (c.message === "") {
+        // llhttp's own reason, after the same prefix.
+        expect(JSON.parse(r.body).ResponseStatus.Message).toMatch(/^The request is not valid HTTP\/1\.1: .+\.$/);
+        expectDocumentedRefusal(r, 400, "MalformedRequest", JSON.parse(r.body).ResponseStatus.Message);
+      } else {
+        expectDocumentedRefusal(r, 400, "MalformedRequest", c.message);
+      }
+      await expectHealthy();
+    });
+  }
+
+  it("a refusal after an answer on the same connection comes after that answer, whole", async () => {
+    const c = rawConnection();
+    c.write("GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\nFOO / HTTP/1.1\r\n\r\n");
+    await c.closed();
+    expect(c.responses.map((r) => r.status)).toEqual([200, 400]);
+    expect(JSON.parse(c.responses[0].body)).toEqual({ Status: "ok" });
+    expectDocumentedRefusal(c.responses[1], 400, "MalformedRequest", "The request is not valid HTTP/1.1: the method is not one HTTP knows.");
+  });
+
+  it("the pipelining 429 echoes the client's X-Request-Id", async () => {
+    const c = rawConnection();
+    try {
+      const withId = (i: number) => `GET /test/slow?i=${i}&ms=30 HTTP/1.1\r\nHost: localhost\r\nX-Request-Id: probe-${i}\r\n\r\n`;
+      c.write([0, 1, 2, 3, 4, 5].map(withId).join(""));
+      await c.closed();
+      expect(c.responses.map((r) => [r.status, r.headers["x-request-id"]])).toEqual([0, 1, 2, 3, 4, 5].map((i) => [i < 5 ? 200 : 429, `probe-${i}`]));
+    } finally {
+      c.socket.destroy();
+    }
   });
 });
 
