@@ -11,7 +11,7 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { ScalarType, type DescField } from "@bufbuild/protobuf";
+import { ScalarType, type DescField, type DescMessage } from "@bufbuild/protobuf";
 import { FeatureSet_FieldPresence } from "@bufbuild/protobuf/wkt";
 import type { LightMyRequestResponse } from "fastify";
 import { chromium, type Browser } from "playwright-core";
@@ -272,6 +272,47 @@ describe("GET /openapi.json", () => {
       type: "array",
       items: { $ref: "#/components/schemas/MessageRecord" },
     });
+  });
+
+  it("64-bit integers in request bodies are an integer or a decimal string (oneOf), from the descriptors; answers and parameters have integers", () => {
+    const is64 = (f: DescField) =>
+      f.scalar !== undefined && [ScalarType.INT64, ScalarType.UINT64, ScalarType.SINT64, ScalarType.FIXED64, ScalarType.SFIXED64].includes(f.scalar);
+    let checked = 0;
+    const seen = new Set<string>();
+    const walk = (schema: OpenApiObject, desc: DescMessage, where: string) => {
+      const s = deref(schema);
+      if (seen.has(where)) return;
+      seen.add(where);
+      const props = s.properties as Record<string, OpenApiObject>;
+      for (const f of desc.fields) {
+        const p = props[f.jsonName];
+        if (p === undefined) continue; // bound by the path
+        if (f.fieldKind === "scalar" && is64(f)) {
+          const [number, text] = p.oneOf as OpenApiObject[];
+          expect(number, `${where}.${f.jsonName}`).toMatchObject({ type: "integer" });
+          expect(text, `${where}.${f.jsonName}`).toMatchObject({ type: "string" });
+          const pattern = new RegExp(text.pattern as string);
+          expect(["1795480000", "-5", "+5"].every((v) => pattern.test(v))).toBe(true);
+          expect(["12a", "1e3", " 1", "1 ", "0x10", "", "1.5"].some((v) => pattern.test(v))).toBe(false);
+          expect(validate("1795480000", text)).toEqual([]);
+          checked++;
+        } else if (f.fieldKind === "scalar") {
+          expect(p.oneOf, `${where}.${f.jsonName}`).toBeUndefined();
+        } else if (f.fieldKind === "message") {
+          walk(p, f.message, `${where}.${f.jsonName}`);
+        } else if (f.fieldKind === "list" && f.listKind === "message") {
+          walk(p.items as OpenApiObject, f.message, `${where}.${f.jsonName}[]`);
+        }
+      }
+    };
+    for (const route of routes) {
+      const op = operationOf(route);
+      if (op.requestBody) walk(op.requestBody.content["application/json"].schema, route.rpc.input, `${route.method} ${route.template}`);
+      for (const q of op.parameters ?? []) if (q.in === "query" || q.in === "path") expect(q.schema.oneOf, q.name).toBeUndefined();
+    }
+    expect(checked).toBeGreaterThanOrEqual(2); // Schedule of a send and of each batch item
+    const record = deref(resolve("#/components/schemas/MessageRecord"));
+    expect((record.properties as Record<string, OpenApiObject>).Schedule).toMatchObject({ type: "integer", format: "int64" });
   });
 
   it("documents the error responses with the ResponseStatus body", () => {
