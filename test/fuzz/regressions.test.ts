@@ -202,8 +202,8 @@ describe("RPC requests Connect cannot read", () => {
   const TRUNCATED = new Uint8Array([0x0a, 0x20, 0x41]); // field 1 claims 32 bytes, has 1
   const NOT_UTF8 = new Uint8Array([0x0a, 0x02, 0xff, 0xfe]);
 
-  async function outcome(protocol: RawProtocol, headers: Record<string, string>, body: Uint8Array) {
-    const req = { protocol, httpMethod: "POST", path: PATH, headers: { authorization: a.auth, ...headers }, body };
+  async function outcome(protocol: RawProtocol, headers: Record<string, string>, body: Uint8Array, path = PATH) {
+    const req = { protocol, httpMethod: "POST", path, headers: { authorization: a.auth, ...headers }, body };
     if (protocol !== "grpc") return rawOutcome(protocol, await sendHttp1(baseUrl, req, 10_000));
     const session = h2Session(baseUrl);
     try {
@@ -239,11 +239,14 @@ describe("RPC requests Connect cannot read", () => {
 
   it("a call whose error Connect cannot write (a quoted unpaired surrogate) still ends with a status", async () => {
     const before = await dbDigest(t.db.orm);
-    // Results_Count is an int32: protobuf-es quotes the string it got in its message, lone surrogate and all.
-    const json = new TextEncoder().encode(`{"AccountSid":"${a.accountSid}","Results_Count":"x\\ud800"}`);
+    // Pool is a bool: protobuf-es quotes the string it got in its message, lone surrogate and all.
+    const json = new TextEncoder().encode(`{"AccountSid":"${a.accountSid}","Pool":"x\\ud800"}`);
+    // An integer given so is refused by the integer rule first (src/transport/json-integers.ts), in words Connect can write.
+    const integer = new TextEncoder().encode(`{"AccountSid":"${a.accountSid}","Results_Count":"x\\ud800"}`);
     for (const protocol of ["grpc", "grpc-web"] as const) {
       const ct = { "content-type": protocol === "grpc" ? "application/grpc+json" : "application/grpc-web+json", te: "trailers" };
-      expectInvalidArgument(await outcome(protocol, ct, frame(0, json)), /^The request could not be read\.$/);
+      expectInvalidArgument(await outcome(protocol, ct, frame(0, json), "/switchboard.admin.v1.AdminService/ListNumbers"), /^The request could not be read\.$/);
+      expectInvalidArgument(await outcome(protocol, ct, frame(0, integer)), /^Results_Count must be an integer\.$/);
     }
     expect(changedTables(before, await dbDigest(t.db.orm))).toStrictEqual([]);
   });
