@@ -87,15 +87,21 @@ export function createClientErrorHandler(limits: ConnectionLimits): (this: Fasti
     const giveUp = setTimeout(() => socket.destroy(), limits.requestTimeoutMs + LINGER_MS);
     giveUp.unref();
     socket.once("close", () => clearTimeout(giveUp));
+    let done = false;
+    let waitingOn: ServerResponse | undefined;
     const answer = () => {
+      if (done || socket.destroyed) return;
       const res = responseOn(socket);
-      if (socket.destroyed) return;
       if (res && !timedOut) {
         // Answers to earlier requests first; the next one Node assigns is checked in turn.
-        res.once("finish", () => setImmediate(answer));
-        res.once("close", () => setImmediate(answer));
+        if (res === waitingOn) return;
+        waitingOn = res;
+        const next = () => setImmediate(answer);
+        res.once("finish", next);
+        res.once("close", next);
         return;
       }
+      done = true;
       if (!socket.writable || res?.headersSent) {
         socket.destroy();
         return;
