@@ -27,7 +27,7 @@ export interface DeliveryEngineOptions {
      */
     loops?: number;
   };
-  webhooks?: Partial<Pick<WebhookWorkerOptions, "timeoutMs" | "retryForMs" | "batchSize">>;
+  webhooks?: Partial<Pick<WebhookWorkerOptions, "timeoutMs" | "retryForMs" | "batchSize" | "resolve">>;
   /** SMTP transport for forwarded e-mails; without one they are kept for the operator. */
   mailTransport?: Transporter;
 }

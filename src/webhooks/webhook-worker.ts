@@ -1,9 +1,8 @@
-import { lookup } from "node:dns/promises";
 import type { MikroORM } from "@mikro-orm/sql";
 import type { Logger } from "pino";
 import { Webhook } from "standardwebhooks";
 import type { Clock } from "../common/clock.js";
-import { isPrivateAddress } from "./url-guard.js";
+import { callWebhook, PrivateTargetError, systemResolver, type ResolveHost, type WebhookHttpRequest } from "./webhook-client.js";
 
 /** Options of the webhook sender. */
 export interface WebhookWorkerOptions {
@@ -16,6 +15,8 @@ export interface WebhookWorkerOptions {
   /** How long a call is retried before it is given up (at least 24 hours: docs/api.md#delivery-receipts-and-webhooks). */
   retryForMs?: number;
   batchSize?: number;
+  /** How host names are resolved (default: the system resolver). */
+  resolve?: ResolveHost;
 }
 
 /** Every call has 10 s to answer (docs/api.md#delivery-receipts-and-webhooks). */
@@ -51,7 +52,7 @@ export function buildWebhookRequest(
   call: { id: string; url: string; method: string; payload: Record<string, string | number> },
   secret: string,
   at: Date,
-): { url: string; init: RequestInit } {
+): WebhookHttpRequest {
   const signer = new Webhook(secret);
   const timestamp = new Date(Math.floor(at.getTime() / 1000) * 1000);
   const headers: Record<string, string> = {
@@ -65,18 +66,12 @@ export function buildWebhookRequest(
     url.search = url.search ? `${url.search.slice(1)}&${query}` : query;
     // The signed content is the query string the receiver gets, the URI's own parameters included.
     headers["webhook-signature"] = signer.sign(call.id, timestamp, url.search.slice(1));
-    return { url: url.toString(), init: { method: "GET", headers } };
+    return { url: url.toString(), method: "GET", headers };
   }
   const body = JSON.stringify(call.payload);
   headers["webhook-signature"] = signer.sign(call.id, timestamp, body);
   headers["content-type"] = "application/json";
-  return { url: call.url, init: { method: "POST", headers, body } };
-}
-
-async function privateTarget(url: string): Promise<boolean> {
-  const host = new URL(url).hostname.replace(/^\[|\]$/g, "");
-  const addrs = await lookup(host, { all: true });
-  return addrs.some((a) => isPrivateAddress(a.address));
+  return { url: call.url, method: "POST", headers, body };
 }
 
 /** Creates the webhook worker. Calls are made at least once; the webhook-id stays the same across retries. */
@@ -84,6 +79,7 @@ export function createWebhookWorker(opts: WebhookWorkerOptions): WebhookWorker {
   const timeoutMs = opts.timeoutMs ?? WEBHOOK_TIMEOUT_MS;
   const retryForMs = opts.retryForMs ?? WEBHOOK_RETRY_FOR_MS;
   const batchSize = opts.batchSize ?? 50;
+  const resolve = opts.resolve ?? systemResolver;
 
   async function attempt(row: DueRow): Promise<void> {
     const em = opts.orm.em.fork();
@@ -93,18 +89,15 @@ export function createWebhookWorker(opts: WebhookWorkerOptions): WebhookWorker {
     let statusCode: number | null = null;
     let error = "";
     let permanent = false;
+    const signal = AbortSignal.timeout(timeoutMs);
     try {
-      if (!opts.allowPrivate && (await privateTarget(row.url))) {
-        permanent = true;
-        throw new Error("the URI resolves to a private, loopback or link-local address");
-      }
       const req = buildWebhookRequest({ id: row.id, url: row.url, method: row.method, payload }, row.webhook_secret, started);
-      const res = await fetch(req.url, { ...req.init, redirect: "manual", signal: AbortSignal.timeout(timeoutMs) });
-      statusCode = res.status;
-      await res.body?.cancel().catch(() => undefined);
-      if (res.status < 200 || res.status > 299) error = `HTTP ${res.status}`;
+      statusCode = await callWebhook(req, { resolve, allowPrivate: opts.allowPrivate, signal });
+      if (statusCode < 200 || statusCode > 299) error = `HTTP ${statusCode}`;
     } catch (err) {
-      error = err instanceof Error ? (err.name === "TimeoutError" ? `no answer within ${timeoutMs} ms` : err.message) : String(err);
+      permanent = err instanceof PrivateTargetError;
+      if (signal.aborted) error = `no answer within ${timeoutMs} ms`;
+      else error = err instanceof Error ? err.message : String(err);
     }
     const durationMs = Math.round(performance.now() - t0);
     const now = opts.clock.now();
