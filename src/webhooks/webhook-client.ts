@@ -66,9 +66,10 @@ function abortable<T>(p: Promise<T>, signal: AbortSignal): Promise<T> {
 }
 
 /**
- * Makes one webhook call and returns the HTTP status. The host name is resolved and every
+ * Makes one webhook call and returns the HTTP status. The host name is resolved once and every
  * answer checked (any private one refuses the call with PrivateTargetError, unless
- * allowPrivate); the connection is then made to the checked addresses. No redirect is followed.
+ * allowPrivate); the connection is then made to exactly those addresses, so a name that changes
+ * its answer (DNS rebinding) cannot reach a refused address. No redirect is followed.
  */
 export async function callWebhook(req: WebhookHttpRequest, opts: WebhookCallOptions): Promise<number> {
   const url = new URL(req.url);
@@ -79,15 +80,15 @@ export async function callWebhook(req: WebhookHttpRequest, opts: WebhookCallOpti
     const refused = addresses.find((a) => isPrivateAddress(a.address));
     if (refused) throw new PrivateTargetError(refused.address);
   }
-  // The connection resolves the name again.
-  const lookup: LookupFunction = (hostname, options, callback) => {
-    opts.resolve(hostname).then(
-      (again) => {
-        if (options.all) callback(null, again);
-        else callback(null, again[0].address, again[0].family);
-      },
-      (err) => callback(err, ""),
-    );
+  // The connection goes to the checked addresses and nowhere else: no second lookup, whatever
+  // the name answers now. The name itself stays in the request, so Host, SNI and the certificate
+  // check are about the name (Node's https agent takes all three from `host`).
+  const lookup: LookupFunction = (_hostname, options, callback) => {
+    const wanted = options.family === 4 || options.family === "IPv4" ? 4 : options.family === 6 || options.family === "IPv6" ? 6 : 0;
+    const usable = wanted ? addresses.filter((a) => a.family === wanted) : addresses;
+    if (usable.length === 0) callback(Object.assign(new Error(`${host} has no IPv${wanted} address`), { code: "ENOTFOUND" }), "");
+    else if (options.all) callback(null, usable);
+    else callback(null, usable[0].address, usable[0].family);
   };
   const client = url.protocol === "https:" ? https : http;
   return new Promise<number>((resolve, reject) => {

@@ -7,14 +7,13 @@
  */
 import { lookup } from "node:dns/promises";
 import { readFileSync } from "node:fs";
-import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
 import { hostname } from "node:os";
 import { Webhook } from "standardwebhooks";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { SIMULATOR_TEST_NUMBERS } from "../../src/carriers/simulator.js";
 import { webhookBackoffMs } from "../../src/webhooks/webhook-worker.js";
 import { isPrivateAddress } from "../../src/webhooks/url-guard.js";
+import { startReceiver, type Receiver, type Received } from "../support/webhook-receiver.js";
 import { ADMIN_TOKEN, addPoolNumbers, createTenant, createTestApp, type Tenant, type TestApp } from "../support/harness.js";
 
 // Standard Webhooks verification checks the timestamp against the real clock (5 minutes'
@@ -23,47 +22,6 @@ const T0 = new Date(Math.floor(Date.now() / 1000) * 1000);
 const HOUR = 3_600_000;
 const DR_FIELDS = ["AccountSid", "ErrorCode", "From", "MessageSid", "PropertySid", "Status", "Timestamp", "To", "Type"];
 const RESPONSE_FIELDS = ["AccountSid", "From", "InReplyTo", "MessageSid", "PropertySid", "Text", "Timestamp", "To", "Type"];
-
-interface Received {
-  method: string;
-  url: string;
-  headers: Record<string, string>;
-  body: string;
-}
-
-/** A webhook receiver on 127.0.0.1; `answer` decides each response (a status code, or "hang"). */
-interface Receiver {
-  port: number;
-  url(path: string): string;
-  requests: Received[];
-  answer: (n: number) => number | "hang";
-  close(): Promise<void>;
-}
-
-async function startReceiver(): Promise<Receiver> {
-  const requests: Received[] = [];
-  const receiver: Partial<Receiver> = { requests, answer: () => 200 };
-  const server = createServer((req: IncomingMessage, res: ServerResponse) => {
-    const chunks: Buffer[] = [];
-    req.on("data", (c: Buffer) => chunks.push(c));
-    req.on("end", () => {
-      requests.push({ method: req.method!, url: req.url!, headers: req.headers as Record<string, string>, body: Buffer.concat(chunks).toString("utf8") });
-      const a = receiver.answer!(requests.length);
-      if (a === "hang") return; // accepted, never answered
-      res.writeHead(a, { "content-type": "text/plain" }).end(a >= 200 && a < 300 ? "ok" : "nope");
-    });
-  });
-  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-  const port = (server.address() as AddressInfo).port;
-  return Object.assign(receiver, {
-    port,
-    url: (path: string) => `http://127.0.0.1:${port}${path}`,
-    async close() {
-      server.closeAllConnections();
-      await new Promise<void>((r) => server.close(() => r()));
-    },
-  }) as Receiver;
-}
 
 const secs = (d: Date) => Math.floor(d.getTime() / 1000);
 let ukSeq = 0;
@@ -413,8 +371,9 @@ describe("private address guard (WEBHOOK_ALLOW_PRIVATE=false)", () => {
     await rx?.close();
   });
 
-  it("refuses literal loopback, private and localhost URIs at send time with InvalidWebhookUri", async () => {
-    for (const uri of [rx.url("/"), `http://localhost:${rx.port}/`, "http://10.1.2.3/hook", "http://[::1]:8080/", "http://169.254.169.254/latest"]) {
+  it("refuses literal loopback, private and localhost URIs, and IPv6 forms embedding them (NAT64, 6to4, compatible, mapped), at send time with InvalidWebhookUri", async () => {
+    const embedded = [`http://[64:ff9b::7f00:1]:${rx.port}/`, `http://[2002:7f00:1::]:${rx.port}/`, `http://[::7f00:1]:${rx.port}/`, "http://[::ffff:a9fe:a9fe]/latest"];
+    for (const uri of [rx.url("/"), `http://localhost:${rx.port}/`, "http://10.1.2.3/hook", "http://[::1]:8080/", "http://169.254.169.254/latest", ...embedded]) {
       const res = await sendRaw(t, tenant, { DeliveryReceiptWebhookUri: uri });
       expect(res.statusCode, `${uri}: ${res.body}`).toBe(400);
       expect(res.json().ResponseStatus.ErrorCode).toBe("InvalidWebhookUri");
