@@ -27,7 +27,7 @@ export interface DeliveryEngineOptions {
      */
     loops?: number;
   };
-  webhooks?: Partial<Pick<WebhookWorkerOptions, "timeoutMs" | "retryForMs" | "batchSize" | "resolve">>;
+  webhooks?: Partial<Pick<WebhookWorkerOptions, "timeoutMs" | "retryForMs" | "concurrency" | "concurrencyPerHost" | "resolve">>;
   /** SMTP transport for forwarded e-mails; without one they are kept for the operator. */
   mailTransport?: Transporter;
 }
@@ -42,18 +42,26 @@ export interface DeliveryEngine {
   start(opts?: { loops?: boolean }): Promise<void>;
   /** Wakes the dispatcher: a message was just queued. */
   nudge(): void;
-  /** Stops the loops after their current round, then the carrier. */
+  /** Stops the loops after their current round and waits for webhook calls in flight, then stops the carrier. */
   stop(): Promise<void>;
 }
 
 /** Creates the delivery engine; tests call `dispatcher.tick()` and `webhooks.tick()` themselves. */
 export function createDeliveryEngine(opts: DeliveryEngineOptions): DeliveryEngine {
   const dispatcher = createDispatcher({ orm: opts.orm, clock: opts.clock, carrier: opts.carrier, log: opts.log, ...opts.dispatcher });
-  const webhooks = createWebhookWorker({ orm: opts.orm, clock: opts.clock, allowPrivate: opts.webhookAllowPrivate, log: opts.log, ...opts.webhooks });
+  let webhookLoop: WorkerLoop | undefined;
+  // A call that ends frees a slot: the loop fills it at once rather than at its next poll.
+  const webhooks = createWebhookWorker({
+    orm: opts.orm,
+    clock: opts.clock,
+    allowPrivate: opts.webhookAllowPrivate,
+    log: opts.log,
+    ...opts.webhooks,
+    onSlotFree: () => webhookLoop?.nudge(),
+  });
   const mail = createMailWorker({ orm: opts.orm, clock: opts.clock, transport: opts.mailTransport, log: opts.log });
   const pollMs = opts.pollMs ?? 250;
   let loops: WorkerLoop[] = [];
-  let webhookLoop: WorkerLoop | undefined;
   let dispatchLoops: WorkerLoop[] = [];
 
   // Delivery reports arrive one per message: the ones that arrive together share a transaction.
@@ -102,7 +110,9 @@ export function createDeliveryEngine(opts: DeliveryEngineOptions): DeliveryEngin
     async start(startOpts) {
       await opts.carrier.start(events);
       if (startOpts?.loops === false) return;
-      webhookLoop = createWorkerLoop("webhooks", () => webhooks.tick(), { intervalMs: pollMs * 4, log: opts.log });
+      // Each round starts calls into the free slots without waiting for them (the pool).
+      // A slot that frees while a claim runs is filled by the next round, at once.
+      webhookLoop = createWorkerLoop("webhooks", () => webhooks.fill(), { intervalMs: pollMs * 4, log: opts.log, keepNudges: true });
       dispatchLoops = Array.from({ length: Math.max(1, opts.dispatcher?.loops ?? 2) }, () =>
         createWorkerLoop("dispatcher", () => dispatcher.tick(), { intervalMs: pollMs, log: opts.log }),
       );
@@ -118,6 +128,8 @@ export function createDeliveryEngine(opts: DeliveryEngineOptions): DeliveryEngin
     },
     async stop() {
       await Promise.all(loops.map((l) => l.stop()));
+      // Webhook calls already started finish (each within its timeout) and are recorded.
+      await webhooks.drain();
       loops = [];
       dispatchLoops = [];
       webhookLoop = undefined;

@@ -13,12 +13,24 @@ export interface WorkerLoop {
  * Runs `tick` (which returns how many items it handled) in a loop. Errors are logged and the loop
  * backs off; it never dies, since the database may come back.
  */
-export function createWorkerLoop(name: string, tick: () => Promise<number>, opts: { intervalMs: number; log?: Logger }): WorkerLoop {
+export function createWorkerLoop(
+  name: string,
+  tick: () => Promise<number>,
+  opts: {
+    intervalMs: number;
+    log?: Logger;
+    /** A nudge during a round makes the next round run at once, even if this one found nothing (default: it is dropped). */
+    keepNudges?: boolean;
+  },
+): WorkerLoop {
   let running = false;
   let wake: (() => void) | undefined;
   let timer: NodeJS.Timeout | undefined;
   let loop: Promise<void> | undefined;
   let failures = 0;
+  // A nudge that came while a round was running: the work it announces may have been missed, so
+  // the next round runs at once instead of sleeping.
+  let nudged = false;
 
   const sleep = (ms: number) =>
     new Promise<void>((resolve) => {
@@ -32,6 +44,7 @@ export function createWorkerLoop(name: string, tick: () => Promise<number>, opts
   async function run() {
     while (running) {
       let handled = 0;
+      nudged = false;
       try {
         handled = await tick();
         failures = 0;
@@ -40,7 +53,7 @@ export function createWorkerLoop(name: string, tick: () => Promise<number>, opts
         opts.log?.error({ err, worker: name, failures }, "worker tick failed");
       }
       if (!running) break;
-      if (handled === 0 || failures > 0) await sleep(failures > 0 ? Math.min(5000, opts.intervalMs * 2 ** failures) : opts.intervalMs);
+      if (failures > 0 || (handled === 0 && !nudged)) await sleep(failures > 0 ? Math.min(5000, opts.intervalMs * 2 ** failures) : opts.intervalMs);
     }
   }
 
@@ -51,7 +64,8 @@ export function createWorkerLoop(name: string, tick: () => Promise<number>, opts
       loop = run();
     },
     nudge() {
-      wake?.();
+      if (wake) wake();
+      else nudged = opts.keepNudges === true;
     },
     async stop() {
       running = false;

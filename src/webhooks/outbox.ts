@@ -17,13 +17,22 @@ export function newWebhookId(): string {
   return `msg_${randomBytes(18).toString("base64url")}`;
 }
 
+/** The destination host a call counts against (the per-host slot limit): the URI's host name, lower case. */
+export function webhookTargetHost(url: string): string {
+  try {
+    return new URL(url).hostname.toLowerCase();
+  } catch {
+    return "";
+  }
+}
+
 /** Queues a webhook call; commit the surrounding transaction and the call will be made at least once. */
 export async function enqueueWebhook(em: EntityManager, call: WebhookCall): Promise<string> {
   const id = newWebhookId();
   await em.execute(
-    `insert into webhook_deliveries (id, account_sid, message_sid, event_type, url, method, payload, status, attempts, next_attempt_at, created_at)
-     values (?, ?, ?, ?, ?, ?, ?::jsonb, 'Pending', 0, ?, ?)`,
-    [id, call.accountSid, call.messageSid, call.eventType, call.url, call.method, JSON.stringify(call.payload), call.now, call.now],
+    `insert into webhook_deliveries (id, account_sid, message_sid, event_type, url, target_host, method, payload, status, attempts, next_attempt_at, created_at)
+     values (?, ?, ?, ?, ?, ?, ?, ?::jsonb, 'Pending', 0, ?, ?)`,
+    [id, call.accountSid, call.messageSid, call.eventType, call.url, webhookTargetHost(call.url), call.method, JSON.stringify(call.payload), call.now, call.now],
   );
   return id;
 }

@@ -2,6 +2,7 @@ import type { MikroORM } from "@mikro-orm/sql";
 import type { Logger } from "pino";
 import { Webhook } from "standardwebhooks";
 import type { Clock } from "../common/clock.js";
+import { claimDueWebhooks, recordWebhookAttempt, type DueWebhook } from "./webhook-store.js";
 import { callWebhook, PrivateTargetError, systemResolver, type ResolveHost, type WebhookHttpRequest } from "./webhook-client.js";
 
 /** Options of the webhook sender. */
@@ -14,37 +15,45 @@ export interface WebhookWorkerOptions {
   timeoutMs?: number;
   /** How long a call is retried before it is given up (at least 24 hours: docs/api.md#delivery-receipts-and-webhooks). */
   retryForMs?: number;
-  batchSize?: number;
+  /** Calls in flight at once in this process (WEBHOOK_CONCURRENCY). */
+  concurrency?: number;
+  /** Calls in flight at once per (account, destination host) in this process (WEBHOOK_CONCURRENCY_PER_HOST). */
+  concurrencyPerHost?: number;
   /** How host names are resolved (default: the system resolver). */
   resolve?: ResolveHost;
+  /** Called each time a call ends and frees its slot (the engine wakes its loop to fill it). */
+  onSlotFree?: () => void;
 }
 
 /** Every call has 10 s to answer (docs/api.md#delivery-receipts-and-webhooks). */
 export const WEBHOOK_TIMEOUT_MS = 10_000;
 /** Retries go on for at least 24 hours (docs/api.md#delivery-receipts-and-webhooks). */
 export const WEBHOOK_RETRY_FOR_MS = 24 * 3600 * 1000;
+/** Default calls in flight per process (WEBHOOK_CONCURRENCY). */
+export const WEBHOOK_CONCURRENCY = 64;
+/** Default calls in flight per (account, destination host) per process (WEBHOOK_CONCURRENCY_PER_HOST). */
+export const WEBHOOK_CONCURRENCY_PER_HOST = 4;
 
 /** Delay after failed attempt n (1-based): 5 s doubling to at most 1 hour. */
 export function webhookBackoffMs(attempt: number): number {
   return Math.min(3_600_000, 5000 * 2 ** Math.max(0, attempt - 1));
 }
 
-interface DueRow {
-  id: string;
-  message_sid: string;
-  event_type: string;
-  url: string;
-  method: string;
-  payload: Record<string, string | number> | string;
-  attempts: number;
-  created_at: Date | string;
-  webhook_secret: string;
-}
-
-/** The outbox sender: claims due webhook calls, signs and makes them, records each attempt. */
+/**
+ * The outbox sender: a pool of slots. Each free slot takes the next due call as soon as it frees
+ * (no batch waits for its slowest call); due calls are dealt round-robin across accounts, and
+ * one (account, host) holds at most a few slots, so one account's slow endpoint cannot hold up
+ * another account's calls.
+ */
 export interface WebhookWorker {
-  /** Makes one round of due calls; returns how many were attempted. */
+  /** Claims due calls into the free slots and starts them; returns how many it started, without waiting for them. */
+  fill(): Promise<number>;
+  /** fill(), then waits for the calls it started; returns how many. For tests and one-off runs. */
   tick(): Promise<number>;
+  /** Calls in flight now. */
+  inFlight(): number;
+  /** Waits until no call is in flight. */
+  drain(): Promise<void>;
 }
 
 /** The signed request for one call: Standard Webhooks headers; GET carries the fields as the query. */
@@ -78,11 +87,16 @@ export function buildWebhookRequest(
 export function createWebhookWorker(opts: WebhookWorkerOptions): WebhookWorker {
   const timeoutMs = opts.timeoutMs ?? WEBHOOK_TIMEOUT_MS;
   const retryForMs = opts.retryForMs ?? WEBHOOK_RETRY_FOR_MS;
-  const batchSize = opts.batchSize ?? 50;
+  const concurrency = Math.max(1, opts.concurrency ?? WEBHOOK_CONCURRENCY);
+  const perHost = Math.max(1, opts.concurrencyPerHost ?? WEBHOOK_CONCURRENCY_PER_HOST);
   const resolve = opts.resolve ?? systemResolver;
+  /** In flight per (account, host), keyed `account host`. */
+  const busy = new Map<string, { accountSid: string; host: string; inFlight: number }>();
+  const running = new Set<Promise<void>>();
+  // Claims run one at a time: each sees the slots the previous one filled.
+  let claiming: Promise<unknown> = Promise.resolve();
 
-  async function attempt(row: DueRow): Promise<void> {
-    const em = opts.orm.em.fork();
+  async function attempt(row: DueWebhook): Promise<void> {
     const payload = typeof row.payload === "string" ? JSON.parse(row.payload) : row.payload;
     const started = opts.clock.now();
     const t0 = performance.now();
@@ -102,25 +116,16 @@ export function createWebhookWorker(opts: WebhookWorkerOptions): WebhookWorker {
     const durationMs = Math.round(performance.now() - t0);
     const now = opts.clock.now();
     const attempts = row.attempts + 1;
-    await em.transactional(async (tx) => {
-      await tx.execute(
-        "insert into webhook_attempts (delivery_id, attempted_at, status_code, error, duration_ms) values (?, ?, ?, ?, ?)",
-        [row.id, started, statusCode, error, durationMs],
-      );
-      if (error === "") {
-        await tx.execute(
-          `update webhook_deliveries set status = 'Delivered', attempts = ?, delivered_at = ?, last_status_code = ?, last_error = '', claimed_until = null where id = ?`,
-          [attempts, now, statusCode, row.id],
-        );
-        return;
-      }
-      const giveUp = permanent || now.getTime() - new Date(row.created_at).getTime() >= retryForMs;
-      await tx.execute(
-        `update webhook_deliveries
-            set status = ?, attempts = ?, next_attempt_at = ?, last_status_code = ?, last_error = ?, claimed_until = null
-          where id = ?`,
-        [giveUp ? "Failed" : "Pending", attempts, new Date(now.getTime() + webhookBackoffMs(attempts)), statusCode, error, row.id],
-      );
+    await recordWebhookAttempt(opts.orm.em.fork(), {
+      id: row.id,
+      startedAt: started,
+      now,
+      statusCode,
+      error,
+      durationMs,
+      attempts,
+      giveUp: permanent || now.getTime() - new Date(row.created_at).getTime() >= retryForMs,
+      nextAttemptAt: new Date(now.getTime() + webhookBackoffMs(attempts)),
     });
     opts.log?.[error ? "warn" : "debug"](
       { webhookId: row.id, messageSid: row.message_sid, eventType: row.event_type, attempts, statusCode, durationMs, error: error || undefined },
@@ -128,25 +133,55 @@ export function createWebhookWorker(opts: WebhookWorkerOptions): WebhookWorker {
     );
   }
 
+  /** Runs a claimed call in its slot; the slot frees when the attempt is recorded (or recording failed: the claim then expires). */
+  function start(row: DueWebhook): Promise<void> {
+    const key = `${row.account_sid} ${row.target_host}`;
+    const target = busy.get(key) ?? { accountSid: row.account_sid, host: row.target_host, inFlight: 0 };
+    target.inFlight++;
+    busy.set(key, target);
+    const run = attempt(row)
+      .catch((err: unknown) => opts.log?.error({ err, webhookId: row.id }, "webhook attempt not recorded"))
+      .finally(() => {
+        running.delete(run);
+        if (--target.inFlight === 0) busy.delete(key);
+        opts.onSlotFree?.();
+      });
+    running.add(run);
+    return run;
+  }
+
+  async function claimAndStart(): Promise<Promise<void>[]> {
+    const free = concurrency - running.size;
+    if (free <= 0) return [];
+    const now = opts.clock.now();
+    const rows = await claimDueWebhooks(opts.orm.em.fork(), {
+      now,
+      claimUntil: new Date(now.getTime() + timeoutMs + 30_000),
+      max: free,
+      perTarget: perHost,
+      busy: [...busy.values()],
+    });
+    return rows.map(start);
+  }
+
+  function fillOnce(): Promise<Promise<void>[]> {
+    const next = claiming.then(claimAndStart);
+    claiming = next.catch(() => undefined);
+    return next;
+  }
+
   return {
+    async fill() {
+      return (await fillOnce()).length;
+    },
     async tick() {
-      const now = opts.clock.now();
-      const em = opts.orm.em.fork();
-      const rows = await em.execute<DueRow[]>(
-        `update webhook_deliveries d
-            set claimed_until = ?
-           from accounts a
-          where a.sid = d.account_sid and d.id in (
-            select id from webhook_deliveries
-             where status = 'Pending' and next_attempt_at <= ? and (claimed_until is null or claimed_until < ?)
-             order by next_attempt_at
-             limit ?
-             for update skip locked)
-        returning d.id, d.message_sid, d.event_type, d.url, d.method, d.payload, d.attempts, d.created_at, a.webhook_secret`,
-        [new Date(now.getTime() + timeoutMs + 30_000), now, now, batchSize],
-      );
-      await Promise.all(rows.map((r) => attempt(r)));
-      return rows.length;
+      const started = await fillOnce();
+      await Promise.all(started);
+      return started.length;
+    },
+    inFlight: () => running.size,
+    async drain() {
+      while (running.size > 0) await Promise.all([...running]);
     },
   };
 }

@@ -1,0 +1,122 @@
+import type { EntityManager } from "@mikro-orm/sql";
+
+/** A claimed webhook call, with what is needed to make and sign it. */
+export interface DueWebhook {
+  id: string;
+  account_sid: string;
+  target_host: string;
+  message_sid: string;
+  event_type: string;
+  url: string;
+  method: string;
+  payload: Record<string, string | number> | string;
+  attempts: number;
+  created_at: Date | string;
+  webhook_secret: string;
+}
+
+/** Calls this process has in flight to one (account, host). */
+export interface BusyTarget {
+  accountSid: string;
+  host: string;
+  inFlight: number;
+}
+
+/** What a claim may take. */
+export interface ClaimLimits {
+  now: Date;
+  /** The claim lasts until then; an expired claim (a crashed worker's) is taken again. */
+  claimUntil: Date;
+  /** At most this many calls in all. */
+  max: number;
+  /** At most this many in flight per (account, host), counting `busy`. */
+  perTarget: number;
+  busy: BusyTarget[];
+}
+
+// Due calls are dealt round-robin: within each (account, host) the calls past the free slots are
+// left out; then each account's remaining calls are numbered (its turn) and the claim takes turn
+// 1 of every account before turn 2 of any. Within a turn, and within an account, the earlier due
+// time goes first and at equal due time a first attempt before a retry. The ranking is a window
+// over the due rows; the locking level repeats the conditions, so a row another worker claimed
+// meanwhile is re-checked and skipped (SKIP LOCKED, as across processes).
+const CLAIM = `
+update webhook_deliveries d
+   set claimed_until = ?
+  from accounts a
+ where a.sid = d.account_sid and d.id in (
+   select c.id
+     from webhook_deliveries c
+     join (
+       select s.id, s.next_attempt_at, s.retry,
+              row_number() over (partition by s.account_sid order by s.next_attempt_at, s.retry, s.id) as turn
+         from (
+           select w.id, w.account_sid, w.next_attempt_at, w.attempts > 0 as retry,
+                  row_number() over (partition by w.account_sid, w.target_host order by w.next_attempt_at, w.attempts > 0, w.id)
+                    + coalesce(b.in_flight, 0) as slot
+             from webhook_deliveries w
+             left join jsonb_to_recordset(?::jsonb) as b(account_sid text, target_host text, in_flight int)
+               on b.account_sid = w.account_sid and b.target_host = w.target_host
+            where w.status = 'Pending' and w.next_attempt_at <= ? and (w.claimed_until is null or w.claimed_until < ?)
+         ) s
+        where s.slot <= ?
+     ) r on r.id = c.id
+    where c.status = 'Pending' and c.next_attempt_at <= ? and (c.claimed_until is null or c.claimed_until < ?)
+    order by r.turn, r.next_attempt_at, r.retry, r.id
+    limit ?
+    for update of c skip locked)
+returning d.id, d.account_sid, d.target_host, d.message_sid, d.event_type, d.url, d.method, d.payload, d.attempts, d.created_at, a.webhook_secret`;
+
+/** Claims due webhook calls round-robin across accounts, within the given limits. */
+export function claimDueWebhooks(em: EntityManager, l: ClaimLimits): Promise<DueWebhook[]> {
+  return em.execute<DueWebhook[]>(CLAIM, [
+    l.claimUntil,
+    // One JSON parameter, whatever the number of busy targets (none included).
+    JSON.stringify(l.busy.map((b) => ({ account_sid: b.accountSid, target_host: b.host, in_flight: b.inFlight }))),
+    l.now,
+    l.now,
+    l.perTarget,
+    l.now,
+    l.now,
+    l.max,
+  ]);
+}
+
+/** The outcome of one attempt. */
+export interface WebhookAttempt {
+  id: string;
+  startedAt: Date;
+  now: Date;
+  statusCode: number | null;
+  /** Empty when the call succeeded. */
+  error: string;
+  durationMs: number;
+  /** The attempt count after this one. */
+  attempts: number;
+  /** When not delivered: true to give up (Failed), else it is Pending again, due at `nextAttemptAt`. */
+  giveUp: boolean;
+  nextAttemptAt: Date;
+}
+
+/** Records an attempt in the log and the call's new state, releasing its claim. */
+export async function recordWebhookAttempt(em: EntityManager, a: WebhookAttempt): Promise<void> {
+  await em.transactional(async (tx) => {
+    await tx.execute(
+      "insert into webhook_attempts (delivery_id, attempted_at, status_code, error, duration_ms) values (?, ?, ?, ?, ?)",
+      [a.id, a.startedAt, a.statusCode, a.error, a.durationMs],
+    );
+    if (a.error === "") {
+      await tx.execute(
+        `update webhook_deliveries set status = 'Delivered', attempts = ?, delivered_at = ?, last_status_code = ?, last_error = '', claimed_until = null where id = ?`,
+        [a.attempts, a.now, a.statusCode, a.id],
+      );
+      return;
+    }
+    await tx.execute(
+      `update webhook_deliveries
+          set status = ?, attempts = ?, next_attempt_at = ?, last_status_code = ?, last_error = ?, claimed_until = null
+        where id = ?`,
+      [a.giveUp ? "Failed" : "Pending", a.attempts, a.nextAttemptAt, a.statusCode, a.error, a.id],
+    );
+  });
+}
