@@ -1,4 +1,6 @@
+import { Resolver } from "node:dns";
 import type { ConnectionLimits } from "./transport/connection-limits.js";
+import { WEBHOOK_CONCURRENCY, WEBHOOK_CONCURRENCY_PER_HOST } from "./webhooks/webhook-worker.js";
 
 /** Default sustained send rate, messages per second per account (SEND_RATE_LIMIT). */
 export const DEFAULT_SEND_RATE_LIMIT = 50;
@@ -27,6 +29,12 @@ export interface Config {
   carrier: "simulator" | "kannel" | "smpp";
   smtpUrl: string | undefined;
   webhookAllowPrivate: boolean;
+  /** Webhook calls in flight at once per process. */
+  webhookConcurrency: number;
+  /** Webhook calls in flight at once per (account, destination host) per process. */
+  webhookConcurrencyPerHost: number;
+  /** DNS servers (`ip` or `ip:port`) webhook host names are resolved with; empty: the system resolver. */
+  webhookDnsServers: string[];
   logLevel: string;
   /** Bearer token GET /metrics requires; unset leaves /metrics open. */
   metricsToken?: string;
@@ -84,6 +92,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     carrier,
     smtpUrl: env.SMTP_URL || undefined,
     webhookAllowPrivate: /^(1|true|yes)$/i.test(env.WEBHOOK_ALLOW_PRIVATE ?? ""),
+    webhookConcurrency: wholeNumber(env, "WEBHOOK_CONCURRENCY", WEBHOOK_CONCURRENCY, 1),
+    webhookConcurrencyPerHost: wholeNumber(env, "WEBHOOK_CONCURRENCY_PER_HOST", WEBHOOK_CONCURRENCY_PER_HOST, 1),
+    webhookDnsServers: dnsServers(env, "WEBHOOK_DNS_SERVERS"),
     logLevel: env.LOG_LEVEL ?? "info",
     metricsToken: env.METRICS_TOKEN || undefined,
     noAlphaCountries: new Set(
@@ -133,6 +144,20 @@ function wholeNumber(env: NodeJS.ProcessEnv, name: string, fallback: number, min
   const n = Number(raw);
   if (!Number.isSafeInteger(n) || n < min) throw new Error(`${name} must be a whole number of at least ${min}, got "${raw}"`);
   return n;
+}
+
+/** A comma-separated list of DNS servers (`ip`, `ip:port`, `[ipv6]:port`), checked by Node's own parser. */
+function dnsServers(env: NodeJS.ProcessEnv, name: string): string[] {
+  const list = (env[name] ?? "")
+    .split(",")
+    .map((s) => s.trim())
+    .filter(Boolean);
+  try {
+    new Resolver().setServers(list);
+  } catch {
+    throw new Error(`${name} must be a comma-separated list of IP addresses, each with an optional :port, got "${env[name]}"`);
+  }
+  return list;
 }
 
 /** A rate per second: a positive number, or 0 / "off" for none. */

@@ -4,6 +4,7 @@ import type { Carrier } from "../carriers/carrier.js";
 import { createCarrier } from "../carriers/index.js";
 import { systemClock } from "../common/clock.js";
 import type { Config } from "../config.js";
+import { dnsServersResolver } from "../webhooks/webhook-client.js";
 import { createDeliveryEngine, type DeliveryEngine } from "./engine.js";
 
 /** The carrier and delivery engine the configuration asks for, as the service and the worker both run them. */
@@ -18,6 +19,11 @@ export async function createConfiguredEngine(config: Config, orm: MikroORM, log:
     log,
     mailTransport,
     dispatcher: { claimMs: config.dispatchClaimMs },
+    webhooks: {
+      concurrency: config.webhookConcurrency,
+      concurrencyPerHost: config.webhookConcurrencyPerHost,
+      resolve: config.webhookDnsServers.length > 0 ? dnsServersResolver(config.webhookDnsServers) : undefined,
+    },
   });
   return { carrier, engine };
 }

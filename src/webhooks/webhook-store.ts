@@ -34,33 +34,54 @@ export interface ClaimLimits {
   busy: BusyTarget[];
 }
 
-// Due calls are dealt round-robin: within each (account, host) the calls past the free slots are
-// left out; then each account's remaining calls are numbered (its turn) and the claim takes turn
-// 1 of every account before turn 2 of any. Within a turn, and within an account, the earlier due
-// time goes first and at equal due time a first attempt before a retry. The ranking is a window
-// over the due rows; the locking level repeats the conditions, so a row another worker claimed
-// meanwhile is re-checked and skipped (SKIP LOCKED, as across processes).
+// Due calls are dealt round-robin. The (account, host) pairs with pending calls are listed by
+// skipping through webhook_deliveries_target_idx (one index probe per pair, however long each
+// queue is); each pair offers its first due calls, earliest due time first and at equal due time
+// a first attempt before a retry, no more than its free slots (the per-host limit less the calls
+// this process has in flight there); each account's offers are then numbered (its turn) and the
+// claim takes turn 1 of every account before turn 2 of any. The locking level repeats the
+// conditions, so a row another worker claimed meanwhile is re-checked and skipped (SKIP LOCKED,
+// as across processes).
 const CLAIM = `
+with recursive targets(account_sid, target_host) as (
+    (select account_sid, target_host from webhook_deliveries
+      where status = 'Pending'
+      order by account_sid, target_host limit 1)
+  union all
+    select n.account_sid, n.target_host
+      from targets t
+      cross join lateral (
+        select w.account_sid, w.target_host from webhook_deliveries w
+         where w.status = 'Pending' and (w.account_sid, w.target_host) > (t.account_sid, t.target_host)
+         order by w.account_sid, w.target_host limit 1) n
+),
+offers as (
+  select h.id, h.account_sid, h.next_attempt_at, h.retry,
+         row_number() over (partition by h.account_sid, h.target_host order by h.next_attempt_at, h.retry, h.id)
+           + coalesce(b.in_flight, 0) as slot
+    from targets t
+    cross join lateral (
+      select w.id, w.account_sid, w.target_host, w.next_attempt_at, w.attempts > 0 as retry
+        from webhook_deliveries w
+       where w.status = 'Pending' and w.account_sid = t.account_sid and w.target_host = t.target_host
+         and w.next_attempt_at <= ? and (w.claimed_until is null or w.claimed_until < ?)
+       order by w.next_attempt_at, w.attempts > 0, w.id
+       limit ?) h
+    left join jsonb_to_recordset(?::jsonb) as b(account_sid text, target_host text, in_flight int)
+      on b.account_sid = h.account_sid and b.target_host = h.target_host
+),
+turns as (
+  select id, next_attempt_at, retry, row_number() over (partition by account_sid order by next_attempt_at, retry, id) as turn
+    from offers
+   where slot <= ?
+)
 update webhook_deliveries d
    set claimed_until = ?
   from accounts a
  where a.sid = d.account_sid and d.id in (
    select c.id
      from webhook_deliveries c
-     join (
-       select s.id, s.next_attempt_at, s.retry,
-              row_number() over (partition by s.account_sid order by s.next_attempt_at, s.retry, s.id) as turn
-         from (
-           select w.id, w.account_sid, w.next_attempt_at, w.attempts > 0 as retry,
-                  row_number() over (partition by w.account_sid, w.target_host order by w.next_attempt_at, w.attempts > 0, w.id)
-                    + coalesce(b.in_flight, 0) as slot
-             from webhook_deliveries w
-             left join jsonb_to_recordset(?::jsonb) as b(account_sid text, target_host text, in_flight int)
-               on b.account_sid = w.account_sid and b.target_host = w.target_host
-            where w.status = 'Pending' and w.next_attempt_at <= ? and (w.claimed_until is null or w.claimed_until < ?)
-         ) s
-        where s.slot <= ?
-     ) r on r.id = c.id
+     join turns r on r.id = c.id
     where c.status = 'Pending' and c.next_attempt_at <= ? and (c.claimed_until is null or c.claimed_until < ?)
     order by r.turn, r.next_attempt_at, r.retry, r.id
     limit ?
@@ -70,12 +91,13 @@ returning d.id, d.account_sid, d.target_host, d.message_sid, d.event_type, d.url
 /** Claims due webhook calls round-robin across accounts, within the given limits. */
 export function claimDueWebhooks(em: EntityManager, l: ClaimLimits): Promise<DueWebhook[]> {
   return em.execute<DueWebhook[]>(CLAIM, [
-    l.claimUntil,
-    // One JSON parameter, whatever the number of busy targets (none included).
-    JSON.stringify(l.busy.map((b) => ({ account_sid: b.accountSid, target_host: b.host, in_flight: b.inFlight }))),
     l.now,
     l.now,
     l.perTarget,
+    // One JSON parameter, whatever the number of busy targets (none included).
+    JSON.stringify(l.busy.map((b) => ({ account_sid: b.accountSid, target_host: b.host, in_flight: b.inFlight }))),
+    l.perTarget,
+    l.claimUntil,
     l.now,
     l.now,
     l.max,

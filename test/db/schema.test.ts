@@ -104,6 +104,20 @@ describe(`database schema (${dbKind()})`, () => {
     });
   });
 
+  it("indexes the webhook outbox for the due-time walk, the round-robin claim per (account, host), and per message", async () => {
+    const indexes = await orm.em
+      .fork()
+      .execute<{ indexname: string; indexdef: string }[]>(
+        "select indexname, indexdef from pg_indexes where schemaname = 'public' and tablename = 'webhook_deliveries' order by indexname",
+      );
+    expect(indexes.map((i) => `${i.indexname}: ${i.indexdef.replace(/^.* USING btree /, "")}`)).toEqual([
+      "webhook_deliveries_due_idx: (next_attempt_at) WHERE ((status)::text = 'Pending'::text)",
+      "webhook_deliveries_message_idx: (message_sid)",
+      "webhook_deliveries_pkey: (id)",
+      "webhook_deliveries_target_idx: (account_sid, target_host, next_attempt_at) WHERE ((status)::text = 'Pending'::text)",
+    ]);
+  });
+
   it("stores every timestamp as timestamptz", async () => {
     const rows = await orm.em
       .fork()

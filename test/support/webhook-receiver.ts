@@ -24,13 +24,15 @@ export interface Receiver {
   url(path: string, host?: string): string;
   requests: Received[];
   answer: (n: number, req: Received) => Answer;
+  /** Answers every delayed response now. */
+  releaseHeld(): void;
   close(): Promise<void>;
 }
 
 /** Starts an HTTP receiver, or an HTTPS one with `tls` (key and certificate, PEM). */
 export async function startReceiver(opts: { tls?: { key: string; cert: string } } = {}): Promise<Receiver> {
   const requests: Received[] = [];
-  const timers = new Set<NodeJS.Timeout>();
+  const held = new Map<NodeJS.Timeout, () => void>();
   const receiver: Partial<Receiver> = { requests, answer: () => 200 };
   const handler = (req: IncomingMessage, res: ServerResponse) => {
     const chunks: Buffer[] = [];
@@ -49,11 +51,13 @@ export async function startReceiver(opts: { tls?: { key: string; cert: string } 
       if (a === "hang") return; // accepted, never answered
       const reply = (status: number) => res.writeHead(status, { "content-type": "text/plain" }).end(status >= 200 && status < 300 ? "ok" : "nope");
       if (typeof a === "number") return reply(a);
-      const timer = setTimeout(() => {
-        timers.delete(timer);
+      const answerNow = () => {
+        clearTimeout(timer);
+        held.delete(timer);
         if (!res.destroyed) reply(a.status);
-      }, a.afterMs);
-      timers.add(timer);
+      };
+      const timer = setTimeout(answerNow, a.afterMs);
+      held.set(timer, answerNow);
     });
   };
   const server = opts.tls ? createTlsServer({ key: opts.tls.key, cert: opts.tls.cert }, handler) : createServer(handler);
@@ -63,8 +67,11 @@ export async function startReceiver(opts: { tls?: { key: string; cert: string } 
   return Object.assign(receiver, {
     port,
     url: (path: string, host = "127.0.0.1") => `${scheme}://${host}:${port}${path}`,
+    releaseHeld() {
+      for (const answerNow of [...held.values()]) answerNow();
+    },
     async close() {
-      for (const t of timers) clearTimeout(t);
+      for (const t of held.keys()) clearTimeout(t);
       server.closeAllConnections();
       await new Promise<void>((r) => server.close(() => r()));
     },
