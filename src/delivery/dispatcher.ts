@@ -6,27 +6,72 @@ import { executeBound } from "../db/bound-sql.js";
 import { isDatabaseUnavailable } from "../db/orm.js";
 import { applyFinalState, recordSubmissions, type Submission } from "./receipts.js";
 
-const RETURNING = "m.sid, m.sender, m.recipient, m.text, m.delivery_receipt, m.attempts, m.send_at, m.scheduled_at, m.created_at";
+const RETURNING = "m.sid, m.account_sid, m.sender, m.recipient, m.text, m.delivery_receipt, m.attempts, m.send_at, m.scheduled_at, m.created_at";
 
 /** Planner settings for the claim's transaction: the due messages by an ordered walk of the queue index only. */
-export const ORDERED_QUEUE_SCAN = "select set_config('enable_bitmapscan', 'off', true), set_config('enable_seqscan', 'off', true)";
+export const ORDERED_QUEUE_SCAN =
+  "select set_config('enable_bitmapscan', 'off', true), set_config('enable_seqscan', 'off', true), set_config('enable_hashjoin', 'off', true), set_config('enable_mergejoin', 'off', true)";
+
+/** Whether a queued message may be claimed (the parameter, when claims expire: now). */
+function claimable(confirmed: boolean): string {
+  return confirmed ? "claimed_until is null" : "(claimed_until is null or claimed_until < ?)";
+}
 
 /**
- * The claim: one UPDATE over a `FOR UPDATE SKIP LOCKED` subselect of the oldest due messages.
+ * The claim in due order: one UPDATE over a `FOR UPDATE SKIP LOCKED` subselect of the oldest due
+ * messages, by an ordered walk of messages_queue_idx. Used while no backlog builds up (every due
+ * message fits in the round, so no account waits for another) and to fill a fair round.
+ * Parameters: claimed_until, now (now again when claims expire), limit.
  * With a carrier that confirms, an expired claim is never taken directly: holdUnconfirmed first.
  */
 export function claimSql(confirmed: boolean): string {
-  const claimable = confirmed ? "claimed_until is null" : "(claimed_until is null or claimed_until < ?)";
   return `update messages m
             set status = 'Processing', claimed_until = ?, attempts = m.attempts + 1
           where m.sid in (
             select sid from messages
              where queued and direction = 'Transmit'
-               and send_at <= ? and ${claimable}
+               and send_at <= ? and ${claimable(confirmed)}
              order by send_at
              limit ?
              for update skip locked)
         returning ${RETURNING}`;
+}
+
+/**
+ * The claim round-robin across accounts, used while a backlog lasts. A loose scan of
+ * messages_account_queue_idx (account_sid, send_at) finds each account with queued messages and
+ * its oldest one: one index probe per account, so one account's burst costs one probe, not a walk
+ * through the burst. The accounts whose oldest is due share the round: each takes up to
+ * k = ceil(limit / accounts) of its oldest due messages (`FOR UPDATE SKIP LOCKED`: concurrent
+ * dispatchers never claim the same row), at least one each. Every returned row carries k, so the
+ * dispatcher knows whether an account may have more.
+ * Parameters: now, limit, claimed_until, now (now again when claims expire).
+ */
+export function fairClaimSql(confirmed: boolean): string {
+  return `with recursive heads(account_sid, send_at) as (
+              (select account_sid, send_at from messages where queued order by account_sid, send_at limit 1)
+            union all
+              select n.account_sid, n.send_at
+                from heads h
+                cross join lateral (
+                  select account_sid, send_at from messages
+                   where queued and account_sid > h.account_sid
+                   order by account_sid, send_at limit 1) n
+          ),
+          due as (select account_sid from heads where send_at <= ?),
+          share as (select greatest(1, ceil(?::float8 / greatest(1, count(*))))::int as k from due)
+        update messages m
+           set status = 'Processing', claimed_until = ?, attempts = m.attempts + 1
+         where m.sid in (
+           select c.sid from due d
+            cross join lateral (
+              select sid from messages
+               where queued and (account_sid, send_at) >= (d.account_sid, '-infinity') and (account_sid, send_at) <= (d.account_sid, ?)
+                 and direction = 'Transmit' and ${claimable(confirmed)}
+               order by account_sid, send_at
+               limit (select k from share)
+               for update skip locked) c)
+        returning (select k from share) as k, ${RETURNING}`;
 }
 
 /** Options of the dispatcher. */
@@ -47,6 +92,7 @@ export interface DispatcherOptions {
 
 interface ClaimedRow {
   sid: string;
+  account_sid: string;
   sender: string;
   recipient: string;
   text: string;
@@ -209,14 +255,45 @@ export function createDispatcher(opts: DispatcherOptions): Dispatcher {
     }
   }
 
-  /** Claims up to batchSize due messages; runs in the caller's transaction (after ORDERED_QUEUE_SCAN). */
-  function claimDue(tx: Parameters<typeof executeBound>[0], now: Date): Promise<ClaimedRow[]> {
-    return executeBound<ClaimedRow>(
-      tx,
-      claimSql(confirmWaitMs > 0),
-      confirmWaitMs > 0 ? [new Date(now.getTime() + claimMs), now, batchSize] : [new Date(now.getTime() + claimMs), now, now, batchSize],
-      confirmWaitMs > 0 ? "sb_dispatch_claim_confirmed" : "sb_dispatch_claim",
-    );
+  /** True after a full round: due messages may be waiting for the next one, so claim fairly. */
+  let backlog = false;
+
+  /**
+   * Claims up to batchSize due messages; runs in the caller's transaction (after
+   * ORDERED_QUEUE_SCAN). While every due message fits in a round, in due order (one cheap
+   * statement: an idle poll costs what it always did). After a full round a backlog may be
+   * waiting, and one account's burst must not hold back the others: the round is shared
+   * round-robin across the accounts with due messages (fairClaimSql), and what the accounts with
+   * fewer due messages than their share left of it goes in due order. More than batchSize
+   * accounts with due messages get one each.
+   */
+  async function claimDue(tx: Parameters<typeof executeBound>[0], now: Date): Promise<ClaimedRow[]> {
+    const confirmed = confirmWaitMs > 0;
+    const until = new Date(now.getTime() + claimMs);
+    const expired = confirmed ? [] : [now];
+    const inOrder = (limit: number) =>
+      executeBound<ClaimedRow>(tx, claimSql(confirmed), [until, now, ...expired, limit], confirmed ? "sb_dispatch_claim_confirmed" : "sb_dispatch_claim");
+    let rows: ClaimedRow[];
+    if (!backlog) {
+      rows = await inOrder(batchSize);
+    } else {
+      const fair = await executeBound<ClaimedRow & { k: number }>(
+        tx,
+        fairClaimSql(confirmed),
+        [now, batchSize, until, now, ...expired],
+        confirmed ? "sb_dispatch_fair_claim_confirmed" : "sb_dispatch_fair_claim",
+      );
+      rows = fair;
+      if (fair.length > 0 && fair.length < batchSize) {
+        const taken = new Map<string, number>();
+        for (const r of fair) taken.set(r.account_sid, (taken.get(r.account_sid) ?? 0) + 1);
+        // An account that took its whole share may have more due; the rows just claimed no longer match.
+        const share = Number(fair[0].k);
+        if ([...taken.values()].some((n) => n >= share)) rows = [...fair, ...(await inOrder(batchSize - fair.length))];
+      }
+    }
+    backlog = rows.length >= batchSize;
+    return rows;
   }
 
   return {
@@ -230,12 +307,14 @@ export function createDispatcher(opts: DispatcherOptions): Dispatcher {
           await holdUnconfirmed(now);
         }
       }
-      // The claim must walk the queue index in send_at order and stop at the limit. The planner
+      // The claim must walk the queue indexes in send_at order and stop at the limit. The planner
       // prefers a bitmap scan plus sort when it expects few due rows, and a bitmap scan visits the
       // heap for every entry of the index, including every message submitted since the last
       // vacuum (their old versions stay in the index until then): milliseconds per round, growing
       // with the table. An ordered index scan stops early and marks such entries dead for the
-      // next scan (docs/benchmarks.md). The settings last for this transaction only.
+      // next scan (docs/benchmarks.md). The fair claim underestimates its rows and would then hash-join
+      // a full scan of the primary key (80 ms for 50,000 queued); it must reach each claimed row
+      // by its key. The settings last for this transaction only.
       const fresh = await opts.orm.em.fork().transactional(async (tx) => {
         await executeBound(tx, ORDERED_QUEUE_SCAN, [], "sb_ordered_queue_scan");
         return claimDue(tx, now);

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { MikroORM } from "@mikro-orm/sql";
 import { createTestOrm, dbKind, type TestOrm } from "../support/db.js";
 import { executeBound } from "../../src/db/bound-sql.js";
-import { claimSql, ORDERED_QUEUE_SCAN } from "../../src/delivery/dispatcher.js";
+import { claimSql, fairClaimSql, ORDERED_QUEUE_SCAN } from "../../src/delivery/dispatcher.js";
 import { CHECK_SQL, SEND_BATCH_SETTINGS } from "../../src/messaging/send-writer.js";
 
 /** Every plan node below the root, depth first. */
@@ -40,6 +40,31 @@ describe(`hot statements (${dbKind()})`, () => {
         ["Index Scan", "messages_pkey"],
       ]);
       expect(planNodes(plan[0].Plan).some((n) => n["Node Type"] === "Sort")).toBe(false);
+    });
+  }
+
+  for (const confirmed of [false, true]) {
+    it(`the fair claim finds each account by one probe of the account queue index and reaches each row by its key (confirming carrier: ${confirmed})`, async () => {
+      const now = new Date();
+      const params = confirmed ? [now, 500, now, now] : [now, 500, now, now, now];
+      const plan = await orm.em.fork().transactional(async (tx) => {
+        await executeBound(tx, ORDERED_QUEUE_SCAN, []);
+        const [row] = await executeBound<{ "QUERY PLAN": unknown }>(tx, `explain (format json) ${fairClaimSql(confirmed)}`, params);
+        const json = row["QUERY PLAN"];
+        return (typeof json === "string" ? JSON.parse(json) : json) as { Plan: Record<string, unknown> }[];
+      });
+      const nodes = planNodes(plan[0].Plan);
+      const scans = nodes.filter((n) => String(n["Node Type"]).includes("Scan") && n["Relation Name"] === "messages");
+      // The loose scan (first account, then each next one), each due account's oldest due messages, then the update by key.
+      expect(scans.map((n) => [String(n["Node Type"]).replace("Index Only Scan", "Index Scan"), n["Index Name"]])).toEqual([
+        ["Index Scan", "messages_account_queue_idx"],
+        ["Index Scan", "messages_account_queue_idx"],
+        ["Index Scan", "messages_account_queue_idx"],
+        ["Index Scan", "messages_pkey"],
+      ]);
+      // Each account's rows in index order (no sort), and no join that reads a whole index or table.
+      const types = nodes.map((n) => String(n["Node Type"]));
+      for (const t of ["Sort", "Hash Join", "Merge Join", "Seq Scan", "Bitmap Heap Scan"]) expect(types).not.toContain(t);
     });
   }
 

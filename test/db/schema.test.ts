@@ -78,6 +78,7 @@ describe(`database schema (${dbKind()})`, () => {
       "select indexname, indexdef from pg_indexes where schemaname = 'public' and tablename = 'messages' order by indexname",
     );
     expect(indexes.map((i) => `${i.indexname}: ${i.indexdef.replace(/^.* USING btree /, "")}`)).toEqual([
+      "messages_account_queue_idx: (account_sid, send_at) WHERE queued",
       "messages_pkey: (sid)",
       "messages_property_sid_created_at_idx: (property_sid, created_at DESC)",
       "messages_queue_idx: (send_at) WHERE queued",
