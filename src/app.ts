@@ -37,7 +37,7 @@ import { decideRpcCharset, serviceWithJsonRules } from "./transport/rpc-json.js"
 export interface AppDeps {
   orm: MikroORM;
   config: Pick<Config, "adminToken" | "webhookAllowPrivate" | "noAlphaCountries" | "bodyLimit" | "metricsToken"> &
-    Partial<Pick<Config, "sendRateLimit" | "sendRateBurst" | "connections">>;
+    Partial<Pick<Config, "sendRateLimit" | "sendRateBurst" | "connections" | "mailFromDomains">>;
   clock?: Clock;
   /** The carrier, for the simulator's operator endpoints. */
   carrier?: Carrier;

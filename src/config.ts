@@ -1,4 +1,6 @@
 import { Resolver } from "node:dns";
+import { parseMailFromDomains } from "./mail/mail-from.js";
+import { DEFAULT_NO_ALPHA_COUNTRIES } from "./messaging/send-rules.js";
 import type { ConnectionLimits } from "./transport/connection-limits.js";
 import { WEBHOOK_CONCURRENCY, WEBHOOK_CONCURRENCY_PER_HOST } from "./webhooks/webhook-worker.js";
 
@@ -40,6 +42,8 @@ export interface Config {
   metricsToken?: string;
   /** Countries (ISO alpha-2) whose operators do not take alphanumeric sender IDs. */
   noAlphaCountries: Set<string>;
+  /** Domains a ForwardFromEmail may be in (MAIL_FROM_DOMAINS; `*` allows any). */
+  mailFromDomains: string[];
   /** Largest accepted request body, bytes. */
   bodyLimit: number;
   /** Sustained sends per second per account; 0 turns the limit off. */
@@ -98,11 +102,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     logLevel: env.LOG_LEVEL ?? "info",
     metricsToken: env.METRICS_TOKEN || undefined,
     noAlphaCountries: new Set(
-      (env.NO_ALPHA_SENDER_COUNTRIES ?? "US,CA")
+      (env.NO_ALPHA_SENDER_COUNTRIES ?? DEFAULT_NO_ALPHA_COUNTRIES.join(","))
         .split(",")
         .map((c) => c.trim().toUpperCase())
         .filter(Boolean),
     ),
+    mailFromDomains: parseMailFromDomains(env.MAIL_FROM_DOMAINS),
     bodyLimit: wholeNumber(env, "BODY_LIMIT_BYTES", 1024 * 1024, 1),
     sendRateLimit,
     sendRateBurst: wholeNumber(env, "SEND_RATE_BURST", defaultSendBurst(sendRateLimit), 1),

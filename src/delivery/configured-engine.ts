@@ -18,6 +18,7 @@ export async function createConfiguredEngine(config: Config, orm: MikroORM, log:
     webhookAllowPrivate: config.webhookAllowPrivate,
     log,
     mailTransport,
+    noAlphaCountries: config.noAlphaCountries,
     dispatcher: { claimMs: config.dispatchClaimMs },
     webhooks: {
       concurrency: config.webhookConcurrency,

@@ -6,6 +6,7 @@ import type { Transporter } from "nodemailer";
 import { createMailWorker } from "../mail/mail-outbox.js";
 import { createWebhookWorker, type WebhookWorker, type WebhookWorkerOptions } from "../webhooks/webhook-worker.js";
 import { createDispatcher, type Dispatcher, type DispatcherOptions } from "./dispatcher.js";
+import { DEFAULT_NO_ALPHA_COUNTRIES } from "../messaging/send-rules.js";
 import { receiveInbound } from "./inbound.js";
 import { createGroupCommit } from "../common/group-commit.js";
 import { applyFinalStates, recordSubmissions, type Submission } from "./receipts.js";
@@ -30,6 +31,8 @@ export interface DeliveryEngineOptions {
   webhooks?: Partial<Pick<WebhookWorkerOptions, "timeoutMs" | "retryForMs" | "concurrency" | "concurrencyPerHost" | "resolve">>;
   /** SMTP transport for forwarded e-mails; without one they are kept for the operator. */
   mailTransport?: Transporter;
+  /** Countries whose operators do not take alphanumeric sender IDs (forwarded replies follow the send rules); default US, CA. */
+  noAlphaCountries?: ReadonlySet<string>;
 }
 
 /** The dispatcher, the webhook sender and the carrier's event sink, started and stopped together. */
@@ -48,6 +51,7 @@ export interface DeliveryEngine {
 
 /** Creates the delivery engine; tests call `dispatcher.tick()` and `webhooks.tick()` themselves. */
 export function createDeliveryEngine(opts: DeliveryEngineOptions): DeliveryEngine {
+  const noAlphaCountries = opts.noAlphaCountries ?? new Set(DEFAULT_NO_ALPHA_COUNTRIES);
   const dispatcher = createDispatcher({ orm: opts.orm, clock: opts.clock, carrier: opts.carrier, log: opts.log, ...opts.dispatcher });
   let webhookLoop: WorkerLoop | undefined;
   // A call that ends frees a slot: the loop fills it at once rather than at its next poll.
@@ -96,7 +100,13 @@ export function createDeliveryEngine(opts: DeliveryEngineOptions): DeliveryEngin
       if (changed) webhookLoop?.nudge();
     },
     async inbound(sms) {
-      const result = await receiveInbound(opts.orm.em.fork(), sms, opts.clock.now());
+      const result = await receiveInbound(opts.orm.em.fork(), sms, opts.clock.now(), { noAlphaCountries });
+      if (result.forward?.status === "Failed") {
+        opts.log?.warn(
+          { messageSid: result.messageSid, inReplyTo: result.inReplyTo, forwardSid: result.forward.messageSid, errorCode: result.forward.errorCode },
+          "reply not forwarded by SMS: the send rules refuse it (kept as a Failed message)",
+        );
+      }
       for (const l of loops) l.nudge();
       return result;
     },

@@ -1,9 +1,14 @@
+import { ConnectError } from "@connectrpc/connect";
 import type { EntityManager } from "@mikro-orm/sql";
 import type { InboundSms } from "../carriers/carrier.js";
 import { unixSeconds } from "../common/clock.js";
 import { newSid } from "../common/sid.js";
 import { storableText } from "../common/string-guard.js";
-import { textEncoding } from "../messaging/send-rules.js";
+import { errorCodeOf } from "../common/errors.js";
+import { parseE164 } from "../common/phone.js";
+import { allocateLease } from "../leases/lease-allocator.js";
+import { goesOutLeased, smsNotEnabled, textEncoding } from "../messaging/send-rules.js";
+import { NO_REPLY_EMAIL } from "../mail/mail-from.js";
 import { enqueueEmail } from "../mail/mail-outbox.js";
 import { enqueueWebhook } from "../webhooks/outbox.js";
 
@@ -17,15 +22,24 @@ interface LeaseMatch {
   forward_from_sms: string;
   forward_to_email: string;
   forward_from_email: string;
+  account_sms: boolean;
+  property_sms: boolean;
 }
 
-/** Sender of forwarded e-mails when the message named no ForwardFromEmail. */
-export const NO_REPLY_EMAIL = "no-reply@switchboard.invalid";
+export { NO_REPLY_EMAIL };
 
 /** What became of an inbound SMS. */
 export interface InboundResult {
   messageSid: string;
   inReplyTo: string;
+  /** The forwarded SMS, when the message asked for one: queued (Processing), or Failed and why. */
+  forward?: { messageSid: string; status: "Processing" | "Failed"; errorCode: string };
+}
+
+/** What receiveInbound needs besides the SMS. */
+export interface InboundOptions {
+  /** Countries whose operators do not take alphanumeric sender IDs (a forward goes out leased there, as a send would). */
+  noAlphaCountries: ReadonlySet<string>;
 }
 
 /**
@@ -36,14 +50,17 @@ export interface InboundResult {
  * no live lease (none, expired or released) belongs to no account: it is kept in
  * unmatched_inbound for the operator and not forwarded.
  */
-export async function receiveInbound(em: EntityManager, received: InboundSms, now: Date): Promise<InboundResult> {
+export async function receiveInbound(em: EntityManager, received: InboundSms, now: Date, opts: InboundOptions): Promise<InboundResult> {
   // Anyone on the network can send any UCS-2 units: a NUL or an unpaired surrogate must not fail the insert.
   const sms = { ...received, text: storableText(received.text) };
   return em.transactional(async (tx) => {
     const rows = await tx.execute<LeaseMatch[]>(
       `select m.sid as message_sid, m.account_sid, m.property_sid, m.webhook_uri, m.webhook_method,
-              m.forward_to_sms, m.forward_from_sms, m.forward_to_email, m.forward_from_email
+              m.forward_to_sms, m.forward_from_sms, m.forward_to_email, m.forward_from_email,
+              a.sms_enabled as account_sms, p.sms_enabled as property_sms
          from leases l join messages m on m.sid = l.message_sid
+         join accounts a on a.sid = m.account_sid
+         join properties p on p.sid = m.property_sid
         where l.pool_number = ? and l.recipient = ? and not l.released and l.expires_at > ?
         order by l.created_at desc limit 1`,
       [sms.to, sms.from, sms.at],
@@ -89,16 +106,7 @@ export async function receiveInbound(em: EntityManager, received: InboundSms, no
         now,
       });
     }
-    if (lease.forward_to_sms !== "") {
-      const from = lease.forward_from_sms || sms.from;
-      const enc = textEncoding(sms.text || " ");
-      await tx.execute(
-        `insert into messages (sid, account_sid, property_sid, direction, status, sender_kind, sender, recipient, text, encoding, num_segments,
-                               delivery_receipt, in_reply_to, send_at, created_at)
-         values (?, ?, ?, 'Transmit', 'Processing', ?, ?, ?, ?, ?, ?, false, ?, ?, ?)`,
-        [newSid("MG"), lease.account_sid, lease.property_sid, from.startsWith("+") ? "E164" : "Alphanumeric", from, lease.forward_to_sms, sms.text, enc.encoding, enc.numSegments, sid, now, now],
-      );
-    }
+    const forward = lease.forward_to_sms !== "" ? await forwardSms(tx, lease, sms, sid, now, opts) : undefined;
     if (lease.forward_to_email !== "") {
       await enqueueEmail(tx, {
         accountSid: lease.account_sid,
@@ -110,6 +118,60 @@ export async function receiveInbound(em: EntityManager, received: InboundSms, no
         now,
       });
     }
-    return { messageSid: sid, inReplyTo: lease.message_sid };
+    return { messageSid: sid, inReplyTo: lease.message_sid, ...(forward ? { forward } : {}) };
   });
+}
+
+/**
+ * Queues the forward of a reply by SMS under the rules of any send of that account and property
+ * (send-rules): both must be SMS-enabled; an E164 ForwardFromSms must still be one of the
+ * account's numbers; an alphanumeric one to a country that does not take alphanumeric IDs goes out
+ * from a leased sender. Left blank, it is the spec's default, the responding party's number. A
+ * forward the rules refuse is not sent: it is kept as a Failed message with the rule's ErrorCode
+ * (ListMessages shows it), in the same transaction as the reply, which is kept either way.
+ */
+async function forwardSms(
+  tx: EntityManager,
+  lease: LeaseMatch,
+  sms: InboundSms,
+  replySid: string,
+  now: Date,
+  opts: InboundOptions,
+): Promise<NonNullable<InboundResult["forward"]>> {
+  const sid = newSid("MG");
+  const requested = lease.forward_from_sms;
+  const to = parseE164(lease.forward_to_sms);
+  let sender = requested || sms.from;
+  let senderKind: "E164" | "Alphanumeric" | "Leased" = sender.startsWith("+") ? "E164" : "Alphanumeric";
+  let leaseSid: string | null = null;
+  let errorCode = "";
+  const disabled = smsNotEnabled({ sid: lease.account_sid, smsEnabled: lease.account_sms }, { sid: lease.property_sid, smsEnabled: lease.property_sms });
+  if (disabled) {
+    errorCode = "SmsNotEnabled";
+  } else if (!to) {
+    errorCode = "InvalidRecipient"; // checked when the message was sent; kept for rows stored before that check
+  } else if (requested.startsWith("+")) {
+    const owned = await tx.execute<{ n: number }[]>("select count(*)::int as n from numbers where number = ? and account_sid = ?", [requested, lease.account_sid]);
+    if (Number(owned[0]?.n ?? 0) === 0) errorCode = "SenderNotOwned";
+  } else if (requested !== "" && goesOutLeased("Alphanumeric", to, opts.noAlphaCountries)) {
+    try {
+      const allocated = await allocateLease(tx, { recipient: to.number, accountSid: lease.account_sid, messageSid: sid, now });
+      sender = allocated.poolNumber;
+      senderKind = "Leased";
+      leaseSid = allocated.sid;
+    } catch (err) {
+      // A rule (LeaseLimitReached, NoLeasedNumberAvailable) fails this forward only; a database error fails the whole reply.
+      if (!(err instanceof ConnectError)) throw err;
+      errorCode = errorCodeOf(err);
+    }
+  }
+  const status = errorCode === "" ? "Processing" : "Failed";
+  const enc = textEncoding(sms.text || " ");
+  await tx.execute(
+    `insert into messages (sid, account_sid, property_sid, direction, status, sender_kind, sender, recipient, text, encoding, num_segments,
+                           delivery_receipt, lease_sid, in_reply_to, send_at, created_at, error_code)
+     values (?, ?, ?, 'Transmit', ?, ?, ?, ?, ?, ?, ?, false, ?, ?, ?, ?, ?)`,
+    [sid, lease.account_sid, lease.property_sid, status, senderKind, sender, lease.forward_to_sms, sms.text, enc.encoding, enc.numSegments, leaseSid, replySid, now, now, errorCode],
+  );
+  return { messageSid: sid, status, errorCode };
 }

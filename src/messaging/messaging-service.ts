@@ -32,7 +32,7 @@ import { constraintViolation } from "../db/orm.js";
 import type { ItemOutcome } from "../common/group-commit.js";
 import { releaseLease } from "../leases/lease-allocator.js";
 import { Message } from "./message.entity.js";
-import { validateSend } from "./send-rules.js";
+import { goesOutLeased, validateSend } from "./send-rules.js";
 import { createSendWriter, IDEMPOTENCY_TTL_MS, requestHash, type SendItem, type SendOutcome, writeKeyedBatch } from "./send-writer.js";
 
 /** What the messaging service needs. */
@@ -43,6 +43,8 @@ export interface MessagingDeps {
   webhookAllowPrivate: boolean;
   /** Countries whose operators do not take alphanumeric sender IDs. */
   noAlphaCountries: Set<string>;
+  /** Domains a ForwardFromEmail may be in (`*`: any); default, the no-reply address's. */
+  mailFromDomains?: readonly string[];
   /** Wakes the dispatcher after a message is committed. */
   onQueued?: () => void;
 }
@@ -112,7 +114,7 @@ export function createMessagingService(deps: MessagingDeps): ServiceImpl<typeof 
     const checked = validateSend(req, Math.floor(now.getTime() / 1000), deps);
     const v = "send" in checked ? checked.send : undefined;
     // Alphanumeric IDs do not reach operators in some countries (US and CA by default): those go out leased.
-    const leased = v !== undefined && (v.fromKind === "Blank" || (v.fromKind === "Alphanumeric" && v.to.countries.some((c) => deps.noAlphaCountries.has(c))));
+    const leased = v !== undefined && goesOutLeased(v.fromKind, v.to, deps.noAlphaCountries);
     const idemHash = idemKey === undefined ? undefined : requestHash("SendMessage", SendMessageRequestSchema, req);
     return { account, propertySid, checked, leased, idemKey, idemHash, now, sid: newSid("MG") };
   }

@@ -3,6 +3,7 @@ import UnicodeToGsmModule from "sms-segments-calculator/dist/libs/UnicodeToGSM.j
 import type { SendMessageRequest } from "../../gen/switchboard/v2/messaging_pb.js";
 import { type FieldProblem, quoted } from "../common/errors.js";
 import { isAlphanumericSender, isEmail, parseE164, type E164Info } from "../common/phone.js";
+import { DEFAULT_MAIL_FROM_DOMAINS, mailFromAllowed } from "../mail/mail-from.js";
 import { webhookUriProblem } from "../webhooks/url-guard.js";
 
 /** Schedule may be at most 14 days ahead (docs/api.md#send-sms). */
@@ -67,6 +68,32 @@ const GSM7_BASIC = (() => {
 const GSM7_SINGLE = 160;
 const GSM7_PART = 153;
 
+/** Countries whose operators do not take alphanumeric sender IDs when NO_ALPHA_SENDER_COUNTRIES is not set. */
+export const DEFAULT_NO_ALPHA_COUNTRIES: readonly string[] = ["US", "CA"];
+
+/**
+ * Contract §6: whether a message goes out from a leased sender: From blank, or an alphanumeric
+ * From to a country whose operators do not take alphanumeric IDs. Sends and forwarded replies alike.
+ */
+export function goesOutLeased(fromKind: ValidSend["fromKind"], to: E164Info, noAlphaCountries: ReadonlySet<string>): boolean {
+  return fromKind === "Blank" || (fromKind === "Alphanumeric" && to.countries.some((c) => noAlphaCountries.has(c)));
+}
+
+/**
+ * Contract §6: the account and the property must both be SMS-enabled. The SmsNotEnabled message,
+ * or undefined when both are; sends and forwarded replies alike.
+ */
+export function smsNotEnabled(account: { sid: string; smsEnabled: boolean }, property: { sid: string; smsEnabled: boolean }): string | undefined {
+  if (!account.smsEnabled) return `Account ${account.sid} is not enabled for SMS; ask the operator to enable it.`;
+  if (!property.smsEnabled) return `Property ${property.sid} is not enabled for SMS; ask the operator to enable it.`;
+  return undefined;
+}
+
+/** The SenderNotOwned message for an E164 sender field that is not one of the account's numbers. */
+export function senderNotOwned(field: "From" | "ForwardFromSms", number: string): string {
+  return `${field} ${number} is not one of this account's numbers; use one of them, an alphanumeric ID, or leave ${field} blank${field === "From" ? " for a leased sender" : " to forward from the responding party's number"}.`;
+}
+
 /** Text encoding and segment count, as the carrier will bill it. */
 export function textEncoding(text: string): { encoding: "GSM7" | "UCS2"; numSegments: number } {
   // Fast path for the usual text, only basic GSM-7 characters: the calculator's answer is then
@@ -99,7 +126,7 @@ export function textEncodingSlow(text: string): { encoding: "GSM7" | "UCS2"; num
 export function validateSend(
   req: SendMessageRequest,
   nowSeconds: number,
-  opts: { webhookAllowPrivate: boolean },
+  opts: { webhookAllowPrivate: boolean; mailFromDomains?: readonly string[] },
 ): { problems: FieldProblem[] } | { send: ValidSend } {
   const problems: FieldProblem[] = [];
   const add = (field: string, code: FieldProblem["code"], message: string) => problems.push({ field, code, message });
@@ -168,7 +195,16 @@ export function validateSend(
   const forwardToEmail = req.forwardToEmail.trim();
   if (forwardToEmail !== "" && !isEmail(forwardToEmail)) add("ForwardToEmail", "InvalidEmail", `ForwardToEmail ${quoted(req.forwardToEmail)} is not a valid e-mail address.`);
   const forwardFromEmail = req.forwardFromEmail.trim();
+  const mailFromDomains = opts.mailFromDomains ?? DEFAULT_MAIL_FROM_DOMAINS;
   if (forwardFromEmail !== "" && !isEmail(forwardFromEmail)) add("ForwardFromEmail", "InvalidEmail", `ForwardFromEmail ${quoted(req.forwardFromEmail)} is not a valid e-mail address.`);
+  else if (forwardFromEmail !== "" && !mailFromAllowed(forwardFromEmail, mailFromDomains)) {
+    // Our mail server sends as the operator: any other domain would let one client spoof another's mail.
+    add(
+      "ForwardFromEmail",
+      "InvalidEmail",
+      `ForwardFromEmail ${quoted(req.forwardFromEmail)} is not in a domain this service sends mail from; allowed domains: ${mailFromDomains.join(", ")}. Leave it blank to send from the no-reply address.`,
+    );
+  }
 
   if (problems.length > 0 || !to) return { problems };
   const { encoding, numSegments } = textEncoding(text);

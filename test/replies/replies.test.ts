@@ -172,7 +172,7 @@ afterAll(async () => {
   await Promise.all(rigs.splice(0).map((r) => r.close()));
 });
 
-async function createRig(opts: { pool?: number; smtp?: boolean } = {}): Promise<Rig> {
+async function createRig(opts: { pool?: number; smtp?: boolean; mailFromDomains?: string[] } = {}): Promise<Rig> {
   const db = await createTestOrm();
   const clock = new ManualClock(T0);
   const carrier = createSimulatorCarrier({ clock, reportDelayMs: 0 });
@@ -183,7 +183,8 @@ async function createRig(opts: { pool?: number; smtp?: boolean } = {}): Promise<
     clock,
     carrier,
     onQueued: engine.nudge,
-    config: { adminToken: ADMIN_TOKEN, webhookAllowPrivate: true, noAlphaCountries: new Set(["US", "CA"]), bodyLimit: 1024 * 1024 },
+    // The tests' ForwardFromEmail addresses are at example.com (MAIL_FROM_DOMAINS).
+    config: { adminToken: ADMIN_TOKEN, webhookAllowPrivate: true, noAlphaCountries: new Set(["US", "CA"]), bodyLimit: 1024 * 1024, mailFromDomains: opts.mailFromDomains ?? ["example.com"] },
   });
   await app.ready();
   await engine.start({ loops: false });
@@ -369,10 +370,11 @@ describe("a reply to a leased sender with every forward set", () => {
 
   for (const variant of [
     { name: "POST webhook, forwarded SMS from the responding party, e-mail from ForwardFromEmail", method: undefined, forwardFromSms: "", forwardFromEmail: true },
-    { name: "GET webhook, forwarded SMS from an E164 ForwardFromSms, e-mail from the no-reply default", method: "GET", forwardFromSms: "+447700900123", forwardFromEmail: false },
+    { name: "GET webhook, forwarded SMS from an E164 ForwardFromSms (the account's own number), e-mail from the no-reply default", method: "GET", forwardFromSms: "owned", forwardFromEmail: false },
     { name: "get (any case) webhook to a URI with its own query, forwarded SMS from an alphanumeric ForwardFromSms", method: "get", forwardFromSms: "Switchbrd", forwardFromEmail: true, hookQuery: "tag=lunch&who=a%20b" },
   ]) {
     it(variant.name, async () => {
+      const forwardFromSms = variant.forwardFromSms === "owned" ? r.tenant.ownedNumber : variant.forwardFromSms;
       const recipient = usNumber();
       const forwardTo = ukNumber();
       const toEmail = freshEmail("ops");
@@ -382,7 +384,7 @@ describe("a reply to a leased sender with every forward set", () => {
         To: recipient,
         Text: "Your table for 4 is booked at 7pm. Reply to change.",
         ForwardToSms: forwardTo,
-        ...(variant.forwardFromSms ? { ForwardFromSms: variant.forwardFromSms } : {}),
+        ...(forwardFromSms ? { ForwardFromSms: forwardFromSms } : {}),
         ForwardToEmail: toEmail,
         ...(fromEmail ? { ForwardFromEmail: fromEmail } : {}),
         WebhookUri: hook.uri,
@@ -424,7 +426,7 @@ describe("a reply to a leased sender with every forward set", () => {
       expect(handled).toEqual({ webhooks: 1, mails: 1 });
 
       // Forwarded SMS: on the ForwardToSms handset, from ForwardFromSms or else the responding party.
-      const expectedFrom = variant.forwardFromSms || recipient;
+      const expectedFrom = forwardFromSms || recipient;
       const fwd = await handset(r, forwardTo);
       expect(fwd).toHaveLength(1);
       expect(fwd[0]).toMatchObject({ From: expectedFrom, To: forwardTo, Text: text });
@@ -798,5 +800,133 @@ describe("replies that answer no lease", () => {
     expect(await reply(r, recipient, scheduled.From, "but I want it")).toStrictEqual({ MessageSid: "", InReplyTo: "" });
     expect(await drain(r)).toEqual({ webhooks: 0, mails: 0 });
     expect(await unmatched(r)).toMatchObject([{ reason: "LeaseEnded" }]);
+  });
+});
+
+describe("forwarding cannot spoof a sender (issue 12)", () => {
+  let r: Rig;
+  beforeAll(async () => {
+    r = await createRig();
+  });
+
+  const leaseBody = (extra: object) => ({ From: "", To: usNumber(), Text: "Reply to this", ForwardToSms: ukNumber(), ...extra });
+
+  it("an E164 ForwardFromSms must be one of the account's own numbers: another account's number is 400 SenderNotOwned naming the field", async () => {
+    const other = await createTenant(r.app);
+    const res = await sendRaw(r, leaseBody({ ForwardFromSms: other.ownedNumber }));
+    expect(res.statusCode, res.body).toBe(400);
+    const body = res.json();
+    expect(body.ResponseStatus.ErrorCode).toBe("SenderNotOwned");
+    expect(body.ResponseStatus.Errors).toEqual([{ ErrorCode: "SenderNotOwned", FieldName: "ForwardFromSms", Message: expect.stringContaining(other.ownedNumber) }]);
+    // The same check in a batch, for that item alone; the account's own number is accepted.
+    const batch = await r.app.inject({
+      method: "POST",
+      url: `/v2/Properties/${r.tenant.propertySid}/BatchMessages`,
+      headers: { authorization: r.tenant.auth },
+      payload: { Messages: [leaseBody({ ForwardFromSms: other.ownedNumber }), leaseBody({ ForwardFromSms: r.tenant.ownedNumber })] },
+    });
+    expect(batch.statusCode, batch.body).toBe(200);
+    const [refused, accepted] = batch.json().Messages;
+    expect(refused.ResponseStatus.ErrorCode).toBe("SenderNotOwned");
+    expect(refused.ResponseStatus.Errors[0].FieldName).toBe("ForwardFromSms");
+    expect(accepted.MessageSid).toEqual(SID("MG"));
+  });
+
+  it("an alphanumeric ForwardFromSms follows the rule of an alphanumeric From", async () => {
+    for (const bad of ["12345", "TooLongSender1", "Bad-ID!"]) {
+      const res = await sendRaw(r, leaseBody({ ForwardFromSms: bad }));
+      expect(res.statusCode, bad).toBe(400);
+      expect(res.json().ResponseStatus.Errors).toEqual([expect.objectContaining({ ErrorCode: "InvalidSenderId", FieldName: "ForwardFromSms" })]);
+    }
+    expect((await sendRaw(r, leaseBody({ ForwardFromSms: "Switchbrd" }))).statusCode).toBe(200);
+  });
+
+  it("a ForwardFromEmail outside MAIL_FROM_DOMAINS is 400 InvalidEmail naming the allowed domains; inside, any case, it is accepted", async () => {
+    const res = await sendRaw(r, leaseBody({ ForwardToEmail: freshEmail("ops"), ForwardFromEmail: "ceo@bank.example.org" }));
+    expect(res.statusCode, res.body).toBe(400);
+    expect(res.json().ResponseStatus.Errors).toEqual([
+      { ErrorCode: "InvalidEmail", FieldName: "ForwardFromEmail", Message: expect.stringContaining("allowed domains: example.com") },
+    ]);
+    expect((await sendRaw(r, leaseBody({ ForwardToEmail: freshEmail("ops"), ForwardFromEmail: "Desk@Example.COM" }))).statusCode).toBe(200);
+    // A subdomain is a domain of its own.
+    expect((await sendRaw(r, leaseBody({ ForwardFromEmail: "desk@mail.example.com" }))).statusCode).toBe(400);
+  });
+
+  it("by default only the no-reply address's domain is allowed, and `*` allows any", async () => {
+    const strict = await createRig();
+    const defaults = await buildApp({
+      orm: strict.db.orm,
+      clock: strict.clock,
+      config: { adminToken: ADMIN_TOKEN, webhookAllowPrivate: true, noAlphaCountries: new Set(["US", "CA"]), bodyLimit: 1024 * 1024 },
+    });
+    try {
+      const send = (app: FastifyInstance, from: string) =>
+        app.inject({
+          method: "POST",
+          url: `/v2/Properties/${strict.tenant.propertySid}/Messages`,
+          headers: { authorization: strict.tenant.auth },
+          payload: leaseBody({ ForwardFromEmail: from }),
+        });
+      const refused = await send(defaults, "desk@example.com");
+      expect(refused.statusCode).toBe(400);
+      expect(refused.json().ResponseStatus.Errors[0].Message).toContain("allowed domains: switchboard.invalid");
+      expect((await send(defaults, "desk@switchboard.invalid")).statusCode).toBe(200);
+      const any = await createRig({ mailFromDomains: ["*"] });
+      const res = await sendRaw(any, leaseBody({ ForwardFromEmail: "anyone@anywhere.example.net" }));
+      expect(res.statusCode, res.body).toBe(200);
+    } finally {
+      await defaults.close();
+    }
+  });
+});
+
+describe("a forwarded SMS obeys the send rules of its account and property (issue 12)", () => {
+  async function admin(r: Rig, url: string, body: object) {
+    const res = await r.app.inject({ method: "POST", url, headers: { authorization: `Bearer ${ADMIN_TOKEN}` }, payload: body });
+    expect(res.statusCode, res.body).toBe(200);
+  }
+
+  for (const where of ["property", "account"] as const) {
+    it(`with SMS disabled on the ${where} after the send, the reply is kept and the forward is not sent: a Failed message with ErrorCode SmsNotEnabled`, async () => {
+      const r = await createRig();
+      const recipient = usNumber();
+      const forwardTo = ukNumber();
+      const out = await sendLeased(r, { To: recipient, Text: "Reply to this", ForwardToSms: forwardTo });
+      await admin(r, where === "property" ? `/admin/v1/Properties/${r.tenant.propertySid}` : `/admin/v1/Accounts/${r.tenant.accountSid}`, { SmsEnabled: false });
+      const inbound = await reply(r, recipient, out.From, "Can I change it?");
+      expect((await record(r, inbound.MessageSid)).Status).toBe("Received");
+      await drain(r);
+      expect(await handset(r, forwardTo)).toEqual([]);
+      const forwards = (await listByDirection(r, "Transmit")).Messages.filter((m) => m.To === forwardTo);
+      expect(forwards).toEqual([expect.objectContaining({ Status: "Failed", ErrorCode: "SmsNotEnabled", From: recipient, Text: "Can I change it?", Submitted: 0 })]);
+    });
+  }
+
+  it("an alphanumeric ForwardFromSms to a country that does not take alphanumeric IDs goes out from a leased sender, as a send would", async () => {
+    const r = await createRig();
+    const recipient = usNumber();
+    const forwardTo = usNumber();
+    const out = await sendLeased(r, { To: recipient, Text: "Reply to this", ForwardToSms: forwardTo, ForwardFromSms: "Switchbrd" });
+    await reply(r, recipient, out.From, "Yes please");
+    await drain(r);
+    const got = await handset(r, forwardTo);
+    expect(got).toHaveLength(1);
+    expect(r.pool).toContain(got[0].From);
+    expect(got[0]).toMatchObject({ To: forwardTo, Text: "Yes please" });
+    expect(await record(r, got[0].MessageSid)).toMatchObject({ Status: "Delivered", From: got[0].From });
+  });
+
+  it("an E164 ForwardFromSms the account no longer owns when the reply comes is not used: Failed with SenderNotOwned", async () => {
+    const r = await createRig();
+    const recipient = usNumber();
+    const forwardTo = ukNumber();
+    const out = await sendLeased(r, { To: recipient, Text: "Reply to this", ForwardToSms: forwardTo, ForwardFromSms: r.tenant.ownedNumber });
+    // The operator moves the number to the shared pool meanwhile.
+    await r.db.orm.em.fork().execute("update numbers set account_sid = null where number = ?", [r.tenant.ownedNumber]);
+    await reply(r, recipient, out.From, "Still there?");
+    await drain(r);
+    expect(await handset(r, forwardTo)).toEqual([]);
+    const forwards = (await listByDirection(r, "Transmit")).Messages.filter((m) => m.To === forwardTo);
+    expect(forwards).toEqual([expect.objectContaining({ Status: "Failed", ErrorCode: "SenderNotOwned", From: r.tenant.ownedNumber })]);
   });
 });
