@@ -38,41 +38,48 @@ export function claimSql(confirmed: boolean): string {
 }
 
 /**
- * The claim round-robin across accounts, used while a backlog lasts. A loose scan of
- * messages_account_queue_idx (account_sid, send_at) finds each account with queued messages and
- * its oldest one: one index probe per account, so one account's burst costs one probe, not a walk
- * through the burst. The accounts whose oldest is due share the round: each takes up to
- * k = ceil(limit / accounts) of its oldest due messages (`FOR UPDATE SKIP LOCKED`: concurrent
- * dispatchers never claim the same row), at least one each. Every returned row carries k, so the
- * dispatcher knows whether an account may have more.
- * Parameters: now, limit, claimed_until, now (now again when claims expire).
+ * The accounts with due messages, for the round-robin claim while a backlog lasts: a loose scan
+ * of messages_account_queue_idx (account_sid, send_at) finds each account with queued messages
+ * and its oldest one, one index probe per account (one account's burst costs one probe, not a
+ * walk through the burst); those whose oldest is due are returned. Parameter: now.
+ */
+export const DUE_ACCOUNTS_SQL = `with recursive heads(account_sid, send_at) as (
+    (select account_sid, send_at from messages where queued order by account_sid, send_at limit 1)
+  union all
+    select n.account_sid, n.send_at
+      from heads h
+      cross join lateral (
+        select account_sid, send_at from messages
+         where queued and account_sid > h.account_sid
+         order by account_sid, send_at limit 1) n
+)
+select account_sid from heads where send_at <= ?`;
+
+/**
+ * The claim round-robin across accounts: each given account takes up to k of its oldest due
+ * messages (`FOR UPDATE SKIP LOCKED`: concurrent dispatchers never claim the same row). The row
+ * comparison bounds the scan to the account's due range of messages_account_queue_idx; with a
+ * plain `account_sid = ?` the planner may walk messages_queue_idx in send_at order instead and
+ * filter on the account, through every other account's due messages.
+ * Parameters: claimed_until, account Sids, now (now again when claims expire), k.
  */
 export function fairClaimSql(confirmed: boolean): string {
-  return `with recursive heads(account_sid, send_at) as (
-              (select account_sid, send_at from messages where queued order by account_sid, send_at limit 1)
-            union all
-              select n.account_sid, n.send_at
-                from heads h
-                cross join lateral (
-                  select account_sid, send_at from messages
-                   where queued and account_sid > h.account_sid
-                   order by account_sid, send_at limit 1) n
-          ),
-          due as (select account_sid from heads where send_at <= ?),
-          share as (select greatest(1, ceil(?::float8 / greatest(1, count(*))))::int as k from due)
-        update messages m
-           set status = 'Processing', claimed_until = ?, attempts = m.attempts + 1
-         where m.sid in (
-           select c.sid from due d
-            cross join lateral (
-              select sid from messages
-               where queued and (account_sid, send_at) >= (d.account_sid, '-infinity') and (account_sid, send_at) <= (d.account_sid, ?)
-                 and direction = 'Transmit' and ${claimable(confirmed)}
-               order by account_sid, send_at
-               limit (select k from share)
-               for update skip locked) c)
-        returning (select k from share) as k, ${RETURNING}`;
+  return `update messages m
+            set status = 'Processing', claimed_until = ?, attempts = m.attempts + 1
+          where m.sid in (
+            select c.sid from unnest(?::text[]) as d(account_sid)
+             cross join lateral (
+               select sid from messages
+                where queued and (account_sid, send_at) >= (d.account_sid, '-infinity') and (account_sid, send_at) <= (d.account_sid, ?)
+                  and direction = 'Transmit' and ${claimable(confirmed)}
+                order by account_sid, send_at
+                limit ?
+                for update skip locked) c)
+        returning ${RETURNING}`;
 }
+
+/** How long the list of accounts with due messages is reused by the round-robin claim, ms. */
+const DUE_ACCOUNTS_TTL_MS = 250;
 
 /** Options of the dispatcher. */
 export interface DispatcherOptions {
@@ -257,15 +264,20 @@ export function createDispatcher(opts: DispatcherOptions): Dispatcher {
 
   /** True after a full round: due messages may be waiting for the next one, so claim fairly. */
   let backlog = false;
+  /** The accounts with due messages while a backlog lasts, and when they were listed (performance.now()). */
+  let dueAccounts: { sids: string[]; at: number } | undefined;
 
   /**
    * Claims up to batchSize due messages; runs in the caller's transaction (after
    * ORDERED_QUEUE_SCAN). While every due message fits in a round, in due order (one cheap
    * statement: an idle poll costs what it always did). After a full round a backlog may be
    * waiting, and one account's burst must not hold back the others: the round is shared
-   * round-robin across the accounts with due messages (fairClaimSql), and what the accounts with
-   * fewer due messages than their share left of it goes in due order. More than batchSize
-   * accounts with due messages get one each.
+   * round-robin across the accounts with due messages, and what the accounts with fewer due
+   * messages than their share left of it goes in due order. More than batchSize accounts get one
+   * each. The list of accounts is made again every DUE_ACCOUNTS_TTL_MS (an account whose messages
+   * come due meanwhile waits that long at most): walking every account's queue index range each
+   * round cost as much again as the claim itself while the index still held the entries of the
+   * messages just submitted (they go at the next vacuum).
    */
   async function claimDue(tx: Parameters<typeof executeBound>[0], now: Date): Promise<ClaimedRow[]> {
     const confirmed = confirmWaitMs > 0;
@@ -277,22 +289,27 @@ export function createDispatcher(opts: DispatcherOptions): Dispatcher {
     if (!backlog) {
       rows = await inOrder(batchSize);
     } else {
-      const fair = await executeBound<ClaimedRow & { k: number }>(
+      if (!dueAccounts || performance.now() - dueAccounts.at >= DUE_ACCOUNTS_TTL_MS || dueAccounts.sids.length === 0) {
+        const listed = await executeBound<{ account_sid: string }>(tx, DUE_ACCOUNTS_SQL, [now], "sb_dispatch_due_accounts");
+        dueAccounts = { sids: listed.map((r) => r.account_sid), at: performance.now() };
+      }
+      const sids = dueAccounts.sids;
+      const share = Math.max(1, Math.ceil(batchSize / Math.max(1, sids.length)));
+      rows = sids.length === 0 ? [] : await executeBound<ClaimedRow>(
         tx,
         fairClaimSql(confirmed),
-        [now, batchSize, until, now, ...expired],
+        [until, sids, now, ...expired, share],
         confirmed ? "sb_dispatch_fair_claim_confirmed" : "sb_dispatch_fair_claim",
       );
-      rows = fair;
-      if (fair.length > 0 && fair.length < batchSize) {
-        const taken = new Map<string, number>();
-        for (const r of fair) taken.set(r.account_sid, (taken.get(r.account_sid) ?? 0) + 1);
-        // An account that took its whole share may have more due; the rows just claimed no longer match.
-        const share = Number(fair[0].k);
-        if ([...taken.values()].some((n) => n >= share)) rows = [...fair, ...(await inOrder(batchSize - fair.length))];
-      }
+      const taken = new Map<string, number>();
+      for (const r of rows) taken.set(r.account_sid, (taken.get(r.account_sid) ?? 0) + 1);
+      // An account that took less than its share has nothing more due now: the next rounds share among the others.
+      dueAccounts.sids = sids.filter((sid) => (taken.get(sid) ?? 0) >= share);
+      // Those that took their whole share may have more; the rows just claimed no longer match.
+      if (rows.length < batchSize && dueAccounts.sids.length > 0) rows = [...rows, ...(await inOrder(batchSize - rows.length))];
     }
     backlog = rows.length >= batchSize;
+    if (!backlog) dueAccounts = undefined;
     return rows;
   }
 

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { MikroORM } from "@mikro-orm/sql";
 import { createTestOrm, dbKind, type TestOrm } from "../support/db.js";
 import { executeBound } from "../../src/db/bound-sql.js";
-import { claimSql, fairClaimSql, ORDERED_QUEUE_SCAN } from "../../src/delivery/dispatcher.js";
+import { claimSql, DUE_ACCOUNTS_SQL, fairClaimSql, ORDERED_QUEUE_SCAN } from "../../src/delivery/dispatcher.js";
 import { CHECK_SQL, SEND_BATCH_SETTINGS } from "../../src/messaging/send-writer.js";
 
 /** Every plan node below the root, depth first. */
@@ -43,28 +43,46 @@ describe(`hot statements (${dbKind()})`, () => {
     });
   }
 
+  /** The JSON plan of a statement, under the claim's planner settings. */
+  async function claimPlan(sql: string, params: unknown[]): Promise<Record<string, unknown>[]> {
+    const plan = await orm.em.fork().transactional(async (tx) => {
+      await executeBound(tx, ORDERED_QUEUE_SCAN, []);
+      const [row] = await executeBound<{ "QUERY PLAN": unknown }>(tx, `explain (format json) ${sql}`, params);
+      const json = row["QUERY PLAN"];
+      return (typeof json === "string" ? JSON.parse(json) : json) as { Plan: Record<string, unknown> }[];
+    });
+    return planNodes(plan[0].Plan);
+  }
+  const messageScans = (nodes: Record<string, unknown>[]) =>
+    nodes
+      .filter((n) => String(n["Node Type"]).includes("Scan") && n["Relation Name"] === "messages")
+      .map((n) => [String(n["Node Type"]).replace("Index Only Scan", "Index Scan"), n["Index Name"]]);
+  const wholeReads = ["Sort", "Hash Join", "Merge Join", "Seq Scan", "Bitmap Heap Scan"];
+
+  it("the accounts with due messages: a loose scan of the account queue index, one probe per account", async () => {
+    const nodes = await claimPlan(DUE_ACCOUNTS_SQL, [new Date()]);
+    // The first account, then each next one.
+    expect(messageScans(nodes)).toEqual([
+      ["Index Scan", "messages_account_queue_idx"],
+      ["Index Scan", "messages_account_queue_idx"],
+    ]);
+    for (const t of wholeReads) expect(nodes.map((n) => String(n["Node Type"]))).not.toContain(t);
+  });
+
   for (const confirmed of [false, true]) {
-    it(`the fair claim finds each account by one probe of the account queue index and reaches each row by its key (confirming carrier: ${confirmed})`, async () => {
+    it(`the round-robin claim takes each account's oldest due messages from its range of the account queue index and reaches each row by its key (confirming carrier: ${confirmed})`, async () => {
       const now = new Date();
-      const params = confirmed ? [now, 500, now, now] : [now, 500, now, now, now];
-      const plan = await orm.em.fork().transactional(async (tx) => {
-        await executeBound(tx, ORDERED_QUEUE_SCAN, []);
-        const [row] = await executeBound<{ "QUERY PLAN": unknown }>(tx, `explain (format json) ${fairClaimSql(confirmed)}`, params);
-        const json = row["QUERY PLAN"];
-        return (typeof json === "string" ? JSON.parse(json) : json) as { Plan: Record<string, unknown> }[];
-      });
-      const nodes = planNodes(plan[0].Plan);
-      const scans = nodes.filter((n) => String(n["Node Type"]).includes("Scan") && n["Relation Name"] === "messages");
-      // The loose scan (first account, then each next one), each due account's oldest due messages, then the update by key.
-      expect(scans.map((n) => [String(n["Node Type"]).replace("Index Only Scan", "Index Scan"), n["Index Name"]])).toEqual([
-        ["Index Scan", "messages_account_queue_idx"],
-        ["Index Scan", "messages_account_queue_idx"],
+      const params = confirmed ? [now, ["AC1", "AC2"], now, 250] : [now, ["AC1", "AC2"], now, now, 250];
+      const nodes = await claimPlan(fairClaimSql(confirmed), params);
+      expect(messageScans(nodes)).toEqual([
         ["Index Scan", "messages_account_queue_idx"],
         ["Index Scan", "messages_pkey"],
       ]);
+      const scan = nodes.find((n) => n["Index Name"] === "messages_account_queue_idx")!;
+      expect(String(scan["Index Cond"])).toContain("account_sid");
+      expect(String(scan["Index Cond"])).toContain("send_at");
       // Each account's rows in index order (no sort), and no join that reads a whole index or table.
-      const types = nodes.map((n) => String(n["Node Type"]));
-      for (const t of ["Sort", "Hash Join", "Merge Join", "Seq Scan", "Bitmap Heap Scan"]) expect(types).not.toContain(t);
+      for (const t of wholeReads) expect(nodes.map((n) => String(n["Node Type"]))).not.toContain(t);
     });
   }
 
