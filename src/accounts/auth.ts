@@ -1,7 +1,7 @@
 import { createHash, timingSafeEqual } from "node:crypto";
 import { Code, type ContextValues } from "@connectrpc/connect";
 import type { DescService } from "@bufbuild/protobuf";
-import type { MikroORM } from "@mikro-orm/sql";
+import type { EntityManager, MikroORM } from "@mikro-orm/sql";
 import { AdminService } from "../../gen/switchboard/admin/v1/admin_pb.js";
 import { apiError, fieldError } from "../common/errors.js";
 import { kAccount, kAdmin, kEm, kIdempotencyKey } from "../common/context.js";
@@ -27,6 +27,18 @@ export function wrongCredentials() {
   return unauthorized("The AccountSid or token is wrong.");
 }
 
+/**
+ * Re-checks, inside the caller's transaction, that the account's token is still the one this
+ * process authenticated (it may have been rotated by another process within the cache window):
+ * every account write calls it first, as sends do in their batch check. `for share` makes a
+ * rotation wait for a write that passed the check, so once a rotation has answered, no write made
+ * with the old token can still commit. Throws the 401 of a wrong token.
+ */
+export async function recheckCredentials(tx: EntityManager, account: Pick<Account, "sid" | "tokenHash">): Promise<void> {
+  const rows = await tx.execute<{ token_hash: string }[]>("select token_hash from accounts where sid = ? for share", [account.sid]);
+  if (rows[0]?.token_hash !== account.tokenHash) throw wrongCredentials();
+}
+
 /** How long a verified AccountSid + token pair is trusted without asking the database. */
 export const ACCOUNT_CACHE_TTL_MS = 2000;
 const ACCOUNT_CACHE_MAX = 10_000;
@@ -37,8 +49,9 @@ const ACCOUNT_CACHE_MAX = 10_000;
  * - this process's own changes (token rotation, SMS enablement) evict the account at once;
  * - a change made by another process shows here within ACCOUNT_CACHE_TTL_MS at most;
  * - sends re-check the token hash and SMS enablement against the database in the transaction
- *   that stores the message (src/messaging/send-writer.ts), so no send ever goes out on a
- *   rotated token or a disabled account;
+ *   that stores the message (src/messaging/send-writer.ts), and every other write re-checks the
+ *   token in its own transaction (recheckCredentials), so nothing is written on a rotated token
+ *   and no send goes out on a disabled account; only reads may still answer within the window;
  * - only successes are cached: a wrong token always costs a lookup.
  */
 export interface AccountCache {

@@ -13,6 +13,7 @@ import {
   type ListAddressesRequest,
 } from "../../gen/switchboard/v2/addresses_pb.js";
 import type { Account } from "../accounts/account.entity.js";
+import { recheckCredentials } from "../accounts/auth.js";
 import type { Clock } from "../common/clock.js";
 import { requestEm, requireAccount } from "../common/context.js";
 import { addressInUse, fieldErrors, notFound } from "../common/errors.js";
@@ -56,13 +57,15 @@ export function createAddressService(deps: { clock: Clock }): ServiceImpl<typeof
   return {
     async createAddress(req: CreateAddressRequest, ctx: HandlerContext) {
       const account = requireAccount(ctx);
-      ownAccountPath(account, req.accountSid);
-      const checked = validateAddress(req);
-      if ("problems" in checked) throw fieldErrors(checked.problems);
-      const em = requestEm(ctx);
-      const address = em.create(Address, { sid: newSid("AD"), accountSid: account.sid, ...checked.address, createdAt: deps.clock.now() });
-      await em.persist(address).flush();
-      return toAddressPb(address);
+      return requestEm(ctx).transactional(async (tx) => {
+        await recheckCredentials(tx, account);
+        ownAccountPath(account, req.accountSid);
+        const checked = validateAddress(req);
+        if ("problems" in checked) throw fieldErrors(checked.problems);
+        const address = tx.create(Address, { sid: newSid("AD"), accountSid: account.sid, ...checked.address, createdAt: deps.clock.now() });
+        await tx.persist(address).flush();
+        return toAddressPb(address);
+      });
     },
 
     async getAddress(req: GetAddressRequest, ctx: HandlerContext) {
@@ -94,15 +97,17 @@ export function createAddressService(deps: { clock: Clock }): ServiceImpl<typeof
 
     async deleteAddress(req: DeleteAddressRequest, ctx: HandlerContext) {
       const account = requireAccount(ctx);
-      const em = requestEm(ctx);
-      const address = await ownedAddress(em, account, req.addressSid);
-      if ((await em.count(PhoneNumber, { addressSid: address.sid })) > 0) throw addressInUse(address.sid);
-      // The foreign key from numbers (ON DELETE RESTRICT) is the real guard against a number
-      // assigned meanwhile: toConnectError answers its violation with AddressInUse too. A delete
-      // that finds the row gone was beaten by another delete: 404, as a delete after a delete.
-      const deleted = await em.nativeDelete(Address, { sid: address.sid });
-      if (deleted === 0) throw notFound("Address", address.sid);
-      return create(DeleteAddressResponseSchema, { addressSid: address.sid });
+      return requestEm(ctx).transactional(async (tx) => {
+        await recheckCredentials(tx, account);
+        const address = await ownedAddress(tx, account, req.addressSid);
+        if ((await tx.count(PhoneNumber, { addressSid: address.sid })) > 0) throw addressInUse(address.sid);
+        // The foreign key from numbers (ON DELETE RESTRICT) is the real guard against a number
+        // assigned meanwhile: toConnectError answers its violation with AddressInUse too. A delete
+        // that finds the row gone was beaten by another delete: 404, as a delete after a delete.
+        const deleted = await tx.nativeDelete(Address, { sid: address.sid });
+        if (deleted === 0) throw notFound("Address", address.sid);
+        return create(DeleteAddressResponseSchema, { addressSid: address.sid });
+      });
     },
   };
 }

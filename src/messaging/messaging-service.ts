@@ -21,6 +21,7 @@ import {
   BatchResultSchema,
 } from "../../gen/switchboard/v2/messaging_pb.js";
 import { Account } from "../accounts/account.entity.js";
+import { recheckCredentials, wrongCredentials } from "../accounts/auth.js";
 import { Property } from "../accounts/property.entity.js";
 import type { Clock } from "../common/clock.js";
 import { unixSeconds } from "../common/clock.js";
@@ -156,6 +157,9 @@ export function createMessagingService(deps: MessagingDeps): ServiceImpl<typeof 
     async sendBatch(req: SendBatchRequest, ctx: HandlerContext): Promise<SendBatchResponse> {
       const account = requireAccount(ctx);
       const em = requestEm(ctx);
+      // Bad credentials are the batch's answer (one 401), not each item's; every item's store
+      // re-checks them again in its own transaction.
+      await recheckCredentials(em, account);
       const property = await ownedProperty(em, account, req.propertySid);
       if (req.messages.length === 0) throw fieldError("Messages", "MissingParameter", "Messages is required: a list of 1 to 100 send bodies.");
       if (req.messages.length > MAX_BATCH) throw fieldError("Messages", "InvalidParameter", `Messages holds ${req.messages.length} items; the limit is ${MAX_BATCH}.`);
@@ -184,6 +188,9 @@ export function createMessagingService(deps: MessagingDeps): ServiceImpl<typeof 
           ),
         ),
       );
+      // The token was rotated while the batch was stored and not one item got in: the batch's 401.
+      // (If some got in first, each item keeps its own outcome: those messages were stored.)
+      if (results.every((r) => r.responseStatus?.errorCode === "Unauthorized")) throw wrongCredentials();
       return create(SendBatchResponseSchema, { messages: results });
     },
 
@@ -231,18 +238,18 @@ export function createMessagingService(deps: MessagingDeps): ServiceImpl<typeof 
     async cancelMessage(req: CancelMessageRequest, ctx: HandlerContext) {
       const account = requireAccount(ctx);
       const em = requestEm(ctx);
-      const message = await ownedMessage(em, account, req.messageSid);
-      // The conditional update is the race guard: a dispatcher that claimed the row first wins.
-      const canceled = await em.transactional(async (tx) => {
+      const { message, canceled } = await em.transactional(async (tx) => {
+        await recheckCredentials(tx, account);
+        const message = await ownedMessage(tx, account, req.messageSid);
+        // The conditional update is the race guard: a dispatcher that claimed the row first wins.
         const n = await tx.nativeUpdate(Message, { sid: message.sid, status: "Scheduled" }, { status: "Canceled" });
         if (n === 1 && message.leaseSid) await releaseLease(tx, message.leaseSid);
-        return n === 1;
+        return { message, canceled: n === 1 };
       });
       if (!canceled) {
         throw ruleError("MessageNotCancelable", `Message ${message.sid} is ${message.status}; only a Scheduled message that has not been handed to the carrier can be canceled.`);
       }
-      await em.refresh(message);
-      return toMessageRecord(message);
+      return toMessageRecord(await em.findOneOrFail(Message, { sid: message.sid }, { refresh: true }));
     },
   };
 }

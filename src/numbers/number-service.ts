@@ -8,6 +8,7 @@ import {
   type NumberService,
   ListNumbersResponseSchema,
 } from "../../gen/switchboard/v2/numbers_pb.js";
+import { recheckCredentials } from "../accounts/auth.js";
 import { Address } from "../addresses/address.entity.js";
 import { ownAccountPath } from "../addresses/address-service.js";
 import { requestEm, requireAccount } from "../common/context.js";
@@ -44,32 +45,34 @@ export function createNumberService(): ServiceImpl<typeof NumberService> {
 
     async configureNumber(req: ConfigureNumberRequest, ctx: HandlerContext) {
       const account = requireAccount(ctx);
-      const em = requestEm(ctx);
-      // The path carries E164 without "+" (a "+" in a path is easily mangled); accept either.
-      const digits = req.number.replace(/^\+/, "");
-      const number = /^\d{8,15}$/.test(digits) ? await em.findOne(PhoneNumber, { number: `+${digits}`, accountSid: account.sid }) : null;
-      if (!number) throw notFound("Number", req.number);
-      if (req.friendly !== undefined) {
-        if (req.friendly.length > 255) throw fieldError("Friendly", "InvalidParameter", "Friendly must be at most 255 characters.");
-        number.friendly = req.friendly;
-      }
-      if (req.addressSid !== undefined) {
-        const sid = req.addressSid.trim();
-        if (sid === "") {
-          number.addressSid = null;
-        } else {
-          const address = isSid(sid, "AD") ? await em.findOne(Address, { sid, accountSid: account.sid }) : null;
-          if (!address) throw addressNotOfAccount(sid);
-          if (address.status !== "Active") {
-            throw fieldError("AddressSid", "AddressNotActive", `Address ${sid} is ${address.status}; numbers can only be registered against an Active address.`);
-          }
-          number.addressSid = address.sid;
+      return requestEm(ctx).transactional(async (em) => {
+        await recheckCredentials(em, account);
+        // The path carries E164 without "+" (a "+" in a path is easily mangled); accept either.
+        const digits = req.number.replace(/^\+/, "");
+        const number = /^\d{8,15}$/.test(digits) ? await em.findOne(PhoneNumber, { number: `+${digits}`, accountSid: account.sid }) : null;
+        if (!number) throw notFound("Number", req.number);
+        if (req.friendly !== undefined) {
+          if (req.friendly.length > 255) throw fieldError("Friendly", "InvalidParameter", "Friendly must be at most 255 characters.");
+          number.friendly = req.friendly;
         }
-      }
-      // An address deleted meanwhile fails the deferred foreign key at commit: toConnectError answers
-      // it as the check above would have (400 InvalidParameter on AddressSid).
-      await em.flush();
-      return toNumberPb(number);
+        if (req.addressSid !== undefined) {
+          const sid = req.addressSid.trim();
+          if (sid === "") {
+            number.addressSid = null;
+          } else {
+            const address = isSid(sid, "AD") ? await em.findOne(Address, { sid, accountSid: account.sid }) : null;
+            if (!address) throw addressNotOfAccount(sid);
+            if (address.status !== "Active") {
+              throw fieldError("AddressSid", "AddressNotActive", `Address ${sid} is ${address.status}; numbers can only be registered against an Active address.`);
+            }
+            number.addressSid = address.sid;
+          }
+        }
+        // An address deleted meanwhile fails the deferred foreign key at commit: toConnectError answers
+        // it as the check above would have (400 InvalidParameter on AddressSid).
+        await em.flush();
+        return toNumberPb(number);
+      });
     },
   };
 }
