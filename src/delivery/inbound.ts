@@ -26,6 +26,7 @@ interface LeaseMatch {
   property_sms: boolean;
 }
 
+/** The no-reply sender of forwarded e-mails; it lives with the mail sender rules (mail/mail-from.ts). */
 export { NO_REPLY_EMAIL };
 
 /** What became of an inbound SMS. */
