@@ -1,7 +1,8 @@
 /**
  * Dispatch fairness (issue 12, item 3): one account's burst of due messages must not hold back
  * another account's message. The engine runs as in production (two dispatcher loops, the
- * simulator carrier); account A has 50,000 due messages queued when account B's one comes due.
+ * simulator carrier); account A has 50,000 due messages queued (10,000 on PGlite) when account
+ * B's one comes due.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Carrier } from "../../src/carriers/carrier.js";
@@ -11,7 +12,9 @@ import { dbKind } from "../support/db.js";
 import { createTenant, createTestApp, type Tenant, type TestApp } from "../support/harness.js";
 
 const T0 = new Date("2026-11-22T12:00:00Z");
-const BURST = 50_000;
+// The issue's figure is for PostgreSQL; PGlite (one connection, in this process) drains far slower,
+// so it gets a smaller burst that still fills twenty rounds.
+const BURST = dbKind() === "postgres" ? 50_000 : 10_000;
 
 describe(`dispatch fairness across accounts (${dbKind()})`, () => {
   let t: TestApp;
@@ -38,8 +41,8 @@ describe(`dispatch fairness across accounts (${dbKind()})`, () => {
   }, 120_000);
   afterAll(() => t?.close(), 300_000);
 
-  it("B's one message goes out in the rounds right after A's 50,000 due messages were queued, not after them", async () => {
-    // A's burst: due ten seconds ago, all at once (one statement, as a bulk import or a schedule coming due would).
+  it(`B's one message goes out in the rounds right after A's ${BURST} due messages were queued, not after them`, async () => {
+    // A's burst (50,000 on PostgreSQL): due ten seconds ago, all at once (one statement, as a bulk import or a schedule coming due would).
     await t.db.orm.em.fork().execute(
       `insert into messages (sid, account_sid, property_sid, direction, status, sender_kind, sender, recipient, text, encoding, num_segments, send_at, created_at)
        select 'MGBURST' || lpad(g::text, 25, '0'), ?, ?, 'Transmit', 'Scheduled', 'E164', ?, '+447700900555', 'burst', 'GSM7', 1, ?, ?
@@ -63,7 +66,7 @@ describe(`dispatch fairness across accounts (${dbKind()})`, () => {
     // The figure for RELIABILITY.md (not asserted: the machine is shared).
     console.log(`dispatch fairness (${dbKind()}): B submitted ${ms.toFixed(0)} ms after it was stored, after ${before} of A's ${BURST} messages`);
     // Rounds are 500: B goes in the first round that starts after its send, or the next (two
-    // loops side by side). In due order it came after all 50,000 of A's.
+    // loops side by side). In due order it came after all of A's.
     expect(before).toBeLessThan(5_000);
   }, 600_000);
 });
