@@ -877,7 +877,7 @@ describe("forwarding cannot spoof a sender (issue 12)", () => {
     } finally {
       await defaults.close();
     }
-  });
+  }, 120_000);
 });
 
 describe("a forwarded SMS obeys the send rules of its account and property (issue 12)", () => {
