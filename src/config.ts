@@ -56,6 +56,8 @@ export interface Config {
   simulatorReportDelayMs: number;
   /** The Kannel carrier's settings (CARRIER=kannel). */
   kannel: KannelConfig;
+  /** The SMPP carrier's settings (CARRIER=smpp); undefined with another carrier. */
+  smpp?: SmppConfig;
   /** How long a dispatcher's claim on a message lasts; a crashed dispatcher's claims expire after it, ms. */
   dispatchClaimMs: number;
 }
@@ -71,6 +73,63 @@ export interface KannelConfig {
   callbackSecret: string;
   /** After a crash, how long to wait for Kannel's report on a submission whose answer was lost, ms. */
   confirmWaitMs: number;
+  /** sendsms calls per second from this process (KANNEL_TPS); 0 for no limit. */
+  tps: number;
+}
+
+/** Where the SMSC is and how this process's bind behaves (README: Carriers). */
+export interface SmppConfig {
+  host: string;
+  port: number;
+  /** smpps://: TLS to the SMSC. */
+  tls: boolean;
+  systemId: string;
+  password: string;
+  systemType: string;
+  /** Outstanding submit_sm per bind (SMPP_WINDOW). */
+  window: number;
+  /** submit_sm per second per bind (SMPP_TPS); 0 for no limit. */
+  tps: number;
+  /** How long the parts of a concatenated inbound SMS wait for the rest, ms. */
+  moReassemblyMs: number;
+  /** enquire_link interval, ms. */
+  enquireLinkMs: number;
+  /** ISO country of national (TON 2) numbers from the SMSC, if any (SMPP_COUNTRY). */
+  country?: string;
+  /** PEM file of the CA that signed the SMSC's TLS certificate (SMPP_TLS_CA), beside the system's. */
+  tlsCaFile?: string;
+}
+
+/** Parses SMPP_URL and the other SMPP_ settings. */
+export function smppConfig(env: NodeJS.ProcessEnv): SmppConfig {
+  const raw = env.SMPP_URL?.trim() ?? "";
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new Error(`SMPP_URL must be smpp://system_id:password@host:port or smpps://…, got "${raw}"`);
+  }
+  if (url.protocol !== "smpp:" && url.protocol !== "smpps:") throw new Error(`SMPP_URL must start with smpp:// or smpps://, got "${url.protocol}//"`);
+  if (!url.hostname || !url.username) throw new Error("SMPP_URL must name the system_id and the host: smpp://system_id:password@host:port");
+  const tls = url.protocol === "smpps:";
+  const seconds = Number(env.SMPP_MO_REASSEMBLY_SECONDS?.trim() || 300);
+  if (!Number.isFinite(seconds) || seconds < 1) throw new Error(`SMPP_MO_REASSEMBLY_SECONDS must be a number of seconds, at least 1; got "${env.SMPP_MO_REASSEMBLY_SECONDS}"`);
+  const enquire = Number(env.SMPP_ENQUIRE_LINK_SECONDS?.trim() || 30);
+  if (!Number.isFinite(enquire) || enquire < 1) throw new Error(`SMPP_ENQUIRE_LINK_SECONDS must be a number of seconds, at least 1; got "${env.SMPP_ENQUIRE_LINK_SECONDS}"`);
+  return {
+    host: url.hostname.replace(/^\[|\]$/g, ""),
+    port: url.port ? Number(url.port) : tls ? 3550 : 2775,
+    tls,
+    systemId: decodeURIComponent(url.username),
+    password: decodeURIComponent(url.password),
+    systemType: env.SMPP_SYSTEM_TYPE ?? "",
+    window: wholeNumber(env, "SMPP_WINDOW", 10, 1),
+    tps: rate(env, "SMPP_TPS", 0),
+    moReassemblyMs: Math.round(seconds * 1000),
+    enquireLinkMs: Math.round(enquire * 1000),
+    country: env.SMPP_COUNTRY?.trim().toUpperCase() || undefined,
+    tlsCaFile: env.SMPP_TLS_CA?.trim() || undefined,
+  };
 }
 
 const DEFAULT_DATA_DIR = ".switchboard/data";
@@ -120,7 +179,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       callbackBaseUrl: env.KANNEL_CALLBACK_URL ?? `http://127.0.0.1:${port}`,
       callbackSecret: env.KANNEL_CALLBACK_SECRET ?? "switchboard-kannel",
       confirmWaitMs: seconds("KANNEL_CONFIRM_WAIT_SECONDS", 30, 0),
+      tps: rate(env, "KANNEL_TPS", 0),
     },
+    smpp: carrier === "smpp" ? smppConfig(env) : undefined,
     dispatchClaimMs: seconds("DISPATCH_CLAIM_SECONDS", 60, 1),
   };
 }

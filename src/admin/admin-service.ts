@@ -21,6 +21,7 @@ import {
   ListWebhookDeliveriesResponseSchema,
   type ListEmailsRequest,
   ListEmailsResponseSchema,
+  CarrierStatusSchema,
 } from "../../gen/switchboard/admin/v1/admin_pb.js";
 import type { Carrier } from "../carriers/carrier.js";
 import type { SimulatorCarrier } from "../carriers/simulator.js";
@@ -74,6 +75,21 @@ export function createAdminService(deps: { clock: Clock; carrier?: Carrier; acco
   };
   return {
     ...createAdminLists({ clock: deps.clock, em: requireAdmin }),
+
+    async getCarrierStatus(_req: unknown, ctx: HandlerContext) {
+      requireAdmin(ctx);
+      const s = deps.carrier?.status?.();
+      return create(CarrierStatusSchema, {
+        carrier: deps.carrier?.name ?? "",
+        link: s?.link ?? "",
+        since: BigInt(unixSeconds(s?.since ?? null)),
+        lastError: s?.lastError ?? "",
+        inFlight: s?.inFlight ?? 0,
+        window: Number.isFinite(s?.window) ? (s?.window ?? 0) : 0,
+        tps: s?.tps ?? 0,
+        queued: s?.queued ?? 0,
+      });
+    },
 
     async createAccount(req: CreateAccountRequest, ctx: HandlerContext) {
       const em = requireAdmin(ctx);

@@ -22,6 +22,25 @@ export interface DeliveryReport {
   at: Date;
   /** The carrier's reference, when the report carries one (Submitted reports). */
   carrierRef?: string;
+  /** The carrier's own reason for a failure (SMPP: the receipt's err), "" or absent otherwise. */
+  carrierError?: string;
+}
+
+/** A receipt for one submitted segment, naming the id the carrier gave it (SMPP deliver_sm). */
+export interface SegmentReceipt {
+  /** The id as the receipt names it: hex, decimal, leading zeros dropped, whatever the SMSC does. */
+  carrierId: string;
+  status: "Delivered" | "Failed";
+  /** The carrier's reason on failure, e.g. "err:034 stat:UNDELIV"; "" otherwise. */
+  carrierError: string;
+  at: Date;
+}
+
+/** One part of a concatenated inbound SMS (the UDH's reference, part count and part number). */
+export interface InboundPartSms extends InboundSms {
+  ref: number;
+  total: number;
+  part: number;
 }
 
 /** An SMS a handset sent into the service (a reply to a leased number, say). */
@@ -37,6 +56,16 @@ export interface CarrierEvents {
   deliveryReport(report: DeliveryReport): Promise<void>;
   /** Stores the SMS; returns the inbound MessageSid and the outbound one it answered ("" when unmatched). */
   inbound(sms: InboundSms): Promise<{ messageSid: string; inReplyTo: string }>;
+  /** Records a per-segment receipt (kept until its submission is recorded if that has not happened yet). */
+  segmentReceipt?(receipt: SegmentReceipt): Promise<void>;
+  /** Stores one part of a concatenated inbound SMS; delivers the whole once every part is in. */
+  inboundPart?(part: InboundPartSms): Promise<void>;
+  /**
+   * Periodic upkeep of a carrier with per-segment receipts: applies kept receipts whose submission
+   * has since been recorded, and delivers incomplete inbound SMS whose first part is older than
+   * `partsBefore` (the parts that arrived, in order).
+   */
+  housekeeping?(partsBefore: Date): Promise<void>;
 }
 
 /** A refusal from the carrier; permanent ones are not retried. */
@@ -45,6 +74,8 @@ export class CarrierError extends Error {
     message: string,
     readonly errorCode: string,
     readonly permanent: boolean,
+    /** The carrier's own reason (SMPP: "0x0000000B ESME_RINVDSTADR"), recorded as the message's CarrierError. */
+    readonly carrierError = "",
   ) {
     super(message);
     this.name = "CarrierError";
@@ -60,12 +91,35 @@ export interface Carrier {
    * Undefined: the carrier never confirms, so the message is submitted again at once.
    */
   readonly confirmWaitMs?: number;
-  /** Submits one SMS; resolves with the carrier's reference, throws CarrierError on refusal. */
-  submit(sms: OutboundSms): Promise<{ carrierRef: string }>;
+  /**
+   * Submits one SMS; resolves with the carrier's reference (and, for a carrier that reports per
+   * segment, each segment's id in order), throws CarrierError on refusal.
+   */
+  submit(sms: OutboundSms): Promise<{ carrierRef: string; segmentIds?: string[] }>;
+  /**
+   * How many messages the carrier can take within `withinMs` (its window and rate, minus what it
+   * already queues); the dispatcher claims no more. Absent: no limit but the dispatcher's batch.
+   */
+  capacity?(withinMs: number): number;
+  /** The link's state, for the operator API and the metrics. */
+  status?(): CarrierStatusInfo;
   /** Starts listening for reports and inbound SMS (timers, connections). */
   start(events: CarrierEvents): Promise<void>;
   /** Stops timers and connections. */
   stop(): Promise<void>;
   /** HTTP routes the carrier's gateway calls back on (delivery reports, inbound SMS), if any. */
   routes?: (app: FastifyInstance) => Promise<void>;
+}
+
+/** What a carrier says about itself (AdminService.GetCarrierStatus). */
+export interface CarrierStatusInfo {
+  /** "Bound", "Connecting" or "Down" for a carrier with a standing link; "" otherwise. */
+  link: "Bound" | "Connecting" | "Down" | "";
+  since: Date | null;
+  lastError: string;
+  inFlight: number;
+  window: number;
+  /** Submissions per second allowed; 0 for no limit. */
+  tps: number;
+  queued: number;
 }

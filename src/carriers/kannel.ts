@@ -3,10 +3,13 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { Clock } from "../common/clock.js";
 import type { KannelConfig } from "../config.js";
 import { textEncoding } from "../messaging/send-rules.js";
+import { createPacer } from "./pacer.js";
 import { type Carrier, CarrierError, type CarrierEvents, type DeliveryReport, type OutboundSms } from "./carrier.js";
 
 /** Options of the Kannel carrier. */
-export interface KannelCarrierOptions extends Omit<KannelConfig, "confirmWaitMs"> {
+export interface KannelCarrierOptions extends Omit<KannelConfig, "confirmWaitMs" | "tps"> {
+  /** sendsms calls per second (KANNEL_TPS); 0 or absent for no limit. */
+  tps?: number;
   clock: Clock;
   /** After a crash, how long to wait for the type 8 report before submitting again, ms (default 30 s). */
   confirmWaitMs?: number;
@@ -142,8 +145,20 @@ export type KannelCarrier = Carrier & { routes: (app: FastifyInstance) => Promis
 export function createKannelCarrier(opts: KannelCarrierOptions): KannelCarrier {
   const timeoutMs = opts.fetchTimeoutMs ?? 10_000;
   let events: CarrierEvents | undefined;
+  // KANNEL_TPS: calls start spaced 1/tps apart; the dispatcher claims no more than that lets through.
+  const pacer = opts.tps && opts.tps > 0 ? createPacer({ window: Infinity, tps: opts.tps }) : undefined;
 
   async function submit(sms: OutboundSms): Promise<{ carrierRef: string }> {
+    if (!pacer) return send(sms);
+    const slot = await pacer.acquire();
+    try {
+      return await send(sms);
+    } finally {
+      slot.done();
+    }
+  }
+
+  async function send(sms: OutboundSms): Promise<{ carrierRef: string }> {
     const url = new URL(opts.sendsmsUrl);
     const p = url.searchParams;
     p.set("username", opts.username);
@@ -228,6 +243,8 @@ export function createKannelCarrier(opts: KannelCarrierOptions): KannelCarrier {
     // sendsms's answer is still settled by the type 8 report, if it comes within this wait.
     confirmWaitMs: opts.confirmWaitMs ?? 30_000,
     submit,
+    capacity: pacer ? (withinMs: number) => pacer.capacity(withinMs) : undefined,
+    status: () => ({ link: "", since: null, lastError: "", inFlight: pacer?.inFlight ?? 0, window: 0, tps: opts.tps ?? 0, queued: pacer?.queued ?? 0 }),
     async start(e: CarrierEvents) {
       events = e;
     },

@@ -9,7 +9,7 @@ import { createDeliveryEngine, type DeliveryEngine } from "./engine.js";
 
 /** The carrier and delivery engine the configuration asks for, as the service and the worker both run them. */
 export async function createConfiguredEngine(config: Config, orm: MikroORM, log: Logger): Promise<{ carrier: Carrier; engine: DeliveryEngine }> {
-  const carrier = await createCarrier(config, systemClock);
+  const carrier = await createCarrier(config, systemClock, log);
   const mailTransport = config.smtpUrl ? (await import("nodemailer")).createTransport(config.smtpUrl) : undefined;
   const engine = createDeliveryEngine({
     orm,

@@ -5,6 +5,7 @@ import type { Clock } from "../common/clock.js";
 import { executeBound } from "../db/bound-sql.js";
 import { isDatabaseUnavailable } from "../db/orm.js";
 import { applyFinalState, recordSubmissions, type Submission } from "./receipts.js";
+import { recordSegments } from "../carriers/smpp/receipt-store.js";
 
 const RETURNING = "m.sid, m.account_sid, m.sender, m.recipient, m.text, m.delivery_receipt, m.attempts, m.send_at, m.scheduled_at, m.created_at";
 
@@ -146,16 +147,16 @@ export function createDispatcher(opts: DispatcherOptions): Dispatcher {
   const holds = new Map<string, Date>();
 
   /** Hands one message to the carrier: its reference, or undefined when the carrier refused it (already handled). */
-  async function submitOne(row: ClaimedRow): Promise<Submission | undefined> {
+  async function submitOne(row: ClaimedRow): Promise<(Submission & { segmentIds?: string[] }) | undefined> {
     try {
-      const { carrierRef } = await opts.carrier.submit({
+      const { carrierRef, segmentIds } = await opts.carrier.submit({
         messageSid: row.sid,
         from: row.sender,
         to: row.recipient,
         text: row.text,
         deliveryReceipt: row.delivery_receipt,
       });
-      return { messageSid: row.sid, carrierRef, at: opts.clock.now() };
+      return { messageSid: row.sid, carrierRef, segmentIds, at: opts.clock.now() };
     } catch (err) {
       await carrierRefused(opts.orm.em.fork(), row, err);
       return undefined;
@@ -170,12 +171,20 @@ export function createDispatcher(opts: DispatcherOptions): Dispatcher {
    * message is already Submitted, Delivered or Failed): recordSubmissions keeps that status but
    * still records when it was submitted.
    */
-  async function recordSubmitted(done: Submission[]): Promise<void> {
+  async function recordSubmitted(done: (Submission & { segmentIds?: string[] })[]): Promise<void> {
     if (done.length === 0) return;
     const deadline = performance.now() + claimMs / 2;
+    // A carrier that reports per segment: the segments' ids are committed with the submissions.
+    const segmented = done.flatMap((d) => (d.segmentIds && d.segmentIds.length > 0 ? [{ messageSid: d.messageSid, segmentIds: d.segmentIds, at: d.at }] : []));
     for (let attempt = 1; ; attempt++) {
       try {
-        await recordSubmissions(opts.orm.em.fork(), done);
+        if (segmented.length === 0) await recordSubmissions(opts.orm.em.fork(), done);
+        else {
+          await opts.orm.em.fork().transactional(async (tx) => {
+            await recordSubmissions(tx, done);
+            await recordSegments(tx, segmented, opts.clock.now());
+          });
+        }
         // One line per message (debug only: the check keeps a busy round from paying for them).
         if (opts.log?.isLevelEnabled("debug")) {
           for (const d of done) opts.log.debug({ messageSid: d.messageSid, carrierRef: d.carrierRef }, "message submitted to the carrier");
@@ -251,7 +260,7 @@ export function createDispatcher(opts: DispatcherOptions): Dispatcher {
     const expired = now.getTime() - firstDue >= retryWindowMs;
     if (carrierErr.permanent || expired) {
       opts.log?.warn({ messageSid: row.sid, errorCode: carrierErr.errorCode, attempts: row.attempts }, "message failed at the carrier");
-      await applyFinalState(em, { messageSid: row.sid, status: "Failed", errorCode: carrierErr.errorCode, at: now, now });
+      await applyFinalState(em, { messageSid: row.sid, status: "Failed", errorCode: carrierErr.errorCode, carrierError: carrierErr.carrierError, at: now, now });
     } else {
       const retryAt = new Date(now.getTime() + carrierBackoffMs(row.attempts));
       opts.log?.info({ messageSid: row.sid, errorCode: carrierErr.errorCode, retryAt }, "carrier refused for now; will retry");
@@ -268,18 +277,18 @@ export function createDispatcher(opts: DispatcherOptions): Dispatcher {
   let dueAccounts: { sids: string[]; at: number } | undefined;
 
   /**
-   * Claims up to batchSize due messages; runs in the caller's transaction (after
+   * Claims up to limit (batchSize, or less when the carrier can take fewer) due messages; runs in the caller's transaction (after
    * ORDERED_QUEUE_SCAN). While every due message fits in a round, in due order (one cheap
    * statement: an idle poll costs what it always did). After a full round a backlog may be
    * waiting, and one account's burst must not hold back the others: the round is shared
    * round-robin across the accounts with due messages, and what the accounts with fewer due
-   * messages than their share left of it goes in due order. More than batchSize accounts get one
+   * messages than their share left of it goes in due order. More than limit accounts get one
    * each. The list of accounts is made again every DUE_ACCOUNTS_TTL_MS (an account whose messages
    * come due meanwhile waits that long at most): walking every account's queue index range each
    * round cost as much again as the claim itself while the index still held the entries of the
    * messages just submitted (they go at the next vacuum).
    */
-  async function claimDue(tx: Parameters<typeof executeBound>[0], now: Date): Promise<ClaimedRow[]> {
+  async function claimDue(tx: Parameters<typeof executeBound>[0], now: Date, limit: number): Promise<ClaimedRow[]> {
     const confirmed = confirmWaitMs > 0;
     const until = new Date(now.getTime() + claimMs);
     const expired = confirmed ? [] : [now];
@@ -287,14 +296,14 @@ export function createDispatcher(opts: DispatcherOptions): Dispatcher {
       executeBound<ClaimedRow>(tx, claimSql(confirmed), [until, now, ...expired, limit], confirmed ? "sb_dispatch_claim_confirmed" : "sb_dispatch_claim");
     let rows: ClaimedRow[];
     if (!backlog) {
-      rows = await inOrder(batchSize);
+      rows = await inOrder(limit);
     } else {
       if (!dueAccounts || performance.now() - dueAccounts.at >= DUE_ACCOUNTS_TTL_MS || dueAccounts.sids.length === 0) {
         const listed = await executeBound<{ account_sid: string }>(tx, DUE_ACCOUNTS_SQL, [now], "sb_dispatch_due_accounts");
         dueAccounts = { sids: listed.map((r) => r.account_sid), at: performance.now() };
       }
       const sids = dueAccounts.sids;
-      const share = Math.max(1, Math.ceil(batchSize / Math.max(1, sids.length)));
+      const share = Math.max(1, Math.ceil(limit / Math.max(1, sids.length)));
       rows = sids.length === 0 ? [] : await executeBound<ClaimedRow>(
         tx,
         fairClaimSql(confirmed),
@@ -306,9 +315,9 @@ export function createDispatcher(opts: DispatcherOptions): Dispatcher {
       // An account that took less than its share has nothing more due now: the next rounds share among the others.
       dueAccounts.sids = sids.filter((sid) => (taken.get(sid) ?? 0) >= share);
       // Those that took their whole share may have more; the rows just claimed no longer match.
-      if (rows.length < batchSize && dueAccounts.sids.length > 0) rows = [...rows, ...(await inOrder(batchSize - rows.length))];
+      if (rows.length < limit && dueAccounts.sids.length > 0) rows = [...rows, ...(await inOrder(limit - rows.length))];
     }
-    backlog = rows.length >= batchSize;
+    backlog = rows.length >= limit;
     if (!backlog) dueAccounts = undefined;
     return rows;
   }
@@ -332,10 +341,17 @@ export function createDispatcher(opts: DispatcherOptions): Dispatcher {
       // next scan (docs/benchmarks.md). The fair claim underestimates its rows and would then hash-join
       // a full scan of the primary key (80 ms for 50,000 queued); it must reach each claimed row
       // by its key. The settings last for this transaction only.
-      const fresh = await opts.orm.em.fork().transactional(async (tx) => {
-        await executeBound(tx, ORDERED_QUEUE_SCAN, [], "sb_ordered_queue_scan");
-        return claimDue(tx, now);
-      });
+      // No more than the carrier can submit well before the claims expire (its window and rate,
+      // less what it already holds): a claimed message waiting in the carrier's queue past its
+      // deadline would be claimed again by another dispatcher. Half the claim leaves the margin.
+      const limit = Math.min(batchSize, Math.floor(opts.carrier.capacity?.(claimMs / 2) ?? batchSize));
+      const fresh =
+        limit <= 0
+          ? []
+          : await opts.orm.em.fork().transactional(async (tx) => {
+              await executeBound(tx, ORDERED_QUEUE_SCAN, [], "sb_ordered_queue_scan");
+              return claimDue(tx, now, limit);
+            });
       const rows = [...held, ...fresh];
       // In rounds of batchSize (after a crash under load, many held messages may come due at once):
       // the carrier gets a round's messages side by side, then one UPDATE records them.

@@ -11,6 +11,7 @@ import { receiveInbound } from "./inbound.js";
 import { createGroupCommit } from "../common/group-commit.js";
 import { applyFinalStates, recordSubmissions, type Submission } from "./receipts.js";
 import { createWorkerLoop, type WorkerLoop } from "./worker-loop.js";
+import { applyPendingReceipts, applySegmentReceipt, flushInboundParts, storeInboundPart } from "../carriers/smpp/receipt-store.js";
 
 /** Options of the delivery engine. */
 export interface DeliveryEngineOptions {
@@ -109,6 +110,19 @@ export function createDeliveryEngine(opts: DeliveryEngineOptions): DeliveryEngin
       }
       for (const l of loops) l.nudge();
       return result;
+    },
+    async segmentReceipt(receipt) {
+      await applySegmentReceipt(opts.orm.em.fork(), receipt, opts.clock.now());
+      webhookLoop?.nudge();
+    },
+    async inboundPart(part) {
+      if (await storeInboundPart(opts.orm.em.fork(), part, opts.clock.now())) for (const l of loops) l.nudge();
+    },
+    async housekeeping(partsBefore) {
+      const now = opts.clock.now();
+      const applied = await opts.orm.em.fork().transactional((tx) => applyPendingReceipts(tx, now));
+      const flushed = await flushInboundParts(opts.orm.em.fork(), partsBefore, now);
+      if (applied + flushed > 0) for (const l of loops) l.nudge();
     },
   };
 

@@ -41,12 +41,12 @@ export async function applyFinalStates(tx: EntityManager, reports: Report[]): Pr
   const rows = await executeBound<FinalRow>(
     tx,
     `update messages m
-        set status = v.status, delivered_at = v.delivered_at, error_code = v.error_code, claimed_until = null
-       from unnest(?::text[], ?::text[], ?::timestamptz[], ?::text[]) as v(sid, status, delivered_at, error_code)
+        set status = v.status, delivered_at = v.delivered_at, error_code = v.error_code, carrier_error = v.carrier_error, claimed_until = null
+       from unnest(?::text[], ?::text[], ?::timestamptz[], ?::text[], ?::text[]) as v(sid, status, delivered_at, error_code, carrier_error)
       where m.sid = v.sid and m.direction = 'Transmit' and m.status in ('Processing', 'Submitted')
       returning m.sid, m.account_sid, m.property_sid, m.sender, m.recipient, m.delivery_receipt, m.dr_webhook_uri, m.dr_webhook_method`,
     // Not prepared: a plan made once, while the table was small, would keep scanning all of it.
-    [unique.map((r) => r.messageSid), unique.map((r) => r.status), unique.map((r) => (r.status === "Delivered" ? r.at : null)), unique.map((r) => r.errorCode)],
+    [unique.map((r) => r.messageSid), unique.map((r) => r.status), unique.map((r) => (r.status === "Delivered" ? r.at : null)), unique.map((r) => r.errorCode), unique.map((r) => r.carrierError ?? "")],
   );
   const changed = new Set<string>();
   for (const m of rows) {

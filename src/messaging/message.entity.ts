@@ -45,6 +45,8 @@ export const MessageSchema = defineEntity({
     deliveredAt: p.datetime().nullable(),
     receivedAt: p.datetime().nullable(),
     errorCode: p.string().length(64).default(""),
+    // The carrier's own reason for a refusal or failure (SMPP status or receipt err), "" otherwise.
+    carrierError: p.text().default(""),
     attempts: p.integer().default(0),
     carrierRef: p.string().nullable(),
   },

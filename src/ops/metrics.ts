@@ -1,6 +1,7 @@
 import type { MikroORM } from "@mikro-orm/sql";
 import type { FastifyBaseLogger } from "fastify";
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
+import type { Carrier } from "../carriers/carrier.js";
 import type { Clock } from "../common/clock.js";
 
 /** Every message status (the CHECK of messages.status), so a status with no rows reads 0, not absent. */
@@ -34,6 +35,8 @@ export interface MetricsOptions {
   log?: FastifyBaseLogger;
   /** Longest the scrape query may take, ms (default 2000). */
   queryTimeoutMs?: number;
+  /** The process's carrier: its link state and queue are read at scrape time. */
+  carrier?: Carrier;
 }
 
 interface GaugeRow {
@@ -78,7 +81,24 @@ export function createMetrics(opts: MetricsOptions): Metrics {
   const webhookBacklog = new Gauge({ name: "switchboard_webhook_backlog", help: "Webhook calls not yet made successfully or given up (status Pending).", registers });
   const mailBacklog = new Gauge({ name: "switchboard_mail_backlog", help: "Forwarded e-mails not yet sent or given up (status Pending).", registers });
   const databaseUp = new Gauge({ name: "switchboard_database_up", help: "1 when the scrape's database query succeeded, else 0 (the gauges above then keep their last values).", registers });
+  const carrierLink = new Gauge({
+    name: "switchboard_carrier_link",
+    help: "1 for the state the carrier's link is in (SMPP bind: Bound, Connecting, Down), 0 for the others; absent for carriers without a link.",
+    labelNames: ["carrier", "state"] as const,
+    registers,
+  });
+  const carrierInFlight = new Gauge({ name: "switchboard_carrier_in_flight", help: "Submissions sent to the carrier and not yet answered (this process).", labelNames: ["carrier"] as const, registers });
+  const carrierQueued = new Gauge({ name: "switchboard_carrier_queued", help: "Submissions waiting in this process for the carrier's window or rate.", labelNames: ["carrier"] as const, registers });
   if (opts.processMetrics !== false) collectDefaultMetrics({ register: registry });
+
+  function readCarrier(): void {
+    const s = opts.carrier?.status?.();
+    if (!opts.carrier || !s) return;
+    const carrier = opts.carrier.name;
+    if (s.link !== "") for (const state of ["Bound", "Connecting", "Down"]) carrierLink.set({ carrier, state }, s.link === state ? 1 : 0);
+    carrierInFlight.set({ carrier }, s.inFlight);
+    carrierQueued.set({ carrier }, s.queued);
+  }
 
   async function readGauges(): Promise<void> {
     const now = opts.clock.now();
@@ -111,6 +131,7 @@ export function createMetrics(opts: MetricsOptions): Metrics {
       duration.observe(l, seconds);
     },
     async render() {
+      readCarrier();
       await readGauges();
       return registry.metrics();
     },

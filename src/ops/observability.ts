@@ -49,6 +49,8 @@ export interface ObservabilityDeps {
   metricsToken?: string;
   /** Process and runtime metrics (default true). */
   processMetrics?: boolean;
+  /** The carrier whose link and queue the metrics show. */
+  carrier?: import("../carriers/carrier.js").Carrier;
 }
 
 /** The pieces buildApp wires in: Fastify server options, the plugin, and the transports' hooks. */
@@ -99,7 +101,7 @@ function rpcProtocol(request: FastifyRequest): CallRecord["protocol"] {
 
 /** Creates the observability layer of one app (its own metrics registry). */
 export function createObservability(deps: ObservabilityDeps): Observability {
-  const metrics = createMetrics({ orm: deps.orm, clock: deps.clock, processMetrics: deps.processMetrics });
+  const metrics = createMetrics({ orm: deps.orm, clock: deps.clock, processMetrics: deps.processMetrics, carrier: deps.carrier });
   const records = new WeakMap<FastifyRequest, CallRecord>();
   const completed = new WeakSet<FastifyRequest>();
   /** Requests without their line yet: whatever is left when the app closes was cut off. */

@@ -124,6 +124,7 @@ describe("GET /v2/Messages/{MessageSid}", () => {
       Delivered: 0,
       Received: 0,
       ErrorCode: "",
+      CarrierError: "",
     });
   });
 
@@ -153,6 +154,7 @@ describe("GET /v2/Messages/{MessageSid}", () => {
       Delivered: 0,
       Received: 0,
       ErrorCode: "",
+      CarrierError: "",
     });
   });
 

@@ -418,6 +418,7 @@ describe("a reply to a leased sender with every forward set", () => {
         Delivered: 0,
         Received: at,
         ErrorCode: "",
+        CarrierError: "",
       });
       const received = await listByDirection(r, "Receive");
       expect(received.Messages.filter((m) => m.From === recipient)).toStrictEqual([rec]);

@@ -293,6 +293,7 @@ describe("REST transcoder", () => {
         Delivered: 0,
         Received: 0,
         ErrorCode: "",
+        CarrierError: "",
       }),
     );
   });
@@ -324,6 +325,7 @@ describe("REST transcoder", () => {
           Delivered: 0,
           Received: 0,
           ErrorCode: "",
+          CarrierError: "",
         },
       ],
       TotalCount: 5,

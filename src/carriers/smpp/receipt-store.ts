@@ -1,0 +1,159 @@
+import type { EntityManager } from "@mikro-orm/sql";
+import type { InboundPartSms, SegmentReceipt } from "../carrier.js";
+import { applyFinalStates } from "../../delivery/receipts.js";
+import { receiveInbound } from "../../delivery/inbound.js";
+import { idForms } from "./smpp-codec.js";
+
+/** How long a receipt naming no known submission is kept before it is dropped (3 days). */
+export const PENDING_RECEIPT_KEEP_MS = 3 * 86_400_000;
+
+/** A recorded submission with the SMSC's id of each segment, in order. */
+export interface SegmentSubmission {
+  messageSid: string;
+  segmentIds: string[];
+  at: Date;
+}
+
+interface SegmentRow {
+  message_sid: string;
+  seq: number;
+  status: string;
+}
+
+/**
+ * Records each segment's SMSC id (in the caller's transaction, with the submission itself), then
+ * applies the receipts that arrived before it. A resubmitted message's new ids replace the old.
+ */
+export async function recordSegments(tx: EntityManager, subs: SegmentSubmission[], now: Date): Promise<void> {
+  const rows = subs.flatMap((s) => s.segmentIds.map((id, i) => ({ sid: s.messageSid, seq: i + 1, id, ...idForms(id), at: s.at })));
+  if (rows.length === 0) return;
+  await tx.execute(
+    `insert into carrier_segments (message_sid, seq, carrier_id, id_key, id_alt, created_at)
+     select * from unnest(?::text[], ?::int[], ?::text[], ?::text[], ?::text[], ?::timestamptz[])
+     on conflict (message_sid, seq) do update
+        set carrier_id = excluded.carrier_id, id_key = excluded.id_key, id_alt = excluded.id_alt,
+            status = 'Submitted', carrier_error = '', created_at = excluded.created_at`,
+    [rows.map((r) => r.sid), rows.map((r) => r.seq), rows.map((r) => r.id), rows.map((r) => r.key), rows.map((r) => r.hexValue), rows.map((r) => r.at)],
+  );
+  await applyPendingReceipts(tx, now, subs.map((s) => s.messageSid));
+}
+
+/**
+ * Applies one receipt: to its segment when the id is known (in any of its forms, the exact form
+ * first), else keeps it for when the submission is recorded. Runs in one transaction: the caller
+ * answers the SMSC only after it committed.
+ */
+export async function applySegmentReceipt(em: EntityManager, r: SegmentReceipt, now: Date): Promise<"applied" | "kept"> {
+  return em.transactional(async (tx) => {
+    const { key, hexValue } = idForms(r.carrierId);
+    const found = await tx.execute<SegmentRow[]>(
+      `select message_sid, seq, status from carrier_segments
+        where id_key = ? or id_alt = ? or id_key = ?
+        order by (id_key = ?) desc, created_at desc limit 1 for update`,
+      [key, key, hexValue ?? key, key],
+    );
+    if (found.length === 0) {
+      await tx.execute(
+        `insert into carrier_pending_receipts (carrier_id, id_key, id_hex_value, status, carrier_error, received_at) values (?, ?, ?, ?, ?, ?)`,
+        [r.carrierId, key, hexValue, r.status, r.carrierError, r.at],
+      );
+      return "kept";
+    }
+    await applyToSegment(tx, found[0]!, r.status, r.carrierError, r.at, now);
+    return "applied";
+  });
+}
+
+/**
+ * A segment's final state, then the message's: Failed as soon as one segment failed, Delivered
+ * once every segment is. A repeated receipt for a settled segment changes nothing.
+ */
+async function applyToSegment(tx: EntityManager, seg: SegmentRow, status: "Delivered" | "Failed", carrierError: string, at: Date, now: Date): Promise<void> {
+  if (seg.status !== "Submitted") return;
+  await tx.execute(`update carrier_segments set status = ?, carrier_error = ? where message_sid = ? and seq = ?`, [status, carrierError, seg.message_sid, seg.seq]);
+  if (status === "Failed") {
+    await applyFinalStates(tx, [{ messageSid: seg.message_sid, status: "Failed", errorCode: "CarrierFailed", carrierError, at, now }]);
+    return;
+  }
+  const open = await tx.execute<{ n: number | string }[]>(
+    `select count(*) as n from carrier_segments where message_sid = ? and status <> 'Delivered'`,
+    [seg.message_sid],
+  );
+  if (Number(open[0]?.n ?? 0) === 0) await applyFinalStates(tx, [{ messageSid: seg.message_sid, status: "Delivered", errorCode: "", at, now }]);
+}
+
+/**
+ * Applies kept receipts whose segment is now known (only those of `messageSids` when given) and
+ * drops the ones kept longer than PENDING_RECEIPT_KEEP_MS. SKIP LOCKED: two processes never
+ * apply the same kept receipt.
+ */
+export async function applyPendingReceipts(tx: EntityManager, now: Date, messageSids?: string[]): Promise<number> {
+  const rows = await tx.execute<(SegmentRow & { id: string; p_status: "Delivered" | "Failed"; carrier_error: string; received_at: Date | string })[]>(
+    `select distinct on (p.id) p.id, p.status as p_status, p.carrier_error, p.received_at, s.message_sid, s.seq, s.status
+       from carrier_pending_receipts p
+       join carrier_segments s on s.id_key = p.id_key or s.id_alt = p.id_key or s.id_key = p.id_hex_value
+      ${messageSids ? "where s.message_sid = any(?::text[])" : ""}
+      order by p.id, (s.id_key = p.id_key) desc, s.created_at desc
+      for update of p skip locked`,
+    messageSids ? [messageSids] : [],
+  );
+  for (const r of rows) {
+    await tx.execute(`delete from carrier_pending_receipts where id = ?`, [r.id]);
+    // Re-read the segment: an earlier kept receipt of this round may have settled it.
+    const seg = await tx.execute<SegmentRow[]>(`select message_sid, seq, status from carrier_segments where message_sid = ? and seq = ?`, [r.message_sid, r.seq]);
+    if (seg[0]) await applyToSegment(tx, seg[0], r.p_status, r.carrier_error, new Date(r.received_at), now);
+  }
+  if (!messageSids) await tx.execute(`delete from carrier_pending_receipts where received_at < ?`, [new Date(now.getTime() - PENDING_RECEIPT_KEEP_MS)]);
+  return rows.length;
+}
+
+/**
+ * Stores one part of a concatenated inbound SMS; when this completes the set, the parts are taken
+ * (a DELETE, so only one process delivers them) and delivered as one inbound SMS in the same
+ * transaction. Returns whether the whole was delivered.
+ */
+export async function storeInboundPart(em: EntityManager, p: InboundPartSms, now: Date): Promise<boolean> {
+  return em.transactional(async (tx) => {
+    await tx.execute(
+      `insert into inbound_parts (sender, recipient, ref, total, part, text, received_at) values (?, ?, ?, ?, ?, ?, ?)
+       on conflict (sender, recipient, ref, total, part) do nothing`,
+      [p.from, p.to, p.ref, p.total, p.part, p.text, p.at],
+    );
+    const have = await tx.execute<{ n: number | string }[]>(
+      `select count(*) as n from inbound_parts where sender = ? and recipient = ? and ref = ? and total = ?`,
+      [p.from, p.to, p.ref, p.total],
+    );
+    if (Number(have[0]?.n ?? 0) < p.total) return false;
+    return deliverParts(tx, { sender: p.from, recipient: p.to, ref: p.ref, total: p.total }, now);
+  });
+}
+
+interface PartGroup {
+  sender: string;
+  recipient: string;
+  ref: number;
+  total: number;
+}
+
+async function deliverParts(tx: EntityManager, g: PartGroup, now: Date): Promise<boolean> {
+  const parts = await tx.execute<{ part: number; text: string; received_at: Date | string }[]>(
+    `delete from inbound_parts where sender = ? and recipient = ? and ref = ? and total = ? returning part, text, received_at`,
+    [g.sender, g.recipient, g.ref, g.total],
+  );
+  if (parts.length === 0) return false;
+  parts.sort((a, b) => a.part - b.part);
+  const first = Math.min(...parts.map((x) => new Date(x.received_at).getTime()));
+  await receiveInbound(tx, { from: g.sender, to: g.recipient, text: parts.map((x) => x.text).join(""), at: new Date(first) }, now);
+  return true;
+}
+
+/** Delivers, in part order, the parts of every incomplete inbound SMS whose first part came before `before`. */
+export async function flushInboundParts(em: EntityManager, before: Date, now: Date): Promise<number> {
+  const groups = await em.execute<PartGroup[]>(
+    `select sender, recipient, ref, total from inbound_parts group by sender, recipient, ref, total having min(received_at) < ?`,
+    [before],
+  );
+  let n = 0;
+  for (const g of groups) if (await em.transactional((tx) => deliverParts(tx, g, now))) n++;
+  return n;
+}
