@@ -89,6 +89,7 @@ export function toMessageRecord(m: Message): MessageRecord {
     delivered: BigInt(unixSeconds(m.deliveredAt)),
     received: BigInt(unixSeconds(m.receivedAt)),
     errorCode: m.errorCode,
+    carrierError: m.carrierError,
   });
 }
 

@@ -3,6 +3,7 @@ import type { InboundPartSms, SegmentReceipt } from "../carrier.js";
 import { applyFinalStates } from "../../delivery/receipts.js";
 import { receiveInbound } from "../../delivery/inbound.js";
 import { idForms } from "./smpp-codec.js";
+import { executeBound } from "../../db/bound-sql.js";
 
 /** How long a receipt naming no known submission is kept before it is dropped (3 days). */
 export const PENDING_RECEIPT_KEEP_MS = 3 * 86_400_000;
@@ -27,7 +28,9 @@ interface SegmentRow {
 export async function recordSegments(tx: EntityManager, subs: SegmentSubmission[], now: Date): Promise<void> {
   const rows = subs.flatMap((s) => s.segmentIds.map((id, i) => ({ sid: s.messageSid, seq: i + 1, id, ...idForms(id), at: s.at })));
   if (rows.length === 0) return;
-  await tx.execute(
+  // Bound parameters: arrays travel as one parameter each (MikroORM's execute would expand them).
+  await executeBound(
+    tx,
     `insert into carrier_segments (message_sid, seq, carrier_id, id_key, id_alt, created_at)
      select * from unnest(?::text[], ?::int[], ?::text[], ?::text[], ?::text[], ?::timestamptz[])
      on conflict (message_sid, seq) do update
@@ -88,13 +91,14 @@ async function applyToSegment(tx: EntityManager, seg: SegmentRow, status: "Deliv
  * apply the same kept receipt.
  */
 export async function applyPendingReceipts(tx: EntityManager, now: Date, messageSids?: string[]): Promise<number> {
-  const rows = await tx.execute<(SegmentRow & { id: string; p_status: "Delivered" | "Failed"; carrier_error: string; received_at: Date | string })[]>(
-    `select distinct on (p.id) p.id, p.status as p_status, p.carrier_error, p.received_at, s.message_sid, s.seq, s.status
-       from carrier_pending_receipts p
+  const rows = await executeBound<SegmentRow & { id: string; p_status: "Delivered" | "Failed"; carrier_error: string; received_at: Date | string }>(
+    tx,
+    `with p as (select * from carrier_pending_receipts for update skip locked)
+     select distinct on (p.id) p.id, p.status as p_status, p.carrier_error, p.received_at, s.message_sid, s.seq, s.status
+       from p
        join carrier_segments s on s.id_key = p.id_key or s.id_alt = p.id_key or s.id_key = p.id_hex_value
       ${messageSids ? "where s.message_sid = any(?::text[])" : ""}
-      order by p.id, (s.id_key = p.id_key) desc, s.created_at desc
-      for update of p skip locked`,
+      order by p.id, (s.id_key = p.id_key) desc, s.created_at desc`,
     messageSids ? [messageSids] : [],
   );
   for (const r of rows) {

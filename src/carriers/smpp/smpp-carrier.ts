@@ -117,7 +117,7 @@ export function createSmppCarrier(opts: SmppCarrierOptions): SmppCarrier {
   }
 
   /** Connects and binds; resolves once bound, with a promise that settles when the link closes. */
-  function bindOnce(): Promise<Promise<void>> {
+  function bindOnce(): Promise<{ closed: Promise<void> }> {
     return new Promise((resolveBound, rejectBound) => {
       let bound = false;
       let closed!: () => void;
@@ -162,7 +162,8 @@ export function createSmppCarrier(opts: SmppCarrierOptions): SmppCarrier {
             keepalive = setInterval(() => {
               request(s, "enquire_link", {}).catch(() => undefined);
             }, opts.enquireLinkMs);
-            resolveBound(whenClosed);
+            // Wrapped: a promise resolved with a promise would wait for the link to close.
+            resolveBound({ closed: whenClosed });
           },
           () => undefined,
         );
@@ -182,7 +183,7 @@ export function createSmppCarrier(opts: SmppCarrierOptions): SmppCarrier {
     while (!stopped) {
       setLink("Connecting");
       try {
-        const closed = await bindOnce();
+        const { closed } = await bindOnce();
         attempt = 0;
         setLink("Bound");
         await closed;

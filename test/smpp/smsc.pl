@@ -1,0 +1,150 @@
+#!/usr/bin/perl
+# A scripted SMSC for the SMPP carrier's end-to-end tests, on Perl's Net::SMPP (not the library
+# the carrier uses). One ESME at a time. Control lines on stdin, events as lines on stdout:
+#   in:  idformat hex|dec|hex0       how message ids are written in submit_sm_resp
+#        throttle N                  answer the next N submit_sm with ESME_RTHROTTLED
+#        reject N STATUS             answer the next N submit_sm with STATUS (decimal)
+#        silent N                    do not answer the next N submit_sm
+#        early N                     send the next N submits' receipts before their submit_sm_resp
+#        deliver k=v ...             send a deliver_sm (sm=hex of short_message, tlv_rmi=, tlv_state=)
+#        drop                        close the ESME's connection
+#   out: listening PORT | bind system_id=.. ok=1|0 | submit seq=.. id=.. k=v ... sm=HEX
+#        deliver_resp seq=.. status=.. | enquire_link | closed
+use strict;
+use warnings;
+use Net::SMPP;
+use IO::Select;
+use Getopt::Long;
+
+my ($port, $sysid, $password) = (0, 'switchboard', 'secret');
+GetOptions('port=i' => \$port, 'system-id=s' => \$sysid, 'password=s' => \$password) or die "bad arguments";
+$| = 1;
+
+my $listen = Net::SMPP->new_listen('127.0.0.1', port => $port, smpp_version => 0x34, async => 1)
+  or die "cannot listen: $!";
+print "listening ", $listen->sockport, "\n";
+
+my $sel = IO::Select->new($listen, \*STDIN);
+my ($client, $idformat, $throttle, $reject_n, $reject_status, $silent, $early) = (undef, 'hex', 0, 0, 0, 0, 0);
+my $stdin_buf = '';
+my %held;    # deliver_sm seq -> [submit seq, id]: submit_sm_resp sent once the early receipt is answered
+my $next_id = 0x1A2B00;
+
+sub ev { print join(' ', @_), "\n" }
+
+sub close_client {
+  return unless $client;
+  $sel->remove($client);
+  close $client;
+  $client = undef;
+  ev('closed');
+}
+
+sub msgid {
+  my $n = $next_id++;
+  return sprintf('%X', $n) if $idformat eq 'hex';
+  return sprintf('%012X', $n) if $idformat eq 'hex0';
+  return "$n";
+}
+
+sub handle_pdu {
+  my ($pdu) = @_;
+  my $cmd = $pdu->{cmd};
+  if ($cmd == 0x00000009) {    # bind_transceiver
+    my $ok = ($pdu->{system_id} eq $sysid && $pdu->{password} eq $password) ? 1 : 0;
+    $client->set_version(0x34);
+    ev('bind', "system_id=$pdu->{system_id}", "system_type=$pdu->{system_type}", "ok=$ok");
+    $client->bind_transceiver_resp(system_id => 'PERLSMSC', seq => $pdu->{seq}, status => $ok ? 0 : 0x0E);
+  } elsif ($cmd == 0x00000004) {    # submit_sm
+    my @f = map { "$_=" . (defined $pdu->{$_} ? $pdu->{$_} : '') }
+      qw(source_addr_ton source_addr_npi source_addr dest_addr_ton dest_addr_npi destination_addr esm_class data_coding registered_delivery);
+    my $sm = unpack('H*', $pdu->{short_message} // '');
+    if ($silent > 0) { $silent--; ev('submit', "seq=$pdu->{seq}", 'id=-', @f, "sm=$sm", 'answer=none'); return; }
+    if ($throttle > 0) {
+      $throttle--;
+      ev('submit', "seq=$pdu->{seq}", 'id=-', @f, "sm=$sm", 'answer=throttled');
+      $client->submit_sm_resp(message_id => '', seq => $pdu->{seq}, status => 0x58);
+      return;
+    }
+    if ($reject_n > 0) {
+      $reject_n--;
+      ev('submit', "seq=$pdu->{seq}", 'id=-', @f, "sm=$sm", "answer=$reject_status");
+      $client->submit_sm_resp(message_id => '', seq => $pdu->{seq}, status => $reject_status);
+      return;
+    }
+    my $id = msgid();
+    if ($early > 0) {
+      # The receipt first; the submit_sm_resp only once the ESME answered it (so it was kept).
+      $early--;
+      my $dseq = $client->deliver_sm(source_addr_ton => 1, source_addr_npi => 1, source_addr => $pdu->{destination_addr},
+        dest_addr_ton => 1, dest_addr_npi => 1, destination_addr => $pdu->{source_addr}, esm_class => 4, data_coding => 0,
+        short_message => "id:$id sub:001 dlvrd:001 submit date:2611241200 done date:2611241200 stat:DELIVRD err:000 text:", async => 1);
+      $held{$dseq} = [$pdu->{seq}, $id];
+      ev('submit', "seq=$pdu->{seq}", "id=$id", @f, "sm=$sm", 'answer=after-receipt');
+      return;
+    }
+    ev('submit', "seq=$pdu->{seq}", "id=$id", @f, "sm=$sm", 'answer=ok');
+    $client->submit_sm_resp(message_id => $id, seq => $pdu->{seq});
+  } elsif ($cmd == 0x00000015) {    # enquire_link
+    ev('enquire_link');
+    $client->enquire_link_resp(seq => $pdu->{seq});
+  } elsif ($cmd == 0x00000006) {    # unbind
+    $client->unbind_resp(seq => $pdu->{seq});
+    close_client();
+  } elsif ($cmd == 0x80000005) {    # deliver_sm_resp
+    ev('deliver_resp', "seq=$pdu->{seq}", "status=$pdu->{status}");
+    if (my $h = delete $held{$pdu->{seq}}) { $client->submit_sm_resp(message_id => $h->[1], seq => $h->[0]); }
+  } elsif ($cmd & 0x80000000) {
+    # other responses: nothing to do
+  } else {
+    $client->generic_nack(seq => $pdu->{seq}, status => 0x03);
+  }
+}
+
+sub command {
+  my ($line) = @_;
+  chomp $line;
+  my ($verb, @args) = split /\s+/, $line;
+  return unless defined $verb;
+  if ($verb eq 'idformat') { $idformat = $args[0]; }
+  elsif ($verb eq 'throttle') { $throttle = $args[0]; }
+  elsif ($verb eq 'reject') { ($reject_n, $reject_status) = @args; }
+  elsif ($verb eq 'silent') { $silent = $args[0]; }
+  elsif ($verb eq 'early') { $early = $args[0]; }
+  elsif ($verb eq 'drop') { close_client(); }
+  elsif ($verb eq 'deliver') {
+    return ev('error', 'no client') unless $client;
+    my %a = map { split /=/, $_, 2 } @args;
+    my @tlv;
+    push @tlv, receipted_message_id => "$a{tlv_rmi}\0" if defined $a{tlv_rmi};
+    push @tlv, message_state => pack('C', $a{tlv_state}) if defined $a{tlv_state};
+    my $seq = $client->deliver_sm(
+      source_addr_ton => $a{source_addr_ton} // 1, source_addr_npi => 1, source_addr => $a{source_addr} // '',
+      dest_addr_ton => $a{dest_addr_ton} // 1, dest_addr_npi => 1, destination_addr => $a{destination_addr} // '',
+      esm_class => $a{esm_class} // 0, data_coding => $a{data_coding} // 0,
+      short_message => pack('H*', $a{sm} // ''), async => 1, @tlv);
+    ev('delivered', "seq=$seq");
+  }
+}
+
+while (1) {
+  for my $fh ($sel->can_read) {
+    if ($fh == $listen) {
+      my $c = $listen->accept or next;
+      close_client() if $client;
+      $client = $c;
+      $client->set_version(0x34);
+      $sel->add($client);
+      ev('connected');
+    } elsif ($fh == \*STDIN) {
+      # sysread, not <STDIN>: a buffered read would hide the next lines from select.
+      my $n = sysread(STDIN, $stdin_buf, 65536, length $stdin_buf);
+      exit 0 unless $n;
+      while ($stdin_buf =~ s/^([^\n]*)\n//) { command($1); }
+    } elsif ($client && $fh == $client) {
+      my $pdu = $client->read_pdu();
+      if (!$pdu) { close_client(); next; }
+      handle_pdu($pdu);
+    }
+  }
+}
