@@ -20,6 +20,7 @@ import { PhoneNumber } from "../../src/numbers/phone-number.entity.js";
 import { Message } from "../../src/messaging/message.entity.js";
 import { Lease } from "../../src/leases/lease.entity.js";
 import { IdempotencyKey } from "../../src/messaging/idempotency-key.entity.js";
+import { CarrierSegment, InboundPart, PendingReceipt } from "../../src/carriers/smpp/carrier-records.entity.js";
 
 const T0 = new Date("2026-01-01T00:00:00.123Z");
 
@@ -65,7 +66,19 @@ describe(`database schema (${dbKind()})`, () => {
       .fork()
       .execute<{ table_name: string }[]>("select table_name from information_schema.tables where table_schema = 'public' order by table_name");
     expect(rows.map((r) => r.table_name)).toEqual(
-      expect.arrayContaining(["accounts", "addresses", "idempotency_keys", "leases", "messages", "mikro_orm_migrations", "numbers", "properties"]),
+      expect.arrayContaining([
+        "accounts",
+        "addresses",
+        "carrier_pending_receipts",
+        "carrier_segments",
+        "idempotency_keys",
+        "inbound_parts",
+        "leases",
+        "messages",
+        "mikro_orm_migrations",
+        "numbers",
+        "properties",
+      ]),
     );
     expect(await migrateUp(orm)).toEqual([]);
     expect(await isDatabaseReady(orm)).toBe(true);
@@ -279,6 +292,7 @@ describe(`database schema (${dbKind()})`, () => {
       inReplyTo: null,
       submittedAt: null,
       carrierRef: null,
+      carrierError: "",
     });
     expect(msg2.sendAt.getTime()).toBe(T0.getTime() + 3_600_000);
     const lease2 = await read.findOneOrFail(Lease, lease.sid);
@@ -286,6 +300,16 @@ describe(`database schema (${dbKind()})`, () => {
     expect(lease2.expiresAt.getTime()).toBe(T0.getTime() + 30 * 86_400_000);
     const key2 = await read.findOneOrFail(IdempotencyKey, { accountSid: acc.sid, key: "retry-1" });
     expect(key2.messageSid).toBe(msg.sid);
+
+    // The SMPP carrier's tables: a segment with its id forms, a kept receipt, an inbound part.
+    const seg = em.create(CarrierSegment, { messageSid: msg.sid, seq: 1, carrierId: "001A2B", idKey: "1a2b", idAlt: "6699", createdAt: T0 });
+    const kept = em.create(PendingReceipt, { carrierId: "6699", idKey: "6699", idHexValue: "26265", status: "Failed", carrierError: "stat:UNDELIV err:034", receivedAt: T0 });
+    const part = em.create(InboundPart, { sender: "+447700900456", recipient: num.number, ref: 7, total: 2, part: 1, text: "Hello", receivedAt: T0 });
+    await em.flush();
+    const seg2 = await orm.em.fork().findOneOrFail(CarrierSegment, { messageSid: seg.messageSid, seq: 1 });
+    expect(seg2).toMatchObject({ carrierId: "001A2B", idKey: "1a2b", idAlt: "6699", status: "Submitted", carrierError: "" });
+    expect(await orm.em.fork().findOneOrFail(PendingReceipt, { id: kept.id })).toMatchObject({ idHexValue: "26265", status: "Failed", carrierError: "stat:UNDELIV err:034" });
+    expect(await orm.em.fork().findOneOrFail(InboundPart, { id: part.id })).toMatchObject({ ref: 7, total: 2, part: 1, text: "Hello" });
 
     // Updates go through the unit of work too.
     msg2.status = "Submitted";

@@ -87,7 +87,7 @@ describe("CARRIER=smpp against Net::SMPP", { timeout: 90_000 }, () => {
     await engine.start();
     tenant = await createTenant(app);
     pool = await addPoolNumbers(app, 2, 40);
-  }, 60_000);
+  }, 180_000);
 
   afterAll(async () => {
     await engine?.stop();

@@ -9,6 +9,8 @@ const SCRIPT = fileURLToPath(new URL("./smsc.pl", import.meta.url));
 export interface SmscEvent {
   kind: string;
   f: Record<string, string>;
+  /** When this process read the line (performance.now(), ms). */
+  at: number;
 }
 
 /** The Perl Net::SMPP SMSC of test/smpp/smsc.pl, driven over stdin/stdout. */
@@ -45,7 +47,7 @@ export async function startSmsc(opts: { port?: number; systemId?: string; passwo
           if (i > 0) f[kv.slice(0, i)] = kv.slice(i + 1);
         }
         if (kind === "listening") resolve(Number(rest[0]));
-        else events.push({ kind: kind!, f });
+        else events.push({ kind: kind!, f, at: performance.now() });
       });
     });
     port = await listening;

@@ -130,7 +130,7 @@ export function normalizeSmppNumber(addr: string, ton: number, country?: string)
   if (ton === 1 && /^\d{1,15}$/.test(digits)) return `+${digits}`;
   if (ton === 2 && country && /^\d+$/.test(raw)) {
     const n = parsePhoneNumberFromString(raw, country.toUpperCase() as CountryCode);
-    if (n?.isValid()) return n.number;
+    if (n?.isPossible()) return n.number;
   }
   if (ton === 0 || ton === 1) {
     if (/^\+\d{8,15}$/.test(raw)) return raw;
