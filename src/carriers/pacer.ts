@@ -66,8 +66,9 @@ export function createPacer(opts: PacerOptions): Pacer {
       const w = waiting.shift()!;
       if (w.onAbort) w.signal?.removeEventListener("abort", w.onAbort);
       inFlight++;
-      // A steady spacing from the later of now and the last start: an idle period earns no burst.
-      nextStart = Math.max(now, nextStart) + interval;
+      // Steady spacing on the schedule, so a timer that fires late does not slow the rate; an idle
+      // period earns at most one start without waiting (no burst).
+      nextStart = Math.max(nextStart, now - interval) + interval;
       const started = now;
       let freed = false;
       w.resolve({
