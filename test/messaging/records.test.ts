@@ -9,6 +9,7 @@ import { addPoolNumbers, createTenant, createTestApp, type Tenant, type TestApp 
 const MESSAGE_KEYS = ["AccountSid", "From", "MessageSid", "PropertySid", "Text", "To"];
 const RECORD_KEYS = [
   "AccountSid",
+  "CarrierError",
   "Created",
   "DeliveryReceipt",
   "Delivered",
