@@ -116,12 +116,12 @@ export function createDeliveryEngine(opts: DeliveryEngineOptions): DeliveryEngin
       webhookLoop?.nudge();
     },
     async inboundPart(part) {
-      if (await storeInboundPart(opts.orm.em.fork(), part, opts.clock.now())) for (const l of loops) l.nudge();
+      if (await storeInboundPart(opts.orm.em.fork(), part, opts.clock.now(), { noAlphaCountries })) for (const l of loops) l.nudge();
     },
     async housekeeping(partsBefore) {
       const now = opts.clock.now();
       const applied = await opts.orm.em.fork().transactional((tx) => applyPendingReceipts(tx, now));
-      const flushed = await flushInboundParts(opts.orm.em.fork(), partsBefore, now);
+      const flushed = await flushInboundParts(opts.orm.em.fork(), partsBefore, now, { noAlphaCountries });
       if (applied + flushed > 0) for (const l of loops) l.nudge();
     },
   };

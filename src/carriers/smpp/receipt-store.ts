@@ -1,7 +1,7 @@
 import type { EntityManager } from "@mikro-orm/sql";
 import type { InboundPartSms, SegmentReceipt } from "../carrier.js";
 import { applyFinalStates } from "../../delivery/receipts.js";
-import { receiveInbound } from "../../delivery/inbound.js";
+import { type InboundOptions, receiveInbound } from "../../delivery/inbound.js";
 import { idForms } from "./smpp-codec.js";
 import { executeBound } from "../../db/bound-sql.js";
 
@@ -116,7 +116,7 @@ export async function applyPendingReceipts(tx: EntityManager, now: Date, message
  * (a DELETE, so only one process delivers them) and delivered as one inbound SMS in the same
  * transaction. Returns whether the whole was delivered.
  */
-export async function storeInboundPart(em: EntityManager, p: InboundPartSms, now: Date): Promise<boolean> {
+export async function storeInboundPart(em: EntityManager, p: InboundPartSms, now: Date, opts: InboundOptions): Promise<boolean> {
   return em.transactional(async (tx) => {
     await tx.execute(
       `insert into inbound_parts (sender, recipient, ref, total, part, text, received_at) values (?, ?, ?, ?, ?, ?, ?)
@@ -128,7 +128,7 @@ export async function storeInboundPart(em: EntityManager, p: InboundPartSms, now
       [p.from, p.to, p.ref, p.total],
     );
     if (Number(have[0]?.n ?? 0) < p.total) return false;
-    return deliverParts(tx, { sender: p.from, recipient: p.to, ref: p.ref, total: p.total }, now);
+    return deliverParts(tx, { sender: p.from, recipient: p.to, ref: p.ref, total: p.total }, now, opts);
   });
 }
 
@@ -139,7 +139,7 @@ interface PartGroup {
   total: number;
 }
 
-async function deliverParts(tx: EntityManager, g: PartGroup, now: Date): Promise<boolean> {
+async function deliverParts(tx: EntityManager, g: PartGroup, now: Date, opts: InboundOptions): Promise<boolean> {
   const parts = await tx.execute<{ part: number; text: string; received_at: Date | string }[]>(
     `delete from inbound_parts where sender = ? and recipient = ? and ref = ? and total = ? returning part, text, received_at`,
     [g.sender, g.recipient, g.ref, g.total],
@@ -147,17 +147,17 @@ async function deliverParts(tx: EntityManager, g: PartGroup, now: Date): Promise
   if (parts.length === 0) return false;
   parts.sort((a, b) => a.part - b.part);
   const first = Math.min(...parts.map((x) => new Date(x.received_at).getTime()));
-  await receiveInbound(tx, { from: g.sender, to: g.recipient, text: parts.map((x) => x.text).join(""), at: new Date(first) }, now);
+  await receiveInbound(tx, { from: g.sender, to: g.recipient, text: parts.map((x) => x.text).join(""), at: new Date(first) }, now, opts);
   return true;
 }
 
 /** Delivers, in part order, the parts of every incomplete inbound SMS whose first part came before `before`. */
-export async function flushInboundParts(em: EntityManager, before: Date, now: Date): Promise<number> {
+export async function flushInboundParts(em: EntityManager, before: Date, now: Date, opts: InboundOptions): Promise<number> {
   const groups = await em.execute<PartGroup[]>(
     `select sender, recipient, ref, total from inbound_parts group by sender, recipient, ref, total having min(received_at) < ?`,
     [before],
   );
   let n = 0;
-  for (const g of groups) if (await em.transactional((tx) => deliverParts(tx, g, now))) n++;
+  for (const g of groups) if (await em.transactional((tx) => deliverParts(tx, g, now, opts))) n++;
   return n;
 }
