@@ -72,7 +72,7 @@ const GSM7_PART = 153;
 export const DEFAULT_NO_ALPHA_COUNTRIES: readonly string[] = ["US", "CA"];
 
 /**
- * Contract §6: whether a message goes out from a leased sender: From blank, or an alphanumeric
+ * docs/api.md#leased-senders: whether a message goes out from a leased sender: From blank, or an alphanumeric
  * From to a country whose operators do not take alphanumeric IDs. Sends and forwarded replies alike.
  */
 export function goesOutLeased(fromKind: ValidSend["fromKind"], to: E164Info, noAlphaCountries: ReadonlySet<string>): boolean {
@@ -80,7 +80,7 @@ export function goesOutLeased(fromKind: ValidSend["fromKind"], to: E164Info, noA
 }
 
 /**
- * Contract §6: the account and the property must both be SMS-enabled. The SmsNotEnabled message,
+ * docs/api.md#authentication: the account and the property must both be SMS-enabled. The SmsNotEnabled message,
  * or undefined when both are; sends and forwarded replies alike.
  */
 export function smsNotEnabled(account: { sid: string; smsEnabled: boolean }, property: { sid: string; smsEnabled: boolean }): string | undefined {
