@@ -164,9 +164,12 @@ const SERVER_CODES = new Set<Code>([Code.Internal, Code.Unknown, Code.DataLoss, 
 export function rpcErrorProblems(reason: unknown, opts: { switchboard: boolean }): string[] {
   if (!(reason instanceof ConnectError)) return [`not a ConnectError: ${String(reason)}`];
   const problems: string[] = [];
-  if (SERVER_CODES.has(reason.code)) problems.push(`code ${codeToString(reason.code)}: ${reason.rawMessage.slice(0, 200)}`);
-  if (reason.rawMessage === "") problems.push("no message");
   const infos = reason.findDetails(ErrorInfoSchema).filter((d) => d.domain === "switchboard");
+  // Aborted is also a documented answer (409 AddressNotPending, a review that lost a race); one
+  // without a Switchboard ErrorInfo (a reset connection, say) is still a problem.
+  const documentedConflict = reason.code === Code.Aborted && infos.length > 0;
+  if (SERVER_CODES.has(reason.code) && !documentedConflict) problems.push(`code ${codeToString(reason.code)}: ${reason.rawMessage.slice(0, 200)}`);
+  if (reason.rawMessage === "") problems.push("no message");
   const table = documentedErrors();
   if (infos.length > 1) problems.push(`${infos.length} ErrorInfo details`);
   if (infos.length === 0) {
