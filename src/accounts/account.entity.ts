@@ -1,7 +1,7 @@
 import { defineEntity, p } from "@mikro-orm/core";
 
 /** Schema of a customer account (table `accounts`). */
-export const AccountSchema = defineEntity({
+export const AccountEntity = defineEntity({
   name: "Account",
   tableName: "accounts",
   properties: {
@@ -16,5 +16,5 @@ export const AccountSchema = defineEntity({
 });
 
 /** A customer account: the tenant every other row belongs to. */
-export class Account extends AccountSchema.class {}
-AccountSchema.setClass(Account);
+export class Account extends AccountEntity.class {}
+AccountEntity.setClass(Account);

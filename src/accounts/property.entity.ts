@@ -1,7 +1,7 @@
 import { defineEntity, p } from "@mikro-orm/core";
 
 /** Schema of a property (table `properties`). */
-export const PropertySchema = defineEntity({
+export const PropertyEntity = defineEntity({
   name: "Property",
   tableName: "properties",
   properties: {
@@ -14,5 +14,5 @@ export const PropertySchema = defineEntity({
 });
 
 /** A property of an account: the unit messages are sent from and listed by. */
-export class Property extends PropertySchema.class {}
-PropertySchema.setClass(Property);
+export class Property extends PropertyEntity.class {}
+PropertyEntity.setClass(Property);

@@ -4,7 +4,7 @@ import { defineEntity, p } from "@mikro-orm/core";
 export type AddressStatus = "Active" | "Pending" | "Rejected";
 
 /** Schema of a postal address (table `addresses`). */
-export const AddressSchema = defineEntity({
+export const AddressEntity = defineEntity({
   name: "Address",
   tableName: "addresses",
   properties: {
@@ -24,5 +24,5 @@ export const AddressSchema = defineEntity({
 });
 
 /** A postal address of an account; numbers are registered against Active ones. */
-export class Address extends AddressSchema.class {}
-AddressSchema.setClass(Address);
+export class Address extends AddressEntity.class {}
+AddressEntity.setClass(Address);

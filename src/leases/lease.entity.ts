@@ -1,7 +1,7 @@
 import { defineEntity, p } from "@mikro-orm/core";
 
 /** Schema of a leased sender (table `leases`). */
-export const LeaseSchema = defineEntity({
+export const LeaseEntity = defineEntity({
   name: "Lease",
   tableName: "leases",
   properties: {
@@ -20,5 +20,5 @@ export const LeaseSchema = defineEntity({
 });
 
 /** A pool number lent to one recipient for 30 days so replies can be routed back. */
-export class Lease extends LeaseSchema.class {}
-LeaseSchema.setClass(Lease);
+export class Lease extends LeaseEntity.class {}
+LeaseEntity.setClass(Lease);

@@ -1,7 +1,7 @@
 import { defineEntity, p } from "@mikro-orm/core";
 
 /** Schema of a remembered Idempotency-Key (table `idempotency_keys`). */
-export const IdempotencyKeySchema = defineEntity({
+export const IdempotencyKeyEntity = defineEntity({
   name: "IdempotencyKey",
   tableName: "idempotency_keys",
   primaryKeys: ["accountSid", "key"],
@@ -19,5 +19,5 @@ export const IdempotencyKeySchema = defineEntity({
 });
 
 /** A client's Idempotency-Key: which request it first answered, and with what, so a retry gets the same answer. */
-export class IdempotencyKey extends IdempotencyKeySchema.class {}
-IdempotencyKeySchema.setClass(IdempotencyKey);
+export class IdempotencyKey extends IdempotencyKeyEntity.class {}
+IdempotencyKeyEntity.setClass(IdempotencyKey);

@@ -10,7 +10,7 @@ export type SenderKind = "E164" | "Alphanumeric" | "Leased" | "";
 export type MessageEncoding = "GSM7" | "UCS2";
 
 /** Schema of an SMS, outbound or inbound (table `messages`). */
-export const MessageSchema = defineEntity({
+export const MessageEntity = defineEntity({
   name: "Message",
   tableName: "messages",
   properties: {
@@ -53,5 +53,5 @@ export const MessageSchema = defineEntity({
 });
 
 /** An SMS message and its delivery state; the row is also the dispatcher's queue entry. */
-export class Message extends MessageSchema.class {}
-MessageSchema.setClass(Message);
+export class Message extends MessageEntity.class {}
+MessageEntity.setClass(Message);

@@ -1,7 +1,7 @@
 import { defineEntity, p } from "@mikro-orm/core";
 
 /** Schema of a phone number (table `numbers`). */
-export const PhoneNumberSchema = defineEntity({
+export const PhoneNumberEntity = defineEntity({
   name: "PhoneNumber",
   tableName: "numbers",
   properties: {
@@ -17,5 +17,5 @@ export const PhoneNumberSchema = defineEntity({
 });
 
 /** A phone number owned by an account, or in the shared lease pool. */
-export class PhoneNumber extends PhoneNumberSchema.class {}
-PhoneNumberSchema.setClass(PhoneNumber);
+export class PhoneNumber extends PhoneNumberEntity.class {}
+PhoneNumberEntity.setClass(PhoneNumber);
