@@ -9,19 +9,19 @@ import { AdminService } from "../gen/switchboard/admin/v1/admin_pb.js";
 import { AddressService } from "../gen/switchboard/v2/addresses_pb.js";
 import { MessagingService } from "../gen/switchboard/v2/messaging_pb.js";
 import { NumberService } from "../gen/switchboard/v2/numbers_pb.js";
-import { type AccountCache, authenticateCall, createAccountCache, type EdgeDeps } from "./accounts/auth.js";
+import { type AccountCache, authentication, createAccountCache, type EdgeDeps } from "./accounts/auth.js";
 import { createAddressService } from "./addresses/address-service.js";
 import { createAdminService } from "./admin/admin-service.js";
 import type { Carrier } from "./carriers/carrier.js";
 import type { Clock } from "./common/clock.js";
 import { systemClock } from "./common/clock.js";
-import { toConnectError } from "./common/errors.js";
 import { rejectUnstorableStrings } from "./common/string-guard.js";
 import { DEFAULT_CONNECTION_LIMITS, DEFAULT_SEND_RATE_LIMIT, defaultSendBurst, type Config } from "./config.js";
 import { isDatabaseReady } from "./db/orm.js";
 import { createMessagingService } from "./messaging/messaging-service.js";
 import { createSendRateLimiter, limitSendRate } from "./messaging/send-rate-limit.js";
 import { createNumberService } from "./numbers/number-service.js";
+import { reportFailures } from "./ops/failures.js";
 import { apiDocsPlugin } from "./transport/api-docs.js";
 import { createHealthService } from "./transport/health.js";
 import { createReflectionServices } from "./transport/reflection.js";
@@ -29,7 +29,8 @@ import { bodyLimitGate, limitRequestBodies } from "./transport/body-limit.js";
 import { createObservability } from "./ops/observability.js";
 import { createClientErrorHandler } from "./transport/client-errors.js";
 import { createPolyglotServer } from "./transport/polyglot-server.js";
-import { restErrorHandler, restFrameworkErrors, restNotFound, restPlugin } from "./transport/rest.js";
+import { httpLayer, httpServerOptions } from "./transport/http-layer.js";
+import { restPlugin } from "./transport/rest.js";
 import { blameClientForUnreadableRequests, markRequestRead } from "./transport/rpc-read-errors.js";
 import { decideRpcCharset, serviceWithJsonRules } from "./transport/rpc-json.js";
 
@@ -56,17 +57,36 @@ export interface ServedService {
 /** Builds the service implementations from their dependencies. */
 export function createServices(deps: AppDeps, accounts: AccountCache = createAccountCache()): ServedService[] {
   const clock = deps.clock ?? systemClock;
-  // Every transport calls these: a request string PostgreSQL cannot store (U+0000, an unpaired
-  // surrogate) is a 400 here, not a database 500.
-  const served = (service: DescService, impl: object) => ({ service, impl: rejectUnstorableStrings(service, impl) as ServiceImpl<DescService> });
-  // In this process's memory: N instances behind a balancer let an account send up to N times as fast.
-  const ratePerSecond = deps.config.sendRateLimit ?? DEFAULT_SEND_RATE_LIMIT;
-  const sendRate = createSendRateLimiter({ ratePerSecond, burst: deps.config.sendRateBurst ?? defaultSendBurst(ratePerSecond), clock });
+  const served = (service: DescService, impl: object) => ({ service, impl: impl as ServiceImpl<DescService> });
   return [
-    served(MessagingService, limitSendRate(createMessagingService({ orm: deps.orm, clock, ...deps.config, onQueued: deps.onQueued }), sendRate)),
+    served(MessagingService, createMessagingService({ orm: deps.orm, clock, ...deps.config, onQueued: deps.onQueued })),
     served(AddressService, createAddressService({ clock })),
     served(NumberService, createNumberService()),
     served(AdminService, createAdminService({ clock, carrier: deps.carrier, accounts })),
+  ];
+}
+
+/**
+ * The one request pipeline of the RPC layer: the ordered interceptors every wire runs before a
+ * method (REST, Connect, gRPC and gRPC-Web alike). A new rule is one entry here.
+ */
+export function createInterceptors(deps: AppDeps, edge: EdgeDeps, observe: Interceptor): Interceptor[] {
+  // In this process's memory: N instances behind a balancer let an account send up to N times as fast.
+  const ratePerSecond = deps.config.sendRateLimit ?? DEFAULT_SEND_RATE_LIMIT;
+  const burst = deps.config.sendRateBurst ?? defaultSendBurst(ratePerSecond);
+  const sendRate = createSendRateLimiter({ ratePerSecond, burst, clock: deps.clock ?? systemClock });
+  return [
+    // The code a call failed with, for the completion line and the metrics.
+    observe,
+    // Every failure as the error a client gets (a lost database is 503 / Unavailable); the log
+    // has the detail of what the server caused.
+    reportFailures,
+    // Credentials (and the Idempotency-Key) before anything else is looked at, the body included.
+    authentication(edge),
+    // A request string PostgreSQL cannot store (U+0000, an unpaired surrogate) is a 400, not a database 500.
+    rejectUnstorableStrings,
+    // Sends are charged to the account's bucket before they read or write anything.
+    ...(sendRate ? [limitSendRate(sendRate)] : []),
   ];
 }
 
@@ -97,19 +117,15 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     serverFactory: (handler) => createPolyglotServer(handler, { limits }),
     ...ops.serverOptions,
     ...(isInstance ? { loggerInstance: loggerOpt as FastifyServerOptions["loggerInstance"] } : { logger: loggerOpt as FastifyServerOptions["logger"] }),
-    bodyLimit: deps.config.bodyLimit,
-    // A path Fastify cannot percent-decode is refused before routing: answer it in the documented body.
-    frameworkErrors: restFrameworkErrors,
+    // Request ids, the body limit, and a path Fastify cannot percent-decode answered in the documented body.
+    ...httpServerOptions(deps.config.bodyLimit),
     // So is a request Node's parser refuses (bad method or header line, too slow, headers too large).
     clientErrorHandler: createClientErrorHandler(limits),
     // close(): idle connections go at once, busy ones after their answer; h2 sessions get GOAWAY.
     forceCloseConnections: "idle",
   });
-  // Before any plugin: child contexts take the error handler their parent has when they are registered.
-  // It also answers the routes outside REST and RPC (carrier callbacks): a lost database is a 503,
-  // which gateways such as Kannel retry.
-  app.setErrorHandler(restErrorHandler(deps.config.bodyLimit));
-  app.setNotFoundHandler(restNotFound);
+  // Before any other plugin: what happens to every request before it reaches a method.
+  await app.register(httpLayer(deps.config.bodyLimit));
   await app.register(ops.plugin);
   // One cache for the edge (reads it) and the operator API (evicts an account it changed).
   const accounts = createAccountCache();
@@ -122,17 +138,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     accounts,
   };
 
-  // The RPC edge: the same authentication the REST edge runs, once per call, and the RPC side's one
-  // error conversion (a lost database is Unavailable, as REST's is 503).
-  const edge: Interceptor = (next) => async (req) => {
-    markRequestRead(req.contextValues);
-    try {
-      await authenticateCall(edgeDeps, { service: req.service, header: req.header, values: req.contextValues });
-      return await next(req);
-    } catch (err) {
-      throw toConnectError(err);
-    }
-  };
+  const interceptors = createInterceptors(deps, edgeDeps, ops.interceptor);
   const jsonOptions = { ignoreUnknownFields: true, alwaysEmitImplicit: true };
   await app.register(fastifyConnectPlugin, {
     routes: (router) => {
@@ -145,7 +151,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     requestGate: bodyLimitGate(deps.config.bodyLimit),
     // Decompressed messages too (the wrapper above counts the bytes as sent).
     readMaxBytes: deps.config.bodyLimit,
-    interceptors: [ops.interceptor, edge],
+    // markRequestRead first: Connect has read the message (src/transport/rpc-read-errors.ts).
+    interceptors: [markRequestRead, ...interceptors],
     contextValues: ops.rpcContextValues,
     jsonOptions,
     shutdownTimeoutMs: 5000,
@@ -154,7 +161,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     services,
     bodyLimit: deps.config.bodyLimit,
     contextValues: ops.restContextValues,
-    edge: (ctx) => authenticateCall(edgeDeps, { service: ctx.service, header: ctx.requestHeader, values: ctx.values }),
+    interceptors,
   });
 
   await app.register(apiDocsPlugin, { services: services.map((s) => s.service) });

@@ -1,5 +1,5 @@
 import { createHash, timingSafeEqual } from "node:crypto";
-import { Code, type ContextValues } from "@connectrpc/connect";
+import { type ContextValues, type Interceptor } from "@connectrpc/connect";
 import type { DescService } from "@bufbuild/protobuf";
 import type { EntityManager, MikroORM } from "@mikro-orm/sql";
 import { AdminService } from "../../gen/switchboard/admin/v1/admin_pb.js";
@@ -19,7 +19,7 @@ export function secretsEqual(a: string, b: string): boolean {
 }
 
 function unauthorized(message: string) {
-  return apiError(Code.Unauthenticated, "Unauthorized", message);
+  return apiError("Unauthorized", message);
 }
 
 /** The 401 for an unknown AccountSid or a wrong (or since rotated) token. */
@@ -149,7 +149,7 @@ async function authenticate(deps: EdgeDeps, call: EdgeCall, requestEm: () => Ret
   if (isOperatorService(call.service)) {
     const m = /^Bearer\s+(\S+)\s*$/i.exec(authorization ?? "");
     if (!deps.adminToken || !m || !secretsEqual(m[1], deps.adminToken)) {
-      throw apiError(Code.Unauthenticated, "Unauthorized", "Operator calls need `Authorization: Bearer <SWITCHBOARD_ADMIN_TOKEN>`.", [], {
+      throw apiError("Unauthorized", "Operator calls need `Authorization: Bearer <SWITCHBOARD_ADMIN_TOKEN>`.", [], {
         "www-authenticate": 'Bearer realm="switchboard-admin"',
       });
     }
@@ -170,4 +170,12 @@ async function authenticate(deps: EdgeDeps, call: EdgeCall, requestEm: () => Ret
   if (!account || !ok) throw wrongCredentials();
   deps.accounts?.set(account);
   call.values.set(kAccount, account);
+}
+
+/** The authentication interceptor: authenticateCall before the method, on every wire. */
+export function authentication(deps: EdgeDeps): Interceptor {
+  return (next) => async (req) => {
+    await authenticateCall(deps, { service: req.service, header: req.header, values: req.contextValues });
+    return next(req);
+  };
 }

@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { create } from "@bufbuild/protobuf";
-import { Code, type HandlerContext, type ServiceImpl } from "@connectrpc/connect";
+import { type HandlerContext, type ServiceImpl } from "@connectrpc/connect";
 import type { EntityManager } from "@mikro-orm/sql";
 import {
   type AdminService,
@@ -50,7 +50,7 @@ export function newWebhookSecret(): string {
 }
 
 function requireAdmin(ctx: HandlerContext): EntityManager {
-  if (!ctx.values.get(kAdmin)) throw apiError(Code.Unauthenticated, "Unauthorized", "Operator calls need the admin bearer token.");
+  if (!ctx.values.get(kAdmin)) throw apiError("Unauthorized", "Operator calls need the admin bearer token.");
   return requestEm(ctx);
 }
 
@@ -69,7 +69,7 @@ function checkName(name: string | undefined, required: boolean): string | undefi
 export function createAdminService(deps: { clock: Clock; carrier?: Carrier; accounts?: AccountCache }): ServiceImpl<typeof AdminService> {
   const simulator = (): SimulatorCarrier => {
     if (deps.carrier?.name !== "simulator") {
-      throw apiError(Code.FailedPrecondition, "InvalidParameter", "The simulator endpoints work only with CARRIER=simulator.");
+      throw apiError("InvalidParameter", "The simulator endpoints work only with CARRIER=simulator.");
     }
     return deps.carrier as SimulatorCarrier;
   };

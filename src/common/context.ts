@@ -19,10 +19,19 @@ export const kEm = createContextKey<(() => EntityManager) | undefined>(undefined
 /** The client's Idempotency-Key header, if any; set by the edge. */
 export const kIdempotencyKey = createContextKey<string | undefined>(undefined, { description: "Idempotency-Key" });
 
+/** What the RPC layer logs with: the request's logger (it carries the request id). */
+export interface CallLogger {
+  error(obj: object, msg: string): void;
+  warn(obj: object, msg: string): void;
+}
+
+/** The request's logger; set by the transports' context values. */
+export const kLog = createContextKey<CallLogger | undefined>(undefined, { description: "request logger" });
+
 /** The account of the call, or a 401 if the edge did not authenticate one. */
 export function requireAccount(ctx: HandlerContext): Account {
   const account = ctx.values.get(kAccount);
-  if (!account) throw apiError(Code.Unauthenticated, "Unauthorized", "Authentication required: use HTTP Basic with your AccountSid and token.");
+  if (!account) throw apiError("Unauthorized", "Authentication required: use HTTP Basic with your AccountSid and token.");
   return account;
 }
 

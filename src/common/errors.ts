@@ -1,5 +1,5 @@
 import { Code, ConnectError } from "@connectrpc/connect";
-import { create, toJson } from "@bufbuild/protobuf";
+import { create } from "@bufbuild/protobuf";
 import { codeToHttpStatus } from "@connectrpc/connect/protocol-connect";
 import {
   BadRequestSchema,
@@ -12,40 +12,131 @@ import { type ConstraintViolation, constraintViolation, isDatabaseUnavailable } 
 /** The error domain carried in every google.rpc.ErrorInfo detail. */
 export const ERROR_DOMAIN = "switchboard";
 
-/** Stable PascalCase error codes of the API (docs/errors.md lists them). */
-export type ErrorCode =
-  | "Unauthorized"
-  | "NotFound"
-  | "MalformedRequest"
-  | "MissingParameter"
-  | "InvalidParameter"
-  | "InvalidSenderId"
-  | "SenderNotOwned"
-  | "InvalidRecipient"
-  | "InvalidSchedule"
-  | "ScheduleInPast"
-  | "TextTooLong"
-  | "SmsNotEnabled"
-  | "LeaseLimitReached"
-  | "NoLeasedNumberAvailable"
-  | "InvalidWebhookUri"
-  | "InvalidWebhookMethod"
-  | "InvalidEmail"
-  | "InvalidCountryCode"
-  | "AddressInUse"
-  | "AddressNotActive"
-  | "MessageNotCancelable"
-  | "NumberExists"
-  | "AddressNotPending"
-  | "IdempotencyKeyReused"
-  | "MethodNotAllowed"
-  | "UnsupportedMediaType"
-  | "PayloadTooLarge"
-  | "RequestTimeout"
-  | "HeadersTooLarge"
-  | "RateLimited"
-  | "ServiceUnavailable"
-  | "InternalError";
+/** What the error table says about one ErrorCode. */
+export interface ErrorSpec {
+  /** The HTTP status of the REST answer. */
+  http: number;
+  /** The Connect/gRPC code of the answer on every wire; REST answers it only through `http`. */
+  grpc: Code;
+  /** Raised only by the HTTP layer or the REST transcoder: never an RPC's answer. */
+  restOnly?: true;
+  /** When it happens (the documented table's words, Markdown). */
+  when: string;
+  /** A realistic message, for the OpenAPI example of its status. */
+  example?: string;
+}
+
+/**
+ * The one error table: every stable PascalCase ErrorCode of the API, its HTTP status, its
+ * Connect/gRPC code and when it happens. apiError takes the gRPC code from here, REST the status,
+ * the OpenAPI document its error responses, and the documented table is generated from it
+ * (scripts/errors-doc.ts). Order is the documented order.
+ */
+export const ERRORS = {
+  Unauthorized: { http: 401, grpc: Code.Unauthenticated, when: "missing or wrong credentials", example: "The AccountSid or token is wrong." },
+  NotFound: {
+    http: 404,
+    grpc: Code.NotFound,
+    when: "unknown path (the message quotes at most its first 200 characters), or a Sid that is malformed, unknown or another account's",
+    example: "Message MG0123456789ABCDEFGHIJKLMNOPQRST was not found.",
+  },
+  MethodNotAllowed: {
+    http: 405,
+    grpc: Code.Unimplemented,
+    restOnly: true,
+    when: "known path, unsupported HTTP method (`Allow` header lists the right ones)",
+  },
+  MalformedRequest: {
+    http: 400,
+    grpc: Code.InvalidArgument,
+    when: "body is not JSON, not a JSON object or not valid UTF-8 (the message names the byte offset); or the request is not valid HTTP/1.1 (an unknown method token, a header line without a colon, …)",
+  },
+  UnsupportedMediaType: {
+    http: 415,
+    grpc: Code.InvalidArgument,
+    restOnly: true,
+    when: "a body that is not `application/json`, or a `Content-Type` charset other than UTF-8 (over Connect: HTTP 415, code invalid_argument)",
+    example: "The request body must be JSON, sent with Content-Type: application/json.",
+  },
+  PayloadTooLarge: {
+    http: 413,
+    grpc: Code.ResourceExhausted,
+    when: "body over `BODY_LIMIT_BYTES` (1 MiB); see [Request size](#request-size)",
+    example: "The request body is larger than the limit of 1048576 bytes.",
+  },
+  RequestTimeout: {
+    http: 408,
+    grpc: Code.DeadlineExceeded,
+    restOnly: true,
+    when: "HTTP/1.1 headers not received within `HEADERS_TIMEOUT_MS`, or the whole request within `REQUEST_TIMEOUT_MS`; see [Connections](api.md#connections)",
+  },
+  HeadersTooLarge: {
+    http: 431,
+    grpc: Code.ResourceExhausted,
+    restOnly: true,
+    when: "HTTP/1.1 header block over `MAX_HEADER_BYTES`; see [Request size](api.md#request-size)",
+  },
+  MissingParameter: { http: 400, grpc: Code.InvalidArgument, when: "a required field is missing or blank" },
+  InvalidParameter: { http: 400, grpc: Code.InvalidArgument, when: "a field of the wrong JSON type, out of range, or not allowed" },
+  InvalidSenderId: { http: 400, grpc: Code.InvalidArgument, when: "`From`/`ForwardFromSms` breaks the sender ID rules" },
+  SenderNotOwned: { http: 400, grpc: Code.InvalidArgument, when: "E164 `From` that is not one of the account's numbers" },
+  InvalidRecipient: { http: 400, grpc: Code.InvalidArgument, when: "`To`/`ForwardToSms` is not a valid E164 number" },
+  InvalidSchedule: {
+    http: 400,
+    grpc: Code.InvalidArgument,
+    when: "`Schedule` more than 14 days ahead",
+    example: "Schedule is more than 14 days in the future.",
+  },
+  ScheduleInPast: { http: 400, grpc: Code.InvalidArgument, when: "`Schedule` 1 hour or more in the past" },
+  TextTooLong: { http: 400, grpc: Code.InvalidArgument, when: "`Text` over 1600 characters" },
+  SmsNotEnabled: { http: 400, grpc: Code.FailedPrecondition, when: "account or property not enabled for SMS" },
+  LeaseLimitReached: { http: 400, grpc: Code.FailedPrecondition, when: "the recipient already has 5 live leases" },
+  NoLeasedNumberAvailable: { http: 400, grpc: Code.FailedPrecondition, when: "no pool number is free for the recipient" },
+  InvalidWebhookUri: { http: 400, grpc: Code.InvalidArgument, when: "not absolute http(s), or a private target" },
+  InvalidWebhookMethod: { http: 400, grpc: Code.InvalidArgument, when: "not POST or GET" },
+  InvalidEmail: { http: 400, grpc: Code.InvalidArgument, when: "`ForwardToEmail`/`ForwardFromEmail` not an e-mail address" },
+  InvalidCountryCode: { http: 400, grpc: Code.InvalidArgument, when: "not an ISO 3166-1 alpha-2 code" },
+  AddressInUse: { http: 400, grpc: Code.FailedPrecondition, when: "deleting an address a number is registered against" },
+  AddressNotActive: { http: 400, grpc: Code.InvalidArgument, when: "registering a number against a Pending/Rejected address" },
+  AddressNotPending: {
+    http: 409,
+    grpc: Code.Aborted,
+    when: "operator review of an address that another review already decided otherwise (the same decision again is a 200 that changes nothing)",
+  },
+  MessageNotCancelable: { http: 400, grpc: Code.FailedPrecondition, when: "cancel of a message that is not Scheduled" },
+  NumberExists: {
+    http: 409,
+    grpc: Code.AlreadyExists,
+    when: "operator adds a number that exists (also when the same number is added several times at once: one 200, the others this)",
+  },
+  IdempotencyKeyReused: {
+    http: 422,
+    grpc: Code.InvalidArgument,
+    when: "an `Idempotency-Key` the account used in the last 24 hours for a different request (another body, property or method); see [Idempotency-Key](api.md#idempotency-key)",
+  },
+  RateLimited: {
+    http: 429,
+    grpc: Code.ResourceExhausted,
+    when:
+      "an account's sends over `SEND_RATE_LIMIT` (`Retry-After` says when to retry), or too many pipelined requests on one HTTP/1.1 connection; see [Limits](#limits)",
+    example: "Too many messages: account AC0123456789ABCDEFGHIJKLMNOPQRST may send 50 per second, in bursts of up to 500. Retry after 1 second.",
+  },
+  ServiceUnavailable: {
+    http: 503,
+    grpc: Code.Unavailable,
+    when: "a dependency (the database) is down",
+    example: "The service is temporarily unavailable: its database cannot be reached. Try again shortly.",
+  },
+  InternalError: { http: 500, grpc: Code.Internal, when: "a bug; no detail is returned, the log has it", example: "An internal error occurred." },
+} as const satisfies Record<string, ErrorSpec>;
+
+/** Stable PascalCase error codes of the API: the keys of the error table. */
+export type ErrorCode = keyof typeof ERRORS;
+
+/** The table's row of an ErrorCode. */
+export function errorSpec(code: ErrorCode): ErrorSpec {
+  return ERRORS[code];
+}
 
 /** One field problem: the request field (as the client spelled it), its code and a fix-it message. */
 export interface FieldProblem {
@@ -54,14 +145,11 @@ export interface FieldProblem {
   message: string;
 }
 
-/** Builds a ConnectError that carries the Switchboard ErrorCode and field problems as standard details. */
-export function apiError(
-  code: Code,
-  errorCode: ErrorCode,
-  message: string,
-  fields: FieldProblem[] = [],
-  metadata?: Record<string, string>,
-): ConnectError {
+/**
+ * Builds a ConnectError that carries the Switchboard ErrorCode and field problems as standard
+ * details; its Connect/gRPC code is the error table's.
+ */
+export function apiError(errorCode: ErrorCode, message: string, fields: FieldProblem[] = [], metadata?: Record<string, string>): ConnectError {
   const details: ConstructorParameters<typeof ConnectError>[3] = [
     { desc: ErrorInfoSchema, value: create(ErrorInfoSchema, { reason: errorCode, domain: ERROR_DOMAIN }) },
   ];
@@ -75,7 +163,7 @@ export function apiError(
       }),
     });
   }
-  return new ConnectError(message, code, metadata, details);
+  return new ConnectError(message, ERRORS[errorCode].grpc, metadata, details);
 }
 
 /** A client's value quoted for an error message, cut short so a huge input is not echoed back whole. */
@@ -85,24 +173,19 @@ export function quoted(value: string, max = 40): string {
 
 /** A 400 for one bad field: the common case of request validation. */
 export function fieldError(field: string, errorCode: ErrorCode, message: string): ConnectError {
-  return apiError(Code.InvalidArgument, errorCode, message, [{ field, code: errorCode, message }]);
+  return apiError(errorCode, message, [{ field, code: errorCode, message }]);
 }
 
 /** A 400 for several field problems at once; the first one names the top-level code. */
 export function fieldErrors(problems: FieldProblem[]): ConnectError {
   const first = problems[0];
   const message = problems.length === 1 ? first.message : problems.map((p) => p.message).join(" ");
-  return apiError(Code.InvalidArgument, first.code, message, problems);
-}
-
-/** A 400 for a refused business rule that concerns no single field. */
-export function ruleError(errorCode: ErrorCode, message: string): ConnectError {
-  return apiError(Code.FailedPrecondition, errorCode, message);
+  return apiError(first.code, message, problems);
 }
 
 /** The 404 every unknown, malformed or foreign Sid gets, so other tenants' resources stay invisible. */
 export function notFound(what: string, sid: string): ConnectError {
-  return apiError(Code.NotFound, "NotFound", `${what} ${sid.length > 40 ? quoted(sid) : sid} was not found.`);
+  return apiError("NotFound", `${what} ${sid.length > 40 ? quoted(sid) : sid} was not found.`);
 }
 
 /** 400 InvalidParameter on AddressSid: not one of the account's addresses (unknown, another account's, or deleted). */
@@ -112,18 +195,17 @@ export function addressNotOfAccount(sid: string): ConnectError {
 
 /** 400 AddressInUse: a number is registered against the address being deleted. */
 export function addressInUse(sid: string): ConnectError {
-  return ruleError("AddressInUse", `Address ${sid} is used to register numbers; assign those numbers another address first (Configure Numbers).`);
+  return apiError("AddressInUse", `Address ${sid} is used to register numbers; assign those numbers another address first (Configure Numbers).`);
 }
 
 /** 409 NumberExists: the operator adds a number that is already there. */
 export function numberExists(number: string): ConnectError {
-  return apiError(Code.AlreadyExists, "NumberExists", `Number ${number} already exists.`);
+  return apiError("NumberExists", `Number ${number} already exists.`);
 }
 
 /** 409 AddressNotPending: a review of an address another review (or this one earlier) already decided otherwise. */
 export function addressNotPending(sid: string, status: string): ConnectError {
   return apiError(
-    Code.Aborted,
     "AddressNotPending",
     `Address ${sid} is ${status}; only a Pending address can be reviewed (a Rejected address stays rejected: the customer submits a new one).`,
   );
@@ -135,22 +217,8 @@ export function addressNotPending(sid: string, status: string): ConnectError {
  */
 export function idempotencyKeyReused(key: string): ConnectError {
   const message = `Idempotency-Key ${quoted(key)} was already used for a different request in the last 24 hours; send a new key with a new request.`;
-  return apiError(Code.InvalidArgument, "IdempotencyKeyReused", message, [{ field: "Idempotency-Key", code: "IdempotencyKeyReused", message }]);
+  return apiError("IdempotencyKeyReused", message, [{ field: "Idempotency-Key", code: "IdempotencyKeyReused", message }]);
 }
-
-/**
- * HTTP statuses that differ from the Connect code's own mapping: 422 has no Connect code, and
- * the errors only HTTP has (the connection, or the request before a method is chosen) have none
- * in Connect's code-to-status table.
- */
-const HTTP_STATUS: Partial<Record<ErrorCode, number>> = {
-  IdempotencyKeyReused: 422,
-  MethodNotAllowed: 405,
-  RequestTimeout: 408,
-  PayloadTooLarge: 413,
-  UnsupportedMediaType: 415,
-  HeadersTooLarge: 431,
-};
 
 /**
  * The answer to each constraint a request can break, whichever statement or COMMIT raised it
@@ -168,10 +236,16 @@ export function constraintError(reason: unknown): ConnectError | undefined {
   return v ? CONSTRAINT_ERRORS[v.constraint]?.(v) : undefined;
 }
 
+/** The ErrorCode an error of ours carries (apiError), or undefined for any other ConnectError. */
+function carriedErrorCode(err: ConnectError): ErrorCode | undefined {
+  const info = err.findDetails(ErrorInfoSchema).find((d) => d.domain === ERROR_DOMAIN);
+  return info && info.reason in ERRORS ? (info.reason as ErrorCode) : undefined;
+}
+
 /** The ErrorCode a ConnectError carries, or one derived from its Connect code. */
 export function errorCodeOf(err: ConnectError): ErrorCode {
-  const info = err.findDetails(ErrorInfoSchema).find((d) => d.domain === ERROR_DOMAIN);
-  if (info) return info.reason as ErrorCode;
+  const carried = carriedErrorCode(err);
+  if (carried) return carried;
   switch (err.code) {
     case Code.InvalidArgument:
     case Code.FailedPrecondition:
@@ -195,7 +269,7 @@ export function errorCodeOf(err: ConnectError): ErrorCode {
 
 /** The one answer to a request while the database cannot be reached: 503 / Unavailable, ServiceUnavailable. */
 export function serviceUnavailable(): ConnectError {
-  return apiError(Code.Unavailable, "ServiceUnavailable", "The service is temporarily unavailable: its database cannot be reached. Try again shortly.", [], {
+  return apiError("ServiceUnavailable", "The service is temporarily unavailable: its database cannot be reached. Try again shortly.", [], {
     "retry-after": "2",
   });
 }
@@ -212,10 +286,14 @@ export function toConnectError(reason: unknown): ConnectError {
   return constraintError(reason) ?? ConnectError.from(reason);
 }
 
-/** Converts any thrown value into the documented ResponseStatus and its HTTP status. */
+/**
+ * Converts any thrown value into the documented ResponseStatus and its HTTP status: the error
+ * table's for an error of ours, Connect's mapping of the code for any other ConnectError.
+ */
 export function toResponseStatus(reason: unknown): { httpStatus: number; status: ResponseStatus } {
   const err = toConnectError(reason);
-  const errorCode = errorCodeOf(err);
+  const carried = carriedErrorCode(err);
+  const errorCode = carried ?? errorCodeOf(err);
   const violations = err.findDetails(BadRequestSchema).flatMap((b) => b.fieldViolations);
   const internal = errorCode === "InternalError";
   const status = create(ResponseStatusSchema, {
@@ -228,18 +306,7 @@ export function toResponseStatus(reason: unknown): { httpStatus: number; status:
       message: v.description,
     })),
   });
-  return { httpStatus: HTTP_STATUS[errorCode] ?? codeToHttpStatus(err.code), status };
-}
-
-/**
- * The documented error body (`{"ResponseStatus": {...}}`) of any thrown value and its HTTP
- * status: what every HTTP answer of an error sends, whoever writes it (the REST routes, the
- * pipelining refusal, the parse errors answered on the raw socket).
- */
-export function errorBody(reason: unknown): { httpStatus: number; errorCode: ErrorCode; body: string } {
-  const { httpStatus, status } = toResponseStatus(reason);
-  const body = JSON.stringify({ ResponseStatus: toJson(ResponseStatusSchema, status, { alwaysEmitImplicit: true }) });
-  return { httpStatus, errorCode: status.errorCode as ErrorCode, body };
+  return { httpStatus: carried ? ERRORS[carried].http : codeToHttpStatus(err.code), status };
 }
 
 /** True when the value is a ConnectError that a client caused (not a bug). */

@@ -1,6 +1,6 @@
-import { ScalarType, type DescField, type DescMessage, type DescService, type Message } from "@bufbuild/protobuf";
+import { ScalarType, type DescField, type DescMessage } from "@bufbuild/protobuf";
 import { isReflectMessage, type ReflectMessage } from "@bufbuild/protobuf/reflect";
-import type { HandlerContext } from "@connectrpc/connect";
+import type { Interceptor } from "@connectrpc/connect";
 import { fieldError } from "./errors.js";
 
 /**
@@ -88,33 +88,25 @@ export function unstorableField(msg: ReflectMessage, prefix = ""): UnstorableFie
 }
 
 /**
- * Wraps a service implementation so that every unary method first refuses request strings that
- * PostgreSQL cannot store as sent — holding U+0000, or not well-formed Unicode (an unpaired
- * surrogate) — with a 400 InvalidParameter naming the field: such a value would otherwise fail
- * in the database as a 500, or be stored as something else. One wrapper serves every transport,
- * since REST and Connect/gRPC call the same implementation.
+ * The interceptor that refuses, before any unary method runs, request strings that PostgreSQL
+ * cannot store as sent — holding U+0000, or not well-formed Unicode (an unpaired surrogate) — with
+ * a 400 InvalidParameter naming the field: such a value would otherwise fail in the database as a
+ * 500, or be stored as something else.
  */
-export function rejectUnstorableStrings<T extends object>(service: DescService, impl: T): T {
-  const wrapped: Record<string, unknown> = { ...(impl as Record<string, unknown>) };
-  for (const method of service.methods) {
-    const fn = (impl as Record<string, unknown>)[method.localName];
-    if (method.methodKind !== "unary" || typeof fn !== "function") continue;
-    const check = unstorableChecker(method.input);
-    wrapped[method.localName] = (req: Message, ctx: HandlerContext) => {
-      const found = check(req as unknown as Fields, "");
-      if (found) {
-        const { field, reason } = found;
-        const message =
-          reason === "nul"
-            ? `${field} must not contain NUL (U+0000) characters.`
-            : `${field} must be well-formed Unicode: it contains an unpaired UTF-16 surrogate (U+D800 to U+DFFF).`;
-        throw fieldError(field, "InvalidParameter", message);
-      }
-      return (fn as (req: Message, ctx: HandlerContext) => unknown).call(impl, req, ctx);
-    };
+export const rejectUnstorableStrings: Interceptor = (next) => (req) => {
+  if (!req.stream) {
+    const found = unstorableChecker(req.method.input)(req.message as unknown as Fields, "");
+    if (found) {
+      const { field, reason } = found;
+      const message =
+        reason === "nul"
+          ? `${field} must not contain NUL (U+0000) characters.`
+          : `${field} must be well-formed Unicode: it contains an unpaired UTF-16 surrogate (U+D800 to U+DFFF).`;
+      throw fieldError(field, "InvalidParameter", message);
+    }
   }
-  return wrapped as T;
-}
+  return next(req);
+};
 
 type Fields = Record<string, unknown>;
 type Checker = (msg: Fields, prefix: string) => UnstorableField | undefined;

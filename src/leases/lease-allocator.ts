@@ -1,5 +1,5 @@
 import type { EntityManager } from "@mikro-orm/sql";
-import { ruleError } from "../common/errors.js";
+import { apiError } from "../common/errors.js";
 import { newSid } from "../common/sid.js";
 
 /** A leased sender is the recipient's for 30 days from the send, to the instant (docs/api.md#leased-senders). */
@@ -29,7 +29,7 @@ export async function allocateLease(
   await em.execute("update leases set released = true where recipient = ? and not released and expires_at <= ?", [recipient, now]);
   const live = await em.execute<{ slot: number }[]>("select slot from leases where recipient = ? and not released", [recipient]);
   if (live.length >= MAX_LEASES_PER_RECIPIENT) {
-    throw ruleError(
+    throw apiError(
       "LeaseLimitReached",
       `${recipient} already has ${MAX_LEASES_PER_RECIPIENT} live leased senders; a lease lasts ${LEASE_DAYS} days. Send from an E164 or alphanumeric sender instead.`,
     );
@@ -45,7 +45,7 @@ export async function allocateLease(
     [recipient],
   );
   if (free.length === 0) {
-    throw ruleError("NoLeasedNumberAvailable", `No pool number is free for ${recipient}; send from an E164 or alphanumeric sender, or ask the operator to add pool numbers.`);
+    throw apiError("NoLeasedNumberAvailable", `No pool number is free for ${recipient}; send from an E164 or alphanumeric sender, or ask the operator to add pool numbers.`);
   }
   const sid = newSid("LS");
   const expiresAt = new Date(now.getTime() + LEASE_DAYS * 86_400_000);

@@ -26,7 +26,7 @@ import { Property } from "../accounts/property.entity.js";
 import type { Clock } from "../common/clock.js";
 import { unixSeconds } from "../common/clock.js";
 import { kIdempotencyKey, requestEm, requireAccount } from "../common/context.js";
-import { fieldError, fieldErrors, notFound, ruleError, toResponseStatus } from "../common/errors.js";
+import { fieldError, fieldErrors, notFound, apiError, toResponseStatus } from "../common/errors.js";
 import { pageOf } from "../common/paging.js";
 import { isSid, newSid } from "../common/sid.js";
 import { constraintViolation } from "../db/orm.js";
@@ -248,7 +248,7 @@ export function createMessagingService(deps: MessagingDeps): ServiceImpl<typeof 
         return { message, canceled: n === 1 };
       });
       if (!canceled) {
-        throw ruleError("MessageNotCancelable", `Message ${message.sid} is ${message.status}; only a Scheduled message that has not been handed to the carrier can be canceled.`);
+        throw apiError("MessageNotCancelable", `Message ${message.sid} is ${message.status}; only a Scheduled message that has not been handed to the carrier can be canceled.`);
       }
       return toMessageRecord(await em.findOneOrFail(Message, { sid: message.sid }, { refresh: true }));
     },

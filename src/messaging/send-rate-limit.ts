@@ -1,5 +1,5 @@
-import { Code, type HandlerContext, type ServiceImpl } from "@connectrpc/connect";
-import type { MessagingService, SendBatchRequest, SendMessageRequest } from "../../gen/switchboard/v2/messaging_pb.js";
+import type { Interceptor } from "@connectrpc/connect";
+import { MessagingService, type SendBatchRequest } from "../../gen/switchboard/v2/messaging_pb.js";
 import type { Clock } from "../common/clock.js";
 import { kAccount } from "../common/context.js";
 import { apiError } from "../common/errors.js";
@@ -74,9 +74,7 @@ export function createSendRateLimiter(opts: SendRateLimitOptions): SendRateLimit
       }
       const seconds = Math.max(1, Math.ceil((needed - b.tokens) / rate - EPSILON));
       const asks = cost === 1 ? "" : ` This request asks for ${cost}.`;
-      throw apiError(
-        Code.ResourceExhausted,
-        "RateLimited",
+      throw apiError("RateLimited",
         `Too many messages: account ${accountSid} may send ${rate} per second, in bursts of up to ${burst}.${asks} Retry after ${seconds} second${seconds === 1 ? "" : "s"}.`,
         [],
         { "retry-after": String(seconds) },
@@ -86,30 +84,25 @@ export function createSendRateLimiter(opts: SendRateLimitOptions): SendRateLimit
 }
 
 /**
- * Wraps the messaging service so SendMessage costs one token and SendBatch one per item, charged
- * before the method runs: a refused send reads and writes nothing (nor does it use up its
- * Idempotency-Key). A batch whose size is refused anyway (none, or over 100) is not charged.
+ * The interceptor that charges sends to the account's bucket: SendMessage costs one token and
+ * SendBatch one per item, charged before the method runs, so a refused send reads and writes
+ * nothing (nor does it use up its Idempotency-Key). A batch whose size is refused anyway (none,
+ * or over 100) is not charged. Runs after authentication; no interceptor at all when the limit is off.
  */
-export function limitSendRate(
-  impl: ServiceImpl<typeof MessagingService>,
-  limiter: SendRateLimiter | undefined,
-): ServiceImpl<typeof MessagingService> {
-  if (!limiter) return impl;
-  const charge = (ctx: HandlerContext, cost: number) => {
-    // No account: the method answers 401 itself.
-    const account = ctx.values.get(kAccount);
-    if (account) limiter.take(account.sid, cost);
+export function limitSendRate(limiter: SendRateLimiter): Interceptor {
+  const { sendMessage, sendBatch } = MessagingService.method;
+  return (next) => (req) => {
+    const cost =
+      req.method === sendMessage ? 1 : req.method === sendBatch ? batchCost((req.message as SendBatchRequest).messages.length) : 0;
+    if (cost > 0) {
+      // No account: the method answers 401 itself.
+      const account = req.contextValues.get(kAccount);
+      if (account) limiter.take(account.sid, cost);
+    }
+    return next(req);
   };
-  return {
-    ...impl,
-    sendMessage(req: SendMessageRequest, ctx: HandlerContext) {
-      charge(ctx, 1);
-      return impl.sendMessage(req, ctx);
-    },
-    sendBatch(req: SendBatchRequest, ctx: HandlerContext) {
-      const n = req.messages.length;
-      if (n >= 1 && n <= MAX_BATCH) charge(ctx, n);
-      return impl.sendBatch(req, ctx);
-    },
-  };
+}
+
+function batchCost(n: number): number {
+  return n >= 1 && n <= MAX_BATCH ? n : 0;
 }

@@ -5,7 +5,7 @@ import type { MikroORM } from "@mikro-orm/sql";
 import { type Message as MessagePb, MessageSchema, type SendBatchResponse, SendBatchResponseSchema } from "../../gen/switchboard/v2/messaging_pb.js";
 import type { Account } from "../accounts/account.entity.js";
 import { wrongCredentials } from "../accounts/auth.js";
-import { fieldError, fieldErrors, type FieldProblem, idempotencyKeyReused, notFound, ruleError } from "../common/errors.js";
+import { apiError, fieldError, fieldErrors, type FieldProblem, idempotencyKeyReused, notFound } from "../common/errors.js";
 import { createGroupCommit, type GroupCommit, type ItemOutcome } from "../common/group-commit.js";
 import { executeBound } from "../db/bound-sql.js";
 import { constraintViolation } from "../db/orm.js";
@@ -202,7 +202,7 @@ async function writeBatch(tx: Tx, items: SendItem[]): Promise<ItemOutcome<SendOu
     if ("problems" in item.checked) return void (outcomes[i] = fail(fieldErrors(item.checked.problems)));
     const send = item.checked.send;
     const disabled = smsNotEnabled({ sid: item.account.sid, smsEnabled: !!row.account_sms }, { sid: item.propertySid, smsEnabled: !!row.property_sms });
-    if (disabled) return void (outcomes[i] = fail(ruleError("SmsNotEnabled", disabled)));
+    if (disabled) return void (outcomes[i] = fail(apiError("SmsNotEnabled", disabled)));
     if (send.fromKind === "E164" && !row.owned) {
       return void (outcomes[i] = fail(fieldError("From", "SenderNotOwned", senderNotOwned("From", send.from))));
     }

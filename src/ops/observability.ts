@@ -1,28 +1,19 @@
 /**
- * Request ids, the one completion log line per request, HTTP metrics and GET /metrics, for every
- * protocol on the port. The RPC and REST stacks report what only they know (the account, the
- * gRPC outcome) through a per-request record reachable from the handler's context values.
+ * The one completion log line per request, HTTP metrics and GET /metrics, for every protocol on
+ * the port. The transports report what only they know (the account, the RPC outcome) through a
+ * per-request record reachable from the handler's context values.
  */
-import { randomUUID } from "node:crypto";
-import type { IncomingMessage } from "node:http";
 import { Code, ConnectError, createContextKey, createContextValues, type ContextValues, type Interceptor } from "@connectrpc/connect";
 import { codeToHttpStatus, codeToString } from "@connectrpc/connect/protocol-connect";
-import { toJson } from "@bufbuild/protobuf";
 import type { MikroORM } from "@mikro-orm/sql";
-import { LogController, type FastifyBaseLogger, type FastifyServerOptions, type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
-import { ResponseStatusSchema } from "../../gen/switchboard/v2/common_pb.js";
+import { LogController, type FastifyServerOptions, type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
 import { secretsEqual } from "../accounts/auth.js";
 import type { Clock } from "../common/clock.js";
-import { kAccount, kAdmin } from "../common/context.js";
-import { apiError, isClientError, toResponseStatus } from "../common/errors.js";
+import { kAccount, kAdmin, kLog } from "../common/context.js";
+import { apiError } from "../common/errors.js";
 import { lazyChildLoggerFactory } from "../common/logger.js";
+import { writeError } from "../transport/http-layer.js";
 import { createMetrics, type Metrics } from "./metrics.js";
-
-/** The response header (and accepted request header) carrying the request id. */
-export const REQUEST_ID_HEADER = "x-request-id";
-
-/** A client's id is taken when it is 1 to 128 of these characters; anything else gets a fresh UUID. */
-const SANE_REQUEST_ID = /^[\w.:@/+=~-]{1,128}$/;
 
 /** Routes that answer probes and scrapes: their completion lines are at debug, not info. */
 const PROBE_ROUTES = new Set(["/healthz", "/readyz", "/metrics"]);
@@ -34,8 +25,7 @@ const CLIENT_CLOSED = 499;
 interface CallRecord {
   protocol: "rest" | "connect" | "grpc" | "grpc-web";
   values: ContextValues;
-  log: FastifyBaseLogger;
-  /** The RPC's error code; undefined while it has not failed. */
+  /** The call's error code; undefined while it has not failed. */
   rpcCode?: Code;
 }
 
@@ -56,9 +46,8 @@ export interface ObservabilityDeps {
 /** The pieces buildApp wires in: Fastify server options, the plugin, and the transports' hooks. */
 export interface Observability {
   metrics: Metrics;
-  /** Spread into the fastify() options: request ids, quiet built-in request logging, no 503 while draining. */
+  /** Spread into the fastify() options: quiet built-in request logging, no 503 while draining. */
   serverOptions: {
-    genReqId: (req: IncomingMessage) => string;
     logController: LogController;
     childLoggerFactory: NonNullable<FastifyServerOptions["childLoggerFactory"]>;
     return503OnClosing: false;
@@ -69,14 +58,8 @@ export interface Observability {
   rpcContextValues: (request: FastifyRequest) => ContextValues;
   /** contextValues factory for the REST transport. */
   restContextValues: (request: FastifyRequest) => ContextValues;
-  /** Outermost RPC interceptor: records the call's code and logs server-side failures. */
+  /** Outermost interceptor of every wire: records the code a call failed with, for the line and the metrics. */
   interceptor: Interceptor;
-}
-
-/** The request id for a request: the client's X-Request-Id when it is sane, else a new UUID. */
-export function requestIdOf(req: IncomingMessage): string {
-  const given = req.headers[REQUEST_ID_HEADER];
-  return typeof given === "string" && SANE_REQUEST_ID.test(given) ? given : randomUUID();
 }
 
 /** Fastify's request logging minus the two lines the completion hook replaces (and no raw URLs). */
@@ -109,8 +92,9 @@ export function createObservability(deps: ObservabilityDeps): Observability {
 
   const contextValuesFor = (protocol: (request: FastifyRequest) => CallRecord["protocol"]) => (request: FastifyRequest) => {
     const values = createContextValues();
-    const record: CallRecord = { protocol: protocol(request), values, log: request.log };
+    const record: CallRecord = { protocol: protocol(request), values };
     values.set(kCall, record);
+    values.set(kLog, request.log);
     records.set(request, record);
     return values;
   };
@@ -147,7 +131,6 @@ export function createObservability(deps: ObservabilityDeps): Observability {
 
   async function plugin(app: FastifyInstance): Promise<void> {
     app.addHook("onRequest", (request, reply, done) => {
-      void reply.header(REQUEST_ID_HEADER, request.id);
       open.set(request, reply);
       // A client that goes away gets no 'finish' event, hence no onResponse: still one line for it.
       reply.raw.once("close", () => {
@@ -171,12 +154,9 @@ export function createObservability(deps: ObservabilityDeps): Observability {
       if (deps.metricsToken !== undefined) {
         const m = /^Bearer\s+(\S+)\s*$/i.exec(request.headers.authorization ?? "");
         if (!m || !secretsEqual(m[1]!, deps.metricsToken)) {
-          const { status } = toResponseStatus(apiError(Code.Unauthenticated, "Unauthorized", "GET /metrics needs `Authorization: Bearer <METRICS_TOKEN>`."));
-          return reply
-            .code(401)
-            .header("www-authenticate", 'Bearer realm="switchboard-metrics"')
-            .header("content-type", "application/json; charset=utf-8")
-            .send(JSON.stringify({ ResponseStatus: toJson(ResponseStatusSchema, status, { alwaysEmitImplicit: true }) }));
+          reply.header("www-authenticate", 'Bearer realm="switchboard-metrics"');
+          writeError(reply, apiError("Unauthorized", "GET /metrics needs `Authorization: Bearer <METRICS_TOKEN>`."));
+          return reply;
         }
       }
       const body = await metrics.render();
@@ -186,22 +166,16 @@ export function createObservability(deps: ObservabilityDeps): Observability {
   // Not encapsulated (fastify-plugin's flag): the hooks apply to every route of the app.
   Object.assign(plugin, { [Symbol.for("skip-override")]: true, [Symbol.for("fastify.display-name")]: "observability" });
 
-  const interceptor: Interceptor = (next) => async (req) => {
-    const record = req.contextValues.get(kCall);
-    try {
-      return await next(req);
-    } catch (e) {
+  const interceptor: Interceptor = (next) => (req) =>
+    next(req).catch((e: unknown) => {
+      const record = req.contextValues.get(kCall);
       if (record) record.rpcCode = ConnectError.from(e).code;
-      // A bug or a server-side failure: the log gets the detail, the client never does (as REST).
-      if (!isClientError(e)) record?.log.error({ err: e }, "RPC failed");
       throw e;
-    }
-  };
+    });
 
   return {
     metrics,
     serverOptions: {
-      genReqId: requestIdOf,
       logController: new RequestLogController({ requestIdLogLabel: "requestId" }),
       // Fastify types its loggers as FastifyBaseLogger; the ones it passes here are pino's.
       childLoggerFactory: lazyChildLoggerFactory as unknown as NonNullable<FastifyServerOptions["childLoggerFactory"]>,

@@ -3,7 +3,6 @@
  * charset a Content-Type may name, and a strict UTF-8 decoder that refuses ill-formed bytes
  * instead of replacing them with U+FFFD (which silently changed a message's text and encoding).
  */
-import { Code } from "@connectrpc/connect";
 import { apiError, quoted } from "../common/errors.js";
 
 /** The charsets a JSON request body is read in. */
@@ -23,7 +22,6 @@ export function jsonBodyCharset(contentType: string | undefined): BodyCharset {
   const charset = (m[1] ?? m[2]).toLowerCase();
   if (charset === "utf-8" || charset === "utf8") return "utf-8";
   throw apiError(
-    Code.InvalidArgument,
     "UnsupportedMediaType",
     `The request body must be UTF-8, but its Content-Type says charset=${quoted(charset)}: send the JSON encoded as UTF-8, with charset=utf-8 or no charset.`,
   );
@@ -52,7 +50,7 @@ export function jsonBodyText(bytes: Uint8Array, contentType: string | undefined)
 function notUtf8(bytes: Uint8Array) {
   const offset = invalidUtf8Offset(bytes);
   const at = offset < 0 ? "" : ` at byte offset ${offset} (0x${bytes[offset].toString(16).toUpperCase().padStart(2, "0")}; offsets count from 0)`;
-  return apiError(Code.InvalidArgument, "MalformedRequest", `The request body is not valid UTF-8${at}: send the JSON encoded as UTF-8.`);
+  return apiError("MalformedRequest", `The request body is not valid UTF-8${at}: send the JSON encoded as UTF-8.`);
 }
 
 /**

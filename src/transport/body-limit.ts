@@ -1,11 +1,6 @@
-import { Code, type HandlerContext } from "@connectrpc/connect";
+import type { HandlerContext } from "@connectrpc/connect";
 import type { UniversalHandler, UniversalServerRequest } from "@connectrpc/connect/protocol";
-import { apiError } from "../common/errors.js";
-
-/** The error of a request body over the limit, the same text on every protocol. */
-export function payloadTooLarge(limit: number) {
-  return apiError(Code.ResourceExhausted, "PayloadTooLarge", `The request body is larger than the limit of ${limit} bytes.`);
-}
+import { payloadTooLarge } from "./http-layer.js";
 
 /**
  * The Connect router's request gate: a declared Content-Length over the limit is refused before

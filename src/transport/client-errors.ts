@@ -8,10 +8,11 @@
 import { randomUUID } from "node:crypto";
 import { STATUS_CODES, type ServerResponse } from "node:http";
 import type { Socket } from "node:net";
-import { Code, type ConnectError } from "@connectrpc/connect";
+import type { ConnectError } from "@connectrpc/connect";
 import type { FastifyInstance } from "fastify";
-import { apiError, errorBody } from "../common/errors.js";
+import { apiError } from "../common/errors.js";
 import type { ConnectionLimits } from "./connection-limits.js";
+import { errorAnswer, JSON_CONTENT_TYPE, REQUEST_ID_HEADER } from "./http-layer.js";
 
 /** What Node passes with `clientError`: llhttp's code (HPE_…) or Node's, and llhttp's reason. */
 type ParserError = Error & { code?: string; reason?: string };
@@ -21,12 +22,11 @@ export function clientErrorOf(err: ParserError, limits: ConnectionLimits): Conne
   switch (err.code) {
     case "ERR_HTTP_REQUEST_TIMEOUT":
       return apiError(
-        Code.DeadlineExceeded,
         "RequestTimeout",
         `The request did not arrive in time: its headers must arrive within ${limits.headersTimeoutMs} ms and the whole request within ${limits.requestTimeoutMs} ms.`,
       );
     case "HPE_HEADER_OVERFLOW":
-      return apiError(Code.ResourceExhausted, "HeadersTooLarge", `The request headers are larger than the limit of ${limits.maxHeaderBytes} bytes.`);
+      return apiError("HeadersTooLarge", `The request headers are larger than the limit of ${limits.maxHeaderBytes} bytes.`);
     case "HPE_INVALID_METHOD":
       return malformed("the method is not one HTTP knows");
     case "HPE_INVALID_HEADER_TOKEN":
@@ -37,22 +37,22 @@ export function clientErrorOf(err: ParserError, limits: ConnectionLimits): Conne
 }
 
 function malformed(why: string): ConnectError {
-  return apiError(Code.InvalidArgument, "MalformedRequest", `The request is not valid HTTP/1.1: ${why}.`);
+  return apiError("MalformedRequest", `The request is not valid HTTP/1.1: ${why}.`);
 }
 
 /**
- * An error answer written outside Fastify's reply: the same body, status and content type the
- * REST error writer sends, an X-Request-Id, and `Connection: close`.
+ * An error answer written outside Fastify's reply: the body and status of the HTTP layer's one
+ * error writer (errorAnswer), its content type, an X-Request-Id, and `Connection: close`.
  */
 export function closingErrorResponse(
   reason: unknown,
   requestId: string = randomUUID(),
 ): { httpStatus: number; headers: Record<string, string>; body: string; requestId: string } {
-  const { httpStatus, body } = errorBody(reason);
+  const { httpStatus, body } = errorAnswer(reason);
   const headers = {
-    "content-type": "application/json; charset=utf-8",
+    "content-type": JSON_CONTENT_TYPE,
     "content-length": String(Buffer.byteLength(body)),
-    "x-request-id": requestId,
+    [REQUEST_ID_HEADER]: requestId,
     connection: "close",
   };
   return { httpStatus, headers, body, requestId };

@@ -1,10 +1,9 @@
 import type { IncomingMessage, RequestListener, ServerOptions as HttpServerOptions, ServerResponse } from "node:http";
 import type { ServerOptions as Http2ServerOptions } from "node:http2";
 import type { Socket } from "node:net";
-import { Code } from "@connectrpc/connect";
 import { apiError } from "../common/errors.js";
-import { requestIdOf } from "../ops/observability.js";
 import { closingErrorResponse } from "./client-errors.js";
+import { requestIdOf } from "./http-layer.js";
 
 /** What one client connection may hold (docs/configuration.md). */
 export interface ConnectionLimits {
@@ -85,7 +84,6 @@ export function oneRequestAtATime(handler: RequestListener, maxQueued: number): 
 function refusePipelined(req: IncomingMessage, res: ServerResponse, maxQueued: number): void {
   const { httpStatus, headers, body } = closingErrorResponse(
     apiError(
-      Code.ResourceExhausted,
       "RateLimited",
       `Too many pipelined requests on one connection: at most ${maxQueued} may wait behind the one being served. This connection closes after this answer; send the rest on a new one.`,
     ),

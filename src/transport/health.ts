@@ -4,7 +4,7 @@
  * server ("") and each service are SERVING exactly when the database answers.
  */
 import { create } from "@bufbuild/protobuf";
-import { Code, type ServiceImpl } from "@connectrpc/connect";
+import type { ServiceImpl } from "@connectrpc/connect";
 import type { MikroORM } from "@mikro-orm/sql";
 import { setTimeout as sleep } from "node:timers/promises";
 import {
@@ -31,7 +31,7 @@ export function createHealthService(deps: HealthDeps): ServiceImpl<typeof Health
   const interval = deps.watchIntervalMs ?? 5000;
   const current = async () => ((await isDatabaseReady(deps.orm)) ? ServingStatus.SERVING : ServingStatus.NOT_SERVING);
   const response = (status: ServingStatus): HealthCheckResponse => create(HealthCheckResponseSchema, { status });
-  const unknown = (service: string) => apiError(Code.NotFound, "NotFound", `Service ${JSON.stringify(service)} is not served here.`);
+  const unknown = (service: string) => apiError("NotFound", `Service ${JSON.stringify(service)} is not served here.`);
 
   return {
     async check(req) {

@@ -8,6 +8,7 @@
  */
 import { ScalarType, type DescField, type DescMessage } from "@bufbuild/protobuf";
 import type { FieldProblem } from "../common/errors.js";
+import { is64 } from "./proto-json.js";
 
 const INT32_MIN = -0x80000000;
 const INT32_MAX = 0x7fffffff;
@@ -18,20 +19,6 @@ const UINT64_MAX = 2n ** 64n - 1n;
 
 /** A decimal integer as text: optional sign, digits only. */
 export const DECIMAL_INTEGER = /^[+-]?\d+$/;
-
-/** True for the 64-bit integer scalar types (the ones JSON may carry as strings). */
-export function is64(scalar: ScalarType): boolean {
-  switch (scalar) {
-    case ScalarType.INT64:
-    case ScalarType.UINT64:
-    case ScalarType.SINT64:
-    case ScalarType.FIXED64:
-    case ScalarType.SFIXED64:
-      return true;
-    default:
-      return false;
-  }
-}
 
 /** True for every integer scalar type. */
 export function isInteger(scalar: ScalarType): boolean {

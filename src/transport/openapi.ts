@@ -9,8 +9,9 @@ import { ScalarType, type DescEnum, type DescField, type DescMessage, type DescS
 import { FeatureSet_FieldPresence } from "@bufbuild/protobuf/wkt";
 import { ResponseStatusSchema } from "../../gen/switchboard/v2/common_pb.js";
 import { isOperatorService } from "../accounts/auth.js";
-import { DECIMAL_INTEGER, is64 } from "./json-integers.js";
-import { queryFields, restRoutes, type RestRoute } from "./rest.js";
+import { DECIMAL_INTEGER } from "./json-integers.js";
+import { is64 } from "./proto-json.js";
+import { queryFields, restRoutes, type RestRoute } from "./rest-routes.js";
 
 /** A JSON Schema (2020-12, the dialect of OpenAPI 3.1) or any other OpenAPI object. */
 export type OpenApiObject = { [key: string]: unknown };

@@ -5,8 +5,8 @@
  * `unimplemented` (HTTP 501). They are the client's doing, so they are answered here as
  * `invalid_argument` (HTTP 400 over Connect, grpc-status 3 over gRPC and gRPC-Web).
  *
- * Only errors raised before the edge interceptor ran are touched: until then Connect has only
- * been reading the request. An error of a method itself (the edge has run) is left as it is.
+ * Only errors raised before the interceptors ran are touched: until then Connect has only been
+ * reading the request. An error of a method or of an interceptor is left as it is.
  *
  * And a call always ends with a status: when Connect fails to write its own (its gRPC status
  * writer throws on a message holding an unpaired surrogate, which its JSON parser quotes from
@@ -18,19 +18,23 @@ import {
   createContextKey,
   createContextValues,
   type ConnectRouter,
-  type ContextValues,
+  type Interceptor,
 } from "@connectrpc/connect";
 import { encodeEnvelope, type UniversalHandler, type UniversalServerResponse } from "@connectrpc/connect/protocol";
 import { codeFromString, codeToHttpStatus, codeToString, errorToJsonBytes } from "@connectrpc/connect/protocol-connect";
 import { trailerFlag, trailerParse, trailerSerialize } from "@connectrpc/connect/protocol-grpc-web";
 
-/** Set by the edge interceptor: the request message was read and the method is about to run. */
+/** Set by markRequestRead: the request message was read and the interceptors are about to run. */
 const kRequestRead = createContextKey<boolean>(false, { description: "request message read" });
 
-/** Records, from the edge interceptor, that Connect has read the request message. */
-export function markRequestRead(values: ContextValues): void {
-  values.set(kRequestRead, true);
-}
+/**
+ * The Connect plugin's first interceptor (before the list every wire runs): Connect has read the
+ * request message and the method's interceptors are about to run.
+ */
+export const markRequestRead: Interceptor = (next) => (req) => {
+  req.contextValues.set(kRequestRead, true);
+  return next(req);
+};
 
 /** Codes that put the fault on the server, which Connect uses for some unreadable requests. */
 const SERVER_CODES = new Set<Code>([Code.Internal, Code.Unknown, Code.Unimplemented, Code.DataLoss]);

@@ -19,7 +19,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createServices } from "../../src/app.js";
 import type { OpenApiDocument, OpenApiObject, OpenApiOperation } from "../../src/transport/openapi.js";
 import { loadProtoComments } from "../../src/transport/proto-comments.js";
-import { restRoutes, type RestRoute } from "../../src/transport/rest.js";
+import { restRoutes, type RestRoute } from "../../src/transport/rest-routes.js";
 import { ADMIN_TOKEN, createTenant, createTestApp, type Tenant, type TestApp } from "../support/harness.js";
 import { without } from "../support/system-packages.js";
 

@@ -14,7 +14,7 @@ import {
   FileDescriptorProtoSchema,
   MethodOptionsSchema,
 } from "@bufbuild/protobuf/wkt";
-import { Code, ConnectError, createContextKey, type HandlerContext, type ServiceImpl } from "@connectrpc/connect";
+import { Code, ConnectError, createContextKey, type HandlerContext, type Interceptor, type ServiceImpl } from "@connectrpc/connect";
 import { fastifyConnectPlugin } from "@connectrpc/connect-fastify";
 import { fastify, type FastifyInstance, type LightMyRequestResponse } from "fastify";
 import { afterEach, describe, expect, it } from "vitest";
@@ -28,7 +28,9 @@ import {
   type SendMessageRequest,
 } from "../../gen/switchboard/v2/messaging_pb.js";
 import { apiError, fieldError } from "../../src/common/errors.js";
-import { restPlugin, restRoutes, restService, type RestOptions } from "../../src/transport/rest.js";
+import { reportFailures } from "../../src/ops/failures.js";
+import { restPlugin, restService } from "../../src/transport/rest.js";
+import { restRoutes } from "../../src/transport/rest-routes.js";
 
 const AUTH = "Basic QUMxOnNlY3JldA==";
 const kAccount = createContextKey<string>("", { description: "authenticated account" });
@@ -61,7 +63,7 @@ function messagingImpl(seen: Seen): Partial<ServiceImpl<typeof MessagingService>
         });
       }
       if (req.text === "rate") {
-        const err = apiError(Code.ResourceExhausted, "RateLimited", "Too many requests.");
+        const err = apiError("RateLimited", "Too many requests.");
         err.metadata.set("retry-after", "7");
         throw err;
       }
@@ -124,12 +126,17 @@ function addressImpl(): Partial<ServiceImpl<typeof AddressService>> {
   };
 }
 
-const edge: RestOptions["edge"] = (ctx) => {
-  if (!ctx.requestHeader.get("authorization")) {
-    throw apiError(Code.Unauthenticated, "Unauthorized", "Authentication is required.");
-  }
-  ctx.values.set(kAccount, "AC1");
-};
+/** The app's failure reporting, then an authentication of the test's own. */
+const interceptors: Interceptor[] = [
+  reportFailures,
+  (next) => (req) => {
+    if (!req.header.get("authorization")) {
+      throw apiError("Unauthorized", "Authentication is required.");
+    }
+    req.contextValues.set(kAccount, "AC1");
+    return next(req);
+  },
+];
 
 interface Built {
   app: FastifyInstance;
@@ -161,7 +168,7 @@ async function build(extra?: (app: FastifyInstance) => void | Promise<void>): Pr
   });
   await app.register(restPlugin, {
     services: [restService(MessagingService, messaging), restService(AddressService, addressImpl())],
-    edge,
+    interceptors,
     bodyLimit: 1024,
   });
   app.get("/healthz", async () => ({ Status: "ok" }));
@@ -764,7 +771,7 @@ describe("REST transcoder on any descriptor", () => {
     const impl = { getThing: echo, putThing: echo, patchInner: echo } as unknown as ServiceImpl<DescService>;
     const app = fastify();
     current = app;
-    await app.register(restPlugin, { services: [{ service, impl }], edge: () => undefined });
+    await app.register(restPlugin, { services: [{ service, impl }], interceptors: [] });
     await app.ready();
     return app;
   }
