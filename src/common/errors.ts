@@ -61,7 +61,7 @@ export const ERRORS = {
   PayloadTooLarge: {
     http: 413,
     grpc: Code.ResourceExhausted,
-    when: "body over `BODY_LIMIT_BYTES` (1 MiB); see [Request size](#request-size)",
+    when: "body over `BODY_LIMIT_BYTES` (1 MiB); see [Request size](api.md#request-size)",
     example: "The request body is larger than the limit of 1048576 bytes.",
   },
   RequestTimeout: {
@@ -118,7 +118,7 @@ export const ERRORS = {
     http: 429,
     grpc: Code.ResourceExhausted,
     when:
-      "an account's sends over `SEND_RATE_LIMIT` (`Retry-After` says when to retry), or too many pipelined requests on one HTTP/1.1 connection; see [Limits](#limits)",
+      "an account's sends over `SEND_RATE_LIMIT` (`Retry-After` says when to retry), or too many pipelined requests on one HTTP/1.1 connection; see [Limits](api.md#limits)",
     example: "Too many messages: account AC0123456789ABCDEFGHIJKLMNOPQRST may send 50 per second, in bursts of up to 500. Retry after 1 second.",
   },
   ServiceUnavailable: {
