@@ -81,12 +81,7 @@ export const ERRORS = {
   InvalidSenderId: { http: 400, grpc: Code.InvalidArgument, when: "`From`/`ForwardFromSms` breaks the sender ID rules" },
   SenderNotOwned: { http: 400, grpc: Code.InvalidArgument, when: "E164 `From` that is not one of the account's numbers" },
   InvalidRecipient: { http: 400, grpc: Code.InvalidArgument, when: "`To`/`ForwardToSms` is not a valid E164 number" },
-  InvalidSchedule: {
-    http: 400,
-    grpc: Code.InvalidArgument,
-    when: "`Schedule` more than 14 days ahead",
-    example: "Schedule is more than 14 days in the future.",
-  },
+  InvalidSchedule: { http: 400, grpc: Code.InvalidArgument, when: "`Schedule` more than 14 days ahead", example: "Schedule is more than 14 days in the future." },
   ScheduleInPast: { http: 400, grpc: Code.InvalidArgument, when: "`Schedule` 1 hour or more in the past" },
   TextTooLong: { http: 400, grpc: Code.InvalidArgument, when: "`Text` over 1600 characters" },
   SmsNotEnabled: { http: 400, grpc: Code.FailedPrecondition, when: "account or property not enabled for SMS" },

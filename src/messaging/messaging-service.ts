@@ -57,27 +57,20 @@ export { IDEMPOTENCY_TTL_MS };
 const STATUSES = ["Scheduled", "Processing", "Submitted", "Delivered", "Failed", "Canceled", "Received"];
 const DIRECTIONS = ["Transmit", "Receive"];
 
+/** The fields of the six-field Message resource (docs/api.md#send-sms), which the full record starts with. */
+function resourceFields(m: Message) {
+  return { messageSid: m.sid, accountSid: m.accountSid, propertySid: m.propertySid, from: m.sender, to: m.recipient, text: m.text };
+}
+
 /** The six-field Message resource (docs/api.md#send-sms). */
 export function toMessagePb(m: Message): MessagePb {
-  return create(MessageSchema, {
-    messageSid: m.sid,
-    accountSid: m.accountSid,
-    propertySid: m.propertySid,
-    from: m.sender,
-    to: m.recipient,
-    text: m.text,
-  });
+  return create(MessageSchema, resourceFields(m));
 }
 
 /** The full message record (docs/api.md#message-record). */
 export function toMessageRecord(m: Message): MessageRecord {
   return create(MessageRecordSchema, {
-    messageSid: m.sid,
-    accountSid: m.accountSid,
-    propertySid: m.propertySid,
-    from: m.sender,
-    to: m.recipient,
-    text: m.text,
+    ...resourceFields(m),
     direction: m.direction,
     status: m.status,
     numSegments: m.numSegments,

@@ -193,13 +193,7 @@ function integer(
   return Number(n);
 }
 
-function jsonScalar(
-  scalar: ScalarType,
-  longAsString: boolean,
-  value: unknown,
-  name: string,
-  problems: FieldProblem[],
-): Converted {
+function jsonScalar(scalar: ScalarType, longAsString: boolean, value: unknown, name: string, problems: FieldProblem[]): Converted {
   switch (scalar) {
     case ScalarType.STRING:
       return typeof value === "string" ? value : problem(problems, name, "must be a string.");
