@@ -128,11 +128,6 @@ export const ERRORS = {
 /** Stable PascalCase error codes of the API: the keys of the error table. */
 export type ErrorCode = keyof typeof ERRORS;
 
-/** The table's row of an ErrorCode. */
-export function errorSpec(code: ErrorCode): ErrorSpec {
-  return ERRORS[code];
-}
-
 /** One field problem: the request field (as the client spelled it), its code and a fix-it message. */
 export interface FieldProblem {
   field: string;
@@ -264,7 +259,7 @@ export function errorCodeOf(err: ConnectError): ErrorCode {
 
 /** The one answer to a request while the database cannot be reached: 503 / Unavailable, ServiceUnavailable. */
 export function serviceUnavailable(): ConnectError {
-  return apiError("ServiceUnavailable", "The service is temporarily unavailable: its database cannot be reached. Try again shortly.", [], {
+  return apiError("ServiceUnavailable", ERRORS.ServiceUnavailable.example, [], {
     "retry-after": "2",
   });
 }
@@ -294,7 +289,7 @@ export function toResponseStatus(reason: unknown): { httpStatus: number; status:
   const status = create(ResponseStatusSchema, {
     errorCode,
     // Internal errors never leak their detail to the client; the log has it.
-    message: internal ? "An internal error occurred." : err.rawMessage,
+    message: internal ? ERRORS.InternalError.example : err.rawMessage,
     errors: violations.map((v) => ({
       fieldName: v.field,
       errorCode: v.reason || errorCode,

@@ -11,7 +11,7 @@ import { toJson } from "@bufbuild/protobuf";
 import { ConnectError } from "@connectrpc/connect";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { ResponseStatusSchema } from "../../gen/switchboard/v2/common_pb.js";
-import { apiError, isClientError, toConnectError, toResponseStatus } from "../common/errors.js";
+import { apiError, ERRORS, isClientError, toConnectError, toResponseStatus } from "../common/errors.js";
 import { isDatabaseUnavailable } from "../db/orm.js";
 
 /** The content type of every JSON answer the HTTP layer and REST write. */
@@ -42,7 +42,7 @@ export function payloadTooLarge(limit: number): ConnectError {
 
 /** The error of a body that is not sent as JSON. */
 export function unsupportedMediaType(): ConnectError {
-  return apiError("UnsupportedMediaType", "The request body must be JSON, sent with Content-Type: application/json.");
+  return apiError("UnsupportedMediaType", ERRORS.UnsupportedMediaType.example);
 }
 
 function pathNotFound(request: FastifyRequest): ConnectError {
