@@ -1,7 +1,7 @@
 import { defineEntity, p } from "@mikro-orm/core";
 
 /** Schema of one submitted segment and its receipt state (table `carrier_segments`). */
-export const CarrierSegmentSchema = defineEntity({
+export const CarrierSegmentEntity = defineEntity({
   name: "CarrierSegment",
   tableName: "carrier_segments",
   properties: {
@@ -20,11 +20,11 @@ export const CarrierSegmentSchema = defineEntity({
 });
 
 /** One segment of an outbound message as the SMSC holds it. */
-export class CarrierSegment extends CarrierSegmentSchema.class {}
-CarrierSegmentSchema.setClass(CarrierSegment);
+export class CarrierSegment extends CarrierSegmentEntity.class {}
+CarrierSegmentEntity.setClass(CarrierSegment);
 
 /** Schema of a receipt that named no known segment yet (table `carrier_pending_receipts`). */
-export const PendingReceiptSchema = defineEntity({
+export const PendingReceiptEntity = defineEntity({
   name: "PendingReceipt",
   tableName: "carrier_pending_receipts",
   properties: {
@@ -40,11 +40,11 @@ export const PendingReceiptSchema = defineEntity({
 });
 
 /** A receipt kept until the submission it names is recorded. */
-export class PendingReceipt extends PendingReceiptSchema.class {}
-PendingReceiptSchema.setClass(PendingReceipt);
+export class PendingReceipt extends PendingReceiptEntity.class {}
+PendingReceiptEntity.setClass(PendingReceipt);
 
 /** Schema of one part of a concatenated inbound SMS (table `inbound_parts`). */
-export const InboundPartSchema = defineEntity({
+export const InboundPartEntity = defineEntity({
   name: "InboundPart",
   tableName: "inbound_parts",
   properties: {
@@ -61,5 +61,5 @@ export const InboundPartSchema = defineEntity({
 });
 
 /** A part of a concatenated inbound SMS waiting for the others. */
-export class InboundPart extends InboundPartSchema.class {}
-InboundPartSchema.setClass(InboundPart);
+export class InboundPart extends InboundPartEntity.class {}
+InboundPartEntity.setClass(InboundPart);
