@@ -1,5 +1,10 @@
 import { defineEntity, p } from "@mikro-orm/core";
 
+/** The REST response formats an account can choose: Switchboard's own, or Fone Dynamics' SDK shapes. */
+export const REST_COMPATIBILITIES = ["None", "FoneDynamics"] as const;
+/** One of REST_COMPATIBILITIES. */
+export type RestCompatibility = (typeof REST_COMPATIBILITIES)[number];
+
 /** Schema of a customer account (table `accounts`). */
 export const AccountEntity = defineEntity({
   name: "Account",
@@ -11,6 +16,8 @@ export const AccountEntity = defineEntity({
     // Only the sha256 hex of the token is kept: the token is shown once and never stored.
     tokenHash: p.string().length(64),
     webhookSecret: p.string(),
+    // REST response format of the message methods (src/transport/rest-compat.ts).
+    restCompatibility: p.string().$type<RestCompatibility>().default("None"),
     createdAt: p.datetime(),
   },
 });

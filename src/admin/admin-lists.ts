@@ -34,7 +34,13 @@ import { PhoneNumber } from "../numbers/phone-number.entity.js";
 
 /** The operator's view of an account: no token hash, no webhook secret. */
 export function toAccountPb(a: Account): AccountPb {
-  return create(AccountSchema, { accountSid: a.sid, name: a.name, smsEnabled: a.smsEnabled, created: BigInt(unixSeconds(a.createdAt)) });
+  return create(AccountSchema, {
+    accountSid: a.sid,
+    name: a.name,
+    smsEnabled: a.smsEnabled,
+    restCompatibility: a.restCompatibility,
+    created: BigInt(unixSeconds(a.createdAt)),
+  });
 }
 
 /** The operator's view of a property. */

@@ -26,7 +26,7 @@ import {
 import type { Carrier } from "../carriers/carrier.js";
 import type { SimulatorCarrier } from "../carriers/simulator.js";
 import { unixSeconds } from "../common/clock.js";
-import { Account } from "../accounts/account.entity.js";
+import { Account, REST_COMPATIBILITIES, type RestCompatibility } from "../accounts/account.entity.js";
 import { type AccountCache, hashToken } from "../accounts/auth.js";
 import { Property } from "../accounts/property.entity.js";
 import { Address } from "../addresses/address.entity.js";
@@ -65,6 +65,16 @@ function checkName(name: string | undefined, required: boolean): string | undefi
   return n;
 }
 
+/** A RestCompatibility value from a request: undefined when omitted, else one of the known formats. */
+function checkRestCompatibility(value: string | undefined): RestCompatibility | undefined {
+  if (value === undefined) return undefined;
+  const known = REST_COMPATIBILITIES.find((c) => c === value);
+  if (!known) {
+    throw fieldError("RestCompatibility", "InvalidParameter", `RestCompatibility must be ${REST_COMPATIBILITIES.join(" or ")}; got ${quoted(value)}.`);
+  }
+  return known;
+}
+
 /** Creates the operator's AdminService implementation. */
 export function createAdminService(deps: { clock: Clock; carrier?: Carrier; accounts?: AccountCache }): ServiceImpl<typeof AdminService> {
   const simulator = (): SimulatorCarrier => {
@@ -100,12 +110,20 @@ export function createAdminService(deps: { clock: Clock; carrier?: Carrier; acco
         sid: newSid("AC"),
         name,
         smsEnabled: req.smsEnabled ?? true,
+        restCompatibility: checkRestCompatibility(req.restCompatibility) ?? "None",
         tokenHash: hashToken(token),
         webhookSecret,
         createdAt: deps.clock.now(),
       });
       await em.persist(account).flush();
-      return create(CreateAccountResponseSchema, { accountSid: account.sid, name, smsEnabled: account.smsEnabled, token, webhookSecret });
+      return create(CreateAccountResponseSchema, {
+        accountSid: account.sid,
+        name,
+        smsEnabled: account.smsEnabled,
+        token,
+        webhookSecret,
+        restCompatibility: account.restCompatibility,
+      });
     },
 
     async updateAccount(req: UpdateAccountRequest, ctx: HandlerContext) {
@@ -114,6 +132,8 @@ export function createAdminService(deps: { clock: Clock; carrier?: Carrier; acco
       const name = checkName(req.name, false);
       if (name !== undefined && name !== "") account.name = name;
       if (req.smsEnabled !== undefined) account.smsEnabled = req.smsEnabled;
+      const compatibility = checkRestCompatibility(req.restCompatibility);
+      if (compatibility !== undefined) account.restCompatibility = compatibility;
       await em.flush();
       deps.accounts?.invalidate(account.sid);
       return toAccountPb(account);

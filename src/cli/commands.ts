@@ -22,11 +22,12 @@ interface MethodNotes {
 
 const SMS_HINT = "--sms-enabled switches SMS on, --no-sms-enabled off (disables sending)";
 const SMS_DEFAULT_HINT = "default on; --no-sms-enabled creates it with SMS off";
+const COMPAT_HINT = "None (Switchboard's REST format, the default) or FoneDynamics (the shapes Fone Dynamics' SDKs read)";
 
 /** Command-line additions to the proto comments. */
 export const METHOD_NOTES: Record<string, MethodNotes> = {
-  CreateAccount: { hints: { sms_enabled: SMS_DEFAULT_HINT } },
-  UpdateAccount: { hints: { sms_enabled: SMS_HINT } },
+  CreateAccount: { hints: { sms_enabled: SMS_DEFAULT_HINT, rest_compatibility: COMPAT_HINT } },
+  UpdateAccount: { hints: { sms_enabled: SMS_HINT, rest_compatibility: COMPAT_HINT } },
   CreateProperty: { hints: { sms_enabled: SMS_DEFAULT_HINT } },
   UpdateProperty: { hints: { sms_enabled: SMS_HINT } },
   ListNumbers: { hints: { pool: "--pool: only lease pool numbers; --no-pool: only owned numbers; neither: both" } },

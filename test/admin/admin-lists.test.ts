@@ -69,7 +69,7 @@ describe("GET /admin/v1/Accounts and /admin/v1/Accounts/{AccountSid}", () => {
     }
     const res = await get(t, "/admin/v1/Accounts");
     expect(res.statusCode).toBe(200);
-    const expected = made.map((a) => ({ AccountSid: a.AccountSid, Name: a.Name, SmsEnabled: a.SmsEnabled, Created: a.Created })).reverse();
+    const expected = made.map((a) => ({ AccountSid: a.AccountSid, Name: a.Name, SmsEnabled: a.SmsEnabled, RestCompatibility: "None", Created: a.Created })).reverse();
     expect(res.json()).toStrictEqual({ Accounts: expected, TotalCount: 3 });
     for (const a of made) {
       expect(res.body).not.toContain(a.Token);
@@ -103,6 +103,7 @@ describe("GET /admin/v1/Accounts and /admin/v1/Accounts/{AccountSid}", () => {
       AccountSid: first.AccountSid,
       Name: "First",
       SmsEnabled: true,
+      RestCompatibility: "None",
       Created: first.Created,
     });
     await admin(t.app, `/admin/v1/Accounts/${first.AccountSid}`, { Name: "Renamed", SmsEnabled: false });
@@ -110,6 +111,7 @@ describe("GET /admin/v1/Accounts and /admin/v1/Accounts/{AccountSid}", () => {
       AccountSid: first.AccountSid,
       Name: "Renamed",
       SmsEnabled: false,
+      RestCompatibility: "None",
       Created: first.Created,
     });
     // A token rotation changes nothing the operator sees.

@@ -99,8 +99,8 @@ describe("POST /admin/v1/Accounts", () => {
     const res = await adminPost("/admin/v1/Accounts", { Name: "Acme" });
     expect(res.statusCode).toBe(200);
     const body = res.json();
-    expect(Object.keys(body).sort()).toStrictEqual(["AccountSid", "Name", "SmsEnabled", "Token", "WebhookSecret"]);
-    expect(body).toStrictEqual({ AccountSid: expect.stringMatching(AC), Name: "Acme", SmsEnabled: true, Token: expect.any(String), WebhookSecret: expect.any(String) });
+    expect(Object.keys(body).sort()).toStrictEqual(["AccountSid", "Name", "RestCompatibility", "SmsEnabled", "Token", "WebhookSecret"]);
+    expect(body).toStrictEqual({ AccountSid: expect.stringMatching(AC), Name: "Acme", SmsEnabled: true, Token: expect.any(String), WebhookSecret: expect.any(String), RestCompatibility: "None" });
     expect(body.Token.length).toBeGreaterThanOrEqual(32);
     expect(body.Token).toMatch(/^[A-Za-z0-9]+$/);
     expect(body.WebhookSecret).toMatch(/^whsec_[A-Za-z0-9+/]+=*$/);
@@ -170,15 +170,41 @@ describe("POST /admin/v1/Accounts/{AccountSid}", () => {
     const acc = await ok("/admin/v1/Accounts", { Name: "Before" });
     const Created = Math.floor(t.clock.now().getTime() / 1000);
     const renamed = await ok(`/admin/v1/Accounts/${acc.AccountSid}`, { Name: "After" });
-    expect(renamed).toStrictEqual({ AccountSid: acc.AccountSid, Name: "After", SmsEnabled: true, Created });
+    expect(renamed).toStrictEqual({ AccountSid: acc.AccountSid, Name: "After", SmsEnabled: true, Created, RestCompatibility: "None" });
     const disabled = await ok(`/admin/v1/Accounts/${acc.AccountSid}`, { SmsEnabled: false });
-    expect(disabled).toStrictEqual({ AccountSid: acc.AccountSid, Name: "After", SmsEnabled: false, Created });
+    expect(disabled).toStrictEqual({ AccountSid: acc.AccountSid, Name: "After", SmsEnabled: false, Created, RestCompatibility: "None" });
     const both = await ok(`/admin/v1/Accounts/${acc.AccountSid}`, { Name: " Both ", SmsEnabled: true });
-    expect(both).toStrictEqual({ AccountSid: acc.AccountSid, Name: "Both", SmsEnabled: true, Created });
+    expect(both).toStrictEqual({ AccountSid: acc.AccountSid, Name: "Both", SmsEnabled: true, Created, RestCompatibility: "None" });
     const nothing = await ok(`/admin/v1/Accounts/${acc.AccountSid}`, {});
     expect(nothing).toStrictEqual(both);
     // The token is untouched by updates.
     expect((await v2(`/v2/Accounts/${acc.AccountSid}/Numbers`, basic(acc.AccountSid, acc.Token))).statusCode).toBe(200);
+  });
+
+  it("RestCompatibility: None by default, FoneDynamics set on create or update, shown by GET; anything else is a 400 naming the field", async () => {
+    const plain = await ok("/admin/v1/Accounts", { Name: "Plain" });
+    expect(plain.RestCompatibility).toBe("None");
+    const fone = await ok("/admin/v1/Accounts", { Name: "Fone", RestCompatibility: "FoneDynamics" });
+    expect(fone.RestCompatibility).toBe("FoneDynamics");
+    const get = await t.app.inject({ method: "GET", url: `/admin/v1/Accounts/${fone.AccountSid}`, headers: { authorization: BEARER } });
+    expect(get.json().RestCompatibility).toBe("FoneDynamics");
+    expect((await ok(`/admin/v1/Accounts/${plain.AccountSid}`, { RestCompatibility: "FoneDynamics" })).RestCompatibility).toBe("FoneDynamics");
+    // Omitted on update: unchanged.
+    expect((await ok(`/admin/v1/Accounts/${plain.AccountSid}`, { Name: "Renamed" })).RestCompatibility).toBe("FoneDynamics");
+    expect((await ok(`/admin/v1/Accounts/${plain.AccountSid}`, { RestCompatibility: "None" })).RestCompatibility).toBe("None");
+    for (const [url, body] of [
+      ["/admin/v1/Accounts", { Name: "Bad", RestCompatibility: "fonedynamics" }],
+      [`/admin/v1/Accounts/${plain.AccountSid}`, { RestCompatibility: "" }],
+    ] as const) {
+      const res = await adminPost(url, body);
+      expect(res.statusCode).toBe(400);
+      const given = JSON.stringify(body.RestCompatibility);
+      const message = `RestCompatibility must be None or FoneDynamics; got ${given}.`;
+      expect(res.json()).toStrictEqual({
+        ResponseStatus: { ErrorCode: "InvalidParameter", Message: message, Errors: [{ FieldName: "RestCompatibility", ErrorCode: "InvalidParameter", Message: message }] },
+      });
+    }
+    expect((await ok(`/admin/v1/Accounts/${plain.AccountSid}`, {})).RestCompatibility).toBe("None");
   });
 
   it("SmsEnabled false on the account stops sending (SmsNotEnabled)", async () => {

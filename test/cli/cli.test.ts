@@ -95,7 +95,7 @@ describe("operator flow", () => {
 
   it("npx switchboard create-account (from the project root) prints the account with its token, once", { timeout: SLOW }, async () => {
     account = await ok(["create-account", "--name", "Acme Hotels"], { npx: true });
-    expect(Object.keys(account)).toEqual(["AccountSid", "Name", "SmsEnabled", "Token", "WebhookSecret"]);
+    expect(Object.keys(account)).toEqual(["AccountSid", "Name", "SmsEnabled", "Token", "WebhookSecret", "RestCompatibility"]);
     expect(account.AccountSid).toMatch(SID_RE("AC"));
     expect(account).toMatchObject({ Name: "Acme Hotels", SmsEnabled: true });
     expect(account.Token).toHaveLength(40);
@@ -222,7 +222,7 @@ describe("operator flow", () => {
   it("list-accounts, get-account, list-properties and list-numbers show what was set up, without secrets", { timeout: SLOW }, async () => {
     const accounts = await ok(["list-accounts"]);
     const created = accounts.Accounts[0].Created;
-    expect(accounts).toEqual({ Accounts: [{ AccountSid: account.AccountSid, Name: "Acme Hotels", SmsEnabled: true, Created: created }], TotalCount: 1 });
+    expect(accounts).toEqual({ Accounts: [{ AccountSid: account.AccountSid, Name: "Acme Hotels", SmsEnabled: true, Created: created, RestCompatibility: "None" }], TotalCount: 1 });
     expect(created).toBe(Math.floor(t.clock.now().getTime() / 1000));
     expect(await ok(["get-account", account.AccountSid])).toEqual(accounts.Accounts[0]);
     expect(JSON.stringify(accounts)).not.toContain(account.Token);
@@ -252,7 +252,7 @@ describe("operator flow", () => {
   it("update-account --no-sms-enabled disables sending; --sms-enabled and --name bring it back renamed", { timeout: SLOW }, async () => {
     const off = await ok(["update-account", account.AccountSid, "--no-sms-enabled"]);
     const Created = off.Created;
-    expect(off).toEqual({ AccountSid: account.AccountSid, Name: "Acme Hotels", SmsEnabled: false, Created });
+    expect(off).toEqual({ AccountSid: account.AccountSid, Name: "Acme Hotels", SmsEnabled: false, Created, RestCompatibility: "None" });
     const refused = await v2("POST", `/v2/Properties/${propertySid}/Messages`, basic(account.AccountSid, account.Token), { To: HANDSET, Text: "x" });
     expect(refused.json.ResponseStatus.ErrorCode).toBe("SmsNotEnabled");
 
