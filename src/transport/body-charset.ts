@@ -6,31 +6,61 @@
 import { apiError, quoted } from "../common/errors.js";
 
 /** The charsets a JSON request body is read in. */
-export type BodyCharset = "utf-8";
+export type BodyCharset = "utf-8" | "iso-8859-1";
 
 const CHARSET_PARAM = /;\s*charset\s*=\s*(?:"([^"]*)"|([^;\s]*))/i;
 
+/** Charset labels a Content-Type may name, and what each is read as. */
+const CHARSETS: Record<string, BodyCharset> = {
+  "utf-8": "utf-8",
+  utf8: "utf-8",
+  "iso-8859-1": "iso-8859-1",
+  iso8859_1: "iso-8859-1",
+  "iso_8859-1": "iso-8859-1",
+  latin1: "iso-8859-1",
+  "l1": "iso-8859-1",
+};
+
 /**
- * The one charset decision for JSON request bodies: a Content-Type without a charset, or with
- * UTF-8 (`utf-8`, `utf8`, any case, quoted or not), is UTF-8; any other charset is 415
- * UnsupportedMediaType. (Accounts with Fone Dynamics compatibility will also be read as
- * ISO-8859-1: that decision belongs here.)
+ * The one charset decision for JSON request bodies: the charset a Content-Type names (UTF-8, or
+ * ISO-8859-1 under any of its usual labels, any case, quoted or not), undefined when it names
+ * none; any other charset is 415 UnsupportedMediaType naming the supported ones.
  */
-export function jsonBodyCharset(contentType: string | undefined): BodyCharset {
+export function jsonBodyCharset(contentType: string | undefined): BodyCharset | undefined {
   const m = contentType === undefined ? null : CHARSET_PARAM.exec(contentType);
-  if (!m) return "utf-8";
+  if (!m) return undefined;
   const charset = (m[1] ?? m[2]).toLowerCase();
-  if (charset === "utf-8" || charset === "utf8") return "utf-8";
+  const known = CHARSETS[charset];
+  if (known) return known;
   throw apiError(
     "UnsupportedMediaType",
-    `The request body must be UTF-8, but its Content-Type says charset=${quoted(charset)}: send the JSON encoded as UTF-8, with charset=utf-8 or no charset.`,
+    `The request body's Content-Type says charset=${quoted(charset)}, which is not supported: send the JSON as UTF-8 (charset=utf-8 or no charset) or as ISO-8859-1 (charset=iso-8859-1).`,
+  );
+}
+
+/**
+ * The charset rule of Connect, gRPC and gRPC-Web JSON: those protocols carry JSON as UTF-8 only,
+ * so any other charset a Content-Type names is 415 (REST /v2 also reads ISO-8859-1).
+ */
+export function rpcJsonCharset(contentType: string): void {
+  const m = CHARSET_PARAM.exec(contentType);
+  if (!m) return;
+  const charset = (m[1] ?? m[2]).toLowerCase();
+  if (CHARSETS[charset] === "utf-8") return;
+  throw apiError(
+    "UnsupportedMediaType",
+    `The request body must be UTF-8, but its Content-Type says charset=${quoted(charset)}: Connect, gRPC and gRPC-Web carry JSON as UTF-8 (with charset=utf-8 or no charset).`,
   );
 }
 
 // fatal: ill-formed bytes throw instead of becoming U+FFFD; a leading BOM is dropped (ignoreBOM false).
 const strictUtf8 = new TextDecoder("utf-8", { fatal: true });
 
-/** A body's text, decoded strictly; ill-formed UTF-8 is 400 MalformedRequest naming the byte offset. */
+/**
+ * A body's text, decoded strictly; ill-formed UTF-8 is 400 MalformedRequest naming the byte offset.
+ * ISO-8859-1 maps each byte to the code point of the same value (Buffer's latin1; not the WHATWG
+ * decoder, which reads that label as windows-1252).
+ */
 export function decodeBody(bytes: Uint8Array, charset: BodyCharset = "utf-8"): string {
   switch (charset) {
     case "utf-8":
@@ -39,12 +69,28 @@ export function decodeBody(bytes: Uint8Array, charset: BodyCharset = "utf-8"): s
       } catch {
         throw notUtf8(bytes);
       }
+    case "iso-8859-1":
+      return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("latin1");
   }
 }
 
-/** The text of a JSON request body, in the charset its Content-Type names (415 and 400 as above). */
-export function jsonBodyText(bytes: Uint8Array, contentType: string | undefined): string {
-  return decodeBody(bytes, jsonBodyCharset(contentType));
+/** How a body without a charset parameter is read: UTF-8, or (Fone Dynamics compatible accounts) ISO-8859-1 when it is not valid UTF-8. */
+export type DefaultCharset = "utf-8" | "utf-8-else-latin1";
+
+/**
+ * The text of a JSON request body: in the charset its Content-Type names (415 for one not
+ * supported); without one, UTF-8 (400 naming the offset when it is not), except that with
+ * "utf-8-else-latin1" a body that is not valid UTF-8 is read as ISO-8859-1, which is what Fone
+ * Dynamics' SDKs send under a bare application/json. Valid UTF-8 is always read as UTF-8.
+ */
+export function jsonBodyText(bytes: Uint8Array, contentType: string | undefined, fallback: DefaultCharset = "utf-8"): string {
+  const named = jsonBodyCharset(contentType);
+  if (named !== undefined || fallback === "utf-8") return decodeBody(bytes, named);
+  try {
+    return strictUtf8.decode(bytes);
+  } catch {
+    return decodeBody(bytes, "iso-8859-1");
+  }
 }
 
 function notUtf8(bytes: Uint8Array) {

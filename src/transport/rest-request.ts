@@ -6,14 +6,18 @@
 import { create, type DescMessage } from "@bufbuild/protobuf";
 import type { FastifyRequest } from "fastify";
 import { apiError, fieldErrors, type FieldProblem } from "../common/errors.js";
-import { jsonBodyText } from "./body-charset.js";
+import { type DefaultCharset, jsonBodyText } from "./body-charset.js";
 import { unsupportedMediaType } from "./http-layer.js";
 import { isJsonObject, isWellKnown } from "./proto-json.js";
 import { assign, fieldReader, INVALID, messageConverter, queryReader, type FieldReader, type MessageConverter } from "./rest-fields.js";
 import { queryFields, type RestRoute } from "./rest-routes.js";
 
-/** Builds a route's request message from a Fastify request; throws the 400 that names every field problem. */
-export type RequestDecoder = (request: FastifyRequest) => unknown;
+/**
+ * Builds a route's request message from a Fastify request, and returns it with the parsed JSON
+ * body as the client sent it; throws the 400 that names every field problem. `charset` says how
+ * a body without a charset parameter is read (the account's choice, known once it is authenticated).
+ */
+export type RequestDecoder = (request: FastifyRequest, charset: DefaultCharset) => { message: unknown; body: unknown };
 
 /** Compiles the decoder of one route. */
 export function requestDecoder(route: RestRoute): RequestDecoder {
@@ -43,12 +47,13 @@ export function requestDecoder(route: RestRoute): RequestDecoder {
   const path = route.pathFields.map((f) => ({ param: f.name, reader: queryReader(f)! }));
 
   /** Builds the request message from body, query and path (path wins), collecting all field problems. */
-  return (request) => {
+  return (request, charset) => {
     const problems: FieldProblem[] = [];
     let init: Record<string, unknown> = {};
+    let json: unknown;
 
     if (bodyKind !== "none") {
-      const json = readJsonBody(request);
+      json = readJsonBody(request, charset);
       if (bodyKind === "all") {
         init = bodyConverter!.read(jsonObject(json === undefined ? {} : json), "", problems);
       } else if (json === undefined || json === null) {
@@ -87,7 +92,7 @@ export function requestDecoder(route: RestRoute): RequestDecoder {
     }
 
     if (problems.length > 0) throw fieldErrors(problems);
-    return create(input, init);
+    return { message: create(input, init), body: json };
   };
 }
 
@@ -97,13 +102,14 @@ function jsonObject(json: unknown) {
 }
 
 /** The parsed JSON body, or undefined when there is none. */
-function readJsonBody(request: FastifyRequest): unknown {
+function readJsonBody(request: FastifyRequest, charset: DefaultCharset): unknown {
   const raw = request.body;
   if (!Buffer.isBuffer(raw) || raw.length === 0) return undefined;
   const contentType = request.headers["content-type"];
   if (contentType !== undefined && !isJsonMediaType(contentType)) throw unsupportedMediaType();
-  // 415 for a charset other than UTF-8, 400 naming the offset for bytes that are not UTF-8; a BOM is dropped.
-  const text = jsonBodyText(raw, contentType);
+  // The named charset (415 for one not supported), else UTF-8 (400 naming the offset for bytes that
+  // are not UTF-8, or ISO-8859-1 for a Fone Dynamics compatible account); a BOM is dropped.
+  const text = jsonBodyText(raw, contentType, charset);
   try {
     return JSON.parse(text) as unknown;
   } catch {

@@ -2,17 +2,29 @@
  * REST response writing: proto JSON with every implicit field, 64-bit integers as JSON numbers
  * (Unix seconds, docs/api.md#conventions), or only the `response_body` field. Compiled once per route.
  */
-import { create, isMessage, toJson, type DescField, type DescMessage, type JsonObject, type JsonValue } from "@bufbuild/protobuf";
+import { create, isMessage, toJson, type DescField, type DescMessage, type DescMethod, type JsonObject, type JsonValue } from "@bufbuild/protobuf";
 import { is64, isJsonObject, isWellKnown } from "./proto-json.js";
+import { compatShaper } from "./rest-compat.js";
 
-/** The writer of one route's response: the method's output (a message or its init shape) as the JSON body text. */
-export function responseWriter(desc: DescMessage, responseBody: string): (response: unknown) => string {
+/**
+ * The writer of one route's response: the method's output (a message or its init shape) as the
+ * JSON body text; with `requestBody` (the request as the client sent it), in the Fone Dynamics
+ * compatible shape (src/transport/rest-compat.ts) where the method has one.
+ */
+export type ResponseWriter = (response: unknown, compatible?: { requestBody: unknown }) => string;
+
+/** Compiles the writer of one route's response. */
+export function responseWriter(rpc: DescMethod, responseBody: string): ResponseWriter {
+  const desc = rpc.output;
   const fix = int64Fixer(desc);
   const pick = responseBody === "" ? undefined : desc.fields.find((f) => f.name === responseBody)!.jsonName;
-  return (response) => {
+  // Only a whole-message response can be reshaped (a response_body picks a field of it).
+  const compat = pick === undefined ? compatShaper(rpc) : undefined;
+  return (response, compatible) => {
     const message = isMessage(response, desc) ? response : create(desc, response as never);
     const json = toJson(desc, message, { alwaysEmitImplicit: true }) as JsonObject;
     if (fix) fix(json);
+    if (compat && compatible) return JSON.stringify(compat(json, compatible.requestBody));
     return JSON.stringify(pick === undefined ? json : (json[pick] ?? null));
   };
 }

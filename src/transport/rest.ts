@@ -23,10 +23,10 @@ import {
   type UnaryResponse,
 } from "@connectrpc/connect";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
-import { CALL_COMPLETE, kLog } from "../common/context.js";
+import { CALL_COMPLETE, kAccount, kLog } from "../common/context.js";
 import { copyHeaders, httpErrorHandler, JSON_CONTENT_TYPE, methodNotAllowedRoutes, notFoundRoutes, sendError, writeError } from "./http-layer.js";
 import { requestDecoder, type RequestDecoder } from "./rest-request.js";
-import { responseWriter } from "./rest-response.js";
+import { type ResponseWriter, responseWriter } from "./rest-response.js";
 import { apiPrefixes, restRoutes, type RestRoute } from "./rest-routes.js";
 
 /** One service the plugin serves. */
@@ -88,7 +88,7 @@ export async function restPlugin(app: FastifyInstance, opts: RestOptions): Promi
   for (const route of routes) {
     const chain = callChain(route, impls.get(route.service), opts.interceptors);
     const decode = requestDecoder(route);
-    const write = responseWriter(route.rpc.output, route.responseBody);
+    const write = responseWriter(route.rpc, route.responseBody);
     app.route({
       method: route.method,
       url: route.path,
@@ -127,7 +127,7 @@ async function serve(
   route: RestRoute,
   chain: Next,
   decode: RequestDecoder,
-  write: (response: unknown) => string,
+  write: ResponseWriter,
   values: (request: FastifyRequest) => ContextValues,
   request: FastifyRequest,
   reply: FastifyReply,
@@ -153,7 +153,11 @@ async function serve(
     requestSignal: abort.signal,
     timeoutMs: undefined,
   });
-  let decoded: unknown;
+  // A Fone Dynamics compatible account is answered in the shapes its SDKs read, and its body
+  // without a charset that is not UTF-8 is read as the ISO-8859-1 those SDKs send. Read once the
+  // account is known: the body is decoded after authentication.
+  const compatible = () => ctx.values.get(kAccount)?.restCompatibility === "FoneDynamics";
+  let decoded: ReturnType<RequestDecoder> | undefined;
   const req: RestRequest = {
     stream: false,
     service: route.service,
@@ -167,7 +171,7 @@ async function serve(
     // Decoded on first access (never, when an interceptor refuses the call first); a request that
     // cannot be decoded throws its 400 on every access.
     get message() {
-      return (decoded ??= decode(request)) as UnaryRequest["message"];
+      return (decoded ??= decode(request, compatible() ? "utf-8-else-latin1" : "utf-8")).message as UnaryRequest["message"];
     },
   };
   try {
@@ -180,7 +184,7 @@ async function serve(
       return reply;
     }
     try {
-      const body = write(response.message);
+      const body = write(response.message, compatible() ? { requestBody: decoded?.body } : undefined);
       copyHeaders(response.header, reply);
       return reply.code(200).header("content-type", JSON_CONTENT_TYPE).send(body);
     } catch (reason) {

@@ -13,7 +13,7 @@ import { Code, ConnectError, type ConnectRouter, type ServiceImpl } from "@conne
 import type { UniversalHandler, UniversalServerResponse } from "@connectrpc/connect/protocol";
 import { errorToJsonBytes } from "@connectrpc/connect/protocol-connect";
 import { fieldErrors, type FieldProblem } from "../common/errors.js";
-import { decodeBody, jsonBodyCharset } from "./body-charset.js";
+import { decodeBody, rpcJsonCharset } from "./body-charset.js";
 import { integerCheck } from "./json-integers.js";
 
 /** The JSON options Connect takes (Connect's own type is not exported under a stable name). */
@@ -78,7 +78,7 @@ export function decideRpcCharset(handlers: UniversalHandler[]): void {
       const contentType = req.header.get("content-type");
       if (contentType === null || !JSON_RPC_CONTENT_TYPE.test(contentType)) return handler(req);
       try {
-        jsonBodyCharset(contentType);
+        rpcJsonCharset(contentType);
       } catch (err) {
         return unsupportedCharset(err as ConnectError);
       }

@@ -2,7 +2,7 @@
  * Every byte of a JSON request, on REST and on Connect JSON alike (issue 16):
  * - a body that is not valid UTF-8 is 400 MalformedRequest naming the byte offset, and nothing is
  *   stored (it used to be decoded with U+FFFD, which also switched the message to UCS-2);
- * - a Content-Type charset other than UTF-8 is 415 saying UTF-8 is expected;
+ * - a Content-Type charset other than UTF-8 or (REST only) ISO-8859-1 is 415 naming what is supported;
  * - 64-bit integers may be JSON numbers or decimal strings, nothing else ("12a", "1e3", " 1"),
  *   and 32-bit ones are JSON numbers; answers carry numbers.
  */
@@ -133,34 +133,44 @@ describe("JSON bodies that are not valid UTF-8", () => {
 });
 
 describe("the charset of a JSON request", () => {
-  const LATIN1 = "The request body must be UTF-8, but its Content-Type says charset=\"iso-8859-1\": send the JSON encoded as UTF-8, with charset=utf-8 or no charset.";
+  const UTF16 =
+    'The request body\'s Content-Type says charset="utf-16", which is not supported: send the JSON as UTF-8 (charset=utf-8 or no charset) or as ISO-8859-1 (charset=iso-8859-1).';
+  const rpcOnlyUtf8 = (charset: string) =>
+    `The request body must be UTF-8, but its Content-Type says charset="${charset}": Connect, gRPC and gRPC-Web carry JSON as UTF-8 (with charset=utf-8 or no charset).`;
 
-  it("UTF-8 in any spelling, or none, is read as UTF-8; any other charset is 415", () => {
-    for (const ct of [undefined, "application/json", "application/json; charset=utf-8", "application/json;charset=UTF-8", 'application/json; charset="utf8"']) {
+  it("UTF-8 and ISO-8859-1 in their usual spellings are known, no charset is none; any other charset is 415", () => {
+    for (const ct of [undefined, "application/json"]) expect(jsonBodyCharset(ct), ct).toBeUndefined();
+    for (const ct of ["application/json; charset=utf-8", "application/json;charset=UTF-8", 'application/json; charset="utf8"']) {
       expect(jsonBodyCharset(ct), ct).toBe("utf-8");
     }
-    for (const ct of ["application/json; charset=iso-8859-1", "application/json; charset=utf-16", "application/json; charset=windows-1252"]) {
-      expect(() => jsonBodyCharset(ct), ct).toThrow(/must be UTF-8/);
+    for (const ct of ["application/json; charset=iso-8859-1", "application/json; charset=ISO-8859-1", 'application/json; charset="latin1"']) {
+      expect(jsonBodyCharset(ct), ct).toBe("iso-8859-1");
+    }
+    for (const ct of ["application/json; charset=utf-16", "application/json; charset=windows-1252", "application/json; charset=us-ascii"]) {
+      expect(() => jsonBodyCharset(ct), ct).toThrow(/not supported/);
     }
   });
 
-  it("over REST: 415 UnsupportedMediaType saying UTF-8 is expected; nothing is stored", async () => {
+  it("over REST: 415 UnsupportedMediaType naming the supported charsets; nothing is stored", async () => {
     const before = await dbDigest(t.db.orm);
-    const res = await rest('{"From":"Acme","To":"+447700900123","Text":"caf\u00e9"}', "application/json; charset=iso-8859-1");
+    const res = await rest('{"From":"Acme","To":"+447700900123","Text":"caf\u00e9"}', "application/json; charset=utf-16");
     expect(res.statusCode).toBe(415);
-    expect(res.json()).toStrictEqual({ ResponseStatus: { ErrorCode: "UnsupportedMediaType", Message: LATIN1, Errors: [] } });
+    expect(res.json()).toStrictEqual({ ResponseStatus: { ErrorCode: "UnsupportedMediaType", Message: UTF16, Errors: [] } });
     expect(changedTables(before, await dbDigest(t.db.orm))).toStrictEqual([]);
     const quoted = await rest('{"From":"Acme","To":"+447700900123","Text":"x"}', 'application/json; charset="UTF-8"');
     expect(quoted.statusCode, quoted.body).toBe(200);
   });
 
-  it("over Connect: 415 with the same message (Connect alone answered a bare 415), and quoted UTF-8 is served", async () => {
+  it("over Connect: JSON is UTF-8 only, a 415 with a message (Connect alone answered a bare 415), and quoted UTF-8 is served", async () => {
     const body = `{"PropertySid":"${a.propertySid}","From":"Acme","To":"+447700900123","Text":"x"}`;
     const res = await connect(SEND_RPC, body, { "content-type": "application/json; charset=iso-8859-1" });
     expect(res.statusCode).toBe(415);
     const err = connectError(res);
-    expect(err.rawMessage).toBe(LATIN1);
+    expect(err.rawMessage).toBe(rpcOnlyUtf8("iso-8859-1"));
     expect(reason(err)).toBe("UnsupportedMediaType");
+    const utf16 = await connect(SEND_RPC, body, { "content-type": "application/json; charset=utf-16" });
+    expect(utf16.statusCode).toBe(415);
+    expect(connectError(utf16).rawMessage).toBe(rpcOnlyUtf8("utf-16"));
     const quoted = await connect(SEND_RPC, body, { "content-type": 'application/json; charset="UTF-8"' });
     expect(quoted.statusCode, quoted.body).toBe(200);
   });
