@@ -2,11 +2,12 @@
  * The JSON Schemas of the OpenAPI document, from the message descriptors in the JSON form the
  * REST transcoder reads and writes: json_name keys, 64-bit integers as numbers, enums by name.
  */
-import { ScalarType, type DescEnum, type DescField, type DescMessage } from "@bufbuild/protobuf";
+import { ScalarType, type DescEnum, type DescField, type DescMessage, type DescMethod } from "@bufbuild/protobuf";
 import { FeatureSet_FieldPresence } from "@bufbuild/protobuf/wkt";
 import { ResponseStatusSchema } from "../../gen/switchboard/v2/common_pb.js";
 import { isOperatorService } from "../accounts/auth.js";
 import { DECIMAL_INTEGER } from "./json-integers.js";
+import { compatResponseSchema } from "./openapi-compat.js";
 import { is64 } from "./proto-json.js";
 import type { RestRoute } from "./rest-routes.js";
 
@@ -90,6 +91,22 @@ export class SchemaBuilder {
   }
 
   /** `{"ResponseStatus": {...}}`, the body of every error. */
+  /** The 200 body a RestCompatibility FoneDynamics account gets (src/transport/openapi-compat.ts); undefined when the same. */
+  compatResponse(rpc: DescMethod): OpenApiObject | undefined {
+    return compatResponseSchema(rpc, {
+      message: (d) => this.message(d, "response"),
+      field: (f) => this.field(f, "response"),
+      component: (name, owner, build) => {
+        const claimed = this.claim(name, owner);
+        if (!this.out.has(claimed)) {
+          this.out.set(claimed, {}); // reserved before it is built (recursive types)
+          this.out.set(claimed, build());
+        }
+        return { $ref: ref(claimed) };
+      },
+    });
+  }
+
   errorBody(): OpenApiObject {
     const name = this.claim("Error", "#error");
     if (!this.out.has(name)) {

@@ -89,6 +89,8 @@ const OPERATION_NOTES: Record<string, { summary?: string; headers?: OpenApiParam
 };
 
 const JSON_MEDIA_TYPE = "application/json";
+const COMPAT_NOTE =
+  "The shape depends on the account's RestCompatibility: None (the default) or FoneDynamics, the shapes Fone Dynamics' SDKs read (docs/fone-dynamics.md).";
 const BASIC_AUTH = "accountBasic";
 const BEARER_AUTH = "operatorBearer";
 
@@ -185,9 +187,17 @@ export function buildOpenApi(services: DescService[], opts: OpenApiOptions): Ope
     const body = schemas.body(route);
     if (body) operation.requestBody = { required: false, content: { [JSON_MEDIA_TYPE]: { schema: body } } };
 
+    // The account's RestCompatibility picks the shape; both are derived by the writer's own rule.
+    const compat = route.responseBody === "" ? schemas.compatResponse(route.rpc) : undefined;
     operation.responses["200"] = {
-      description: "OK",
-      content: { [JSON_MEDIA_TYPE]: { schema: schemas.response(route) } },
+      description: compat ? `OK. ${COMPAT_NOTE}` : "OK",
+      content: {
+        [JSON_MEDIA_TYPE]: {
+          schema: compat
+            ? { anyOf: [{ title: "RestCompatibility None", ...schemas.response(route) }, { title: "RestCompatibility FoneDynamics", ...compat }] }
+            : schemas.response(route),
+        },
+      },
     };
     const errors: ErrorStatus[] = ["400", "401"];
     if (route.pathFields.length > 0) errors.push("404");

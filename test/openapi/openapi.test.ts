@@ -255,7 +255,9 @@ describe("GET /openapi.json", () => {
     for (const route of routes) {
       const op = operationOf(route);
       const ok = op.responses["200"] as { content: Record<string, { schema: OpenApiObject }> };
-      const schema = deref(ok.content["application/json"].schema);
+      // Where a FoneDynamics account gets another shape, the ordinary one is the first of the two.
+      const both = ok.content["application/json"].schema.anyOf as OpenApiObject[] | undefined;
+      const schema = deref(both ? both[0] : ok.content["application/json"].schema);
       expect(schema.type).toBe("object");
       const fields = route.rpc.output.fields;
       expect(Object.keys(schema.properties as object)).toEqual(fields.map((f) => f.jsonName));
@@ -272,6 +274,37 @@ describe("GET /openapi.json", () => {
       type: "array",
       items: { $ref: "#/components/schemas/MessageRecord" },
     });
+  });
+
+  it("the FoneDynamics shapes come from the same proto options the writer reads: wrapped, aliased, the bare batch list", () => {
+    const compatOf = (route: RestRoute) => {
+      const schema = (operationOf(route).responses["200"] as { content: Record<string, { schema: OpenApiObject }> }).content["application/json"].schema;
+      const both = schema.anyOf as OpenApiObject[] | undefined;
+      if (!both) return undefined;
+      expect(both.map((b) => b.title)).toEqual(["RestCompatibility None", "RestCompatibility FoneDynamics"]);
+      return both[1];
+    };
+    const byName = (name: string) => routes.find((r) => r.rpc.name === name)!;
+    expect(compatOf(byName("SendMessage"))).toMatchObject({ type: "object", required: ["Message"], properties: { Message: { $ref: "#/components/schemas/Message" } } });
+    for (const name of ["GetMessage", "CancelMessage"]) {
+      expect(compatOf(byName(name))).toMatchObject({ required: ["Message"], properties: { Message: { $ref: "#/components/schemas/MessageRecordFoneDynamics" } } });
+    }
+    const record = deref(resolve("#/components/schemas/MessageRecordFoneDynamics"));
+    expect(record.allOf).toEqual([
+      { $ref: "#/components/schemas/MessageRecord" },
+      { type: "object", properties: { Scheduled: expect.objectContaining({ type: "integer", description: "The same value as Schedule." }) } },
+    ]);
+    expect(compatOf(byName("ListMessages"))).toMatchObject({ $ref: "#/components/schemas/ListMessagesResponseFoneDynamics" });
+    const batch = compatOf(byName("SendBatch"))!;
+    expect(batch).toMatchObject({ type: "array", items: { anyOf: [{ $ref: "#/components/schemas/BatchResultSent" }, { $ref: "#/components/schemas/BatchResultFailed" }] } });
+    const failed = deref(resolve("#/components/schemas/BatchResultFailed"));
+    expect(failed.required).toEqual(["ErrorCode", "Message", "From", "To", "Text"]);
+    const sent = deref(resolve("#/components/schemas/BatchResultSent"));
+    expect(Object.keys(sent.properties as object)).toEqual(["MessageSid", "AccountSid", "PropertySid", "From", "To", "Text"]);
+    // Nothing else changes shape.
+    for (const route of routes.filter((r) => !["SendMessage", "GetMessage", "CancelMessage", "ListMessages", "SendBatch"].includes(r.rpc.name))) {
+      expect(compatOf(route), route.rpc.name).toBeUndefined();
+    }
   });
 
   it("64-bit integers in request bodies are an integer or a decimal string (oneOf), from the descriptors; answers and parameters have integers", () => {
