@@ -55,7 +55,7 @@ export const ERRORS = {
     http: 415,
     grpc: Code.InvalidArgument,
     restOnly: true,
-    when: "a body that is not `application/json`, or a `Content-Type` charset other than UTF-8 (over Connect: HTTP 415, code invalid_argument)",
+    when: "a body that is not `application/json`, or a `Content-Type` charset other than UTF-8 or (REST only) ISO-8859-1 (over Connect: HTTP 415, code invalid_argument)",
     example: "The request body must be JSON, sent with Content-Type: application/json.",
   },
   PayloadTooLarge: {
