@@ -257,7 +257,10 @@ describe("operator flow", () => {
     expect(refused.json.ResponseStatus.ErrorCode).toBe("SmsNotEnabled");
 
     const on = await ok(["update-account", account.AccountSid, "--sms-enabled", "--name", "Acme Resorts"]);
-    expect(on).toEqual({ AccountSid: account.AccountSid, Name: "Acme Resorts", SmsEnabled: true, Created });
+    expect(on).toEqual({ AccountSid: account.AccountSid, Name: "Acme Resorts", SmsEnabled: true, Created, RestCompatibility: "None" });
+    const fone = await ok(["update-account", account.AccountSid, "--rest-compatibility", "FoneDynamics"]);
+    expect(fone).toEqual({ ...on, RestCompatibility: "FoneDynamics" });
+    expect(await ok(["update-account", account.AccountSid, "--rest-compatibility", "None"])).toEqual(on);
     const prop = await ok(["update-property", propertySid, "--json", '{"Name":"From JSON","SmsEnabled":false}', "--name", "Flag wins"]);
     expect(prop).toEqual({ PropertySid: propertySid, AccountSid: account.AccountSid, Name: "Flag wins", SmsEnabled: false, Created });
   });
