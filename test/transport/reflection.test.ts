@@ -104,6 +104,7 @@ for (const version of ["v1", "v1alpha"] as const) {
         "google/protobuf/descriptor.proto",
         "switchboard/v2/common.proto",
         "switchboard/v2/messaging.proto",
+        "switchboard/v2/rest_compat.proto",
       ]);
       // As a client does: build the asked-for file, resolving its imports among the answer's files.
       const registry = createFileRegistry(got[0], (name) => got.find((f) => f.name === name));
@@ -121,7 +122,7 @@ for (const version of ["v1", "v1alpha"] as const) {
         { case: "fileByFilename", value: "switchboard/v2/addresses.proto" },
         { case: "fileByFilename", value: "switchboard/v2/messaging.proto" },
       ]);
-      expect(fileNames(first).length).toBe(5);
+      expect(fileNames(first).length).toBe(6); // messaging.proto and its five transitive imports
       expect(fileNames(second)).toEqual(["switchboard/v2/addresses.proto"]);
       expect(fileNames(again)).toEqual(["switchboard/v2/messaging.proto"]);
     });
