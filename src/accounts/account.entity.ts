@@ -17,7 +17,7 @@ export const AccountEntity = defineEntity({
     tokenHash: p.string().length(64),
     webhookSecret: p.string(),
     // REST response format of the message methods (src/transport/rest-compat.ts).
-    restCompatibility: p.string().$type<RestCompatibility>().default("None"),
+    restCompatibility: p.text().$type<RestCompatibility>().default("None"),
     createdAt: p.datetime(),
   },
 });

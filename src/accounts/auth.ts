@@ -7,6 +7,7 @@ import { apiError, fieldError } from "../common/errors.js";
 import { kAccount, kAdmin, kEm, kIdempotencyKey } from "../common/context.js";
 import { isSid } from "../common/sid.js";
 import { Account } from "./account.entity.js";
+import { tokenHashForShare } from "./account-store.js";
 
 /** sha256 hex of a secret: tokens are high-entropy random strings, so a fast hash is enough at rest. */
 export function hashToken(token: string): string {
@@ -35,8 +36,7 @@ export function wrongCredentials() {
  * with the old token can still commit. Throws the 401 of a wrong token.
  */
 export async function recheckCredentials(tx: EntityManager, account: Pick<Account, "sid" | "tokenHash">): Promise<void> {
-  const rows = await tx.execute<{ token_hash: string }[]>("select token_hash from accounts where sid = ? for share", [account.sid]);
-  if (rows[0]?.token_hash !== account.tokenHash) throw wrongCredentials();
+  if ((await tokenHashForShare(tx, account.sid)) !== account.tokenHash) throw wrongCredentials();
 }
 
 /** How long a verified AccountSid + token pair is trusted without asking the database. */

@@ -30,6 +30,7 @@ import { type Clock, unixSeconds } from "../common/clock.js";
 import { fieldErrors, type FieldProblem, notFound, quoted } from "../common/errors.js";
 import { pageOf } from "../common/paging.js";
 import { isSid } from "../common/sid.js";
+import { liveLeaseCounts } from "../leases/lease-store.js";
 import { PhoneNumber } from "../numbers/phone-number.entity.js";
 
 /** The operator's view of an account: no token hash, no webhook secret. */
@@ -127,18 +128,7 @@ export function createAdminLists(deps: { clock: Clock; em: (ctx: HandlerContext)
       if (input.accountSid !== undefined) where.accountSid = input.accountSid;
       else if (req.pool !== undefined) where.accountSid = req.pool ? null : { $ne: null };
       const [rows, total] = await em.findAndCount(PhoneNumber, where, { orderBy: { number: "asc" }, limit: input.limit, offset: input.offset });
-      // Live as allocateLease counts it, except that an expired lease is not live even before
-      // the next allocation for its recipient marks it released.
-      const pooled = rows.filter((n) => n.accountSid === null).map((n) => n.number);
-      const counts = pooled.length
-        ? await em.execute<{ pool_number: string; n: number | string }[]>(
-            `select pool_number, count(*) as n from leases
-              where not released and expires_at > ? and pool_number in (${pooled.map(() => "?").join(",")})
-              group by pool_number`,
-            [deps.clock.now(), ...pooled],
-          )
-        : [];
-      const live = new Map(counts.map((c) => [c.pool_number, Number(c.n)]));
+      const live = await liveLeaseCounts(em, rows.filter((n) => n.accountSid === null).map((n) => n.number), deps.clock.now());
       return create(ListNumbersResponseSchema, {
         totalCount: total,
         numbers: rows.map((n) => ({

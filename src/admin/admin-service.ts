@@ -37,8 +37,10 @@ import { addressNotPending, apiError, fieldError, fieldErrors, notFound, numberE
 import { pageOf } from "../common/paging.js";
 import { parseE164 } from "../common/phone.js";
 import { isSid, newSid, randomSecret } from "../common/sid.js";
+import { listEmails } from "../mail/mail-store.js";
 import { PhoneNumber } from "../numbers/phone-number.entity.js";
 import { toNumberPb } from "../numbers/number-service.js";
+import { listWebhookDeliveries } from "../webhooks/webhook-store.js";
 import { createAdminLists, findAccount, toAccountPb, toPropertyPb } from "./admin-lists.js";
 
 /** Tokens are at least 32 random characters; we issue 40 (docs/api.md#authentication). */
@@ -241,22 +243,20 @@ export function createAdminService(deps: { clock: Clock; carrier?: Carrier; acco
       const em = requireAdmin(ctx);
       const page = pageOf(req);
       if (page.problems.length > 0) throw fieldErrors(page.problems);
-      const rows = await em.execute<Record<string, any>[]>("select * from emails order by created_at desc, id limit ? offset ?", [page.limit, page.offset]);
-      const total = await em.execute<{ n: number | string }[]>("select count(*) as n from emails");
-      const secs = (v: unknown) => BigInt(unixSeconds(v ? new Date(v as string) : null));
+      const [rows, total] = await listEmails(em, page);
       return create(ListEmailsResponseSchema, {
-        totalCount: Number(total[0].n),
+        totalCount: total,
         emails: rows.map((r) => ({
           emailId: r.id,
-          accountSid: r.account_sid,
-          messageSid: r.message_sid,
-          from: r.mail_from,
-          to: r.mail_to,
+          accountSid: r.accountSid,
+          messageSid: r.messageSid,
+          from: r.mailFrom,
+          to: r.mailTo,
           subject: r.subject,
           body: r.body,
           status: r.status,
-          created: secs(r.created_at),
-          sent: secs(r.sent_at),
+          created: BigInt(unixSeconds(r.createdAt)),
+          sent: BigInt(unixSeconds(r.sentAt)),
         })),
       });
     },
@@ -264,31 +264,20 @@ export function createAdminService(deps: { clock: Clock; carrier?: Carrier; acco
     async listWebhookDeliveries(req: ListWebhookDeliveriesRequest, ctx: HandlerContext) {
       const em = requireAdmin(ctx);
       if (!isSid(req.messageSid, "MG")) throw notFound("Message", req.messageSid);
-      const deliveries = await em.execute<Record<string, any>[]>(
-        "select * from webhook_deliveries where message_sid = ? order by created_at, id",
-        [req.messageSid],
-      );
-      const attempts = deliveries.length
-        ? await em.execute<Record<string, any>[]>(
-            `select * from webhook_attempts where delivery_id in (${deliveries.map(() => "?").join(",")}) order by id`,
-            deliveries.map((d) => d.id),
-          )
-        : [];
-      const secs = (v: unknown) => BigInt(unixSeconds(v ? new Date(v as string) : null));
+      const deliveries = await listWebhookDeliveries(em, req.messageSid);
+      const secs = (d: Date | null | undefined) => BigInt(unixSeconds(d));
       return create(ListWebhookDeliveriesResponseSchema, {
-        deliveries: deliveries.map((d) => ({
+        deliveries: deliveries.map(({ delivery: d, attempts }) => ({
           webhookId: d.id,
-          eventType: d.event_type,
+          eventType: d.eventType,
           url: d.url,
           method: d.method,
           status: d.status,
           attempts: d.attempts,
-          nextAttempt: d.status === "Pending" ? secs(d.next_attempt_at) : 0n,
-          created: secs(d.created_at),
-          delivered: secs(d.delivered_at),
-          attemptLog: attempts
-            .filter((a) => a.delivery_id === d.id)
-            .map((a) => ({ attempted: secs(a.attempted_at), statusCode: a.status_code ?? 0, error: a.error, durationMs: a.duration_ms })),
+          nextAttempt: d.status === "Pending" ? secs(d.nextAttemptAt) : 0n,
+          created: secs(d.createdAt),
+          delivered: secs(d.deliveredAt),
+          attemptLog: attempts.map((a) => ({ attempted: secs(a.attemptedAt), statusCode: a.statusCode ?? 0, error: a.error, durationMs: a.durationMs })),
         })),
       });
     },

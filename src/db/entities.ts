@@ -5,7 +5,31 @@ import { PhoneNumber } from "../numbers/phone-number.entity.js";
 import { Message } from "../messaging/message.entity.js";
 import { Lease } from "../leases/lease.entity.js";
 import { IdempotencyKey } from "../messaging/idempotency-key.entity.js";
-import { CarrierSegment, InboundPart, PendingReceipt } from "../carriers/smpp/carrier-records.entity.js";
+import { WebhookDelivery } from "../webhooks/webhook-delivery.entity.js";
+import { WebhookAttempt } from "../webhooks/webhook-attempt.entity.js";
+import { Email } from "../mail/email.entity.js";
+import { UnmatchedInbound } from "../delivery/unmatched-inbound.entity.js";
+import { CarrierSegment } from "../carriers/smpp/carrier-segment.entity.js";
+import { PendingReceipt } from "../carriers/smpp/pending-receipt.entity.js";
+import { InboundPart } from "../carriers/smpp/inbound-part.entity.js";
 
-/** Every entity, listed explicitly (no folder discovery), in foreign-key order. */
-export const entities = [Account, Property, Address, PhoneNumber, Message, Lease, IdempotencyKey, CarrierSegment, PendingReceipt, InboundPart];
+/**
+ * Every entity, listed explicitly (no folder discovery), in foreign-key order: one per table the
+ * migrations create, one property per column (test/db/entity-schema.test.ts holds the two together).
+ */
+export const entities = [
+  Account,
+  Property,
+  Address,
+  PhoneNumber,
+  Message,
+  Lease,
+  IdempotencyKey,
+  WebhookDelivery,
+  WebhookAttempt,
+  Email,
+  UnmatchedInbound,
+  CarrierSegment,
+  PendingReceipt,
+  InboundPart,
+];

@@ -7,24 +7,13 @@ import { storableText } from "../common/string-guard.js";
 import { errorCodeOf } from "../common/errors.js";
 import { parseE164 } from "../common/phone.js";
 import { allocateLease } from "../leases/lease-allocator.js";
+import { findLiveLeaseMatch, type LeaseMatch, wasEverLeased } from "../leases/lease-store.js";
 import { goesOutLeased, smsNotEnabled, textEncoding } from "../messaging/send-rules.js";
 import { NO_REPLY_EMAIL } from "../mail/mail-from.js";
 import { enqueueEmail } from "../mail/mail-outbox.js";
+import { accountOwnsNumber } from "../numbers/number-store.js";
 import { enqueueWebhook } from "../webhooks/outbox.js";
-
-interface LeaseMatch {
-  message_sid: string;
-  account_sid: string;
-  property_sid: string;
-  webhook_uri: string;
-  webhook_method: string;
-  forward_to_sms: string;
-  forward_from_sms: string;
-  forward_to_email: string;
-  forward_from_email: string;
-  account_sms: boolean;
-  property_sms: boolean;
-}
+import { insertUnmatchedInbound } from "./unmatched-inbound-store.js";
 
 /** The no-reply sender of forwarded e-mails; it lives with the mail sender rules (mail/mail-from.ts). */
 export { NO_REPLY_EMAIL };
@@ -55,27 +44,10 @@ export async function receiveInbound(em: EntityManager, received: InboundSms, no
   // Anyone on the network can send any UCS-2 units: a NUL or an unpaired surrogate must not fail the insert.
   const sms = { ...received, text: storableText(received.text) };
   return em.transactional(async (tx) => {
-    const rows = await tx.execute<LeaseMatch[]>(
-      `select m.sid as message_sid, m.account_sid, m.property_sid, m.webhook_uri, m.webhook_method,
-              m.forward_to_sms, m.forward_from_sms, m.forward_to_email, m.forward_from_email,
-              a.sms_enabled as account_sms, p.sms_enabled as property_sms
-         from leases l join messages m on m.sid = l.message_sid
-         join accounts a on a.sid = m.account_sid
-         join properties p on p.sid = m.property_sid
-        where l.pool_number = ? and l.recipient = ? and not l.released and l.expires_at > ?
-        order by l.created_at desc limit 1`,
-      [sms.to, sms.from, sms.at],
-    );
-    const lease = rows[0];
+    const lease = await findLiveLeaseMatch(tx, sms.to, sms.from, sms.at);
     if (!lease) {
-      const past = await tx.execute<{ n: number }[]>("select count(*) as n from leases where pool_number = ? and recipient = ?", [sms.to, sms.from]);
-      await tx.execute("insert into unmatched_inbound (sender, recipient, text, received_at, reason) values (?, ?, ?, ?, ?)", [
-        sms.from,
-        sms.to,
-        sms.text,
-        sms.at,
-        Number(past[0]?.n ?? 0) > 0 ? "LeaseEnded" : "NoLease",
-      ]);
+      const reason = (await wasEverLeased(tx, sms.to, sms.from)) ? "LeaseEnded" : "NoLease";
+      await insertUnmatchedInbound(tx, { sender: sms.from, recipient: sms.to, text: sms.text, receivedAt: sms.at, reason });
       return { messageSid: "", inReplyTo: "" };
     }
     const sid = newSid("MG");
@@ -152,8 +124,7 @@ async function forwardSms(
   } else if (!to) {
     errorCode = "InvalidRecipient"; // checked when the message was sent; kept for rows stored before that check
   } else if (requested.startsWith("+")) {
-    const owned = await tx.execute<{ n: number }[]>("select count(*)::int as n from numbers where number = ? and account_sid = ?", [requested, lease.account_sid]);
-    if (Number(owned[0]?.n ?? 0) === 0) errorCode = "SenderNotOwned";
+    if (!(await accountOwnsNumber(tx, lease.account_sid, requested))) errorCode = "SenderNotOwned";
   } else if (requested !== "" && goesOutLeased("Alphanumeric", to, opts.noAlphaCountries)) {
     try {
       const allocated = await allocateLease(tx, { recipient: to.number, accountSid: lease.account_sid, messageSid: sid, now });

@@ -49,6 +49,12 @@ export const MessageEntity = defineEntity({
     carrierError: p.text().default(""),
     attempts: p.integer().default(0),
     carrierRef: p.string().nullable(),
+    // The dispatcher's columns, written only by its own SQL. Not lazy: entity reads then stay
+    // `select m0.*`, as before they were mapped. `queued` is derived by the database (the queue
+    // indexes' predicate, Migration20261122030000, declared without NOT NULL); the ORM never writes it.
+    queued: p.boolean().generated("(status in ('Scheduled', 'Processing')) stored").nullable(),
+    // A dispatcher's claim; an expired one (a crashed dispatcher's) is taken again.
+    claimedUntil: p.datetime().nullable(),
   },
 });
 

@@ -3,6 +3,7 @@ import type { FastifyBaseLogger } from "fastify";
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
 import type { Carrier } from "../carriers/carrier.js";
 import type { Clock } from "../common/clock.js";
+import { readGaugeRows } from "./metrics-store.js";
 
 /** Every message status (the CHECK of messages.status), so a status with no rows reads 0, not absent. */
 export const MESSAGE_STATUSES = ["Scheduled", "Processing", "Submitted", "Delivered", "Failed", "Canceled", "Received"] as const;
@@ -38,26 +39,6 @@ export interface MetricsOptions {
   /** The process's carrier: its link state and queue are read at scrape time. */
   carrier?: Carrier;
 }
-
-interface GaugeRow {
-  metric: "messages" | "webhook_backlog" | "mail_backlog" | "dispatcher_lag";
-  label: string;
-  value: number | string | null;
-}
-
-// One round trip per scrape. The lag part has the dispatcher's own claim condition, so it measures
-// how long the oldest message it could take right now has been waiting (0 when there is none).
-const GAUGES_SQL = `
-select 'messages' as metric, status as label, count(*)::float8 as value from messages group by status
-union all
-select 'webhook_backlog', '', count(*)::float8 from webhook_deliveries where status = 'Pending'
-union all
-select 'mail_backlog', '', count(*)::float8 from emails where status = 'Pending'
-union all
-select 'dispatcher_lag', '', coalesce(extract(epoch from (?::timestamptz - min(send_at))), 0)::float8
-  from messages
- where queued and direction = 'Transmit'
-   and send_at <= ? and (claimed_until is null or claimed_until < ?)`;
 
 /** Creates the registry with the HTTP, queue and process metrics (docs/operations.md#metrics). */
 export function createMetrics(opts: MetricsOptions): Metrics {
@@ -103,10 +84,7 @@ export function createMetrics(opts: MetricsOptions): Metrics {
   async function readGauges(): Promise<void> {
     const now = opts.clock.now();
     try {
-      const rows = await opts.orm.em.fork().execute<GaugeRow[]>(GAUGES_SQL, [now, now, now], {
-        method: "all",
-        signal: AbortSignal.timeout(opts.queryTimeoutMs ?? 2000),
-      });
+      const rows = await readGaugeRows(opts.orm.em.fork(), now, opts.queryTimeoutMs ?? 2000);
       messages.reset();
       for (const s of MESSAGE_STATUSES) messages.set({ status: s }, 0);
       for (const r of rows) {

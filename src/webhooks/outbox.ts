@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
 import type { EntityManager } from "@mikro-orm/sql";
+import { insertWebhookDelivery } from "./webhook-store.js";
 
 /** A webhook call to make, written to the outbox in the caller's transaction. */
 export interface WebhookCall {
@@ -29,10 +30,6 @@ export function webhookTargetHost(url: string): string {
 /** Queues a webhook call; commit the surrounding transaction and the call will be made at least once. */
 export async function enqueueWebhook(em: EntityManager, call: WebhookCall): Promise<string> {
   const id = newWebhookId();
-  await em.execute(
-    `insert into webhook_deliveries (id, account_sid, message_sid, event_type, url, target_host, method, payload, status, attempts, next_attempt_at, created_at)
-     values (?, ?, ?, ?, ?, ?, ?, ?::jsonb, 'Pending', 0, ?, ?)`,
-    [id, call.accountSid, call.messageSid, call.eventType, call.url, webhookTargetHost(call.url), call.method, JSON.stringify(call.payload), call.now, call.now],
-  );
+  await insertWebhookDelivery(em, { id, ...call, targetHost: webhookTargetHost(call.url) });
   return id;
 }

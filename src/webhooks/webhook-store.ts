@@ -1,4 +1,33 @@
+/**
+ * Every statement on `webhook_deliveries` and `webhook_attempts`: queueing a call (in the
+ * transaction of the state change that causes it), the workers' round-robin claim, recording an
+ * attempt, and the operator's delivery log.
+ */
 import type { EntityManager } from "@mikro-orm/sql";
+import { WebhookAttempt as AttemptRecord } from "./webhook-attempt.entity.js";
+import { WebhookDelivery } from "./webhook-delivery.entity.js";
+
+/** A webhook call as it enters the outbox. */
+export interface NewWebhookDelivery {
+  id: string;
+  accountSid: string;
+  messageSid: string;
+  eventType: "DeliveryReceipt" | "Response";
+  url: string;
+  targetHost: string;
+  method: "POST" | "GET";
+  payload: Record<string, string | number>;
+  now: Date;
+}
+
+/** Writes a Pending call, due at once, in the caller's transaction (every delivery report with a webhook passes here). */
+export async function insertWebhookDelivery(em: EntityManager, call: NewWebhookDelivery): Promise<void> {
+  await em.execute(
+    `insert into webhook_deliveries (id, account_sid, message_sid, event_type, url, target_host, method, payload, status, attempts, next_attempt_at, created_at)
+     values (?, ?, ?, ?, ?, ?, ?, ?::jsonb, 'Pending', 0, ?, ?)`,
+    [call.id, call.accountSid, call.messageSid, call.eventType, call.url, call.targetHost, call.method, JSON.stringify(call.payload), call.now, call.now],
+  );
+}
 
 /** A claimed webhook call, with what is needed to make and sign it. */
 export interface DueWebhook {
@@ -141,4 +170,13 @@ export async function recordWebhookAttempt(em: EntityManager, a: WebhookAttempt)
       [a.giveUp ? "Failed" : "Pending", a.attempts, a.nextAttemptAt, a.statusCode, a.error, a.id],
     );
   });
+}
+
+/** A message's webhook calls, oldest first, each with its attempts in order, for the operator. */
+export async function listWebhookDeliveries(em: EntityManager, messageSid: string): Promise<{ delivery: WebhookDelivery; attempts: AttemptRecord[] }[]> {
+  const deliveries = await em.find(WebhookDelivery, { messageSid }, { orderBy: { createdAt: "asc", id: "asc" } });
+  const attempts = deliveries.length
+    ? await em.find(AttemptRecord, { deliveryId: { $in: deliveries.map((d) => d.id) } }, { orderBy: { id: "asc" } })
+    : [];
+  return deliveries.map((delivery) => ({ delivery, attempts: attempts.filter((a) => a.deliveryId === delivery.id) }));
 }

@@ -1,0 +1,115 @@
+/**
+ * Every statement on `leases`: the allocation's hand-tuned SQL (on the send path of leased
+ * senders), the reply's match of an inbound SMS to the lease it answers, and the operator's reads.
+ */
+import { raw } from "@mikro-orm/core";
+import type { EntityManager } from "@mikro-orm/sql";
+import { Lease } from "./lease.entity.js";
+
+/** A lease as allocation writes it. */
+export interface NewLease {
+  sid: string;
+  poolNumber: string;
+  recipient: string;
+  accountSid: string;
+  messageSid: string;
+  slot: number;
+  createdAt: Date;
+  expiresAt: Date;
+}
+
+/** Serializes allocations for one recipient across every process until the transaction ends. */
+export async function lockRecipientLeases(em: EntityManager, recipient: string): Promise<void> {
+  await em.execute("select pg_advisory_xact_lock(hashtext(?))", [`lease:${recipient}`]);
+}
+
+/** Marks the recipient's expired leases released (lazily, at its next allocation), freeing their slots. */
+export async function releaseExpiredLeases(em: EntityManager, recipient: string, now: Date): Promise<void> {
+  await em.execute("update leases set released = true where recipient = ? and not released and expires_at <= ?", [recipient, now]);
+}
+
+/** The slots (1..5) the recipient's unreleased leases hold. */
+export async function liveLeaseSlots(em: EntityManager, recipient: string): Promise<number[]> {
+  const live = await em.execute<{ slot: number }[]>("select slot from leases where recipient = ? and not released", [recipient]);
+  return live.map((r) => Number(r.slot));
+}
+
+/** The first pool number (by number) not lent to the recipient now, if any. */
+export async function freePoolNumber(em: EntityManager, recipient: string): Promise<string | undefined> {
+  const free = await em.execute<{ number: string }[]>(
+    `select n.number from numbers n
+      where n.account_sid is null
+        and not exists (select 1 from leases l where l.pool_number = n.number and l.recipient = ? and not l.released)
+      order by n.number limit 1`,
+    [recipient],
+  );
+  return free[0]?.number;
+}
+
+/** Writes a new live lease; the partial unique indexes refuse a taken slot or pool number. */
+export async function insertLease(em: EntityManager, l: NewLease): Promise<void> {
+  await em.execute(
+    `insert into leases (sid, pool_number, recipient, account_sid, message_sid, slot, created_at, expires_at, released)
+     values (?, ?, ?, ?, ?, ?, ?, ?, false)`,
+    [l.sid, l.poolNumber, l.recipient, l.accountSid, l.messageSid, l.slot, l.createdAt, l.expiresAt],
+  );
+}
+
+/** Ends one lease now, freeing its recipient's slot. */
+export async function markLeaseReleased(em: EntityManager, leaseSid: string): Promise<void> {
+  await em.nativeUpdate(Lease, { sid: leaseSid }, { released: true });
+}
+
+/**
+ * Live leases per pool number, for the operator's number list: live as allocation counts them,
+ * except that an expired lease is not live even before the next allocation marks it released.
+ */
+export async function liveLeaseCounts(em: EntityManager, poolNumbers: string[], now: Date): Promise<Map<string, number>> {
+  if (poolNumbers.length === 0) return new Map();
+  const rows = await em
+    .createQueryBuilder(Lease)
+    .select(["poolNumber", raw("count(*) as n")])
+    .where({ released: false, expiresAt: { $gt: now }, poolNumber: { $in: poolNumbers } })
+    .groupBy("poolNumber")
+    .execute<{ poolNumber: string; n: number | string }[]>("all");
+  return new Map(rows.map((r) => [r.poolNumber, Number(r.n)]));
+}
+
+/** What an inbound reply needs of the outbound message whose live lease it answers, and of its account and property. */
+export interface LeaseMatch {
+  message_sid: string;
+  account_sid: string;
+  property_sid: string;
+  webhook_uri: string;
+  webhook_method: string;
+  forward_to_sms: string;
+  forward_from_sms: string;
+  forward_to_email: string;
+  forward_from_email: string;
+  account_sms: boolean;
+  property_sms: boolean;
+}
+
+/**
+ * The newest live lease of `poolNumber` to `recipient` at `at`, with its message's reply settings
+ * and whether its account and property may send SMS; undefined when none is live.
+ */
+export async function findLiveLeaseMatch(em: EntityManager, poolNumber: string, recipient: string, at: Date): Promise<LeaseMatch | undefined> {
+  const rows = await em.execute<LeaseMatch[]>(
+    `select m.sid as message_sid, m.account_sid, m.property_sid, m.webhook_uri, m.webhook_method,
+              m.forward_to_sms, m.forward_from_sms, m.forward_to_email, m.forward_from_email,
+              a.sms_enabled as account_sms, p.sms_enabled as property_sms
+         from leases l join messages m on m.sid = l.message_sid
+         join accounts a on a.sid = m.account_sid
+         join properties p on p.sid = m.property_sid
+        where l.pool_number = ? and l.recipient = ? and not l.released and l.expires_at > ?
+        order by l.created_at desc limit 1`,
+    [poolNumber, recipient, at],
+  );
+  return rows[0];
+}
+
+/** Whether `poolNumber` was ever lent to `recipient` (a reply to an ended lease, rather than to none). */
+export async function wasEverLeased(em: EntityManager, poolNumber: string, recipient: string): Promise<boolean> {
+  return (await em.count(Lease, { poolNumber, recipient })) > 0;
+}

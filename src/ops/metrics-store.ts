@@ -1,0 +1,32 @@
+/**
+ * The scrape's read of the database gauges. It lives with ops, not in the message, webhook and mail
+ * stores, because it is one read-only statement across the three aggregates' tables: split by
+ * aggregate it would cost three round trips per scrape instead of one, and it writes nothing.
+ */
+import type { EntityManager } from "@mikro-orm/sql";
+
+/** One gauge value: messages per status, the webhook and mail backlogs, the dispatcher's lag. */
+export interface GaugeRow {
+  metric: "messages" | "webhook_backlog" | "mail_backlog" | "dispatcher_lag";
+  label: string;
+  value: number | string | null;
+}
+
+// One round trip per scrape. The lag part has the dispatcher's own claim condition, so it measures
+// how long the oldest message it could take right now has been waiting (0 when there is none).
+const GAUGES_SQL = `
+select 'messages' as metric, status as label, count(*)::float8 as value from messages group by status
+union all
+select 'webhook_backlog', '', count(*)::float8 from webhook_deliveries where status = 'Pending'
+union all
+select 'mail_backlog', '', count(*)::float8 from emails where status = 'Pending'
+union all
+select 'dispatcher_lag', '', coalesce(extract(epoch from (?::timestamptz - min(send_at))), 0)::float8
+  from messages
+ where queued and direction = 'Transmit'
+   and send_at <= ? and (claimed_until is null or claimed_until < ?)`;
+
+/** Reads every database gauge at `now` in one statement, cancelled after `timeoutMs`. */
+export function readGaugeRows(em: EntityManager, now: Date, timeoutMs: number): Promise<GaugeRow[]> {
+  return em.execute<GaugeRow[]>(GAUGES_SQL, [now, now, now], { method: "all", signal: AbortSignal.timeout(timeoutMs) });
+}
