@@ -1,18 +1,13 @@
 /** Statements on `accounts` beyond the entity reads and writes of the services. */
-import { LockMode } from "@mikro-orm/core";
 import type { EntityManager } from "@mikro-orm/sql";
-import { Account } from "./account.entity.js";
 
 /**
- * The account's current token hash, read `for share` in the caller's transaction: a rotation
- * (an update of the row) then waits until that transaction ends. Undefined for an unknown account.
+ * The account's current token hash, read `for share` (in the caller's transaction, when it has
+ * one: a rotation, an update of the row, then waits until that transaction ends). Raw SQL, not
+ * the query builder: it refuses a lock mode outside a transaction, and some callers check first
+ * and open their transaction after. Undefined for an unknown account.
  */
-export async function tokenHashForShare(tx: EntityManager, sid: string): Promise<string | undefined> {
-  const row = await tx
-    .createQueryBuilder(Account)
-    .select(["tokenHash"])
-    .where({ sid })
-    .setLockMode(LockMode.PESSIMISTIC_READ)
-    .execute<{ tokenHash: string } | undefined>("get");
-  return row?.tokenHash;
+export async function tokenHashForShare(em: EntityManager, sid: string): Promise<string | undefined> {
+  const rows = await em.execute<{ token_hash: string }[]>("select token_hash from accounts where sid = ? for share", [sid]);
+  return rows[0]?.token_hash;
 }
