@@ -5,17 +5,11 @@
 import { raw } from "@mikro-orm/core";
 import type { EntityManager } from "@mikro-orm/sql";
 import { Email } from "./email.entity.js";
+import type { OutgoingEmail } from "./mail-outbox.js";
 
-/** An e-mail as it enters the outbox. */
-export interface NewEmail {
+/** An e-mail as it enters the outbox, with its id. */
+export interface NewEmail extends OutgoingEmail {
   id: string;
-  accountSid: string;
-  messageSid: string;
-  from: string;
-  to: string;
-  subject: string;
-  body: string;
-  now: Date;
 }
 
 /** Writes a Pending e-mail, due at once, in the caller's transaction. */

@@ -6,18 +6,12 @@
 import type { EntityManager } from "@mikro-orm/sql";
 import { WebhookAttempt as AttemptRecord } from "./webhook-attempt.entity.js";
 import { WebhookDelivery } from "./webhook-delivery.entity.js";
+import type { WebhookCall } from "./outbox.js";
 
-/** A webhook call as it enters the outbox. */
-export interface NewWebhookDelivery {
+/** A webhook call as it enters the outbox, with its id and the host it counts against. */
+export interface NewWebhookDelivery extends WebhookCall {
   id: string;
-  accountSid: string;
-  messageSid: string;
-  eventType: "DeliveryReceipt" | "Response";
-  url: string;
   targetHost: string;
-  method: "POST" | "GET";
-  payload: Record<string, string | number>;
-  now: Date;
 }
 
 /** Writes a Pending call, due at once, in the caller's transaction (every delivery report with a webhook passes here). */
@@ -152,23 +146,13 @@ export interface WebhookAttempt {
 /** Records an attempt in the log and the call's new state, releasing its claim. */
 export async function recordWebhookAttempt(em: EntityManager, a: WebhookAttempt): Promise<void> {
   await em.transactional(async (tx) => {
-    await tx.execute(
-      "insert into webhook_attempts (delivery_id, attempted_at, status_code, error, duration_ms) values (?, ?, ?, ?, ?)",
-      [a.id, a.startedAt, a.statusCode, a.error, a.durationMs],
-    );
+    await tx.insert(AttemptRecord, { deliveryId: a.id, attemptedAt: a.startedAt, statusCode: a.statusCode, error: a.error, durationMs: a.durationMs });
+    const common = { attempts: a.attempts, lastStatusCode: a.statusCode, lastError: a.error, claimedUntil: null };
     if (a.error === "") {
-      await tx.execute(
-        `update webhook_deliveries set status = 'Delivered', attempts = ?, delivered_at = ?, last_status_code = ?, last_error = '', claimed_until = null where id = ?`,
-        [a.attempts, a.now, a.statusCode, a.id],
-      );
+      await tx.nativeUpdate(WebhookDelivery, { id: a.id }, { ...common, status: "Delivered", deliveredAt: a.now });
       return;
     }
-    await tx.execute(
-      `update webhook_deliveries
-          set status = ?, attempts = ?, next_attempt_at = ?, last_status_code = ?, last_error = ?, claimed_until = null
-        where id = ?`,
-      [a.giveUp ? "Failed" : "Pending", a.attempts, a.nextAttemptAt, a.statusCode, a.error, a.id],
-    );
+    await tx.nativeUpdate(WebhookDelivery, { id: a.id }, { ...common, status: a.giveUp ? "Failed" : "Pending", nextAttemptAt: a.nextAttemptAt });
   });
 }
 
