@@ -9,6 +9,8 @@
 #   scripts/system-packages.sh --skipped  the missing packages this run cannot install (not root or
 #                                         no apt-get), one a line: test/support/system-packages.ts
 #                                         skips the suites that need them
+#   scripts/system-packages.sh --bench    as the first form, with what `npm run bench` drives too
+#                                         (wrk, h2load); it fails when something is missing
 #
 # Each package is probed by the files its tests use, not by dpkg (a machine without apt may have
 # them from elsewhere). What needs which: test/support/system-packages.ts (NEEDS).
@@ -24,6 +26,13 @@ PACKAGES=(
   libnet-smpp-perl    # Net::SMPP: the test SMSC of the SMPP carrier
   stunnel4            # TLS in front of that SMSC
 )
+# `npm run bench` only (--bench): the load generators; Kannel, its peer, is in the list above.
+BENCH_PACKAGES=(
+  wrk                 # HTTP/1.1 load (Kannel, REST, the floor routes)
+  nghttp2-client      # h2load: gRPC load over h2c
+)
+mode="${1:-}"
+[ "$mode" = --bench ] && PACKAGES+=("${BENCH_PACKAGES[@]}")
 
 # 0 when the package's files the tests use are there.
 present() {
@@ -41,6 +50,8 @@ present() {
     python3-grpc-tools) [ -x /usr/bin/python3 ] && /usr/bin/python3 -c "import grpc_tools.protoc" >/dev/null 2>&1 ;;
     libnet-smpp-perl) [ -x /usr/bin/perl ] && /usr/bin/perl -MNet::SMPP -e 1 >/dev/null 2>&1 ;;
     stunnel4) [ -x /usr/bin/stunnel4 ] || [ -x /usr/bin/stunnel ] ;;
+    wrk) command -v wrk >/dev/null 2>&1 ;;
+    nghttp2-client) command -v h2load >/dev/null 2>&1 ;;
     # A package can be named on the command line that the list lacks: probed by dpkg.
     *) dpkg-query -W -f '${Status}' "$1" 2>/dev/null | grep -q "install ok installed" ;;
   esac
@@ -51,13 +62,13 @@ for p in "${PACKAGES[@]}"; do present "$p" || missing+=("$p"); done
 
 can_install() { [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; }
 
-case "${1:-}" in
+case "$mode" in
   --list) printf '%s\n' "${PACKAGES[@]}"; exit 0 ;;
   --skipped)
     if ! can_install && [ ${#missing[@]} -gt 0 ]; then printf '%s\n' "${missing[@]}"; fi
     exit 0 ;;
-  "") ;;
-  *) echo "usage: $0 [--list|--skipped]" >&2; exit 2 ;;
+  ""|--bench) ;;
+  *) echo "usage: $0 [--list|--skipped|--bench]" >&2; exit 2 ;;
 esac
 
 [ ${#missing[@]} -eq 0 ] && exit 0
@@ -65,6 +76,8 @@ esac
 if ! can_install; then
   if command -v apt-get >/dev/null 2>&1; then how="sudo apt-get install -y ${missing[*]}"; else how="apt-get install -y ${missing[*]} (Debian/Ubuntu; elsewhere their equivalents)"; fi
   echo "system packages missing: ${missing[*]}; the tests that need them are skipped. Install them with: $how" >&2
+  # The bench cannot skip a peer or its load generator.
+  [ "$mode" = --bench ] && exit 1
   exit 0
 fi
 
