@@ -2,8 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { MikroORM } from "@mikro-orm/sql";
 import { createTestOrm, dbKind, type TestOrm } from "../support/db.js";
 import { executeBound } from "../../src/db/bound-sql.js";
-import { claimSql, DUE_ACCOUNTS_SQL, fairClaimSql, ORDERED_QUEUE_SCAN } from "../../src/delivery/dispatcher.js";
-import { CHECK_SQL, SEND_BATCH_SETTINGS } from "../../src/messaging/send-writer.js";
+import { CHECK_SQL, claimSql, DUE_ACCOUNTS_SQL, fairClaimSql, ORDERED_QUEUE_SCAN, SEND_BATCH_SETTINGS } from "../../src/messaging/message-store.js";
 
 /** Every plan node below the root, depth first. */
 function planNodes(plan: Record<string, unknown>): Record<string, unknown>[] {
