@@ -22,6 +22,15 @@ export async function applyFinalState(em: EntityManager, report: Report): Promis
  * (the later ones find it final), as if they had come one after the other.
  */
 export async function applyFinalStates(tx: EntityManager, reports: Report[]): Promise<boolean[]> {
+  return (await applyReports(tx, reports)).map((r) => r.changed);
+}
+
+/**
+ * applyFinalStates, telling per report also whether it queued a delivery receipt webhook (the
+ * engine wakes the webhook worker only then: a wake-up with nothing queued still costs the
+ * worker's query).
+ */
+export async function applyReports(tx: EntityManager, reports: Report[]): Promise<{ changed: boolean; webhook: boolean }[]> {
   const first = new Map<string, number>();
   reports.forEach((r, i) => {
     if (!first.has(r.messageSid)) first.set(r.messageSid, i);
@@ -32,9 +41,11 @@ export async function applyFinalStates(tx: EntityManager, reports: Report[]): Pr
     unique.map((r) => ({ messageSid: r.messageSid, status: r.status, deliveredAt: r.status === "Delivered" ? r.at : null, errorCode: r.errorCode, carrierError: r.carrierError ?? "" })),
   );
   const changed = new Set<string>();
+  const queued = new Set<string>();
   for (const m of rows) {
     changed.add(m.sid);
     if (!m.delivery_receipt || m.dr_webhook_uri === "") continue;
+    queued.add(m.sid);
     const report = reports[first.get(m.sid)!];
     await enqueueWebhook(tx, {
       accountSid: m.account_sid,
@@ -56,7 +67,10 @@ export async function applyFinalStates(tx: EntityManager, reports: Report[]): Pr
       now: report.now,
     });
   }
-  return reports.map((r, i) => first.get(r.messageSid) === i && changed.has(r.messageSid));
+  return reports.map((r, i) => {
+    const counts = first.get(r.messageSid) === i;
+    return { changed: counts && changed.has(r.messageSid), webhook: counts && queued.has(r.messageSid) };
+  });
 }
 
 /**

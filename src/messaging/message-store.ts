@@ -383,17 +383,17 @@ export interface FinalState {
   carrierError: string;
 }
 
-/** Moves messages still Processing or Submitted to their final state (sids unique); returns those changed. */
+/**
+ * Moves messages still Processing or Submitted to their final state (sids unique); returns those
+ * changed. The UPDATE is the function sb_apply_final_states (Migration20261125000000): one cached
+ * plan that reaches each row by its key, whatever the table's statistics say.
+ */
 export function updateFinalStates(tx: Em, states: FinalState[]): Promise<FinalRow[]> {
   return executeBound<FinalRow>(
     tx,
-    `update messages m
-        set status = v.status, delivered_at = v.delivered_at, error_code = v.error_code, carrier_error = v.carrier_error, claimed_until = null
-       from unnest(?::text[], ?::text[], ?::timestamptz[], ?::text[], ?::text[]) as v(sid, status, delivered_at, error_code, carrier_error)
-      where m.sid = v.sid and m.direction = 'Transmit' and m.status in ('Processing', 'Submitted')
-      returning m.sid, m.account_sid, m.property_sid, m.sender, m.recipient, m.delivery_receipt, m.dr_webhook_uri, m.dr_webhook_method`,
-    // Not prepared: a plan made once, while the table was small, would keep scanning all of it.
+    "select * from sb_apply_final_states(?::text[], ?::text[], ?::timestamptz[], ?::text[], ?::text[])",
     [states.map((s) => s.messageSid), states.map((s) => s.status), states.map((s) => s.deliveredAt), states.map((s) => s.errorCode), states.map((s) => s.carrierError)],
+    "sb_apply_final_states",
   );
 }
 
@@ -409,17 +409,12 @@ export interface Submission {
  * its status but gets its submission time; the claim ends. Returns the Sids of the rows changed.
  */
 export async function updateSubmissions(em: Em, subs: Submission[]): Promise<string[]> {
+  // The function sb_record_submissions (Migration20261125000000), as in updateFinalStates.
   const rows = await executeBound<{ sid: string }>(
     em,
-    `update messages m
-        set status = case when m.status = 'Processing' then 'Submitted' else m.status end,
-            submitted_at = least(v.at, m.delivered_at), carrier_ref = coalesce(v.carrier_ref, m.carrier_ref), claimed_until = null
-       from unnest(?::text[], ?::text[], ?::timestamptz[]) as v(sid, carrier_ref, at)
-      where m.sid = v.sid and m.direction = 'Transmit'
-        and (m.status = 'Processing' or (m.status in ('Delivered', 'Failed') and m.submitted_at is null))
-      returning m.sid`,
-    // Not prepared, as in updateFinalStates.
+    "select sid from sb_record_submissions(?::text[], ?::text[], ?::timestamptz[])",
     [subs.map((x) => x.messageSid), subs.map((x) => x.carrierRef), subs.map((x) => x.at)],
+    "sb_record_submissions",
   );
   return rows.map((r) => r.sid);
 }
