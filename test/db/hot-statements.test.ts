@@ -109,6 +109,21 @@ describe(`hot statements (${dbKind()})`, () => {
     }
   });
 
+  it("the submission and final-state functions plan every call by primary key: no sequential scan, no hash or merge join, one generic plan", async () => {
+    const rows = await executeBound<{ proname: string; proconfig: string[] | string }>(
+      orm.em.fork(),
+      "select proname, proconfig from pg_proc where proname in ('sb_record_submissions', 'sb_apply_final_states') order by proname",
+      [],
+    );
+    expect(rows.map((r) => r.proname)).toEqual(["sb_apply_final_states", "sb_record_submissions"]);
+    for (const r of rows) {
+      const config = Array.isArray(r.proconfig) ? r.proconfig : String(r.proconfig).replace(/^{|}$/g, "").split(",");
+      expect([...config].sort()).toEqual(
+        ["enable_bitmapscan=off", "enable_hashjoin=off", "enable_mergejoin=off", "enable_seqscan=off", "plan_cache_mode=force_generic_plan"],
+      );
+    }
+  });
+
   it("the settings last for the claim's transaction only", async () => {
     const em = orm.em.fork();
     await em.transactional((tx) => executeBound(tx, ORDERED_QUEUE_SCAN, []));
