@@ -7,7 +7,7 @@ import { storableText } from "../common/string-guard.js";
 import { errorCodeOf } from "../common/errors.js";
 import { parseE164 } from "../common/phone.js";
 import { allocateLease } from "../leases/lease-allocator.js";
-import { insertForwardedMessage, insertReceivedMessage } from "../messaging/message-store.js";
+import { insertInboundMessage } from "../messaging/message-store.js";
 import { goesOutLeased, smsNotEnabled, textEncoding } from "../messaging/send-rules.js";
 import { NO_REPLY_EMAIL } from "../mail/mail-from.js";
 import { enqueueEmail } from "../mail/mail-outbox.js";
@@ -81,18 +81,24 @@ export async function receiveInbound(em: EntityManager, received: InboundSms, no
     }
     const sid = newSid("MG");
     const { encoding, numSegments } = textEncoding(sms.text || " ");
-    await insertReceivedMessage(tx, {
+    await insertInboundMessage(tx, {
       sid,
       accountSid: lease.account_sid,
       propertySid: lease.property_sid,
+      direction: "Receive",
+      status: "Received",
+      senderKind: "",
       sender: sms.from,
       recipient: sms.to,
       text: sms.text,
       encoding,
       numSegments,
+      leaseSid: null,
       inReplyTo: lease.message_sid,
-      receivedAt: sms.at,
+      sendAt: sms.at,
       createdAt: now,
+      receivedAt: sms.at,
+      errorCode: "",
     });
     if (lease.webhook_uri !== "") {
       await enqueueWebhook(tx, {
@@ -176,10 +182,11 @@ async function forwardSms(
   }
   const status = errorCode === "" ? "Processing" : "Failed";
   const enc = textEncoding(sms.text || " ");
-  await insertForwardedMessage(tx, {
+  await insertInboundMessage(tx, {
     sid,
     accountSid: lease.account_sid,
     propertySid: lease.property_sid,
+    direction: "Transmit",
     status,
     senderKind,
     sender,
@@ -189,7 +196,9 @@ async function forwardSms(
     numSegments: enc.numSegments,
     leaseSid,
     inReplyTo: replySid,
-    now,
+    sendAt: now,
+    createdAt: now,
+    receivedAt: null,
     errorCode,
   });
   return { messageSid: sid, status, errorCode };

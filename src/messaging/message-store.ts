@@ -162,38 +162,18 @@ export async function setBatchKeyResponse(tx: Em, accountSid: string, key: strin
 // ---------------------------------------------------------------------------------------------
 // Inbound (delivery/inbound.ts)
 
-/** A reply as stored: a Received message of the account whose lease it answers. */
-export interface ReceivedMessage {
+/**
+ * A message stored from an inbound SMS: the reply itself (Receive, Received, with receivedAt) or
+ * its forward by SMS (Transmit: queued as Processing, or kept as Failed with the rule's errorCode).
+ * It goes out, or came in, at sendAt.
+ */
+export interface InboundMessage {
   sid: string;
   accountSid: string;
   propertySid: string;
-  sender: string;
-  recipient: string;
-  text: string;
-  encoding: string;
-  numSegments: number;
-  inReplyTo: string;
-  receivedAt: Date;
-  createdAt: Date;
-}
-
-/** Stores an inbound SMS (send_at is when it was received). */
-export async function insertReceivedMessage(tx: Em, m: ReceivedMessage): Promise<void> {
-  await tx.execute(
-    `insert into messages (sid, account_sid, property_sid, direction, status, sender_kind, sender, recipient, text, encoding, num_segments,
-                           delivery_receipt, in_reply_to, send_at, created_at, received_at)
-     values (?, ?, ?, 'Receive', 'Received', '', ?, ?, ?, ?, ?, false, ?, ?, ?, ?)`,
-    [m.sid, m.accountSid, m.propertySid, m.sender, m.recipient, m.text, m.encoding, m.numSegments, m.inReplyTo, m.receivedAt, m.createdAt, m.receivedAt],
-  );
-}
-
-/** A reply forwarded by SMS: queued (Processing) or kept as Failed with the rule's error code. */
-export interface ForwardedMessage {
-  sid: string;
-  accountSid: string;
-  propertySid: string;
-  status: "Processing" | "Failed";
-  senderKind: "E164" | "Alphanumeric" | "Leased";
+  direction: "Transmit" | "Receive";
+  status: "Received" | "Processing" | "Failed";
+  senderKind: "E164" | "Alphanumeric" | "Leased" | "";
   sender: string;
   recipient: string;
   text: string;
@@ -201,17 +181,20 @@ export interface ForwardedMessage {
   numSegments: number;
   leaseSid: string | null;
   inReplyTo: string;
-  now: Date;
+  sendAt: Date;
+  createdAt: Date;
+  receivedAt: Date | null;
   errorCode: string;
 }
 
-/** Stores the forward of a reply (due now). */
-export async function insertForwardedMessage(tx: Em, m: ForwardedMessage): Promise<void> {
+/** Stores a reply or its forward (no delivery receipt: nobody asked for one). */
+export async function insertInboundMessage(tx: Em, m: InboundMessage): Promise<void> {
   await tx.execute(
     `insert into messages (sid, account_sid, property_sid, direction, status, sender_kind, sender, recipient, text, encoding, num_segments,
-                           delivery_receipt, lease_sid, in_reply_to, send_at, created_at, error_code)
-     values (?, ?, ?, 'Transmit', ?, ?, ?, ?, ?, ?, ?, false, ?, ?, ?, ?, ?)`,
-    [m.sid, m.accountSid, m.propertySid, m.status, m.senderKind, m.sender, m.recipient, m.text, m.encoding, m.numSegments, m.leaseSid, m.inReplyTo, m.now, m.now, m.errorCode],
+                           delivery_receipt, lease_sid, in_reply_to, send_at, created_at, received_at, error_code)
+     values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, false, ?, ?, ?, ?, ?, ?)`,
+    [m.sid, m.accountSid, m.propertySid, m.direction, m.status, m.senderKind, m.sender, m.recipient, m.text, m.encoding, m.numSegments,
+      m.leaseSid, m.inReplyTo, m.sendAt, m.createdAt, m.receivedAt, m.errorCode],
   );
 }
 
