@@ -1,83 +1,20 @@
-import type { MikroORM } from "@mikro-orm/sql";
+import type { EntityManager, MikroORM } from "@mikro-orm/sql";
 import type { Logger } from "pino";
 import { type Carrier, CarrierError } from "../carriers/carrier.js";
 import type { Clock } from "../common/clock.js";
-import { executeBound } from "../db/bound-sql.js";
 import { isDatabaseUnavailable } from "../db/orm.js";
 import { applyFinalState, recordSubmissions, type Submission } from "./receipts.js";
+import {
+  claimFair,
+  claimHeldMessages,
+  claimInOrder,
+  type ClaimedRow,
+  holdExpiredClaims,
+  listDueAccounts,
+  orderedQueueScan,
+  scheduleRetry,
+} from "../messaging/message-store.js";
 import { recordSegments } from "../carriers/smpp/receipt-store.js";
-
-const RETURNING = "m.sid, m.account_sid, m.sender, m.recipient, m.text, m.delivery_receipt, m.attempts, m.send_at, m.scheduled_at, m.created_at";
-
-/** Planner settings for the claim's transaction: the due messages by an ordered walk of the queue index only. */
-export const ORDERED_QUEUE_SCAN =
-  "select set_config('enable_bitmapscan', 'off', true), set_config('enable_seqscan', 'off', true), set_config('enable_hashjoin', 'off', true), set_config('enable_mergejoin', 'off', true)";
-
-/** Whether a queued message may be claimed (the parameter, when claims expire: now). */
-function claimable(confirmed: boolean): string {
-  return confirmed ? "claimed_until is null" : "(claimed_until is null or claimed_until < ?)";
-}
-
-/**
- * The claim in due order: one UPDATE over a `FOR UPDATE SKIP LOCKED` subselect of the oldest due
- * messages, by an ordered walk of messages_queue_idx. Used while no backlog builds up (every due
- * message fits in the round, so no account waits for another) and to fill a fair round.
- * Parameters: claimed_until, now (now again when claims expire), limit.
- * With a carrier that confirms, an expired claim is never taken directly: holdUnconfirmed first.
- */
-export function claimSql(confirmed: boolean): string {
-  return `update messages m
-            set status = 'Processing', claimed_until = ?, attempts = m.attempts + 1
-          where m.sid in (
-            select sid from messages
-             where queued and direction = 'Transmit'
-               and send_at <= ? and ${claimable(confirmed)}
-             order by send_at
-             limit ?
-             for update skip locked)
-        returning ${RETURNING}`;
-}
-
-/**
- * The accounts with due messages, for the round-robin claim while a backlog lasts: a loose scan
- * of messages_account_queue_idx (account_sid, send_at) finds each account with queued messages
- * and its oldest one, one index probe per account (one account's burst costs one probe, not a
- * walk through the burst); those whose oldest is due are returned. Parameter: now.
- */
-export const DUE_ACCOUNTS_SQL = `with recursive heads(account_sid, send_at) as (
-    (select account_sid, send_at from messages where queued order by account_sid, send_at limit 1)
-  union all
-    select n.account_sid, n.send_at
-      from heads h
-      cross join lateral (
-        select account_sid, send_at from messages
-         where queued and account_sid > h.account_sid
-         order by account_sid, send_at limit 1) n
-)
-select account_sid from heads where send_at <= ?`;
-
-/**
- * The claim round-robin across accounts: each given account takes up to k of its oldest due
- * messages (`FOR UPDATE SKIP LOCKED`: concurrent dispatchers never claim the same row). The row
- * comparison bounds the scan to the account's due range of messages_account_queue_idx; with a
- * plain `account_sid = ?` the planner may walk messages_queue_idx in send_at order instead and
- * filter on the account, through every other account's due messages.
- * Parameters: claimed_until, account Sids, now (now again when claims expire), k.
- */
-export function fairClaimSql(confirmed: boolean): string {
-  return `update messages m
-            set status = 'Processing', claimed_until = ?, attempts = m.attempts + 1
-          where m.sid in (
-            select c.sid from unnest(?::text[]) as d(account_sid)
-             cross join lateral (
-               select sid from messages
-                where queued and (account_sid, send_at) >= (d.account_sid, '-infinity') and (account_sid, send_at) <= (d.account_sid, ?)
-                  and direction = 'Transmit' and ${claimable(confirmed)}
-                order by account_sid, send_at
-                limit ?
-                for update skip locked) c)
-        returning ${RETURNING}`;
-}
 
 /** How long the list of accounts with due messages is reused by the round-robin claim, ms. */
 const DUE_ACCOUNTS_TTL_MS = 250;
@@ -96,19 +33,6 @@ export interface DispatcherOptions {
   retryWindowMs?: number;
   /** Looks for expired claims at most this often, ms (default 1 s; only for carriers that confirm). */
   sweepMs?: number;
-}
-
-interface ClaimedRow {
-  sid: string;
-  account_sid: string;
-  sender: string;
-  recipient: string;
-  text: string;
-  delivery_receipt: boolean;
-  attempts: number;
-  send_at: Date | string;
-  scheduled_at: Date | string | null;
-  created_at: Date | string;
 }
 
 /** Hands due messages to the carrier; any number of dispatchers may share one database. */
@@ -207,16 +131,11 @@ export function createDispatcher(opts: DispatcherOptions): Dispatcher {
    */
   async function holdUnconfirmed(now: Date): Promise<void> {
     const until = new Date(now.getTime() + confirmWaitMs);
-    const held = await opts.orm.em.fork().execute<{ sid: string }[]>(
-      `update messages m set claimed_until = ?
-        where m.queued and m.status = 'Processing' and m.direction = 'Transmit' and m.claimed_until < ?
-        returning m.sid`,
-      [until, now],
-    );
-    for (const r of held) holds.set(r.sid, until);
+    const held = await holdExpiredClaims(opts.orm.em.fork(), until, now);
+    for (const sid of held) holds.set(sid, until);
     if (held.length > 0) {
       opts.log?.warn(
-        { count: held.length, messageSids: held.slice(0, 50).map((r) => r.sid), confirmWaitMs },
+        { count: held.length, messageSids: held.slice(0, 50), confirmWaitMs },
         "claims expired without the carrier's answer (a dispatcher stopped mid-submission): waiting for the carrier's report before submitting again",
       );
     }
@@ -233,15 +152,7 @@ export function createDispatcher(opts: DispatcherOptions): Dispatcher {
     const claimed: ClaimedRow[] = [];
     for (const [end, sids] of byEnd) {
       // Still exactly our hold: not settled by a report, not taken over by another dispatcher.
-      // (Sids are [A-Z0-9]: a comma-joined list is a safe single parameter.)
-      claimed.push(
-        ...(await opts.orm.em.fork().execute<ClaimedRow[]>(
-          `update messages m set claimed_until = ?, attempts = m.attempts + 1
-            where m.sid = any(string_to_array(?, ',')) and m.status = 'Processing' and m.claimed_until = ?
-            returning ${RETURNING}`,
-          [new Date(now.getTime() + claimMs), sids.join(","), new Date(end)],
-        )),
-      );
+      claimed.push(...(await claimHeldMessages(opts.orm.em.fork(), sids, new Date(end), new Date(now.getTime() + claimMs))));
     }
     if (claimed.length > 0) {
       opts.log?.warn(
@@ -264,10 +175,7 @@ export function createDispatcher(opts: DispatcherOptions): Dispatcher {
     } else {
       const retryAt = new Date(now.getTime() + carrierBackoffMs(row.attempts));
       opts.log?.info({ messageSid: row.sid, errorCode: carrierErr.errorCode, retryAt }, "carrier refused for now; will retry");
-      await em.execute(
-        `update messages set send_at = ?, claimed_until = null, error_code = ? where sid = ? and status = 'Processing'`,
-        [retryAt, carrierErr.errorCode, row.sid],
-      );
+      await scheduleRetry(em, row.sid, retryAt, carrierErr.errorCode);
     }
   }
 
@@ -288,28 +196,20 @@ export function createDispatcher(opts: DispatcherOptions): Dispatcher {
    * round cost as much again as the claim itself while the index still held the entries of the
    * messages just submitted (they go at the next vacuum).
    */
-  async function claimDue(tx: Parameters<typeof executeBound>[0], now: Date, limit: number): Promise<ClaimedRow[]> {
+  async function claimDue(tx: EntityManager, now: Date, limit: number): Promise<ClaimedRow[]> {
     const confirmed = confirmWaitMs > 0;
     const until = new Date(now.getTime() + claimMs);
-    const expired = confirmed ? [] : [now];
-    const inOrder = (limit: number) =>
-      executeBound<ClaimedRow>(tx, claimSql(confirmed), [until, now, ...expired, limit], confirmed ? "sb_dispatch_claim_confirmed" : "sb_dispatch_claim");
+    const inOrder = (limit: number) => claimInOrder(tx, confirmed, until, now, limit);
     let rows: ClaimedRow[];
     if (!backlog) {
       rows = await inOrder(limit);
     } else {
       if (!dueAccounts || performance.now() - dueAccounts.at >= DUE_ACCOUNTS_TTL_MS || dueAccounts.sids.length === 0) {
-        const listed = await executeBound<{ account_sid: string }>(tx, DUE_ACCOUNTS_SQL, [now], "sb_dispatch_due_accounts");
-        dueAccounts = { sids: listed.map((r) => r.account_sid), at: performance.now() };
+        dueAccounts = { sids: await listDueAccounts(tx, now), at: performance.now() };
       }
       const sids = dueAccounts.sids;
       const share = Math.max(1, Math.ceil(limit / Math.max(1, sids.length)));
-      rows = sids.length === 0 ? [] : await executeBound<ClaimedRow>(
-        tx,
-        fairClaimSql(confirmed),
-        [until, sids, now, ...expired, share],
-        confirmed ? "sb_dispatch_fair_claim_confirmed" : "sb_dispatch_fair_claim",
-      );
+      rows = sids.length === 0 ? [] : await claimFair(tx, confirmed, until, sids, now, share);
       const taken = new Map<string, number>();
       for (const r of rows) taken.set(r.account_sid, (taken.get(r.account_sid) ?? 0) + 1);
       // An account that took less than its share has nothing more due now: the next rounds share among the others.
@@ -349,7 +249,7 @@ export function createDispatcher(opts: DispatcherOptions): Dispatcher {
         limit <= 0
           ? []
           : await opts.orm.em.fork().transactional(async (tx) => {
-              await executeBound(tx, ORDERED_QUEUE_SCAN, [], "sb_ordered_queue_scan");
+              await orderedQueueScan(tx);
               return claimDue(tx, now, limit);
             });
       const rows = [...held, ...fresh];

@@ -9,7 +9,7 @@ import { createDispatcher, type Dispatcher, type DispatcherOptions } from "./dis
 import { DEFAULT_NO_ALPHA_COUNTRIES } from "../messaging/send-rules.js";
 import { receiveInbound } from "./inbound.js";
 import { createGroupCommit } from "../common/group-commit.js";
-import { applyFinalStates, recordSubmissions, type Submission } from "./receipts.js";
+import { applyReports, recordSubmissions, type Submission } from "./receipts.js";
 import { createWorkerLoop, type WorkerLoop } from "./worker-loop.js";
 import { applyPendingReceipts, applySegmentReceipt, flushInboundParts, storeInboundPart } from "../carriers/smpp/receipt-store.js";
 
@@ -73,11 +73,11 @@ export function createDeliveryEngine(opts: DeliveryEngineOptions): DeliveryEngin
   const reports = createGroupCommit({
     // Nobody waits on a report: 10 ms gathers the reports of a busy carrier into larger batches.
     lingerMs: 10,
-    run: (items: Parameters<typeof applyFinalStates>[1]) =>
+    run: (items: Parameters<typeof applyReports>[1]) =>
       opts.orm.em
         .fork()
-        .transactional((tx) => applyFinalStates(tx, items))
-        .then((changed) => changed.map((value) => ({ ok: true as const, value }))),
+        .transactional((tx) => applyReports(tx, items))
+        .then((outcomes) => outcomes.map((o) => ({ ok: true as const, value: o.webhook }))),
   });
   // The carrier's Submitted reports (Kannel's type 8/4) likewise; a sid repeated in one batch is
   // recorded once (the first), as if the reports had come one after the other.
@@ -97,8 +97,9 @@ export function createDeliveryEngine(opts: DeliveryEngineOptions): DeliveryEngin
         await submissions.submit({ messageSid: report.messageSid, at: report.at, carrierRef: report.carrierRef ?? null });
         return;
       }
-      const changed = await reports.submit({ ...report, status: report.status, now: opts.clock.now() });
-      if (changed) webhookLoop?.nudge();
+      // Only a queued delivery receipt gives the webhook worker something to do (it polls anyway).
+      const queuedWebhook = await reports.submit({ ...report, status: report.status, now: opts.clock.now() });
+      if (queuedWebhook) webhookLoop?.nudge();
     },
     async inbound(sms) {
       const result = await receiveInbound(opts.orm.em.fork(), sms, opts.clock.now(), { noAlphaCountries });

@@ -8,6 +8,7 @@ import { errorCodeOf } from "../common/errors.js";
 import { parseE164 } from "../common/phone.js";
 import { allocateLease } from "../leases/lease-allocator.js";
 import { findLiveLeaseMatch, type LeaseMatch, wasEverLeased } from "../leases/lease-store.js";
+import { insertInboundMessage } from "../messaging/message-store.js";
 import { goesOutLeased, smsNotEnabled, textEncoding } from "../messaging/send-rules.js";
 import { NO_REPLY_EMAIL } from "../mail/mail-from.js";
 import { enqueueEmail } from "../mail/mail-outbox.js";
@@ -52,12 +53,25 @@ export async function receiveInbound(em: EntityManager, received: InboundSms, no
     }
     const sid = newSid("MG");
     const { encoding, numSegments } = textEncoding(sms.text || " ");
-    await tx.execute(
-      `insert into messages (sid, account_sid, property_sid, direction, status, sender_kind, sender, recipient, text, encoding, num_segments,
-                             delivery_receipt, in_reply_to, send_at, created_at, received_at)
-       values (?, ?, ?, 'Receive', 'Received', '', ?, ?, ?, ?, ?, false, ?, ?, ?, ?)`,
-      [sid, lease.account_sid, lease.property_sid, sms.from, sms.to, sms.text, encoding, numSegments, lease.message_sid, sms.at, now, sms.at],
-    );
+    await insertInboundMessage(tx, {
+      sid,
+      accountSid: lease.account_sid,
+      propertySid: lease.property_sid,
+      direction: "Receive",
+      status: "Received",
+      senderKind: "",
+      sender: sms.from,
+      recipient: sms.to,
+      text: sms.text,
+      encoding,
+      numSegments,
+      leaseSid: null,
+      inReplyTo: lease.message_sid,
+      sendAt: sms.at,
+      createdAt: now,
+      receivedAt: sms.at,
+      errorCode: "",
+    });
     if (lease.webhook_uri !== "") {
       await enqueueWebhook(tx, {
         accountSid: lease.account_sid,
@@ -139,11 +153,24 @@ async function forwardSms(
   }
   const status = errorCode === "" ? "Processing" : "Failed";
   const enc = textEncoding(sms.text || " ");
-  await tx.execute(
-    `insert into messages (sid, account_sid, property_sid, direction, status, sender_kind, sender, recipient, text, encoding, num_segments,
-                           delivery_receipt, lease_sid, in_reply_to, send_at, created_at, error_code)
-     values (?, ?, ?, 'Transmit', ?, ?, ?, ?, ?, ?, ?, false, ?, ?, ?, ?, ?)`,
-    [sid, lease.account_sid, lease.property_sid, status, senderKind, sender, lease.forward_to_sms, sms.text, enc.encoding, enc.numSegments, leaseSid, replySid, now, now, errorCode],
-  );
+  await insertInboundMessage(tx, {
+    sid,
+    accountSid: lease.account_sid,
+    propertySid: lease.property_sid,
+    direction: "Transmit",
+    status,
+    senderKind,
+    sender,
+    recipient: lease.forward_to_sms,
+    text: sms.text,
+    encoding: enc.encoding,
+    numSegments: enc.numSegments,
+    leaseSid,
+    inReplyTo: replySid,
+    sendAt: now,
+    createdAt: now,
+    receivedAt: null,
+    errorCode,
+  });
   return { messageSid: sid, status, errorCode };
 }

@@ -1,19 +1,8 @@
 import type { EntityManager } from "@mikro-orm/sql";
 import type { DeliveryReport } from "../carriers/carrier.js";
 import { unixSeconds } from "../common/clock.js";
-import { executeBound } from "../db/bound-sql.js";
+import { type Submission, updateFinalStates, updateSubmissions } from "../messaging/message-store.js";
 import { enqueueWebhook } from "../webhooks/outbox.js";
-
-interface FinalRow {
-  sid: string;
-  account_sid: string;
-  property_sid: string;
-  sender: string;
-  recipient: string;
-  delivery_receipt: boolean;
-  dr_webhook_uri: string;
-  dr_webhook_method: string;
-}
 
 /** A final report (Delivered or Failed) and when the service heard it. */
 type Report = Omit<DeliveryReport, "status"> & { status: "Delivered" | "Failed"; now: Date };
@@ -33,25 +22,30 @@ export async function applyFinalState(em: EntityManager, report: Report): Promis
  * (the later ones find it final), as if they had come one after the other.
  */
 export async function applyFinalStates(tx: EntityManager, reports: Report[]): Promise<boolean[]> {
+  return (await applyReports(tx, reports)).map((r) => r.changed);
+}
+
+/**
+ * applyFinalStates, telling per report also whether it queued a delivery receipt webhook (the
+ * engine wakes the webhook worker only then: a wake-up with nothing queued still costs the
+ * worker's query).
+ */
+export async function applyReports(tx: EntityManager, reports: Report[]): Promise<{ changed: boolean; webhook: boolean }[]> {
   const first = new Map<string, number>();
   reports.forEach((r, i) => {
     if (!first.has(r.messageSid)) first.set(r.messageSid, i);
   });
   const unique = [...first.values()].map((i) => reports[i]);
-  const rows = await executeBound<FinalRow>(
+  const rows = await updateFinalStates(
     tx,
-    `update messages m
-        set status = v.status, delivered_at = v.delivered_at, error_code = v.error_code, carrier_error = v.carrier_error, claimed_until = null
-       from unnest(?::text[], ?::text[], ?::timestamptz[], ?::text[], ?::text[]) as v(sid, status, delivered_at, error_code, carrier_error)
-      where m.sid = v.sid and m.direction = 'Transmit' and m.status in ('Processing', 'Submitted')
-      returning m.sid, m.account_sid, m.property_sid, m.sender, m.recipient, m.delivery_receipt, m.dr_webhook_uri, m.dr_webhook_method`,
-    // Not prepared: a plan made once, while the table was small, would keep scanning all of it.
-    [unique.map((r) => r.messageSid), unique.map((r) => r.status), unique.map((r) => (r.status === "Delivered" ? r.at : null)), unique.map((r) => r.errorCode), unique.map((r) => r.carrierError ?? "")],
+    unique.map((r) => ({ messageSid: r.messageSid, status: r.status, deliveredAt: r.status === "Delivered" ? r.at : null, errorCode: r.errorCode, carrierError: r.carrierError ?? "" })),
   );
   const changed = new Set<string>();
+  const queued = new Set<string>();
   for (const m of rows) {
     changed.add(m.sid);
     if (!m.delivery_receipt || m.dr_webhook_uri === "") continue;
+    queued.add(m.sid);
     const report = reports[first.get(m.sid)!];
     await enqueueWebhook(tx, {
       accountSid: m.account_sid,
@@ -73,7 +67,10 @@ export async function applyFinalStates(tx: EntityManager, reports: Report[]): Pr
       now: report.now,
     });
   }
-  return reports.map((r, i) => first.get(r.messageSid) === i && changed.has(r.messageSid));
+  return reports.map((r, i) => {
+    const counts = first.get(r.messageSid) === i;
+    return { changed: counts && changed.has(r.messageSid), webhook: counts && queued.has(r.messageSid) };
+  });
 }
 
 /**
@@ -88,11 +85,7 @@ export async function recordSubmission(em: EntityManager, s: Submission): Promis
 }
 
 /** One submission the carrier holds: the message, when, and the carrier's reference if known. */
-export interface Submission {
-  messageSid: string;
-  at: Date;
-  carrierRef: string | null;
-}
+export type { Submission };
 
 /**
  * recordSubmission for many messages with one UPDATE (a dispatcher round): returns, per
@@ -100,18 +93,6 @@ export interface Submission {
  */
 export async function recordSubmissions(em: EntityManager, subs: Submission[]): Promise<boolean[]> {
   if (subs.length === 0) return [];
-  const rows = await executeBound<{ sid: string }>(
-    em,
-    `update messages m
-        set status = case when m.status = 'Processing' then 'Submitted' else m.status end,
-            submitted_at = least(v.at, m.delivered_at), carrier_ref = coalesce(v.carrier_ref, m.carrier_ref), claimed_until = null
-       from unnest(?::text[], ?::text[], ?::timestamptz[]) as v(sid, carrier_ref, at)
-      where m.sid = v.sid and m.direction = 'Transmit'
-        and (m.status = 'Processing' or (m.status in ('Delivered', 'Failed') and m.submitted_at is null))
-      returning m.sid`,
-    // Not prepared, as in applyFinalStates.
-    [subs.map((x) => x.messageSid), subs.map((x) => x.carrierRef), subs.map((x) => x.at)],
-  );
-  const changed = new Set(rows.map((r) => r.sid));
+  const changed = new Set(await updateSubmissions(em, subs));
   return subs.map((x) => changed.has(x.messageSid));
 }

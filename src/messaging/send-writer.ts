@@ -7,9 +7,21 @@ import type { Account } from "../accounts/account.entity.js";
 import { wrongCredentials } from "../accounts/auth.js";
 import { apiError, fieldError, fieldErrors, type FieldProblem, idempotencyKeyReused, notFound } from "../common/errors.js";
 import { createGroupCommit, type GroupCommit, type ItemOutcome } from "../common/group-commit.js";
-import { executeBound } from "../db/bound-sql.js";
 import { constraintViolation } from "../db/orm.js";
 import { allocateLease } from "../leases/lease-allocator.js";
+import {
+  type CheckRow,
+  checkSendBatch,
+  claimBatchKey,
+  deleteIdempotencyKey,
+  deleteIdempotencyKeys,
+  findBatchKey,
+  insertIdempotencyKeys,
+  insertMessages,
+  MESSAGE_COLUMNS,
+  ownedNumbers,
+  setBatchKeyResponse,
+} from "./message-store.js";
 import { senderNotOwned, smsNotEnabled, type ValidSend } from "./send-rules.js";
 
 /** An Idempotency-Key is remembered this long (docs/api.md#idempotency-key). */
@@ -49,58 +61,6 @@ export interface SendOutcome {
   dueNow: boolean;
 }
 
-interface CheckRow {
-  i: number;
-  account_token_hash: string | null;
-  account_sms: boolean | null;
-  property_sms: boolean | null;
-  owned: boolean;
-  key_expired: boolean | null;
-  key_hash: string | null;
-  m_sid: string | null;
-  m_account_sid: string | null;
-  m_property_sid: string | null;
-  m_sender: string | null;
-  m_recipient: string | null;
-  m_text: string | null;
-}
-
-/** Columns of one stored message, and the SQL type of each (the insert passes one array per column). */
-const MESSAGE_COLUMNS = [
-  ["sid", "text"], ["account_sid", "text"], ["property_sid", "text"], ["direction", "text"], ["status", "text"],
-  ["sender_kind", "text"], ["sender", "text"], ["recipient", "text"], ["text", "text"], ["encoding", "text"],
-  ["num_segments", "int"], ["delivery_receipt", "bool"], ["dr_webhook_uri", "text"], ["dr_webhook_method", "text"],
-  ["forward_to_sms", "text"], ["forward_from_sms", "text"], ["forward_to_email", "text"], ["forward_from_email", "text"],
-  ["webhook_uri", "text"], ["webhook_method", "text"], ["lease_sid", "text"], ["scheduled_at", "timestamptz"],
-  ["send_at", "timestamptz"], ["created_at", "timestamptz"],
-] as const;
-
-// A batch passes one array per column (unnest), so each statement has one text whatever the
-// batch size and is prepared once per connection (executeBound). With a VALUES row per send,
-// PostgreSQL parsed and planned every batch anew: most of its CPU per send.
-const INSERT_SQL = `insert into messages (${MESSAGE_COLUMNS.map(([c]) => c).join(", ")})
-  select * from unnest(${MESSAGE_COLUMNS.map(([, t]) => `?::${t}[]`).join(", ")})`;
-
-export const CHECK_SQL = `select v.i, a.token_hash as account_token_hash, a.sms_enabled as account_sms, p.sms_enabled as property_sms,
-       n.sid is not null as owned, k.created_at <= v.expire_before as key_expired, k.request_hash as key_hash,
-       m.sid as m_sid, m.account_sid as m_account_sid, m.property_sid as m_property_sid, m.sender as m_sender, m.recipient as m_recipient, m.text as m_text
-  from unnest(?::int[], ?::text[], ?::text[], ?::text[], ?::text[], ?::timestamptz[]) as v(i, account_sid, property_sid, sender, idem_key, expire_before)
-  left join accounts a on a.sid = v.account_sid
-  left join properties p on p.sid = v.property_sid and p.account_sid = v.account_sid
-  left join numbers n on n.number = v.sender and n.account_sid = v.account_sid
-  left join idempotency_keys k on k.account_sid = v.account_sid and k.key = v.idem_key
-  left join messages m on m.sid = k.message_sid`;
-
-/**
- * Planner settings for a send batch's transaction. The check query is prepared once per
- * connection and its plan reused (force_generic_plan: no planning per batch). A plan made while
- * the tables were small could hash-join a sequential scan of idempotency_keys or messages and keep
- * doing so as they grow (40 ms per batch at 100,000 keys); with sequential scans and hash or merge
- * joins off it looks every row up through an index, at any table size.
- */
-export const SEND_BATCH_SETTINGS = `select set_config('plan_cache_mode', 'force_generic_plan', true), set_config('enable_seqscan', 'off', true),
-  set_config('enable_hashjoin', 'off', true), set_config('enable_mergejoin', 'off', true)`;
-
 /**
  * The items whose E164 ForwardFromSms is one of their account's numbers. A separate query, run
  * only when a batch names such a sender (rare): the check query every send pays stays as it is.
@@ -115,13 +75,7 @@ async function ownedForwarders(tx: Tx, items: SendItem[]): Promise<Set<number>> 
     asked[2].push(send.forwardFromSms);
   });
   if (asked[0].length === 0) return new Set();
-  const rows = await executeBound<{ i: number }>(
-    tx,
-    `select v.i from unnest(?::int[], ?::text[], ?::text[]) as v(i, account_sid, number)
-       join numbers n on n.number = v.number and n.account_sid = v.account_sid`,
-    asked,
-  );
-  return new Set(rows.map((r) => Number(r.i)));
+  return new Set(await ownedNumbers(tx, asked));
 }
 
 const ok = <O>(value: O): ItemOutcome<O> => ({ ok: true, value });
@@ -158,8 +112,7 @@ async function writeBatch(tx: Tx, items: SendItem[]): Promise<ItemOutcome<SendOu
     const row = [i, item.account.sid, item.propertySid, ownedSender, item.idemKey ?? null, new Date(item.now.getTime() - IDEMPOTENCY_TTL_MS)];
     for (let c = 0; c < row.length; c++) check[c].push(row[c]);
   });
-  await executeBound(tx, SEND_BATCH_SETTINGS, [], "sb_send_settings");
-  const rows = await executeBound<CheckRow>(tx, CHECK_SQL, check, "sb_send_check");
+  const rows = await checkSendBatch(tx, check);
   const byIndex = new Map<number, CheckRow>(rows.map((r) => [Number(r.i), r]));
   const forwardersOwned = await ownedForwarders(tx, items);
 
@@ -215,10 +168,9 @@ async function writeBatch(tx: Tx, items: SendItem[]): Promise<ItemOutcome<SendOu
   });
 
   if (expiredKeys.length > 0) {
-    await executeBound(
+    await deleteIdempotencyKeys(
       tx,
-      `delete from idempotency_keys where (account_sid, key) in (${expiredKeys.map(() => "(?, ?)").join(", ")})`,
-      expiredKeys.flatMap((item) => [item.account.sid, item.idemKey!]),
+      expiredKeys.map((item) => ({ accountSid: item.account.sid, key: item.idemKey! })),
     );
   }
 
@@ -285,17 +237,16 @@ async function writeBatch(tx: Tx, items: SendItem[]): Promise<ItemOutcome<SendOu
         dueNow: !send.scheduled,
       });
     }
-    await executeBound(tx, INSERT_SQL, columns, "sb_send_insert");
+    await insertMessages(tx, columns);
     // In key order, so that two batches claiming the same keys never wait for each other in a
     // cycle. A key another transaction is storing makes this insert wait for that commit, then
     // fail as a duplicate: the batch is redone and the repeat answered from the stored key.
     const keyed = stored.filter((s) => items[s.index].idemKey).map((s) => items[s.index]);
     if (keyed.length > 0) {
       keyed.sort((a, b) => (a.account.sid + "\n" + a.idemKey < b.account.sid + "\n" + b.idemKey ? -1 : 1));
-      await executeBound(
+      await insertIdempotencyKeys(
         tx,
-        `insert into idempotency_keys (account_sid, key, message_sid, request_hash, created_at) values ${keyed.map(() => "(?, ?, ?, ?, ?)").join(", ")}`,
-        keyed.flatMap((item) => [item.account.sid, item.idemKey!, item.sid, item.idemHash ?? null, item.now]),
+        keyed.map((item) => ({ accountSid: item.account.sid, key: item.idemKey!, messageSid: item.sid, requestHash: item.idemHash ?? null, createdAt: item.now })),
       );
     }
   }
@@ -332,32 +283,18 @@ export async function writeKeyedBatch(orm: MikroORM, batch: KeyedBatch): Promise
   for (let attempt = 0; ; attempt++) {
     try {
       return await orm.em.fork().transactional(async (tx) => {
-        const [row] = await executeBound<{ request_hash: string | null; response: Uint8Array | null; expired: boolean }>(
-          tx,
-          "select request_hash, response, created_at <= ? as expired from idempotency_keys where account_sid = ? and key = ?",
-          [new Date(batch.now.getTime() - IDEMPOTENCY_TTL_MS), batch.accountSid, batch.key],
-        );
+        const row = await findBatchKey(tx, batch.accountSid, batch.key, new Date(batch.now.getTime() - IDEMPOTENCY_TTL_MS));
         if (row && !row.expired) {
           if (!row.response || row.request_hash !== batch.hash) throw idempotencyKeyReused(batch.key);
           return { response: fromBinary(SendBatchResponseSchema, new Uint8Array(row.response)), dueNow: false };
         }
-        if (row) await executeBound(tx, "delete from idempotency_keys where account_sid = ? and key = ?", [batch.accountSid, batch.key]);
+        if (row) await deleteIdempotencyKey(tx, batch.accountSid, batch.key);
         // The claim comes first, so that a concurrent repeat waits here instead of doing the work
         // twice. Its response is a placeholder no other transaction ever sees.
-        await executeBound(tx, "insert into idempotency_keys (account_sid, key, request_hash, response, created_at) values (?, ?, ?, ?, ?)", [
-          batch.accountSid,
-          batch.key,
-          batch.hash,
-          Buffer.alloc(0),
-          batch.now,
-        ]);
+        await claimBatchKey(tx, batch.accountSid, batch.key, batch.hash, batch.now);
         const outcomes = await writeBatch(tx, batch.items);
         const response = batch.respond(outcomes);
-        await executeBound(tx, "update idempotency_keys set response = ? where account_sid = ? and key = ?", [
-          Buffer.from(toBinary(SendBatchResponseSchema, response)),
-          batch.accountSid,
-          batch.key,
-        ]);
+        await setBatchKeyResponse(tx, batch.accountSid, batch.key, toBinary(SendBatchResponseSchema, response));
         return { response, dueNow: outcomes.some((o) => o.ok && o.value.dueNow) };
       });
     } catch (err) {

@@ -2,8 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { MikroORM } from "@mikro-orm/sql";
 import { createTestOrm, dbKind, type TestOrm } from "../support/db.js";
 import { executeBound } from "../../src/db/bound-sql.js";
-import { claimSql, DUE_ACCOUNTS_SQL, fairClaimSql, ORDERED_QUEUE_SCAN } from "../../src/delivery/dispatcher.js";
-import { CHECK_SQL, SEND_BATCH_SETTINGS } from "../../src/messaging/send-writer.js";
+import { CHECK_SQL, claimSql, DUE_ACCOUNTS_SQL, fairClaimSql, ORDERED_QUEUE_SCAN, SEND_BATCH_SETTINGS } from "../../src/messaging/message-store.js";
 
 /** Every plan node below the root, depth first. */
 function planNodes(plan: Record<string, unknown>): Record<string, unknown>[] {
@@ -107,6 +106,21 @@ describe(`hot statements (${dbKind()})`, () => {
     expect(types).not.toContain("Merge Join");
     for (const table of ["accounts", "properties", "numbers", "idempotency_keys", "messages"]) {
       expect(planNodes(plan[0].Plan).some((n) => n["Relation Name"] === table && String(n["Node Type"]).startsWith("Index"))).toBe(true);
+    }
+  });
+
+  it("the submission and final-state functions plan every call by primary key: no sequential scan, no hash or merge join, one generic plan", async () => {
+    const rows = await executeBound<{ proname: string; proconfig: string[] | string }>(
+      orm.em.fork(),
+      "select proname, proconfig from pg_proc where proname in ('sb_record_submissions', 'sb_apply_final_states') order by proname",
+      [],
+    );
+    expect(rows.map((r) => r.proname)).toEqual(["sb_apply_final_states", "sb_record_submissions"]);
+    for (const r of rows) {
+      const config = Array.isArray(r.proconfig) ? r.proconfig : String(r.proconfig).replace(/^{|}$/g, "").split(",");
+      expect([...config].sort()).toEqual(
+        ["enable_bitmapscan=off", "enable_hashjoin=off", "enable_mergejoin=off", "enable_seqscan=off", "plan_cache_mode=force_generic_plan"],
+      );
     }
   });
 

@@ -1,0 +1,403 @@
+import type { EntityManager } from "@mikro-orm/sql";
+import { executeBound } from "../db/bound-sql.js";
+
+/**
+ * The store of the `messages` aggregate (tables `messages` and `idempotency_keys`): every raw SQL
+ * statement on them lives here. The hot ones (a send batch, the dispatcher's claim, submissions,
+ * final states) are hand-tuned: bound parameters, prepared names (src/db/bound-sql.ts), plans
+ * pinned by test/db/hot-statements.test.ts.
+ */
+
+/** An EntityManager, or the transaction a statement runs in. */
+type Em = EntityManager;
+
+// ---------------------------------------------------------------------------------------------
+// Send batches (messaging/send-writer.ts)
+
+/** What the check query says of one send of a batch. */
+export interface CheckRow {
+  i: number;
+  account_token_hash: string | null;
+  account_sms: boolean | null;
+  property_sms: boolean | null;
+  owned: boolean;
+  key_expired: boolean | null;
+  key_hash: string | null;
+  m_sid: string | null;
+  m_account_sid: string | null;
+  m_property_sid: string | null;
+  m_sender: string | null;
+  m_recipient: string | null;
+  m_text: string | null;
+}
+
+/** Columns of one stored message, and the SQL type of each (the insert passes one array per column). */
+export const MESSAGE_COLUMNS = [
+  ["sid", "text"], ["account_sid", "text"], ["property_sid", "text"], ["direction", "text"], ["status", "text"],
+  ["sender_kind", "text"], ["sender", "text"], ["recipient", "text"], ["text", "text"], ["encoding", "text"],
+  ["num_segments", "int"], ["delivery_receipt", "bool"], ["dr_webhook_uri", "text"], ["dr_webhook_method", "text"],
+  ["forward_to_sms", "text"], ["forward_from_sms", "text"], ["forward_to_email", "text"], ["forward_from_email", "text"],
+  ["webhook_uri", "text"], ["webhook_method", "text"], ["lease_sid", "text"], ["scheduled_at", "timestamptz"],
+  ["send_at", "timestamptz"], ["created_at", "timestamptz"],
+] as const;
+
+// A batch passes one array per column (unnest), so each statement has one text whatever the
+// batch size and is prepared once per connection (executeBound). With a VALUES row per send,
+// PostgreSQL parsed and planned every batch anew: most of its CPU per send.
+const INSERT_SQL = `insert into messages (${MESSAGE_COLUMNS.map(([c]) => c).join(", ")})
+  select * from unnest(${MESSAGE_COLUMNS.map(([, t]) => `?::${t}[]`).join(", ")})`;
+
+/**
+ * The check of a send batch: per send (v.i), its account's token hash and SMS flag, its property
+ * (of that account), whether it owns the E164 sender, and its Idempotency-Key with the message
+ * the key answered. Parameters: one array each of index, account, property, sender, key, expire_before.
+ */
+export const CHECK_SQL = `select v.i, a.token_hash as account_token_hash, a.sms_enabled as account_sms, p.sms_enabled as property_sms,
+       n.sid is not null as owned, k.created_at <= v.expire_before as key_expired, k.request_hash as key_hash,
+       m.sid as m_sid, m.account_sid as m_account_sid, m.property_sid as m_property_sid, m.sender as m_sender, m.recipient as m_recipient, m.text as m_text
+  from unnest(?::int[], ?::text[], ?::text[], ?::text[], ?::text[], ?::timestamptz[]) as v(i, account_sid, property_sid, sender, idem_key, expire_before)
+  left join accounts a on a.sid = v.account_sid
+  left join properties p on p.sid = v.property_sid and p.account_sid = v.account_sid
+  left join numbers n on n.number = v.sender and n.account_sid = v.account_sid
+  left join idempotency_keys k on k.account_sid = v.account_sid and k.key = v.idem_key
+  left join messages m on m.sid = k.message_sid`;
+
+/**
+ * Planner settings for a send batch's transaction. The check query is prepared once per
+ * connection and its plan reused (force_generic_plan: no planning per batch). A plan made while
+ * the tables were small could hash-join a sequential scan of idempotency_keys or messages and keep
+ * doing so as they grow (40 ms per batch at 100,000 keys); with sequential scans and hash or merge
+ * joins off it looks every row up through an index, at any table size.
+ */
+export const SEND_BATCH_SETTINGS = `select set_config('plan_cache_mode', 'force_generic_plan', true), set_config('enable_seqscan', 'off', true),
+  set_config('enable_hashjoin', 'off', true), set_config('enable_mergejoin', 'off', true)`;
+
+/** Runs a send batch's check (CHECK_SQL, after SEND_BATCH_SETTINGS) in the batch's transaction. */
+export async function checkSendBatch(tx: Em, check: unknown[][]): Promise<CheckRow[]> {
+  await executeBound(tx, SEND_BATCH_SETTINGS, [], "sb_send_settings");
+  return executeBound<CheckRow>(tx, CHECK_SQL, check, "sb_send_check");
+}
+
+/** Of the asked (index, account, number) arrays, the indexes whose number is one of the account's. */
+export async function ownedNumbers(tx: Em, asked: unknown[][]): Promise<number[]> {
+  const rows = await executeBound<{ i: number }>(
+    tx,
+    `select v.i from unnest(?::int[], ?::text[], ?::text[]) as v(i, account_sid, number)
+       join numbers n on n.number = v.number and n.account_sid = v.account_sid`,
+    asked,
+  );
+  return rows.map((r) => Number(r.i));
+}
+
+/** Stores a batch's messages: one array per MESSAGE_COLUMNS column. */
+export async function insertMessages(tx: Em, columns: unknown[][]): Promise<void> {
+  await executeBound(tx, INSERT_SQL, columns, "sb_send_insert");
+}
+
+/** Forgets expired Idempotency-Keys, given as (account, key) pairs. */
+export async function deleteIdempotencyKeys(tx: Em, keys: { accountSid: string; key: string }[]): Promise<void> {
+  await executeBound(
+    tx,
+    `delete from idempotency_keys where (account_sid, key) in (${keys.map(() => "(?, ?)").join(", ")})`,
+    keys.flatMap((k) => [k.accountSid, k.key]),
+  );
+}
+
+/** One Idempotency-Key of a single send, and the message it answers. */
+export interface MessageKey {
+  accountSid: string;
+  key: string;
+  messageSid: string;
+  requestHash: string | null;
+  createdAt: Date;
+}
+
+/** Remembers the Idempotency-Keys of stored sends (the caller orders them, for lock order). */
+export async function insertIdempotencyKeys(tx: Em, keys: MessageKey[]): Promise<void> {
+  await executeBound(
+    tx,
+    `insert into idempotency_keys (account_sid, key, message_sid, request_hash, created_at) values ${keys.map(() => "(?, ?, ?, ?, ?)").join(", ")}`,
+    keys.flatMap((k) => [k.accountSid, k.key, k.messageSid, k.requestHash, k.createdAt]),
+  );
+}
+
+/** A batch send's Idempotency-Key as stored: its fingerprint, response, and whether it expired. */
+export interface BatchKeyRow {
+  request_hash: string | null;
+  response: Uint8Array | null;
+  expired: boolean;
+}
+
+/** Reads a batch send's Idempotency-Key; keys created at or before expireBefore count as expired. */
+export async function findBatchKey(tx: Em, accountSid: string, key: string, expireBefore: Date): Promise<BatchKeyRow | undefined> {
+  const [row] = await executeBound<BatchKeyRow>(
+    tx,
+    "select request_hash, response, created_at <= ? as expired from idempotency_keys where account_sid = ? and key = ?",
+    [expireBefore, accountSid, key],
+  );
+  return row;
+}
+
+/** Forgets one Idempotency-Key. */
+export async function deleteIdempotencyKey(tx: Em, accountSid: string, key: string): Promise<void> {
+  await executeBound(tx, "delete from idempotency_keys where account_sid = ? and key = ?", [accountSid, key]);
+}
+
+/** Claims a batch send's Idempotency-Key with a placeholder response (a unique violation if taken). */
+export async function claimBatchKey(tx: Em, accountSid: string, key: string, hash: string, now: Date): Promise<void> {
+  await executeBound(tx, "insert into idempotency_keys (account_sid, key, request_hash, response, created_at) values (?, ?, ?, ?, ?)", [
+    accountSid,
+    key,
+    hash,
+    Buffer.alloc(0),
+    now,
+  ]);
+}
+
+/** Stores a batch send's response under its claimed Idempotency-Key. */
+export async function setBatchKeyResponse(tx: Em, accountSid: string, key: string, response: Uint8Array): Promise<void> {
+  await executeBound(tx, "update idempotency_keys set response = ? where account_sid = ? and key = ?", [Buffer.from(response), accountSid, key]);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Inbound (delivery/inbound.ts)
+
+/**
+ * A message stored from an inbound SMS: the reply itself (Receive, Received, with receivedAt) or
+ * its forward by SMS (Transmit: queued as Processing, or kept as Failed with the rule's errorCode).
+ * It goes out, or came in, at sendAt.
+ */
+export interface InboundMessage {
+  sid: string;
+  accountSid: string;
+  propertySid: string;
+  direction: "Transmit" | "Receive";
+  status: "Received" | "Processing" | "Failed";
+  senderKind: "E164" | "Alphanumeric" | "Leased" | "";
+  sender: string;
+  recipient: string;
+  text: string;
+  encoding: string;
+  numSegments: number;
+  leaseSid: string | null;
+  inReplyTo: string;
+  sendAt: Date;
+  createdAt: Date;
+  receivedAt: Date | null;
+  errorCode: string;
+}
+
+/** Stores a reply or its forward (no delivery receipt: nobody asked for one). */
+export async function insertInboundMessage(tx: Em, m: InboundMessage): Promise<void> {
+  await tx.execute(
+    `insert into messages (sid, account_sid, property_sid, direction, status, sender_kind, sender, recipient, text, encoding, num_segments,
+                           delivery_receipt, lease_sid, in_reply_to, send_at, created_at, received_at, error_code)
+     values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, false, ?, ?, ?, ?, ?, ?)`,
+    [m.sid, m.accountSid, m.propertySid, m.direction, m.status, m.senderKind, m.sender, m.recipient, m.text, m.encoding, m.numSegments,
+      m.leaseSid, m.inReplyTo, m.sendAt, m.createdAt, m.receivedAt, m.errorCode],
+  );
+}
+
+// ---------------------------------------------------------------------------------------------
+// The delivery engine's queue (delivery/dispatcher.ts, delivery/receipts.ts)
+
+/** A message as the dispatcher claims it. */
+export interface ClaimedRow {
+  sid: string;
+  account_sid: string;
+  sender: string;
+  recipient: string;
+  text: string;
+  delivery_receipt: boolean;
+  attempts: number;
+  send_at: Date | string;
+  scheduled_at: Date | string | null;
+  created_at: Date | string;
+}
+
+const RETURNING = "m.sid, m.account_sid, m.sender, m.recipient, m.text, m.delivery_receipt, m.attempts, m.send_at, m.scheduled_at, m.created_at";
+
+/** Planner settings for the claim's transaction: the due messages by an ordered walk of the queue index only. */
+export const ORDERED_QUEUE_SCAN =
+  "select set_config('enable_bitmapscan', 'off', true), set_config('enable_seqscan', 'off', true), set_config('enable_hashjoin', 'off', true), set_config('enable_mergejoin', 'off', true)";
+
+/** Whether a queued message may be claimed (the parameter, when claims expire: now). */
+function claimable(confirmed: boolean): string {
+  return confirmed ? "claimed_until is null" : "(claimed_until is null or claimed_until < ?)";
+}
+
+/**
+ * The claim in due order: one UPDATE over a `FOR UPDATE SKIP LOCKED` subselect of the oldest due
+ * messages, by an ordered walk of messages_queue_idx. Used while no backlog builds up (every due
+ * message fits in the round, so no account waits for another) and to fill a fair round.
+ * Parameters: claimed_until, now (now again when claims expire), limit.
+ * With a carrier that confirms, an expired claim is never taken directly: holdUnconfirmed first.
+ */
+export function claimSql(confirmed: boolean): string {
+  return `update messages m
+            set status = 'Processing', claimed_until = ?, attempts = m.attempts + 1
+          where m.sid in (
+            select sid from messages
+             where queued and direction = 'Transmit'
+               and send_at <= ? and ${claimable(confirmed)}
+             order by send_at
+             limit ?
+             for update skip locked)
+        returning ${RETURNING}`;
+}
+
+/**
+ * The accounts with due messages, for the round-robin claim while a backlog lasts: a loose scan
+ * of messages_account_queue_idx (account_sid, send_at) finds each account with queued messages
+ * and its oldest one, one index probe per account (one account's burst costs one probe, not a
+ * walk through the burst); those whose oldest is due are returned. Parameter: now.
+ */
+export const DUE_ACCOUNTS_SQL = `with recursive heads(account_sid, send_at) as (
+    (select account_sid, send_at from messages where queued order by account_sid, send_at limit 1)
+  union all
+    select n.account_sid, n.send_at
+      from heads h
+      cross join lateral (
+        select account_sid, send_at from messages
+         where queued and account_sid > h.account_sid
+         order by account_sid, send_at limit 1) n
+)
+select account_sid from heads where send_at <= ?`;
+
+/**
+ * The claim round-robin across accounts: each given account takes up to k of its oldest due
+ * messages (`FOR UPDATE SKIP LOCKED`: concurrent dispatchers never claim the same row). The row
+ * comparison bounds the scan to the account's due range of messages_account_queue_idx; with a
+ * plain `account_sid = ?` the planner may walk messages_queue_idx in send_at order instead and
+ * filter on the account, through every other account's due messages.
+ * Parameters: claimed_until, account Sids, now (now again when claims expire), k.
+ */
+export function fairClaimSql(confirmed: boolean): string {
+  return `update messages m
+            set status = 'Processing', claimed_until = ?, attempts = m.attempts + 1
+          where m.sid in (
+            select c.sid from unnest(?::text[]) as d(account_sid)
+             cross join lateral (
+               select sid from messages
+                where queued and (account_sid, send_at) >= (d.account_sid, '-infinity') and (account_sid, send_at) <= (d.account_sid, ?)
+                  and direction = 'Transmit' and ${claimable(confirmed)}
+                order by account_sid, send_at
+                limit ?
+                for update skip locked) c)
+        returning ${RETURNING}`;
+}
+
+/** Sets the claim's planner settings (ORDERED_QUEUE_SCAN) for the caller's transaction. */
+export async function orderedQueueScan(tx: Em): Promise<void> {
+  await executeBound(tx, ORDERED_QUEUE_SCAN, [], "sb_ordered_queue_scan");
+}
+
+/**
+ * Claims up to limit due messages in due order until `until` (claimSql); with confirmed, expired
+ * claims are left to holdUnconfirmed. In the caller's transaction, after orderedQueueScan.
+ */
+export function claimInOrder(tx: Em, confirmed: boolean, until: Date, now: Date, limit: number): Promise<ClaimedRow[]> {
+  const expired = confirmed ? [] : [now];
+  return executeBound<ClaimedRow>(tx, claimSql(confirmed), [until, now, ...expired, limit], confirmed ? "sb_dispatch_claim_confirmed" : "sb_dispatch_claim");
+}
+
+/** The accounts with messages due at now (DUE_ACCOUNTS_SQL). */
+export async function listDueAccounts(tx: Em, now: Date): Promise<string[]> {
+  const listed = await executeBound<{ account_sid: string }>(tx, DUE_ACCOUNTS_SQL, [now], "sb_dispatch_due_accounts");
+  return listed.map((r) => r.account_sid);
+}
+
+/** Claims up to share due messages of each given account (fairClaimSql), like claimInOrder. */
+export function claimFair(tx: Em, confirmed: boolean, until: Date, accountSids: string[], now: Date, share: number): Promise<ClaimedRow[]> {
+  const expired = confirmed ? [] : [now];
+  return executeBound<ClaimedRow>(
+    tx,
+    fairClaimSql(confirmed),
+    [until, accountSids, now, ...expired, share],
+    confirmed ? "sb_dispatch_fair_claim_confirmed" : "sb_dispatch_fair_claim",
+  );
+}
+
+/** Extends to `until` every claim that expired before now without an outcome; returns their Sids. */
+export async function holdExpiredClaims(em: Em, until: Date, now: Date): Promise<string[]> {
+  const held = await em.execute<{ sid: string }[]>(
+    `update messages m set claimed_until = ?
+      where m.queued and m.status = 'Processing' and m.direction = 'Transmit' and m.claimed_until < ?
+      returning m.sid`,
+    [until, now],
+  );
+  return held.map((r) => r.sid);
+}
+
+/** Claims again, until `until`, the given messages whose hold still ends at heldUntil (not settled, not taken over). */
+export function claimHeldMessages(em: Em, sids: string[], heldUntil: Date, until: Date): Promise<ClaimedRow[]> {
+  // (Sids are [A-Z0-9]: a comma-joined list is a safe single parameter.)
+  return em.execute<ClaimedRow[]>(
+    `update messages m set claimed_until = ?, attempts = m.attempts + 1
+      where m.sid = any(string_to_array(?, ',')) and m.status = 'Processing' and m.claimed_until = ?
+      returning ${RETURNING}`,
+    [until, sids.join(","), heldUntil],
+  );
+}
+
+/** Puts a claimed message back in the queue, due at retryAt, after a temporary carrier error. */
+export async function scheduleRetry(em: Em, sid: string, retryAt: Date, errorCode: string): Promise<void> {
+  await em.execute(`update messages set send_at = ?, claimed_until = null, error_code = ? where sid = ? and status = 'Processing'`, [retryAt, errorCode, sid]);
+}
+
+/** A message moved to its final state: what its delivery receipt webhook needs. */
+export interface FinalRow {
+  sid: string;
+  account_sid: string;
+  property_sid: string;
+  sender: string;
+  recipient: string;
+  delivery_receipt: boolean;
+  dr_webhook_uri: string;
+  dr_webhook_method: string;
+}
+
+/** One final state to apply: Delivered (with when) or Failed (with why). */
+export interface FinalState {
+  messageSid: string;
+  status: "Delivered" | "Failed";
+  deliveredAt: Date | null;
+  errorCode: string;
+  carrierError: string;
+}
+
+/**
+ * Moves messages still Processing or Submitted to their final state (sids unique); returns those
+ * changed. The UPDATE is the function sb_apply_final_states (Migration20261125000000): one cached
+ * plan that reaches each row by its key, whatever the table's statistics say.
+ */
+export function updateFinalStates(tx: Em, states: FinalState[]): Promise<FinalRow[]> {
+  return executeBound<FinalRow>(
+    tx,
+    "select * from sb_apply_final_states(?::text[], ?::text[], ?::timestamptz[], ?::text[], ?::text[])",
+    [states.map((s) => s.messageSid), states.map((s) => s.status), states.map((s) => s.deliveredAt), states.map((s) => s.errorCode), states.map((s) => s.carrierError)],
+    "sb_apply_final_states",
+  );
+}
+
+/** One submission the carrier holds: the message, when, and the carrier's reference if known. */
+export interface Submission {
+  messageSid: string;
+  at: Date;
+  carrierRef: string | null;
+}
+
+/**
+ * Records submissions (sids unique): Processing becomes Submitted, a message already final keeps
+ * its status but gets its submission time; the claim ends. Returns the Sids of the rows changed.
+ */
+export async function updateSubmissions(em: Em, subs: Submission[]): Promise<string[]> {
+  // The function sb_record_submissions (Migration20261125000000), as in updateFinalStates.
+  const rows = await executeBound<{ sid: string }>(
+    em,
+    "select sid from sb_record_submissions(?::text[], ?::text[], ?::timestamptz[])",
+    [subs.map((x) => x.messageSid), subs.map((x) => x.carrierRef), subs.map((x) => x.at)],
+    "sb_record_submissions",
+  );
+  return rows.map((r) => r.sid);
+}
