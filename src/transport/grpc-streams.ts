@@ -124,41 +124,71 @@ function nodeHeaders(from: Headers, into: Record<string, string>): Record<string
  * stream can finish once the answer is sent.
  */
 function requestBody(stream: ServerHttp2Stream): AsyncIterable<Uint8Array> {
-  return {
-    [Symbol.asyncIterator](): AsyncIterator<Uint8Array> {
-      let stopped = false;
-      const stop = (): Promise<IteratorResult<Uint8Array>> => {
-        if (!stopped) {
-          stopped = true;
-          stream.on("data", () => undefined);
-          stream.resume();
-        }
-        return Promise.resolve({ done: true, value: undefined });
-      };
-      const next = (): Promise<IteratorResult<Uint8Array>> => {
-        if (stopped) return Promise.resolve({ done: true, value: undefined });
-        const chunk = stream.read() as Buffer | null;
-        if (chunk !== null) return Promise.resolve({ done: false, value: chunk });
-        if (stream.readableEnded) return Promise.resolve({ done: true, value: undefined });
-        if (stream.destroyed) return Promise.reject(closedEarly(stream));
-        return new Promise((resolve, reject) => {
-          const settle = (fn: () => void) => {
-            stream.off("readable", onReadable);
-            stream.off("end", onEnd);
-            stream.off("close", onClose);
-            fn();
-          };
-          const onReadable = () => settle(() => resolve(next()));
-          const onEnd = () => settle(() => resolve({ done: true, value: undefined }));
-          const onClose = () => settle(() => (stream.readableEnded ? resolve({ done: true, value: undefined }) : reject(closedEarly(stream))));
-          stream.on("readable", onReadable);
-          stream.on("end", onEnd);
-          stream.on("close", onClose);
-        });
-      };
-      return { next, return: stop, throw: (e?: unknown) => stop().then(() => Promise.reject(e as Error)) };
-    },
+  return { [Symbol.asyncIterator]: () => new BodyReader(stream) };
+}
+
+const DONE: IteratorResult<Uint8Array> = Object.freeze({ done: true, value: undefined });
+
+/**
+ * One reader per call, with one set of stream listeners for the whole body (a unary request is
+ * usually one chunk and the end): a reader made of closures per read allocated ~3 KB a call.
+ */
+class BodyReader implements AsyncIterator<Uint8Array> {
+  #stream: ServerHttp2Stream;
+  #stopped = false;
+  #listening = false;
+  #wake: (() => void) | undefined;
+
+  constructor(stream: ServerHttp2Stream) {
+    this.#stream = stream;
+  }
+
+  #onEvent = (): void => {
+    const wake = this.#wake;
+    this.#wake = undefined;
+    wake?.();
   };
+
+  #unlisten(): void {
+    if (!this.#listening) return;
+    this.#listening = false;
+    this.#stream.off("readable", this.#onEvent).off("end", this.#onEvent).off("close", this.#onEvent);
+  }
+
+  next(): Promise<IteratorResult<Uint8Array>> {
+    if (this.#stopped) return Promise.resolve(DONE);
+    const stream = this.#stream;
+    const chunk = stream.read() as Buffer | null;
+    if (chunk !== null) return Promise.resolve({ done: false, value: chunk });
+    if (stream.readableEnded) {
+      this.#unlisten();
+      return Promise.resolve(DONE);
+    }
+    if (stream.destroyed) {
+      this.#unlisten();
+      return Promise.reject(closedEarly(stream));
+    }
+    if (!this.#listening) {
+      this.#listening = true;
+      stream.on("readable", this.#onEvent).on("end", this.#onEvent).on("close", this.#onEvent);
+    }
+    return new Promise<void>((resolve) => (this.#wake = resolve)).then(() => this.next());
+  }
+
+  return(): Promise<IteratorResult<Uint8Array>> {
+    if (!this.#stopped) {
+      this.#stopped = true;
+      this.#unlisten();
+      // Read and drop the rest, so that the stream can finish once the answer is sent.
+      this.#stream.on("data", () => undefined);
+      this.#stream.resume();
+    }
+    return Promise.resolve(DONE);
+  }
+
+  throw(e?: unknown): Promise<IteratorResult<Uint8Array>> {
+    return this.return().then(() => Promise.reject(e as Error));
+  }
 }
 
 function closedEarly(stream: ServerHttp2Stream): ConnectError {
