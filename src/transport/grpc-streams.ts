@@ -69,10 +69,13 @@ function serve(opts: GrpcStreamOptions, handler: UniversalHandler, stream: Serve
   // reset it): no AbortError is made for a call that ends normally.
   const abort = new AbortController();
   let status = 200;
+  const answer: AnswerState = { ended: false, trailersSent: false };
   stream.on("error", () => undefined); // a reset stream's error: 'close' reports it
   stream.once("close", () => {
-    // The whole answer was written: the call is complete, however the client closed its side.
-    if (stream.writableFinished) return call.finish(status, false);
+    // Served when the client got the whole answer (its trailers went out, or it ended and the
+    // stream closed cleanly). A reset stream's request body simply ends, so Connect may still
+    // be answering it: that answer never arrives, and the call counts as cut off.
+    if (answer.trailersSent || (answer.ended && stream.rstCode === constants.NGHTTP2_NO_ERROR)) return call.finish(status, false);
     abort.abort(new ConnectError(`the client closed the stream (HTTP/2 code ${stream.rstCode ?? 0})`, Code.Canceled));
     call.finish(status, true);
   });
@@ -89,13 +92,19 @@ function serve(opts: GrpcStreamOptions, handler: UniversalHandler, stream: Serve
   })
     .then((res) => {
       status = res.status;
-      return writeResponse(res, stream, requestId);
+      return writeResponse(res, stream, requestId, answer);
     })
     .catch((reason: unknown) => {
       if (ConnectError.from(reason).code !== Code.Aborted && !stream.closed) log.error({ err: reason }, `handler for rpc ${handler.method.name} of ${handler.service.typeName} failed`);
       // Never leave the client waiting on a stream nobody will answer.
       if (!stream.closed) stream.close(constants.NGHTTP2_INTERNAL_ERROR);
     });
+}
+
+/** How far the answer of a call got: its body ended, its trailers sent. */
+interface AnswerState {
+  ended: boolean;
+  trailersSent: boolean;
 }
 
 /** The request headers as Connect takes them (pseudo-headers left out). */
@@ -201,7 +210,7 @@ function closedEarly(stream: ServerHttp2Stream): ConnectError {
  * then the trailers (gRPC's status). A write error is reported to the handler through its
  * iterator's throw, as connect-node does.
  */
-async function writeResponse(res: UniversalServerResponse, stream: ServerHttp2Stream, requestId: string): Promise<void> {
+async function writeResponse(res: UniversalServerResponse, stream: ServerHttp2Stream, requestId: string, answer: AnswerState): Promise<void> {
   const it = res.body?.[Symbol.asyncIterator]();
   let writing = false;
   try {
@@ -210,12 +219,18 @@ async function writeResponse(res: UniversalServerResponse, stream: ServerHttp2St
     const head: Record<string, string> = { ":status": String(res.status), [REQUEST_ID_HEADER]: requestId };
     const trailer = res.trailer;
     stream.respond(res.header ? nodeHeaders(res.header, head) : head, { waitForTrailers: trailer !== undefined });
-    if (trailer) stream.once("wantTrailers", () => stream.sendTrailers(nodeHeaders(trailer, {})));
+    if (trailer) {
+      stream.once("wantTrailers", () => {
+        stream.sendTrailers(nodeHeaders(trailer, {}));
+        answer.trailersSent = true;
+      });
+    }
     for (; chunk.done !== true; chunk = await it!.next()) {
       writing = true;
       await write(stream, chunk.value);
       writing = false;
     }
+    answer.ended = true;
     await new Promise<void>((resolve, reject) => {
       stream.end((err?: Error | null) => (err ? reject(err) : resolve()));
     });
