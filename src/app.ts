@@ -1,5 +1,6 @@
 import type { DescService } from "@bufbuild/protobuf";
 import type { Interceptor, ServiceImpl } from "@connectrpc/connect";
+import type { UniversalHandler } from "@connectrpc/connect/protocol";
 import { fastifyConnectPlugin } from "@connectrpc/connect-fastify";
 import type { MikroORM } from "@mikro-orm/sql";
 import { fastify, type FastifyInstance, type FastifyServerOptions } from "fastify";
@@ -28,7 +29,8 @@ import { createReflectionServices } from "./transport/reflection.js";
 import { bodyLimitGate, limitRequestBodies } from "./transport/body-limit.js";
 import { createObservability } from "./ops/observability.js";
 import { createClientErrorHandler } from "./transport/client-errors.js";
-import { createPolyglotServer } from "./transport/polyglot-server.js";
+import { grpcStreamHandler } from "./transport/grpc-streams.js";
+import { createPolyglotServer, type PolyglotServer } from "./transport/polyglot-server.js";
 import { httpLayer, httpServerOptions } from "./transport/http-layer.js";
 import { restPlugin } from "./transport/rest.js";
 import { blameClientForUnreadableRequests, markRequestRead } from "./transport/rpc-read-errors.js";
@@ -140,6 +142,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
 
   const interceptors = createInterceptors(deps, edgeDeps, ops.interceptor);
   const jsonOptions = { ignoreUnknownFields: true, alwaysEmitImplicit: true };
+  let rpcHandlers: UniversalHandler[] = [];
   await app.register(fastifyConnectPlugin, {
     routes: (router) => {
       // JSON requests by REST's rules: strict UTF-8, UTF-8 only, the one integer rule (src/transport/rpc-json.ts).
@@ -147,6 +150,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       limitRequestBodies(router.handlers, deps.config.bodyLimit);
       decideRpcCharset(router.handlers);
       blameClientForUnreadableRequests(router);
+      rpcHandlers = router.handlers;
     },
     requestGate: bodyLimitGate(deps.config.bodyLimit),
     // Decompressed messages too (the wrapper above counts the bytes as sent).
@@ -157,6 +161,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     jsonOptions,
     shutdownTimeoutMs: 5000,
   });
+  // gRPC over h2c: the same handlers on the native HTTP/2 streams, without Node's compatibility
+  // objects and Fastify routing in between (src/transport/grpc-streams.ts).
+  (app.server as PolyglotServer).serveStreams(grpcStreamHandler({ handlers: rpcHandlers, log: app.log, startCall: ops.startCall }));
   await app.register(restPlugin, {
     services,
     bodyLimit: deps.config.bodyLimit,

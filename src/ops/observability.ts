@@ -6,7 +6,7 @@
 import { Code, ConnectError, createContextKey, createContextValues, type ContextValues, type Interceptor } from "@connectrpc/connect";
 import { codeToHttpStatus, codeToString } from "@connectrpc/connect/protocol-connect";
 import type { MikroORM } from "@mikro-orm/sql";
-import { LogController, type FastifyServerOptions, type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
+import { LogController, type FastifyBaseLogger, type FastifyServerOptions, type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
 import { secretsEqual } from "../accounts/auth.js";
 import type { Clock } from "../common/clock.js";
 import { kAccount, kAdmin, kLog } from "../common/context.js";
@@ -21,9 +21,12 @@ const PROBE_ROUTES = new Set(["/healthz", "/readyz", "/metrics"]);
 /** nginx's convention for a request whose client went away before the answer. */
 const CLIENT_CLOSED = 499;
 
+/** The wire a call came in on, as the completion line and the metrics name it. */
+export type CallProtocol = "rest" | "connect" | "grpc" | "grpc-web";
+
 /** What the transports learn about one call and the completion line reports. */
 interface CallRecord {
-  protocol: "rest" | "connect" | "grpc" | "grpc-web";
+  protocol: CallProtocol;
   values: ContextValues;
   /** The call's error code; undefined while it has not failed. */
   rpcCode?: Code;
@@ -60,6 +63,27 @@ export interface Observability {
   restContextValues: (request: FastifyRequest) => ContextValues;
   /** Outermost interceptor of every wire: records the code a call failed with, for the line and the metrics. */
   interceptor: Interceptor;
+  /** A call served outside Fastify (gRPC on an HTTP/2 stream): its context values, and its report once it ends. */
+  startCall(init: { method: string; route: string; protocol: CallProtocol; log: FastifyBaseLogger }): StreamCall;
+}
+
+/** One call served outside Fastify: the context values its handler gets, and the report of its end. */
+export interface StreamCall {
+  values: ContextValues;
+  /** Reports the call once (status as answered; aborted when the client went away first). */
+  finish(statusCode: number, aborted: boolean): void;
+}
+
+/** What the completion line and the metrics say about one request. */
+interface Completion {
+  method: string;
+  route: string;
+  statusCode: number;
+  durationMs: number;
+  protocol: CallProtocol | "http";
+  record: CallRecord | undefined;
+  log: FastifyBaseLogger;
+  aborted: boolean;
 }
 
 /** Fastify's request logging minus the two lines the completion hook replaces (and no raw URLs). */
@@ -75,7 +99,7 @@ class RequestLogController extends LogController {
   }
 }
 
-function rpcProtocol(request: FastifyRequest): CallRecord["protocol"] {
+function rpcProtocol(request: FastifyRequest): CallProtocol {
   const type = String(request.headers["content-type"] ?? "");
   if (type.startsWith("application/grpc-web")) return "grpc-web";
   if (type.startsWith("application/grpc")) return "grpc";
@@ -90,7 +114,7 @@ export function createObservability(deps: ObservabilityDeps): Observability {
   /** Requests without their line yet: whatever is left when the app closes was cut off. */
   const open = new Map<FastifyRequest, FastifyReply>();
 
-  const contextValuesFor = (protocol: (request: FastifyRequest) => CallRecord["protocol"]) => (request: FastifyRequest) => {
+  const contextValuesFor = (protocol: (request: FastifyRequest) => CallProtocol) => (request: FastifyRequest) => {
     const values = createContextValues();
     const record: CallRecord = { protocol: protocol(request), values };
     values.set(kCall, record);
@@ -99,34 +123,68 @@ export function createObservability(deps: ObservabilityDeps): Observability {
     return values;
   };
 
+  /** The completion line and the metrics of one request, whichever server part served it. */
+  function report(c: Completion): void {
+    const { record, protocol, log } = c;
+    let status = c.aborted ? CLIENT_CLOSED : c.statusCode;
+    // gRPC answers 200 whatever happened; the label carries the status its code stands for.
+    if (!c.aborted && record?.rpcCode !== undefined && (protocol === "grpc" || protocol === "grpc-web")) status = codeToHttpStatus(record.rpcCode);
+    metrics.observeRequest({ method: c.method, route: c.route, status, protocol }, c.durationMs / 1000);
+
+    const account = record?.values.get(kAccount);
+    const line = {
+      method: c.method,
+      route: c.route,
+      status,
+      durationMs: Math.round(c.durationMs * 10) / 10,
+      protocol,
+      ...(account ? { accountSid: account.sid } : {}),
+      ...(record?.values.get(kAdmin) ? { operator: true } : {}),
+      ...(record?.rpcCode !== undefined ? { rpcCode: codeToString(record.rpcCode) } : {}),
+      ...(c.aborted ? { aborted: true } : {}),
+    };
+    if (status >= 500) log.warn(line, "request completed");
+    else if (PROBE_ROUTES.has(c.route)) log.debug(line, "request completed");
+    else log.info(line, "request completed");
+  }
+
   function complete(request: FastifyRequest, reply: FastifyReply, aborted: boolean): void {
     if (completed.has(request)) return;
     completed.add(request);
     open.delete(request);
     const record = records.get(request);
-    const route = request.routeOptions.url ?? "unmatched";
-    const protocol = record?.protocol ?? "http";
-    let status = aborted ? CLIENT_CLOSED : reply.statusCode;
-    // gRPC answers 200 whatever happened; the label carries the status its code stands for.
-    if (!aborted && record?.rpcCode !== undefined && (protocol === "grpc" || protocol === "grpc-web")) status = codeToHttpStatus(record.rpcCode);
-    const durationMs = reply.elapsedTime;
-    metrics.observeRequest({ method: request.method, route, status, protocol }, durationMs / 1000);
-
-    const account = record?.values.get(kAccount);
-    const line = {
+    report({
       method: request.method,
-      route,
-      status,
-      durationMs: Math.round(durationMs * 10) / 10,
-      protocol,
-      ...(account ? { accountSid: account.sid } : {}),
-      ...(record?.values.get(kAdmin) ? { operator: true } : {}),
-      ...(record?.rpcCode !== undefined ? { rpcCode: codeToString(record.rpcCode) } : {}),
-      ...(aborted ? { aborted: true } : {}),
+      route: request.routeOptions.url ?? "unmatched",
+      statusCode: reply.statusCode,
+      durationMs: reply.elapsedTime,
+      protocol: record?.protocol ?? "http",
+      record,
+      log: request.log,
+      aborted,
+    });
+  }
+
+  /** Calls served on HTTP/2 streams outside Fastify, not yet reported: cut off if the app closes first. */
+  const openCalls = new Set<() => void>();
+
+  function startCall(init: { method: string; route: string; protocol: CallProtocol; log: FastifyBaseLogger }): StreamCall {
+    const started = performance.now();
+    const values = createContextValues();
+    const record: CallRecord = { protocol: init.protocol, values };
+    values.set(kCall, record);
+    values.set(kLog, init.log);
+    let done = false;
+    const finish = (statusCode: number, aborted: boolean) => {
+      if (done) return;
+      done = true;
+      openCalls.delete(cut);
+      const { method, route, protocol, log } = init;
+      report({ method, route, statusCode, durationMs: performance.now() - started, protocol, record, log, aborted });
     };
-    if (status >= 500) request.log.warn(line, "request completed");
-    else if (PROBE_ROUTES.has(route)) request.log.debug(line, "request completed");
-    else request.log.info(line, "request completed");
+    const cut = () => finish(CLIENT_CLOSED, true);
+    openCalls.add(cut);
+    return { values, finish };
   }
 
   async function plugin(app: FastifyInstance): Promise<void> {
@@ -146,6 +204,7 @@ export function createObservability(deps: ObservabilityDeps): Observability {
       // The server is closed: a request still open had its connection cut at the end of the drain,
       // and its 'close' event may come after the process has exited.
       for (const [request, reply] of open) complete(request, reply, true);
+      for (const cut of [...openCalls]) cut();
       metrics.registry.clear();
       done();
     });
@@ -185,5 +244,6 @@ export function createObservability(deps: ObservabilityDeps): Observability {
     rpcContextValues: contextValuesFor(rpcProtocol),
     restContextValues: contextValuesFor(() => "rest"),
     interceptor,
+    startCall,
   };
 }

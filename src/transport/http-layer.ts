@@ -30,7 +30,7 @@ const ALL_METHODS = ["GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS"]
 export const ECHOED_PATH_MAX = 200;
 
 /** The request id for a request: the client's X-Request-Id when it is sane, else a new UUID. */
-export function requestIdOf(req: IncomingMessage): string {
+export function requestIdOf(req: Pick<IncomingMessage, "headers">): string {
   const given = req.headers[REQUEST_ID_HEADER];
   return typeof given === "string" && SANE_REQUEST_ID.test(given) ? given : randomUUID();
 }

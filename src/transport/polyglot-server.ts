@@ -1,7 +1,8 @@
 import { Server as HttpServer, type IncomingMessage, type ServerResponse } from "node:http";
-import type { Http2Session } from "node:http2";
+import type { Http2Server, Http2Session, IncomingHttpHeaders, ServerHttp2Stream } from "node:http2";
 import type { Socket } from "node:net";
 import { createServer } from "@httptoolkit/httpolyglot";
+import type { StreamHandler } from "./grpc-streams.js";
 import { http1Options, http2Options, oneRequestAtATime, type ConnectionLimits } from "./connection-limits.js";
 
 /** How long requests in flight get to finish once the server drains before their connections are cut, ms. */
@@ -14,7 +15,12 @@ interface Connection {
 }
 
 /** The listening server plus the two close hooks Fastify calls (with forceCloseConnections "idle"). */
-export type PolyglotServer = HttpServer & { closeIdleConnections(): void; closeHttp2Sessions(): void };
+export type PolyglotServer = HttpServer & {
+  closeIdleConnections(): void;
+  closeHttp2Sessions(): void;
+  /** Lets `handler` take h2 streams before Node's compatibility layer (and so Fastify) sees them. */
+  serveStreams(handler: StreamHandler): void;
+};
 
 function endSocket(socket: Socket): void {
   if (socket.destroyed) return;
@@ -35,6 +41,27 @@ function nativeH2c(server: object): void {
     const handle = socket._handle;
     if (handle?.constructor.name === "TCP" && Object.hasOwn(handle, "isStreamBase")) delete handle.isStreamBase;
   });
+}
+
+/**
+ * Puts `take` in front of Node's HTTP/2 compatibility layer: each new stream is offered to it
+ * first, and only the streams it leaves become request/response objects for Fastify. The
+ * compatibility layer is the 'stream' listener Node adds when the h2 server gets its request
+ * listener; if Node ever adds it differently, every stream simply goes on to Fastify.
+ */
+function divertStreams(server: object): (take: StreamHandler) => void {
+  const h2 = (server as { _http2Server?: Http2Server })._http2Server;
+  const compat = h2?.listeners("stream").find((l) => l.name.includes("onServerStream")) as
+    | ((this: Http2Server, stream: ServerHttp2Stream, headers: IncomingHttpHeaders, ...rest: unknown[]) => void)
+    | undefined;
+  return (take) => {
+    if (!h2 || !compat) return;
+    const listener = function (this: Http2Server, stream: ServerHttp2Stream, headers: IncomingHttpHeaders, ...rest: unknown[]) {
+      if (!take(stream, headers)) compat.call(this, stream, headers, ...rest);
+    };
+    h2.removeListener("stream", compat);
+    h2.prependListener("stream", listener);
+  };
 }
 
 /**
@@ -74,6 +101,7 @@ export function createPolyglotServer(
     oneRequestAtATime(withAuthority(handler), limits.maxPipelinedRequests),
   );
   nativeH2c(server);
+  const serveStreams = divertStreams(server);
   // Node enforces headersTimeout/requestTimeout from a timer that an HTTP server starts when it
   // emits "listening", which the inner one never does: it is handed connections, not a port.
   const inner = (server as unknown as { _httpServer: HttpServer })._httpServer;
@@ -154,5 +182,5 @@ export function createPolyglotServer(
   const closeHttp2Sessions = () => {
     for (const s of sessions) s.close();
   };
-  return Object.assign(server, { closeIdleConnections, closeHttp2Sessions }) as unknown as PolyglotServer;
+  return Object.assign(server, { closeIdleConnections, closeHttp2Sessions, serveStreams }) as unknown as PolyglotServer;
 }
