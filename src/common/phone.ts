@@ -1,9 +1,11 @@
+import { Metadata } from "libphonenumber-js/core";
 import { parsePhoneNumberFromString } from "libphonenumber-js/max";
+import metadataJson from "libphonenumber-js/max/metadata";
 
-/** What is known about an E164 number: its possible countries (ISO alpha-2). */
+/** What is known about an E164 number: its possible countries (ISO alpha-2, found on first read). */
 export interface E164Info {
-  number: string;
-  countries: string[];
+  readonly number: string;
+  readonly countries: readonly string[];
 }
 
 /**
@@ -14,23 +16,104 @@ export function parseE164(value: string): E164Info | undefined {
   if (!/^\+[1-9]\d{7,14}$/.test(value)) return undefined;
   const known = parsed.get(value);
   if (known !== undefined) return known ?? undefined;
-  const info = parseWithMetadata(value);
+  const info = parseWithoutCountry(value);
   // A plain bounded memo: the answer depends only on the string and the bundled metadata.
   if (parsed.size >= PARSED_MAX) parsed.delete(parsed.keys().next().value!);
   parsed.set(value, info ?? null);
   return info;
 }
 
-// Parsing with libphonenumber's metadata costs tens of µs; senders (and many recipients) repeat.
+// Senders (and many recipients) repeat.
 const PARSED_MAX = 10_000;
-const parsed = new Map<string, Readonly<E164Info> | null>();
+const parsed = new Map<string, E164Info | null>();
 
-function parseWithMetadata(value: string): E164Info | undefined {
+/** libphonenumber's own answer: parse (which detects the country), then isPossible() for that country. */
+export function parseWithMetadata(value: string): E164Info | undefined {
   const phone = parsePhoneNumberFromString(value);
   if (!phone || !phone.isPossible()) return undefined;
   const countries = phone.country ? [phone.country] : phone.getPossibleCountries();
   if (countries.length === 0) return undefined;
-  return Object.freeze({ number: value, countries: Object.freeze(countries) as string[] });
+  return Object.freeze({ number: value, countries: Object.freeze(countries) });
+}
+
+/**
+ * The same answer as parseWithMetadata, with the country found only when `countries` is read (an
+ * alphanumeric From's rule): finding it among the countries of a shared calling code (GB, GG, IM,
+ * JE for +44) runs every number-type pattern of each, tens of µs per number. A number is possible
+ * when its national number's length is one of its country's possible lengths; when every country
+ * of the calling code agrees on that length, which country it is cannot change the answer.
+ * Anything less plain (a non-geographic code, digits a national prefix could be read from, a
+ * length the countries disagree on) takes libphonenumber's full parse.
+ * test/common/phone.test.ts checks both give the same answers.
+ */
+function parseWithoutCountry(value: string): E164Info | undefined {
+  const plain = plainLengthAnswer(value);
+  if (plain === undefined) return parseWithMetadata(value);
+  if (!plain) return undefined;
+  let countries: readonly string[] | undefined;
+  return Object.freeze({
+    number: value,
+    get countries(): readonly string[] {
+      return (countries ??= parseWithMetadata(value)?.countries ?? []);
+    },
+  });
+}
+
+/** Per geographic calling code: its national prefix pattern and each country's possible lengths. */
+interface CallingCodePlan {
+  prefix: RegExp | undefined;
+  lengths: (readonly number[] | undefined)[];
+}
+
+/** The parts of libphonenumber's Metadata class read here (its typings leave them out). */
+interface PlanMetadata {
+  hasCallingCode(code: string): boolean | undefined;
+  getCountryCodesForCallingCode(code: string): string[] | undefined;
+  selectNumberingPlan(country: string): void;
+  numberingPlan: { nationalPrefixForParsing(): string | undefined; possibleLengths(): number[] | undefined };
+}
+
+const newMetadata = () => new Metadata(metadataJson) as unknown as PlanMetadata;
+const metadata = newMetadata();
+const plans = new Map<string, CallingCodePlan | null>();
+
+function callingCodePlan(code: string): CallingCodePlan | null {
+  let plan = plans.get(code);
+  if (plan !== undefined) return plan;
+  const countries = metadata.getCountryCodesForCallingCode(code);
+  if (!countries || countries.length === 0) plan = null;
+  else {
+    const m = newMetadata();
+    m.selectNumberingPlan(countries[0]);
+    const npfp = m.numberingPlan.nationalPrefixForParsing();
+    plan = {
+      prefix: npfp ? new RegExp(`^(?:${npfp})`) : undefined,
+      lengths: countries.map((c) => {
+        m.selectNumberingPlan(c);
+        return m.numberingPlan.possibleLengths();
+      }),
+    };
+  }
+  plans.set(code, plan);
+  return plan;
+}
+
+/** true / false when every country of the number's calling code gives that answer; undefined: ask the full parse. */
+function plainLengthAnswer(value: string): boolean | undefined {
+  for (let k = 1; k <= 3; k++) {
+    const code = value.slice(1, 1 + k);
+    if (!metadata.hasCallingCode(code)) continue;
+    const plan = callingCodePlan(code);
+    if (!plan) return undefined; // a non-geographic calling code
+    const national = value.slice(1 + k);
+    if (plan.prefix?.test(national)) return undefined;
+    let yes = 0;
+    for (const lengths of plan.lengths) if (!lengths || lengths.includes(national.length)) yes++;
+    if (yes === plan.lengths.length) return true;
+    if (yes === 0) return false;
+    return undefined;
+  }
+  return undefined; // no calling code: the full parse refuses it
 }
 
 /** Whether a string follows the alphanumeric sender ID rules: 1–11 of A-Z a-z 0-9 space, at least one letter. */

@@ -32,6 +32,11 @@ interface CallRecord {
   rpcCode?: Code;
 }
 
+const kRecord = Symbol("observability call record");
+const kCompleted = Symbol("observability line written");
+/** A request as the completion hook marks it. */
+type RecordedRequest = FastifyRequest & { [kRecord]?: CallRecord; [kCompleted]?: boolean };
+
 const kCall = createContextKey<CallRecord | undefined>(undefined, { description: "observability call record" });
 
 /** Dependencies of the observability layer. */
@@ -109,8 +114,8 @@ function rpcProtocol(request: FastifyRequest): CallProtocol {
 /** Creates the observability layer of one app (its own metrics registry). */
 export function createObservability(deps: ObservabilityDeps): Observability {
   const metrics = createMetrics({ orm: deps.orm, clock: deps.clock, processMetrics: deps.processMetrics, carrier: deps.carrier });
-  const records = new WeakMap<FastifyRequest, CallRecord>();
-  const completed = new WeakSet<FastifyRequest>();
+  // On the request object itself (not in a WeakMap/WeakSet: an entry per request is garbage-collector work).
+  const records = (request: FastifyRequest) => (request as RecordedRequest)[kRecord];
   /** Requests without their line yet: whatever is left when the app closes was cut off. */
   const open = new Map<FastifyRequest, FastifyReply>();
 
@@ -119,7 +124,7 @@ export function createObservability(deps: ObservabilityDeps): Observability {
     const record: CallRecord = { protocol: protocol(request), values };
     values.set(kCall, record);
     values.set(kLog, request.log);
-    records.set(request, record);
+    (request as RecordedRequest)[kRecord] = record;
     return values;
   };
 
@@ -149,10 +154,11 @@ export function createObservability(deps: ObservabilityDeps): Observability {
   }
 
   function complete(request: FastifyRequest, reply: FastifyReply, aborted: boolean): void {
-    if (completed.has(request)) return;
-    completed.add(request);
+    const recorded = request as RecordedRequest;
+    if (recorded[kCompleted]) return;
+    recorded[kCompleted] = true;
     open.delete(request);
-    const record = records.get(request);
+    const record = records(request);
     report({
       method: request.method,
       route: request.routeOptions.url ?? "unmatched",

@@ -43,6 +43,8 @@ interface SocketQueue {
   waiting: (() => void)[];
   /** Set once a request was refused: the connection closes after that answer, so nothing later may run. */
   refusing: boolean;
+  /** A request of the connection is being served. */
+  busy: boolean;
 }
 
 /**
@@ -57,26 +59,29 @@ export function oneRequestAtATime(handler: RequestListener, maxQueued: number): 
   return function (this: unknown, req: IncomingMessage, res: ServerResponse) {
     if (req.httpVersionMajor !== 1) return handler.call(this, req, res);
     const socket = req.socket;
+    // One queue per connection for its whole life (not one per request: a WeakMap entry made
+    // and dropped per request is garbage-collector work on every call).
+    let queue = queues.get(socket);
+    if (!queue) queues.set(socket, (queue = { waiting: [], refusing: false, busy: false }));
+    const q = queue;
     const start = () => {
+      q.busy = true;
       res.once("close", next);
       handler.call(this, req, res);
     };
     const next = () => {
-      const q = queues.get(socket);
       // Requests a closed connection was still holding never run: nobody would see their answer.
-      const following = socket.destroyed ? undefined : q?.waiting.shift();
+      const following = socket.destroyed ? undefined : q.waiting.shift();
       if (following) following();
-      else if (!q?.refusing) queues.delete(socket);
+      else q.busy = false;
     };
-    const queue = queues.get(socket);
-    if (!queue) {
-      queues.set(socket, { waiting: [], refusing: false });
+    if (!q.busy && !q.refusing) {
       start();
-    } else if (queue.refusing || queue.waiting.length >= maxQueued) {
-      queue.refusing = true;
+    } else if (q.refusing || q.waiting.length >= maxQueued) {
+      q.refusing = true;
       refusePipelined(req, res, maxQueued);
     } else {
-      queue.waiting.push(start);
+      q.waiting.push(start);
     }
   };
 }

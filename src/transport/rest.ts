@@ -14,7 +14,6 @@ import {
   Code,
   ConnectError,
   createContextValues,
-  createHandlerContext,
   type ContextValues,
   type HandlerContext,
   type Interceptor,
@@ -134,25 +133,12 @@ async function serve(
 ): Promise<FastifyReply> {
   // Abort the handler's signal when the client goes away (HTTP/2: the stream closes; HTTP/1.1:
   // the response closes — the request emits "close" as soon as its body has been read).
-  const abort = new AbortController();
   const raw = request.raw;
   const closing: NodeJS.EventEmitter = "stream" in raw ? raw : reply.raw;
-  const onClose = () => abort.abort(new ConnectError("the client closed the request", Code.Canceled));
+  const ctx = handlerContext(route, request, values(request));
+  const onClose = () => ctx.abort(new ConnectError("the client closed the request", Code.Canceled));
   closing.once("close", onClose);
 
-  const ctx = createHandlerContext({
-    service: route.service,
-    method: route.rpc,
-    protocolName: "rest",
-    requestMethod: request.method,
-    url: `${request.protocol}://${request.host}${request.url}`,
-    requestHeader: webHeaders(request.headers),
-    responseHeader: new Headers(),
-    responseTrailer: new Headers(),
-    contextValues: values(request),
-    requestSignal: abort.signal,
-    timeoutMs: undefined,
-  });
   // A Fone Dynamics compatible account is answered in the shapes its SDKs read, and its body
   // without a charset that is not UTF-8 is read as the ISO-8859-1 those SDKs send. Read once the
   // account is known: the body is decoded after authentication.
@@ -196,6 +182,35 @@ async function serve(
     ctx.abort(CALL_COMPLETE); // as Connect does: the signal also fires when the call is complete
   }
 }
+
+/**
+ * The call's handler context, as Connect's createHandlerContext makes it, with one AbortController
+ * instead of three linked ones (a deadline's, the request's and the call's: REST calls have no
+ * deadline) and no copies of the header objects; the trailer, which REST never writes, is made on
+ * first use.
+ */
+function handlerContext(route: RestRoute, request: FastifyRequest, contextValues: ContextValues): HandlerContext & { abort(reason?: unknown): void } {
+  const abort = new AbortController();
+  let trailer: Headers | undefined;
+  return {
+    service: route.service,
+    method: route.rpc,
+    protocolName: "rest",
+    requestMethod: request.method,
+    url: `${request.protocol}://${request.host}${request.url}`,
+    requestHeader: webHeaders(request.headers),
+    responseHeader: new Headers(),
+    get responseTrailer() {
+      return (trailer ??= new Headers());
+    },
+    values: contextValues,
+    signal: abort.signal,
+    timeoutMs: noTimeout,
+    abort: (reason?: unknown) => abort.abort(reason),
+  };
+}
+
+const noTimeout = () => undefined;
 
 function webHeaders(headers: FastifyRequest["headers"]): Headers {
   const out = new Headers();

@@ -1,0 +1,57 @@
+import fc from "fast-check";
+import metadataJson from "libphonenumber-js/max/metadata";
+import { describe, expect, it } from "vitest";
+import { parseE164, parseWithMetadata } from "../../src/common/phone.js";
+
+/** The answer as a plain value: undefined, or the number and its countries. */
+function answer(info: ReturnType<typeof parseE164>) {
+  return info === undefined ? undefined : { number: info.number, countries: [...info.countries] };
+}
+
+/** libphonenumber's full parse, with the E164 shape check parseE164 makes first. */
+function reference(value: string) {
+  return /^\+[1-9]\d{7,14}$/.test(value) ? answer(parseWithMetadata(value)) : undefined;
+}
+
+const callingCodes = Object.keys((metadataJson as unknown as { country_calling_codes: Record<string, string[]> }).country_calling_codes);
+const nonGeographic = Object.keys((metadataJson as unknown as { nonGeographic?: Record<string, unknown> }).nonGeographic ?? {});
+
+describe("parseE164 (country found only when read)", () => {
+  it("gives libphonenumber's answer (possible, countries) for any E164-shaped string", () => {
+    fc.assert(
+      fc.property(fc.stringMatching(/^\+[1-9]\d{7,14}$/), (value) => {
+        expect(answer(parseE164(value))).toEqual(reference(value));
+      }),
+      { numRuns: 5000 },
+    );
+  });
+
+  it("gives libphonenumber's answer for every calling code, at every length", () => {
+    fc.assert(
+      fc.property(
+        fc.constantFrom(...callingCodes, ...nonGeographic),
+        fc.integer({ min: 5, max: 14 }),
+        fc.stringMatching(/^\d{14}$/),
+        (code, length, digits) => {
+          const value = `+${code}${digits}`.slice(0, 1 + Math.min(15, code.length + length));
+          expect(answer(parseE164(value))).toEqual(reference(value));
+        },
+      ),
+      { numRuns: 10000 },
+    );
+  });
+
+  it("answers for the shared +44 calling code as the full parse does", () => {
+    for (const value of ["+447700900123", "+441534123456", "+441624123456", "+441481123456", "+44770090012", "+4477009001234", "+447700900", "+4407700900123", "+12025550123", "+18005550123"]) {
+      expect(answer(parseE164(value)), value).toEqual(reference(value));
+    }
+    expect(parseE164("+441534123456")?.countries).toEqual(["JE"]);
+    expect(parseE164("+12025550123")?.countries).toEqual(["US"]);
+  });
+
+  it("refuses what is not E164", () => {
+    for (const value of ["447700900123", "+0447700900123", "+4477", "+4477009001234567", " +447700900123", "+44 7700900123"]) {
+      expect(parseE164(value)).toBeUndefined();
+    }
+  });
+});
