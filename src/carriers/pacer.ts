@@ -37,6 +37,8 @@ interface Waiter {
   reject(err: unknown): void;
   signal?: AbortSignal;
   onAbort?: () => void;
+  /** When it asked (performance.now()). */
+  queuedAt: number;
 }
 
 /** Creates a pacer (SMPP window and SMPP_TPS, KANNEL_TPS). */
@@ -66,9 +68,10 @@ export function createPacer(opts: PacerOptions): Pacer {
       const w = waiting.shift()!;
       if (w.onAbort) w.signal?.removeEventListener("abort", w.onAbort);
       inFlight++;
-      // Steady spacing on the schedule, so a timer that fires late does not slow the rate; an idle
-      // period earns at most one start without waiting (no burst).
-      nextStart = Math.max(nextStart, now - interval) + interval;
+      // Steady spacing on the schedule, so a timer that fires late does not slow the rate (it
+      // catches up at most one interval). A start that found the pacer idle, or ends a pause, is
+      // its own slot: the next one waits a full interval (no burst of two).
+      nextStart = Math.max(nextStart, w.queuedAt, pausedUntil, now - interval) + interval;
       const started = now;
       let freed = false;
       w.resolve({
@@ -87,7 +90,7 @@ export function createPacer(opts: PacerOptions): Pacer {
     acquire(signal) {
       return new Promise<PacerSlot>((resolve, reject) => {
         if (signal?.aborted) return reject(signal.reason);
-        const w: Waiter = { resolve, reject, signal };
+        const w: Waiter = { resolve, reject, signal, queuedAt: performance.now() };
         if (signal) {
           w.onAbort = () => {
             const i = waiting.indexOf(w);

@@ -235,7 +235,20 @@ describe("CARRIER=smpp against Net::SMPP", { timeout: 90_000 }, () => {
     await waitFor("the incomplete reply after the reassembly time", () => hooks.find((h) => h.body.Text === "Lonely part"), 15_000);
   });
 
-  it("submits every accepted message when the SMSC is killed and restarted mid-run", async () => {
+  it("resubmits once, on the next bind, a submit_sm whose response never came because the link was lost", async () => {
+    const to = "+447700900108";
+    smsc.send("silent 1");
+    const sid = await send({ From: tenant.ownedNumber, To: to, Text: "Unanswered 8" });
+    await smsc.waitFor("the unanswered submit", () => submitsTo(to).length === 0 && smsc.events.some((e) => e.kind === "submit" && e.f.destination_addr === to.slice(1) && e.f.answer === "none"));
+    smsc.send("drop");
+    const rec = await recordIn(sid, "Submitted");
+    const tries = smsc.events.filter((e) => e.kind === "submit" && e.f.destination_addr === to.slice(1));
+    expect(tries.map((e) => e.f.answer)).toEqual(["none", "ok"]);
+    expect(tries[0]!.f.sm).toBe(tries[1]!.f.sm);
+    expect(rec.Status).toBe("Submitted");
+  });
+
+  it("submits every accepted message when the SMSC is killed and restarted mid-run; /readyz stays 200 while the link is down", async () => {
     const before = acceptedSubmits(smsc.events).length;
     const tos = Array.from({ length: 100 }, (_, i) => `+4477009002${String(i).padStart(2, "0")}`);
     const sids: string[] = [];
@@ -243,6 +256,12 @@ describe("CARRIER=smpp against Net::SMPP", { timeout: 90_000 }, () => {
     await smsc.waitFor("some submits", () => acceptedSubmits(smsc.events).length >= before + 5);
     await smsc.kill();
     await waitFor("the link down", () => carrier.status().link !== "Bound");
+    // /readyz is "database reachable": an SMSC outage must not take API instances out of a balancer.
+    const ready = await app.inject({ method: "GET", url: "/readyz" });
+    expect(ready.statusCode, ready.body).toBe(200);
+    const op = await app.inject({ method: "GET", url: "/admin/v1/Carrier", headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+    expect(op.json().Link).not.toBe("Bound");
+    expect((await app.inject({ method: "GET", url: "/metrics" })).body).toContain('switchboard_carrier_link{carrier="smpp",state="Bound"} 0');
     await new Promise((r) => setTimeout(r, 500));
     const killedAt = smsc.events.length;
     await smsc.restart();
