@@ -31,6 +31,7 @@ import { acceptedSubmits, startSmsc, type TestSmsc } from "./smsc.js";
 /** A database the test can take down and bring back. */
 interface OutageDb {
   orm: MikroORM;
+  readonly isDown: boolean;
   down(): Promise<void>;
   up(): Promise<void>;
   close(): Promise<void>;
@@ -46,10 +47,20 @@ async function privateClusterDb(): Promise<OutageDb> {
     // A short connect timeout: during the outage each attempt fails at once anyway (refused).
     const orm = await createOrm({ databaseUrl: pg.url("switchboard"), poolMax: 4, connectTimeoutMs: 2000 });
     await migrateUp(orm);
+    let isDown = false;
     return {
       orm,
-      down: () => pg.stop("immediate"),
-      up: () => pg.start(),
+      get isDown() {
+        return isDown;
+      },
+      async down() {
+        isDown = true;
+        await pg.stop("immediate");
+      },
+      async up() {
+        await pg.start();
+        isDown = false;
+      },
       async close() {
         await orm.close(true);
         await pg.dispose();
@@ -83,6 +94,9 @@ async function failingPgliteDb(): Promise<OutageDb> {
   pglite.transaction = (fn) => transaction((tx) => fn(new Proxy(tx, { get: (t, k) => (k === "query" ? guard(t.query.bind(t)) : Reflect.get(t, k)) })));
   return {
     orm: db.orm,
+    get isDown() {
+      return isDown;
+    },
     down: async () => void (isDown = true),
     up: async () => void (isDown = false),
     close: () => db.close(),
@@ -157,13 +171,13 @@ describe.skipIf(dbKind() === "postgres" && without("postgresServer"))(`SMPP deli
   }, 180_000);
 
   afterAll(async () => {
-    await db?.up().catch(() => undefined);
+    if (db?.isDown) await db.up().catch(() => undefined);
     await engine?.stop();
     await app?.close();
     await smsc?.stop();
     await db?.close();
     await new Promise((r) => hookServer?.close(r));
-  });
+  }, 120_000);
 
   it("answers a receipt and an MO ESME_RX_T_APPN (0x00000064) while the database is down; the SMSC's retries afterwards are applied once each", async () => {
     const send = async (payload: Record<string, unknown>) => {
