@@ -62,10 +62,12 @@ async function runOnce(r: Run, log: (s: string) => void): Promise<string> {
       while (at[i]! - at[j]! >= 1000) j++;
       busiest = Math.max(busiest, i - j + 1);
     }
+    const gaps = at.slice(1).map((t, i) => t - at[i]!);
+    const close = r.tps > 0 ? gaps.filter((g) => g < 500 / r.tps).length : 0;
     const smscOutstanding = Math.max(0, ...accepted.map((e) => Number(e.f.outstanding ?? 0)));
     return [
       `SMPP pacing (${what}; ${r.total} messages queued at once):`,
-      `  submit_sm seen by the SMSC: ${at.length} in ${span.toFixed(2)} s = ${((at.length - 1) / span).toFixed(1)} per second; busiest 1 s window: ${busiest}`,
+      `  submit_sm seen by the SMSC: ${at.length} in ${span.toFixed(2)} s = ${((at.length - 1) / span).toFixed(1)} per second; busiest 1 s window: ${busiest}${r.tps > 0 ? `; ${close} of ${gaps.length} gaps under half of 1/SMPP_TPS` : ""}`,
       `  most outstanding: ${r.delayMs > 0 ? `${smscOutstanding} as the SMSC counted (received, not yet answered); ` : ""}${maxInFlight} in this process (sampled every 2 ms)`,
     ].join("\n");
   } finally {

@@ -36,6 +36,18 @@ describe("the pacer", () => {
     b.done();
     expect(t3 - t2).toBeGreaterThanOrEqual(100 + 50 - 1);
   });
+
+  it("catches up after a late timer without ever starting more than TPS in one second", async () => {
+    const pacer = createPacer({ window: Infinity, tps: 10 }); // 100 ms apart, at most 10 in any 1 s
+    const starts: number[] = [];
+    const all = Array.from({ length: 12 }, () => pacer.acquire().then((s) => (starts.push(performance.now()), s.done())));
+    await new Promise((r) => setTimeout(r, 0));
+    const until = performance.now() + 195; // the event loop blocked: the second start's timer fires ~95 ms late
+    while (performance.now() < until);
+    await Promise.all(all);
+    expect(starts[11]! - starts[0]!).toBeGreaterThanOrEqual(1100 - 1); // the rate: 11 intervals
+    for (let i = 10; i < starts.length; i++) expect(starts[i]! - starts[i - 10]!, `start ${i}`).toBeGreaterThanOrEqual(1000 - 1);
+  });
 });
 
 describe("KANNEL_TPS", () => {
