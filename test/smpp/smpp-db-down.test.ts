@@ -10,23 +10,15 @@
  * at the driver (PGlite's `query`, inside and outside transactions) while the outage lasts: the
  * ORM, the transactions and the carrier above it are the same code.
  */
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import type { MikroORM } from "@mikro-orm/sql";
 import type { PgliteConnection } from "@mikro-orm/pglite";
-import type { FastifyInstance } from "fastify";
-import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { buildApp } from "../../src/app.js";
-import { systemClock } from "../../src/common/clock.js";
-import { createSmppCarrier, type SmppCarrier } from "../../src/carriers/smpp/smpp-carrier.js";
-import { createDeliveryEngine, type DeliveryEngine } from "../../src/delivery/engine.js";
 import { createOrm, migrateUp } from "../../src/db/orm.js";
-import { ADMIN_TOKEN, addPoolNumbers, createTenant, type Tenant } from "../support/harness.js";
 import { createTestOrm, dbKind } from "../support/db.js";
 import { type PrivatePostgres, startPrivatePostgres } from "../support/private-postgres.js";
 import { without } from "../support/system-packages.js";
 import { acceptedSubmits, startSmsc, type TestSmsc } from "./smsc.js";
+import { gsmHex, type SmppWorld, startSmppWorld, waitFor } from "./world.js";
 
 /** A database the test can take down and bring back. */
 interface OutageDb {
@@ -62,7 +54,10 @@ async function privateClusterDb(): Promise<OutageDb> {
         isDown = false;
       },
       async close() {
-        await orm.close(true);
+        // Bounded: a pooled connection left over from the outage must not hold the test up; the
+        // cluster is thrown away (an immediate stop needs no shutdown checkpoint).
+        await Promise.race([orm.close(true), new Promise((r) => setTimeout(r, 10_000))]);
+        await pg.stop("immediate").catch(() => undefined);
         await pg.dispose();
       },
     };
@@ -103,90 +98,26 @@ async function failingPgliteDb(): Promise<OutageDb> {
   };
 }
 
-async function waitFor<T>(what: string, probe: () => Promise<T | undefined | false> | T | undefined | false, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await probe();
-    if (v !== undefined && v !== false && v !== null) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
-const gsmHex = (text: string) => Buffer.from(text, "latin1").toString("hex");
-
 describe.skipIf(dbKind() === "postgres" && without("postgresServer"))(`SMPP deliver_sm with the database down (${dbKind()})`, { timeout: 180_000 }, () => {
   let smsc: TestSmsc;
   let db: OutageDb;
-  let carrier: SmppCarrier;
-  let engine: DeliveryEngine;
-  let app: FastifyInstance;
-  let tenant: Tenant;
-  let hookServer: Server;
-  let hookBase: string;
-  const hooks: { path: string; body: any }[] = [];
+  let world: SmppWorld;
 
   beforeAll(async () => {
-    hookServer = createServer((req, res) => {
-      let body = "";
-      req.on("data", (c) => (body += c));
-      req.on("end", () => {
-        hooks.push({ path: req.url ?? "", body: body ? JSON.parse(body) : {} });
-        res.writeHead(200).end();
-      });
-    });
-    await new Promise<void>((r) => hookServer.listen(0, "127.0.0.1", r));
-    hookBase = `http://127.0.0.1:${(hookServer.address() as AddressInfo).port}`;
     smsc = await startSmsc();
     db = dbKind() === "postgres" ? await privateClusterDb() : await failingPgliteDb();
-    const log = process.env.SMPP_TEST_LOG ? pino({ level: "info" }) : undefined;
-    carrier = createSmppCarrier({
-      systemId: "switchboard",
-      password: "secret",
-      systemType: "",
-      window: 10,
-      tps: 0,
-      enquireLinkMs: 30_000,
-      moReassemblyMs: 300_000,
-      host: "127.0.0.1",
-      port: smsc.port,
-      tls: false,
-      clock: systemClock,
-      reconnectMinMs: 200,
-      reconnectMaxMs: 1000,
-      log,
-    });
-    engine = createDeliveryEngine({ orm: db.orm, clock: systemClock, carrier, webhookAllowPrivate: true, pollMs: 50, log });
-    app = await buildApp({
-      orm: db.orm,
-      clock: systemClock,
-      carrier,
-      onQueued: () => engine.nudge(),
-      config: { adminToken: ADMIN_TOKEN, webhookAllowPrivate: true, noAlphaCountries: new Set(["US", "CA"]), bodyLimit: 1024 * 1024 },
-    });
-    await app.ready();
-    await engine.start();
-    tenant = await createTenant(app);
-    await addPoolNumbers(app, 1, 60);
+    world = await startSmppWorld(db.orm, smsc, { tps: 0 });
   }, 180_000);
 
   afterAll(async () => {
     if (db?.isDown) await db.up().catch(() => undefined);
-    await engine?.stop();
-    await app?.close();
+    await world?.close();
     await smsc?.stop();
     await db?.close();
-    await new Promise((r) => hookServer?.close(r));
   }, 120_000);
 
   it("answers a receipt and an MO ESME_RX_T_APPN (0x00000064) while the database is down; the SMSC's retries afterwards are applied once each", async () => {
-    const send = async (payload: Record<string, unknown>) => {
-      const res = await app.inject({ method: "POST", url: `/v2/Properties/${tenant.propertySid}/Messages`, headers: { authorization: tenant.auth }, payload });
-      expect(res.statusCode, res.body).toBe(200);
-      return res.json().MessageSid as string;
-    };
-    const record = async (sid: string) => (await app.inject({ method: "GET", url: `/v2/Messages/${sid}`, headers: { authorization: tenant.auth } })).json();
-
+    const { send, record, tenant, hooks, hookBase } = world;
     // A message submitted, to get a receipt for; a leased one, for the MO reply to reach its lease.
     const to = "+447700900301";
     const sid = await send({ From: tenant.ownedNumber, To: to, Text: "Receipt while down", DeliveryReceiptWebhookUri: `${hookBase}/dr` });

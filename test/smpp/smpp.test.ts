@@ -5,108 +5,45 @@
  */
 import { execFileSync, spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { FastifyInstance } from "fastify";
 import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { buildApp } from "../../src/app.js";
 import { systemClock } from "../../src/common/clock.js";
 import { createSmppCarrier, type SmppCarrier } from "../../src/carriers/smpp/smpp-carrier.js";
-import { createDeliveryEngine, type DeliveryEngine } from "../../src/delivery/engine.js";
-import { ADMIN_TOKEN, addPoolNumbers, createTenant, type Tenant } from "../support/harness.js";
+import { ADMIN_TOKEN, type Tenant } from "../support/harness.js";
 import { createTestOrm, type TestOrm } from "../support/db.js";
 import { freePort } from "../support/kannel.js";
 import { acceptedSubmits, type SmscEvent, startSmsc, type TestSmsc } from "./smsc.js";
-
-const SMPP_DEFAULTS = { systemId: "switchboard", password: "secret", systemType: "sbtest", window: 10, tps: 50, enquireLinkMs: 30_000, moReassemblyMs: 300_000 };
-
-async function waitFor<T>(what: string, probe: () => Promise<T | undefined | false> | T | undefined | false, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await probe();
-    if (v !== undefined && v !== false && v !== null) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
-function gsmHex(text: string): string {
-  return Buffer.from(text, "latin1").toString("hex"); // basic GSM letters and digits share ASCII codes
-}
+import { gsmHex, SMPP_DEFAULTS, type SmppWorld, startSmppWorld, waitFor } from "./world.js";
 
 describe("CARRIER=smpp against Net::SMPP", { timeout: 90_000 }, () => {
   let smsc: TestSmsc;
   let db: TestOrm;
+  let world: SmppWorld;
   let carrier: SmppCarrier;
-  let engine: DeliveryEngine;
   let app: FastifyInstance;
   let tenant: Tenant;
   let pool: string[];
-  let hookServer: Server;
   let hookBase: string;
-  const hooks: { path: string; body: any }[] = [];
+  let hooks: SmppWorld["hooks"];
 
   beforeAll(async () => {
-    hookServer = createServer((req, res) => {
-      let body = "";
-      req.on("data", (c) => (body += c));
-      req.on("end", () => {
-        hooks.push({ path: req.url ?? "", body: body ? JSON.parse(body) : {} });
-        res.writeHead(200).end();
-      });
-    });
-    await new Promise<void>((r) => hookServer.listen(0, "127.0.0.1", r));
-    hookBase = `http://127.0.0.1:${(hookServer.address() as AddressInfo).port}`;
     smsc = await startSmsc();
     db = await createTestOrm();
-    carrier = createSmppCarrier({
-      ...SMPP_DEFAULTS,
-      host: "127.0.0.1",
-      port: smsc.port,
-      tls: false,
-      clock: systemClock,
-      reconnectMinMs: 200,
-      reconnectMaxMs: 1000,
-      moReassemblyMs: 1500,
-      housekeepingMs: 300,
-      submitDeadlineMs: 20_000,
-      log: process.env.SMPP_TEST_LOG ? pino({ level: "info" }) : undefined,
-    });
-    engine = createDeliveryEngine({ orm: db.orm, clock: systemClock, carrier, webhookAllowPrivate: true, pollMs: 50, log: process.env.SMPP_TEST_LOG ? pino({ level: "info" }) : undefined });
-    app = await buildApp({
-      orm: db.orm,
-      clock: systemClock,
-      carrier,
-      onQueued: () => engine.nudge(),
-      config: { adminToken: ADMIN_TOKEN, webhookAllowPrivate: true, noAlphaCountries: new Set(["US", "CA"]), bodyLimit: 1024 * 1024 },
-    });
-    await app.ready();
-    await engine.start();
-    tenant = await createTenant(app);
-    pool = await addPoolNumbers(app, 2, 40);
+    world = await startSmppWorld(db.orm, smsc, { moReassemblyMs: 1500, housekeepingMs: 300, submitDeadlineMs: 20_000 });
+    ({ carrier, app, tenant, pool, hookBase, hooks } = world);
   }, 180_000);
 
   afterAll(async () => {
-    await engine?.stop();
-    await app?.close();
+    await world?.close();
     await smsc?.stop();
     await db?.close();
-    await new Promise((r) => hookServer?.close(r));
   });
 
-  async function send(payload: Record<string, unknown>): Promise<string> {
-    const res = await app.inject({ method: "POST", url: `/v2/Properties/${tenant.propertySid}/Messages`, headers: { authorization: tenant.auth }, payload });
-    expect(res.statusCode, res.body).toBe(200);
-    return res.json().MessageSid as string;
-  }
-
-  async function record(sid: string): Promise<any> {
-    const res = await app.inject({ method: "GET", url: `/v2/Messages/${sid}`, headers: { authorization: tenant.auth } });
-    return res.json();
-  }
+  const send = (payload: Record<string, unknown>) => world.send(payload);
+  const record = (sid: string) => world.record(sid);
 
   const recordIn = (sid: string, status: string) => waitFor(`${sid} ${status}`, async () => ((await record(sid)).Status === status ? record(sid) : undefined));
 
