@@ -127,6 +127,17 @@ describe("CARRIER=smpp against Net::SMPP", { timeout: 90_000 }, () => {
     await recordIn(sid, "Delivered");
   });
 
+  it("fails a two-segment message as soon as one segment's receipt is a failure", async () => {
+    const to = "+447700900109";
+    const sid = await send({ From: tenant.ownedNumber, To: to, Text: `${"x".repeat(160)}Y` });
+    await smsc.waitFor("two submits", () => submitsTo(to).length === 2);
+    await recordIn(sid, "Submitted");
+    const second = submitsTo(to).find((e) => e.f.sm!.slice(10, 12) === "02")!;
+    smsc.send(`deliver esm_class=4 source_addr=${to.slice(1)} destination_addr=x tlv_rmi=${second.f.id} tlv_state=5`);
+    const rec = await recordIn(sid, "Failed");
+    expect(rec).toMatchObject({ ErrorCode: "CarrierFailed", CarrierError: "stat:UNDELIV" });
+  });
+
   it("keeps a receipt that arrives before the submission is recorded and applies it when it lands", async () => {
     const to = "+447700900104";
     smsc.send("early 1");
