@@ -127,6 +127,16 @@ describe("CARRIER=smpp against Net::SMPP", { timeout: 90_000 }, () => {
     await recordIn(sid, "Delivered");
   });
 
+  it("reads a text in the receipt format sent without the receipt esm_class as a receipt, not an MO", async () => {
+    const to = "+447700900110";
+    const sid = await send({ From: tenant.ownedNumber, To: to, Text: "Plain receipt 10" });
+    await smsc.waitFor("the submit", () => submitsTo(to).length === 1);
+    await recordIn(sid, "Submitted");
+    const receipt = `id:${submitsTo(to)[0]!.f.id} sub:001 dlvrd:001 submit date:2611241200 done date:2611241201 stat:DELIVRD err:000 text:`;
+    smsc.send(`deliver esm_class=0 source_addr=${to.slice(1)} destination_addr=${tenant.ownedNumber.slice(1)} sm=${Buffer.from(receipt).toString("hex")}`);
+    await recordIn(sid, "Delivered");
+  });
+
   it("fails a two-segment message as soon as one segment's receipt is a failure", async () => {
     const to = "+447700900109";
     const sid = await send({ From: tenant.ownedNumber, To: to, Text: `${"x".repeat(160)}Y` });
