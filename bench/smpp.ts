@@ -1,10 +1,14 @@
 /**
- * `BENCH_ONLY=smpp npm run bench`: the SMPP carrier's pacing as the SMSC sees it. The Perl
- * Net::SMPP SMSC of the tests (test/smpp/smsc.pl) answers at once; Switchboard (in this process,
- * embedded PGlite, delivery engine with its loops) sends BENCH_SMPP_MESSAGES messages queued at
- * once, with SMPP_TPS (default 50) and SMPP_WINDOW (default 10). Reported: the submit_sm per
- * second the SMSC received overall and in its busiest second, and the most submissions this
- * process had outstanding.
+ * `BENCH_ONLY=smpp npm run bench`: the SMPP carrier's pacing as the SMSC sees it, against the Perl
+ * Net::SMPP SMSC of the tests (test/smpp/smsc.pl). Switchboard runs in this process (the delivery
+ * engine with its loops; embedded PGlite unless DATABASE_URL names a PostgreSQL server) and sends
+ * BENCH_SMPP_MESSAGES messages queued at once, twice:
+ * - the rate: SMPP_TPS (default 50), SMPP_WINDOW (default 10), an SMSC answering at once;
+ * - the window: no SMPP_TPS, SMPP_WINDOW, an SMSC answering each submit_sm BENCH_SMPP_DELAY_MS
+ *   (default 200) after it came, so the window is what limits.
+ * Reported for each: the submit_sm per second the SMSC received overall and in its busiest
+ * second, the most submissions outstanding (as the SMSC counted them when it delays, and as this
+ * process sampled them every 2 ms).
  */
 import { buildApp } from "../src/app.js";
 import { systemClock } from "../src/common/clock.js";
@@ -14,16 +18,20 @@ import { createTestOrm } from "../test/support/db.js";
 import { ADMIN_TOKEN, createTenant } from "../test/support/harness.js";
 import { acceptedSubmits, startSmsc } from "../test/smpp/smsc.js";
 
-/** Runs the SMPP pacing bench; returns the lines to print. */
-export async function benchSmpp(log: (s: string) => void): Promise<string> {
-  const tps = Number(process.env.SMPP_TPS ?? 50);
-  const window = Number(process.env.SMPP_WINDOW ?? 10);
-  const total = Number(process.env.BENCH_SMPP_MESSAGES ?? 1000);
+interface Run {
+  tps: number;
+  window: number;
+  delayMs: number;
+  total: number;
+}
+
+async function runOnce(r: Run, log: (s: string) => void): Promise<string> {
   const smsc = await startSmsc();
+  if (r.delayMs > 0) smsc.send(`delay ${r.delayMs}`);
   const db = await createTestOrm();
   const carrier = createSmppCarrier({
     host: "127.0.0.1", port: smsc.port, tls: false, systemId: "switchboard", password: "secret", systemType: "",
-    window, tps, enquireLinkMs: 30_000, moReassemblyMs: 300_000, clock: systemClock,
+    window: r.window, tps: r.tps, enquireLinkMs: 30_000, moReassemblyMs: 300_000, clock: systemClock,
   });
   const engine = createDeliveryEngine({ orm: db.orm, clock: systemClock, carrier, webhookAllowPrivate: true, pollMs: 50 });
   const app = await buildApp({
@@ -36,25 +44,31 @@ export async function benchSmpp(log: (s: string) => void): Promise<string> {
   const sampler = setInterval(() => (maxInFlight = Math.max(maxInFlight, carrier.status().inFlight)), 2);
   try {
     // Queued before the engine starts, so the dispatcher finds them all due at once.
-    for (let i = 0; i < total; i += 100) {
-      const Messages = Array.from({ length: Math.min(100, total - i) }, (_, j) => ({ From: tenant.ownedNumber, To: `+4477009${String(10_000 + i + j).slice(-5)}`, Text: "Bench" }));
+    for (let i = 0; i < r.total; i += 100) {
+      const Messages = Array.from({ length: Math.min(100, r.total - i) }, (_, j) => ({ From: tenant.ownedNumber, To: `+4477009${String(10_000 + i + j).slice(-5)}`, Text: "Bench" }));
       const res = await app.inject({ method: "POST", url: `/v2/Properties/${tenant.propertySid}/BatchMessages`, headers: { authorization: tenant.auth }, payload: { Messages } });
       if (res.statusCode !== 200) throw new Error(`batch: ${res.statusCode} ${res.body}`);
     }
-    log(`smpp: ${total} messages queued; SMPP_TPS=${tps} SMPP_WINDOW=${window}`);
+    const what = `SMPP_TPS=${r.tps || "off"}, SMPP_WINDOW=${r.window}, SMSC answering ${r.delayMs > 0 ? `${r.delayMs} ms after each submit_sm` : "at once"}`;
+    log(`smpp: ${r.total} messages queued; ${what}`);
     await engine.start();
-    await smsc.waitFor(`${total} submits`, (ev) => acceptedSubmits(ev).length >= total, 600_000);
-    const at = acceptedSubmits(smsc.events).map((e) => e.at);
+    await smsc.waitFor(`${r.total} submits`, (ev) => acceptedSubmits(ev).length >= r.total, 600_000);
+    const accepted = acceptedSubmits(smsc.events);
+    // The SMSC's own reading times: this process reads its stdout in chunks.
+    const at = accepted.map((e) => Number(e.f.t) * 1000);
     const span = (at[at.length - 1]! - at[0]!) / 1000;
     let busiest = 0;
     for (let i = 0, j = 0; i < at.length; i++) {
       while (at[i]! - at[j]! >= 1000) j++;
       busiest = Math.max(busiest, i - j + 1);
     }
+    const gaps = at.slice(1).map((t, i) => t - at[i]!);
+    const close = r.tps > 0 ? gaps.filter((g) => g < 500 / r.tps).length : 0;
+    const smscOutstanding = Math.max(0, ...accepted.map((e) => Number(e.f.outstanding ?? 0)));
     return [
-      `SMPP pacing (SMPP_TPS=${tps}, SMPP_WINDOW=${window}, ${total} messages queued at once, Perl Net::SMPP SMSC answering at once):`,
-      `  submit_sm seen by the SMSC: ${at.length} in ${span.toFixed(2)} s = ${((at.length - 1) / span).toFixed(1)} per second; busiest 1 s window: ${busiest}`,
-      `  most outstanding in this process (sampled every 2 ms): ${maxInFlight}`,
+      `SMPP pacing (${what}; ${r.total} messages queued at once):`,
+      `  submit_sm seen by the SMSC: ${at.length} in ${span.toFixed(2)} s = ${((at.length - 1) / span).toFixed(1)} per second; busiest 1 s window: ${busiest}${r.tps > 0 ? `; ${close} of ${gaps.length} gaps under half of 1/SMPP_TPS` : ""}`,
+      `  most outstanding: ${r.delayMs > 0 ? `${smscOutstanding} as the SMSC counted (received, not yet answered); ` : ""}${maxInFlight} in this process (sampled every 2 ms)`,
     ].join("\n");
   } finally {
     clearInterval(sampler);
@@ -63,4 +77,13 @@ export async function benchSmpp(log: (s: string) => void): Promise<string> {
     await smsc.stop();
     await db.close();
   }
+}
+
+/** Runs the SMPP pacing bench (the rate, then the window); returns the lines to print. */
+export async function benchSmpp(log: (s: string) => void): Promise<string> {
+  const window = Number(process.env.SMPP_WINDOW ?? 10);
+  const total = Number(process.env.BENCH_SMPP_MESSAGES ?? 1000);
+  const rate = await runOnce({ tps: Number(process.env.SMPP_TPS ?? 50), window, delayMs: 0, total }, log);
+  const windowed = await runOnce({ tps: 0, window, delayMs: Number(process.env.BENCH_SMPP_DELAY_MS ?? 200), total }, log);
+  return `${rate}\n${windowed}`;
 }

@@ -37,6 +37,8 @@ interface Waiter {
   reject(err: unknown): void;
   signal?: AbortSignal;
   onAbort?: () => void;
+  /** When it asked (performance.now()). */
+  queuedAt: number;
 }
 
 /** Creates a pacer (SMPP window and SMPP_TPS, KANNEL_TPS). */
@@ -49,11 +51,16 @@ export function createPacer(opts: PacerOptions): Pacer {
   let timer: NodeJS.Timeout | undefined;
   // Smoothed round trip: how many submissions the window lets through per unit of time.
   let roundTripMs = opts.initialRoundTripMs ?? 1000;
+  // The last `perSpan` starts: catching up after a late timer never puts more than tps starts in
+  // any one second (an SMSC counting per second would answer ESME_RTHROTTLED).
+  const perSpan = interval > 0 ? Math.max(1, Math.floor(opts.tps)) : 0;
+  const span = perSpan * interval;
+  const recent: number[] = [];
 
   function pump(): void {
     while (waiting.length > 0 && inFlight < opts.window) {
       const now = performance.now();
-      const startAt = Math.max(nextStart, pausedUntil);
+      const startAt = Math.max(nextStart, pausedUntil, recent.length === perSpan && perSpan > 0 ? recent[0]! + span : 0);
       if (startAt > now) {
         if (!timer) {
           timer = setTimeout(() => {
@@ -66,9 +73,14 @@ export function createPacer(opts: PacerOptions): Pacer {
       const w = waiting.shift()!;
       if (w.onAbort) w.signal?.removeEventListener("abort", w.onAbort);
       inFlight++;
-      // Steady spacing on the schedule, so a timer that fires late does not slow the rate; an idle
-      // period earns at most one start without waiting (no burst).
-      nextStart = Math.max(nextStart, now - interval) + interval;
+      // Steady spacing on the schedule, so a timer that fires late does not slow the rate (it
+      // catches up at most one interval). A start that found the pacer idle, or ends a pause, is
+      // its own slot: the next one waits a full interval (no burst of two).
+      nextStart = Math.max(nextStart, w.queuedAt, pausedUntil, now - interval) + interval;
+      if (perSpan > 0) {
+        recent.push(now);
+        if (recent.length > perSpan) recent.shift();
+      }
       const started = now;
       let freed = false;
       w.resolve({
@@ -87,7 +99,7 @@ export function createPacer(opts: PacerOptions): Pacer {
     acquire(signal) {
       return new Promise<PacerSlot>((resolve, reject) => {
         if (signal?.aborted) return reject(signal.reason);
-        const w: Waiter = { resolve, reject, signal };
+        const w: Waiter = { resolve, reject, signal, queuedAt: performance.now() };
         if (signal) {
           w.onAbort = () => {
             const i = waiting.indexOf(w);

@@ -5,108 +5,45 @@
  */
 import { execFileSync, spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { FastifyInstance } from "fastify";
 import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { buildApp } from "../../src/app.js";
 import { systemClock } from "../../src/common/clock.js";
 import { createSmppCarrier, type SmppCarrier } from "../../src/carriers/smpp/smpp-carrier.js";
-import { createDeliveryEngine, type DeliveryEngine } from "../../src/delivery/engine.js";
-import { ADMIN_TOKEN, addPoolNumbers, createTenant, type Tenant } from "../support/harness.js";
+import { ADMIN_TOKEN, type Tenant } from "../support/harness.js";
 import { createTestOrm, type TestOrm } from "../support/db.js";
 import { freePort } from "../support/kannel.js";
 import { acceptedSubmits, type SmscEvent, startSmsc, type TestSmsc } from "./smsc.js";
-
-const SMPP_DEFAULTS = { systemId: "switchboard", password: "secret", systemType: "sbtest", window: 10, tps: 50, enquireLinkMs: 30_000, moReassemblyMs: 300_000 };
-
-async function waitFor<T>(what: string, probe: () => Promise<T | undefined | false> | T | undefined | false, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await probe();
-    if (v !== undefined && v !== false && v !== null) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
-function gsmHex(text: string): string {
-  return Buffer.from(text, "latin1").toString("hex"); // basic GSM letters and digits share ASCII codes
-}
+import { gsmHex, SMPP_DEFAULTS, type SmppWorld, startSmppWorld, waitFor } from "./world.js";
 
 describe("CARRIER=smpp against Net::SMPP", { timeout: 90_000 }, () => {
   let smsc: TestSmsc;
   let db: TestOrm;
+  let world: SmppWorld;
   let carrier: SmppCarrier;
-  let engine: DeliveryEngine;
   let app: FastifyInstance;
   let tenant: Tenant;
   let pool: string[];
-  let hookServer: Server;
   let hookBase: string;
-  const hooks: { path: string; body: any }[] = [];
+  let hooks: SmppWorld["hooks"];
 
   beforeAll(async () => {
-    hookServer = createServer((req, res) => {
-      let body = "";
-      req.on("data", (c) => (body += c));
-      req.on("end", () => {
-        hooks.push({ path: req.url ?? "", body: body ? JSON.parse(body) : {} });
-        res.writeHead(200).end();
-      });
-    });
-    await new Promise<void>((r) => hookServer.listen(0, "127.0.0.1", r));
-    hookBase = `http://127.0.0.1:${(hookServer.address() as AddressInfo).port}`;
     smsc = await startSmsc();
     db = await createTestOrm();
-    carrier = createSmppCarrier({
-      ...SMPP_DEFAULTS,
-      host: "127.0.0.1",
-      port: smsc.port,
-      tls: false,
-      clock: systemClock,
-      reconnectMinMs: 200,
-      reconnectMaxMs: 1000,
-      moReassemblyMs: 1500,
-      housekeepingMs: 300,
-      submitDeadlineMs: 20_000,
-      log: process.env.SMPP_TEST_LOG ? pino({ level: "info" }) : undefined,
-    });
-    engine = createDeliveryEngine({ orm: db.orm, clock: systemClock, carrier, webhookAllowPrivate: true, pollMs: 50, log: process.env.SMPP_TEST_LOG ? pino({ level: "info" }) : undefined });
-    app = await buildApp({
-      orm: db.orm,
-      clock: systemClock,
-      carrier,
-      onQueued: () => engine.nudge(),
-      config: { adminToken: ADMIN_TOKEN, webhookAllowPrivate: true, noAlphaCountries: new Set(["US", "CA"]), bodyLimit: 1024 * 1024 },
-    });
-    await app.ready();
-    await engine.start();
-    tenant = await createTenant(app);
-    pool = await addPoolNumbers(app, 2, 40);
+    world = await startSmppWorld(db.orm, smsc, { moReassemblyMs: 1500, housekeepingMs: 300, submitDeadlineMs: 20_000 });
+    ({ carrier, app, tenant, pool, hookBase, hooks } = world);
   }, 180_000);
 
   afterAll(async () => {
-    await engine?.stop();
-    await app?.close();
+    await world?.close();
     await smsc?.stop();
     await db?.close();
-    await new Promise((r) => hookServer?.close(r));
   });
 
-  async function send(payload: Record<string, unknown>): Promise<string> {
-    const res = await app.inject({ method: "POST", url: `/v2/Properties/${tenant.propertySid}/Messages`, headers: { authorization: tenant.auth }, payload });
-    expect(res.statusCode, res.body).toBe(200);
-    return res.json().MessageSid as string;
-  }
-
-  async function record(sid: string): Promise<any> {
-    const res = await app.inject({ method: "GET", url: `/v2/Messages/${sid}`, headers: { authorization: tenant.auth } });
-    return res.json();
-  }
+  const send = (payload: Record<string, unknown>) => world.send(payload);
+  const record = (sid: string) => world.record(sid);
 
   const recordIn = (sid: string, status: string) => waitFor(`${sid} ${status}`, async () => ((await record(sid)).Status === status ? record(sid) : undefined));
 
@@ -190,6 +127,27 @@ describe("CARRIER=smpp against Net::SMPP", { timeout: 90_000 }, () => {
     await recordIn(sid, "Delivered");
   });
 
+  it("reads a text in the receipt format sent without the receipt esm_class as a receipt, not an MO", async () => {
+    const to = "+447700900110";
+    const sid = await send({ From: tenant.ownedNumber, To: to, Text: "Plain receipt 10" });
+    await smsc.waitFor("the submit", () => submitsTo(to).length === 1);
+    await recordIn(sid, "Submitted");
+    const receipt = `id:${submitsTo(to)[0]!.f.id} sub:001 dlvrd:001 submit date:2611241200 done date:2611241201 stat:DELIVRD err:000 text:`;
+    smsc.send(`deliver esm_class=0 source_addr=${to.slice(1)} destination_addr=${tenant.ownedNumber.slice(1)} sm=${Buffer.from(receipt).toString("hex")}`);
+    await recordIn(sid, "Delivered");
+  });
+
+  it("fails a two-segment message as soon as one segment's receipt is a failure", async () => {
+    const to = "+447700900109";
+    const sid = await send({ From: tenant.ownedNumber, To: to, Text: `${"x".repeat(160)}Y` });
+    await smsc.waitFor("two submits", () => submitsTo(to).length === 2);
+    await recordIn(sid, "Submitted");
+    const second = submitsTo(to).find((e) => e.f.sm!.slice(10, 12) === "02")!;
+    smsc.send(`deliver esm_class=4 source_addr=${to.slice(1)} destination_addr=x tlv_rmi=${second.f.id} tlv_state=5`);
+    const rec = await recordIn(sid, "Failed");
+    expect(rec).toMatchObject({ ErrorCode: "CarrierFailed", CarrierError: "stat:UNDELIV" });
+  });
+
   it("keeps a receipt that arrives before the submission is recorded and applies it when it lands", async () => {
     const to = "+447700900104";
     smsc.send("early 1");
@@ -235,7 +193,20 @@ describe("CARRIER=smpp against Net::SMPP", { timeout: 90_000 }, () => {
     await waitFor("the incomplete reply after the reassembly time", () => hooks.find((h) => h.body.Text === "Lonely part"), 15_000);
   });
 
-  it("submits every accepted message when the SMSC is killed and restarted mid-run", async () => {
+  it("resubmits once, on the next bind, a submit_sm whose response never came because the link was lost", async () => {
+    const to = "+447700900108";
+    smsc.send("silent 1");
+    const sid = await send({ From: tenant.ownedNumber, To: to, Text: "Unanswered 8" });
+    await smsc.waitFor("the unanswered submit", () => submitsTo(to).length === 0 && smsc.events.some((e) => e.kind === "submit" && e.f.destination_addr === to.slice(1) && e.f.answer === "none"));
+    smsc.send("drop");
+    const rec = await recordIn(sid, "Submitted");
+    const tries = smsc.events.filter((e) => e.kind === "submit" && e.f.destination_addr === to.slice(1));
+    expect(tries.map((e) => e.f.answer)).toEqual(["none", "ok"]);
+    expect(tries[0]!.f.sm).toBe(tries[1]!.f.sm);
+    expect(rec.Status).toBe("Submitted");
+  });
+
+  it("submits every accepted message when the SMSC is killed and restarted mid-run; /readyz stays 200 while the link is down", async () => {
     const before = acceptedSubmits(smsc.events).length;
     const tos = Array.from({ length: 100 }, (_, i) => `+4477009002${String(i).padStart(2, "0")}`);
     const sids: string[] = [];
@@ -243,6 +214,12 @@ describe("CARRIER=smpp against Net::SMPP", { timeout: 90_000 }, () => {
     await smsc.waitFor("some submits", () => acceptedSubmits(smsc.events).length >= before + 5);
     await smsc.kill();
     await waitFor("the link down", () => carrier.status().link !== "Bound");
+    // /readyz is "database reachable": an SMSC outage must not take API instances out of a balancer.
+    const ready = await app.inject({ method: "GET", url: "/readyz" });
+    expect(ready.statusCode, ready.body).toBe(200);
+    const op = await app.inject({ method: "GET", url: "/admin/v1/Carrier", headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+    expect(op.json().Link).not.toBe("Bound");
+    expect((await app.inject({ method: "GET", url: "/metrics" })).body).toContain('switchboard_carrier_link{carrier="smpp",state="Bound"} 0');
     await new Promise((r) => setTimeout(r, 500));
     const killedAt = smsc.events.length;
     await smsc.restart();

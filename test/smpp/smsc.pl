@@ -6,15 +6,20 @@
 #        reject N STATUS             answer the next N submit_sm with STATUS (decimal)
 #        silent N                    do not answer the next N submit_sm
 #        early N                     send the next N submits' receipts before their submit_sm_resp
+#        delay MS                    answer each accepted submit_sm MS ms after it came (0: at once)
 #        deliver k=v ...             send a deliver_sm (sm=hex of short_message, tlv_rmi=, tlv_state=)
+#        redeliver MS                a deliver_sm answered with an error status is sent again MS ms
+#                                    later, until answered with 0 (as an SMSC retries; 0: never)
 #        drop                        close the ESME's connection
-#   out: listening PORT | bind system_id=.. ok=1|0 | submit seq=.. id=.. k=v ... sm=HEX
-#        deliver_resp seq=.. status=.. | enquire_link | closed
+#   out: listening PORT | bind system_id=.. ok=1|0 | submit seq=.. id=.. k=v ... t=SECONDS sm=HEX answer=..
+#        (answer=delayed also gives outstanding=N: accepted submit_sm not answered yet, this one included)
+#        deliver_resp seq=.. status=.. | redelivered seq=.. of=.. | enquire_link | closed
 use strict;
 use warnings;
 use Net::SMPP;
 use IO::Select;
 use Getopt::Long;
+use Time::HiRes qw(time);
 
 my ($port, $sysid, $password) = (0, 'switchboard', 'secret');
 GetOptions('port=i' => \$port, 'system-id=s' => \$sysid, 'password=s' => \$password) or die "bad arguments";
@@ -27,6 +32,9 @@ print "listening ", $listen->sockport, "\n";
 my $sel = IO::Select->new($listen, \*STDIN);
 my ($client, $idformat, $throttle, $reject_n, $reject_status, $silent, $early) = (undef, 'hex', 0, 0, 0, 0, 0);
 my $stdin_buf = '';
+my ($delay_ms, $redeliver_ms, $unanswered) = (0, 0, 0);
+my @timed;         # [when (epoch seconds), code]: delayed answers and redeliveries, soonest first
+my %deliveries;    # deliver_sm seq -> its arguments, until answered with status 0
 my %held;    # deliver_sm seq -> [submit seq, id]: submit_sm_resp sent once the early receipt is answered
 my $next_id = 0x1A2B00;
 
@@ -37,7 +45,23 @@ sub close_client {
   $sel->remove($client);
   close $client;
   $client = undef;
+  # What was owed to that connection is gone with it (a new bind starts afresh).
+  @timed = ();
+  %deliveries = ();
+  $unanswered = 0;
   ev('closed');
+}
+
+sub later {
+  my ($ms, $code) = @_;
+  @timed = sort { $a->[0] <=> $b->[0] } @timed, [time + $ms / 1000, $code];
+}
+
+sub send_deliver {
+  my (@args) = @_;
+  my $seq = $client->deliver_sm(@args, async => 1);
+  $deliveries{$seq} = \@args;
+  return $seq;
 }
 
 sub msgid {
@@ -58,6 +82,7 @@ sub handle_pdu {
   } elsif ($cmd == 0x00000004) {    # submit_sm
     my @f = map { "$_=" . (defined $pdu->{$_} ? $pdu->{$_} : '') }
       qw(source_addr_ton source_addr_npi source_addr dest_addr_ton dest_addr_npi destination_addr esm_class data_coding registered_delivery);
+    push @f, sprintf('t=%.6f', time);    # when the SMSC read it (its clock, seconds)
     my $sm = unpack('H*', $pdu->{short_message} // '');
     if ($silent > 0) { $silent--; ev('submit', "seq=$pdu->{seq}", 'id=-', @f, "sm=$sm", 'answer=none'); return; }
     if ($throttle > 0) {
@@ -83,6 +108,13 @@ sub handle_pdu {
       ev('submit', "seq=$pdu->{seq}", "id=$id", @f, "sm=$sm", 'answer=after-receipt');
       return;
     }
+    if ($delay_ms > 0) {
+      $unanswered++;
+      ev('submit', "seq=$pdu->{seq}", "id=$id", @f, "sm=$sm", 'answer=delayed', "outstanding=$unanswered");
+      my $seq = $pdu->{seq};
+      later($delay_ms, sub { $unanswered--; $client->submit_sm_resp(message_id => $id, seq => $seq); });
+      return;
+    }
     ev('submit', "seq=$pdu->{seq}", "id=$id", @f, "sm=$sm", 'answer=ok');
     $client->submit_sm_resp(message_id => $id, seq => $pdu->{seq});
   } elsif ($cmd == 0x00000015) {    # enquire_link
@@ -93,6 +125,11 @@ sub handle_pdu {
     close_client();
   } elsif ($cmd == 0x80000005) {    # deliver_sm_resp
     ev('deliver_resp', "seq=$pdu->{seq}", "status=$pdu->{status}");
+    my $args = delete $deliveries{$pdu->{seq}};
+    if ($args && $pdu->{status} != 0 && $redeliver_ms > 0) {
+      my $of = $pdu->{seq};
+      later($redeliver_ms, sub { my $seq = send_deliver(@$args); ev('redelivered', "seq=$seq", "of=$of"); });
+    }
     if (my $h = delete $held{$pdu->{seq}}) { $client->submit_sm_resp(message_id => $h->[1], seq => $h->[0]); }
   } elsif ($cmd & 0x80000000) {
     # other responses: nothing to do
@@ -111,6 +148,8 @@ sub command {
   elsif ($verb eq 'reject') { ($reject_n, $reject_status) = @args; }
   elsif ($verb eq 'silent') { $silent = $args[0]; }
   elsif ($verb eq 'early') { $early = $args[0]; }
+  elsif ($verb eq 'delay') { $delay_ms = $args[0]; }
+  elsif ($verb eq 'redeliver') { $redeliver_ms = $args[0]; }
   elsif ($verb eq 'drop') { close_client(); }
   elsif ($verb eq 'deliver') {
     return ev('error', 'no client') unless $client;
@@ -118,17 +157,19 @@ sub command {
     my @tlv;
     push @tlv, receipted_message_id => "$a{tlv_rmi}\0" if defined $a{tlv_rmi};
     push @tlv, message_state => pack('C', $a{tlv_state}) if defined $a{tlv_state};
-    my $seq = $client->deliver_sm(
+    my $seq = send_deliver(
       source_addr_ton => $a{source_addr_ton} // 1, source_addr_npi => 1, source_addr => $a{source_addr} // '',
       dest_addr_ton => $a{dest_addr_ton} // 1, dest_addr_npi => 1, destination_addr => $a{destination_addr} // '',
       esm_class => $a{esm_class} // 0, data_coding => $a{data_coding} // 0,
-      short_message => pack('H*', $a{sm} // ''), async => 1, @tlv);
+      short_message => pack('H*', $a{sm} // ''), @tlv);
     ev('delivered', "seq=$seq");
   }
 }
 
 while (1) {
-  for my $fh ($sel->can_read) {
+  my $wait = @timed ? $timed[0][0] - time : undef;
+  $wait = 0 if defined $wait && $wait < 0;
+  for my $fh ($sel->can_read($wait)) {
     if ($fh == $listen) {
       my $c = $listen->accept or next;
       close_client() if $client;
@@ -147,4 +188,5 @@ while (1) {
       handle_pdu($pdu);
     }
   }
+  while (@timed && $timed[0][0] <= time) { (shift @timed)->[1]->(); }
 }
