@@ -1,7 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { ReferenceKind } from "@mikro-orm/core";
-import type { MikroORM } from "@mikro-orm/sql";
-import { createTestOrm, dbKind, type TestOrm } from "../support/db.js";
+import { dbKind, useTestOrm } from "../support/db.js";
 import { entities } from "../../src/db/entities.js";
 
 /** One column as "table.column: type null|not null [generated] [serial]", the form both sides are compared in. */
@@ -21,20 +20,11 @@ function entityType(columnType: string): string {
 }
 
 describe(`entities and the migrated schema (${dbKind()})`, () => {
-  let db: TestOrm;
-  let orm: MikroORM;
-
-  beforeAll(async () => {
-    db = await createTestOrm();
-    orm = db.orm;
-  });
-  afterAll(async () => {
-    await db?.close();
-  });
+  const db = useTestOrm();
 
   it("have the same tables and columns, with the same types and nullability", async () => {
     // What the migrations made: every column of every table but the migrator's own.
-    const rows = await orm.em.fork().execute<
+    const rows = await db.orm.em.fork().execute<
       { table_name: string; column_name: string; udt_name: string; character_maximum_length: number | null; is_nullable: string; is_generated: string; column_default: string | null }[]
     >(
       `select table_name, column_name, udt_name, character_maximum_length, is_nullable, is_generated, column_default
@@ -53,7 +43,7 @@ describe(`entities and the migrated schema (${dbKind()})`, () => {
     });
 
     // What the entities say: every persisted scalar property of every entity.
-    const inEntities = [...orm.getMetadata().getAll().values()]
+    const inEntities = [...db.orm.getMetadata().getAll().values()]
       .filter((meta) => !meta.embeddable && !meta.abstract)
       .flatMap((meta) =>
         meta.props
@@ -71,7 +61,7 @@ describe(`entities and the migrated schema (${dbKind()})`, () => {
   });
 
   it("lists every entity in src/db/entities.ts, the one place the ORM takes them from", () => {
-    const tables = [...orm.getMetadata().getAll().values()].filter((meta) => !meta.embeddable && !meta.abstract).map((meta) => meta.className);
+    const tables = [...db.orm.getMetadata().getAll().values()].filter((meta) => !meta.embeddable && !meta.abstract).map((meta) => meta.className);
     expect(tables.sort()).toEqual(entities.map((e) => e.name).sort());
   });
 });

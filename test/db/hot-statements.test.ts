@@ -1,6 +1,5 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { MikroORM } from "@mikro-orm/sql";
-import { createTestOrm, dbKind, type TestOrm } from "../support/db.js";
+import { describe, expect, it } from "vitest";
+import { dbKind, useTestOrm } from "../support/db.js";
 import { executeBound } from "../../src/db/bound-sql.js";
 import { CHECK_SQL, claimSql, DUE_ACCOUNTS_SQL, fairClaimSql, ORDERED_QUEUE_SCAN, SEND_BATCH_SETTINGS } from "../../src/messaging/message-store.js";
 
@@ -11,22 +10,13 @@ function planNodes(plan: Record<string, unknown>): Record<string, unknown>[] {
 }
 
 describe(`hot statements (${dbKind()})`, () => {
-  let db: TestOrm;
-  let orm: MikroORM;
-
-  beforeAll(async () => {
-    db = await createTestOrm();
-    orm = db.orm;
-  });
-  afterAll(async () => {
-    await db?.close();
-  });
+  const db = useTestOrm();
 
   for (const confirmed of [false, true]) {
     it(`the dispatcher's claim walks the queue index in order, never a bitmap or sequential scan (confirming carrier: ${confirmed})`, async () => {
       const now = new Date();
       const params = confirmed ? [now, now, 500] : [now, now, now, 500];
-      const plan = await orm.em.fork().transactional(async (tx) => {
+      const plan = await db.orm.em.fork().transactional(async (tx) => {
         await executeBound(tx, ORDERED_QUEUE_SCAN, []);
         const [row] = await executeBound<{ "QUERY PLAN": unknown }>(tx, `explain (format json) ${claimSql(confirmed)}`, params);
         const json = row["QUERY PLAN"];
@@ -44,7 +34,7 @@ describe(`hot statements (${dbKind()})`, () => {
 
   /** The JSON plan of a statement, under the claim's planner settings. */
   async function claimPlan(sql: string, params: unknown[]): Promise<Record<string, unknown>[]> {
-    const plan = await orm.em.fork().transactional(async (tx) => {
+    const plan = await db.orm.em.fork().transactional(async (tx) => {
       await executeBound(tx, ORDERED_QUEUE_SCAN, []);
       const [row] = await executeBound<{ "QUERY PLAN": unknown }>(tx, `explain (format json) ${sql}`, params);
       const json = row["QUERY PLAN"];
@@ -87,7 +77,7 @@ describe(`hot statements (${dbKind()})`, () => {
 
   it("a send batch's check looks every row up through an index: no sequential scan, no hash or merge join", async () => {
     const now = new Date();
-    const plan = await orm.em.fork().transactional(async (tx) => {
+    const plan = await db.orm.em.fork().transactional(async (tx) => {
       await executeBound(tx, SEND_BATCH_SETTINGS, []);
       const [row] = await executeBound<{ "QUERY PLAN": unknown }>(tx, `explain (format json) ${CHECK_SQL}`, [
         [0, 1],
@@ -111,7 +101,7 @@ describe(`hot statements (${dbKind()})`, () => {
 
   it("the submission and final-state functions plan every call by primary key: no sequential scan, no hash or merge join, one generic plan", async () => {
     const rows = await executeBound<{ proname: string; proconfig: string[] | string }>(
-      orm.em.fork(),
+      db.orm.em.fork(),
       "select proname, proconfig from pg_proc where proname in ('sb_record_submissions', 'sb_apply_final_states') order by proname",
       [],
     );
@@ -125,21 +115,21 @@ describe(`hot statements (${dbKind()})`, () => {
   });
 
   it("the settings last for the claim's transaction only", async () => {
-    const em = orm.em.fork();
+    const em = db.orm.em.fork();
     await em.transactional((tx) => executeBound(tx, ORDERED_QUEUE_SCAN, []));
     const [after] = await executeBound<{ enable_bitmapscan: string }>(em, "show enable_bitmapscan", []);
     expect(after.enable_bitmapscan).toBe("on");
   });
 
   it("a prepared statement keeps one text: a second text under its name is refused before it reaches the database", async () => {
-    const em = orm.em.fork();
+    const em = db.orm.em.fork();
     expect(await executeBound<{ x: number }>(em, "select ?::int as x", [7], "test_one_text")).toEqual([{ x: 7 }]);
     expect(await executeBound<{ x: number }>(em, "select ?::int as x", [8], "test_one_text")).toEqual([{ x: 8 }]);
     await expect(executeBound(em, "select ?::int + 1 as x", [1], "test_one_text")).rejects.toThrow(/two different texts/);
   });
 
   it.runIf(dbKind() === "postgres")("on PostgreSQL a named statement is prepared on the connection, once", async () => {
-    const names = await orm.em.fork().transactional(async (tx) => {
+    const names = await db.orm.em.fork().transactional(async (tx) => {
       await executeBound(tx, "select ?::text as y", ["a"], "test_prepared_once");
       await executeBound(tx, "select ?::text as y", ["b"], "test_prepared_once");
       return executeBound<{ name: string }>(tx, "select name from pg_prepared_statements where name = ?", ["test_prepared_once"]);

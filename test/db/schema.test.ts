@@ -2,15 +2,14 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { randomBytes } from "node:crypto";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import {
   CheckConstraintViolationException,
   DriverException,
   UniqueConstraintViolationException,
-  type MikroORM,
   type SqlEntityManager,
 } from "@mikro-orm/sql";
-import { createTestOrm, dbKind, type TestOrm } from "../support/db.js";
+import { dbKind, useTestOrm } from "../support/db.js";
 import { constraintViolation, createOrm, isDatabaseReady, migrateUp, migrations } from "../../src/db/orm.js";
 import { newSid } from "../../src/common/sid.js";
 import { Account } from "../../src/accounts/account.entity.js";
@@ -27,16 +26,7 @@ import { PendingReceipt } from "../../src/carriers/smpp/pending-receipt.entity.j
 const T0 = new Date("2026-01-01T00:00:00.123Z");
 
 describe(`database schema (${dbKind()})`, () => {
-  let db: TestOrm;
-  let orm: MikroORM;
-
-  beforeAll(async () => {
-    db = await createTestOrm();
-    orm = db.orm;
-  });
-  afterAll(async () => {
-    await db?.close();
-  });
+  const db = useTestOrm();
 
   async function account(em: SqlEntityManager): Promise<Account> {
     const a = em.create(Account, { sid: newSid("AC"), name: "Acme", tokenHash: "a".repeat(64), webhookSecret: "whsec_x", createdAt: T0 });
@@ -64,7 +54,7 @@ describe(`database schema (${dbKind()})`, () => {
   }
 
   it("migrations create every table, and running them again changes nothing", async () => {
-    const rows = await orm.em
+    const rows = await db.orm.em
       .fork()
       .execute<{ table_name: string }[]>("select table_name from information_schema.tables where table_schema = 'public' order by table_name");
     expect(rows.map((r) => r.table_name)).toEqual(
@@ -82,13 +72,13 @@ describe(`database schema (${dbKind()})`, () => {
         "properties",
       ]),
     );
-    expect(await migrateUp(orm)).toEqual([]);
-    expect(await isDatabaseReady(orm)).toBe(true);
+    expect(await migrateUp(db.orm)).toEqual([]);
+    expect(await isDatabaseReady(db.orm)).toBe(true);
   });
 
   it("indexes no message column the delivery updates change, except the queue flag that flips once when a message leaves the queue", async () => {
     // What lets PostgreSQL make the claim and the final-state updates heap-only (docs/benchmarks.md).
-    const em = orm.em.fork();
+    const em = db.orm.em.fork();
     const indexes = await em.execute<{ indexname: string; indexdef: string }[]>(
       "select indexname, indexdef from pg_indexes where schemaname = 'public' and tablename = 'messages' order by indexname",
     );
@@ -121,7 +111,7 @@ describe(`database schema (${dbKind()})`, () => {
   });
 
   it("indexes the webhook outbox for the due-time walk, the round-robin claim per (account, host), and per message", async () => {
-    const indexes = await orm.em
+    const indexes = await db.orm.em
       .fork()
       .execute<{ indexname: string; indexdef: string }[]>(
         "select indexname, indexdef from pg_indexes where schemaname = 'public' and tablename = 'webhook_deliveries' order by indexname",
@@ -135,7 +125,7 @@ describe(`database schema (${dbKind()})`, () => {
   });
 
   it("stores every timestamp as timestamptz", async () => {
-    const rows = await orm.em
+    const rows = await db.orm.em
       .fork()
       .execute<{ table_name: string; column_name: string; data_type: string }[]>(
         "select table_name, column_name, data_type from information_schema.columns where table_schema = 'public' and column_name like '%\\_at' and table_name <> 'mikro_orm_migrations'",
@@ -145,7 +135,7 @@ describe(`database schema (${dbKind()})`, () => {
   });
 
   it("caps live leases per recipient at 5 and lends a pool number once per recipient; released leases do not count", async () => {
-    const em = orm.em.fork();
+    const em = db.orm.em.fork();
     const acc = await account(em);
     const pool = await poolNumbers(em, 7);
     const recipient = "+447700900123";
@@ -173,7 +163,7 @@ describe(`database schema (${dbKind()})`, () => {
   });
 
   it("rolls back raw SQL and entity changes together in em.transactional", async () => {
-    const em = orm.em.fork();
+    const em = db.orm.em.fork();
     const acc = await account(em);
     const [number] = await poolNumbers(em, 1);
     await expect(
@@ -184,13 +174,13 @@ describe(`database schema (${dbKind()})`, () => {
         await insertLease(tx, { poolNumber: number, recipient: "+447700900555", accountSid: acc.sid, slot: 2 });
       }),
     ).rejects.toBeInstanceOf(UniqueConstraintViolationException);
-    const check = orm.em.fork();
+    const check = db.orm.em.fork();
     expect(await check.count(Lease, { recipient: "+447700900555" })).toBe(0);
     expect(await check.count(Property, { accountSid: acc.sid })).toBe(0);
   });
 
   it("refuses to delete an address that a number uses", async () => {
-    const em = orm.em.fork();
+    const em = db.orm.em.fork();
     const acc = await account(em);
     const address = em.create(Address, {
       sid: newSid("AD"),
@@ -207,22 +197,22 @@ describe(`database schema (${dbKind()})`, () => {
 
     // RESTRICT fails the DELETE itself, though the key is deferrable. The SQLSTATE differs by engine
     // (23503 on PostgreSQL 15, 23001 on PGlite), which constraintViolation() hides.
-    const direct = await orm.em.fork().nativeDelete(Address, { sid: address.sid }).catch((e: unknown) => e);
+    const direct = await db.orm.em.fork().nativeDelete(Address, { sid: address.sid }).catch((e: unknown) => e);
     expect(direct).toBeInstanceOf(DriverException);
     // The referenced end: what toConnectError answers with AddressInUse.
     const restricted = { kind: "foreign-key", constraint: "numbers_address_sid_fkey", side: "referenced", key: address.sid };
     expect(constraintViolation(direct)).toEqual(restricted);
-    const viaUnitOfWork = orm.em.fork();
+    const viaUnitOfWork = db.orm.em.fork();
     viaUnitOfWork.remove(await viaUnitOfWork.findOneOrFail(Address, address.sid));
     expect(constraintViolation(await viaUnitOfWork.flush().catch((e: unknown) => e))).toEqual(restricted);
-    expect(await orm.em.fork().count(Address, { sid: address.sid })).toBe(1);
+    expect(await db.orm.em.fork().count(Address, { sid: address.sid })).toBe(1);
 
-    await orm.em.fork().nativeUpdate(PhoneNumber, { addressSid: address.sid }, { addressSid: null });
-    expect(await orm.em.fork().nativeDelete(Address, { sid: address.sid })).toBe(1);
+    await db.orm.em.fork().nativeUpdate(PhoneNumber, { addressSid: address.sid }, { addressSid: null });
+    expect(await db.orm.em.fork().nativeDelete(Address, { sid: address.sid })).toBe(1);
   });
 
   it("persists and reads back every entity through forked EntityManagers", async () => {
-    const em = orm.em.fork();
+    const em = db.orm.em.fork();
     const acc = em.create(Account, { sid: newSid("AC"), tokenHash: "b".repeat(64), webhookSecret: "whsec_y", createdAt: T0 });
     const prop = em.create(Property, { sid: newSid("PR"), accountSid: acc.sid, name: "Shop", smsEnabled: false, createdAt: T0 });
     const addr = em.create(Address, {
@@ -266,7 +256,7 @@ describe(`database schema (${dbKind()})`, () => {
     });
     await em.flush();
 
-    const read = orm.em.fork();
+    const read = db.orm.em.fork();
     const acc2 = await read.findOneOrFail(Account, acc.sid);
     expect(acc2).toMatchObject({ name: "", smsEnabled: true, tokenHash: "b".repeat(64), webhookSecret: "whsec_y" });
     expect(acc2.createdAt).toBeInstanceOf(Date);
@@ -308,23 +298,23 @@ describe(`database schema (${dbKind()})`, () => {
     const kept = em.create(PendingReceipt, { carrierId: "6699", idKey: "6699", idHexValue: "26265", status: "Failed", carrierError: "stat:UNDELIV err:034", receivedAt: T0 });
     const part = em.create(InboundPart, { sender: "+447700900456", recipient: num.number, ref: 7, total: 2, part: 1, text: "Hello", receivedAt: T0 });
     await em.flush();
-    const seg2 = await orm.em.fork().findOneOrFail(CarrierSegment, { messageSid: seg.messageSid, seq: 1 });
+    const seg2 = await db.orm.em.fork().findOneOrFail(CarrierSegment, { messageSid: seg.messageSid, seq: 1 });
     expect(seg2).toMatchObject({ carrierId: "001A2B", idKey: "1a2b", idAlt: "6699", status: "Submitted", carrierError: "" });
-    expect(await orm.em.fork().findOneOrFail(PendingReceipt, { id: kept.id })).toMatchObject({ idHexValue: "26265", status: "Failed", carrierError: "stat:UNDELIV err:034" });
-    expect(await orm.em.fork().findOneOrFail(InboundPart, { id: part.id })).toMatchObject({ ref: 7, total: 2, part: 1, text: "Hello" });
+    expect(await db.orm.em.fork().findOneOrFail(PendingReceipt, { id: kept.id })).toMatchObject({ idHexValue: "26265", status: "Failed", carrierError: "stat:UNDELIV err:034" });
+    expect(await db.orm.em.fork().findOneOrFail(InboundPart, { id: part.id })).toMatchObject({ ref: 7, total: 2, part: 1, text: "Hello" });
 
     // Updates go through the unit of work too.
     msg2.status = "Submitted";
     msg2.attempts += 1;
     msg2.submittedAt = new Date(T0.getTime() + 3_700_000);
     await read.flush();
-    const msg3 = await orm.em.fork().findOneOrFail(Message, msg.sid);
+    const msg3 = await db.orm.em.fork().findOneOrFail(Message, msg.sid);
     expect(msg3).toMatchObject({ status: "Submitted", attempts: 1 });
     expect(msg3.submittedAt?.getTime()).toBe(T0.getTime() + 3_700_000);
   });
 
   it("checks foreign keys at commit, so a dangling reference fails the flush or transaction", async () => {
-    const em = orm.em.fork();
+    const em = db.orm.em.fork();
     const missing = newSid("AC");
     em.create(Property, { sid: newSid("PR"), accountSid: missing, createdAt: T0 });
     // Raised by COMMIT, so MikroORM hands over the driver's own error (not a DriverException).
@@ -332,19 +322,19 @@ describe(`database schema (${dbKind()})`, () => {
     expect(flushError).not.toBeInstanceOf(DriverException);
     // The referencing end, with the missing key: what toConnectError maps (for numbers.address_sid, InvalidParameter).
     expect(constraintViolation(flushError)).toEqual({ kind: "foreign-key", constraint: "properties_account_sid_fkey", side: "referencing", key: missing });
-    const txError = await orm.em
+    const txError = await db.orm.em
       .fork()
       .transactional((tx) => insertLease(tx, { poolNumber: "+19999999999", recipient: "+447700900777", accountSid: newSid("AC"), slot: 1 }))
       .catch((e: unknown) => e);
     expect(constraintViolation(txError)).toEqual({ kind: "foreign-key", constraint: "leases_pool_number_fkey", side: "referencing", key: "+19999999999" });
-    expect(await orm.em.fork().count(Lease, { recipient: "+447700900777" })).toBe(0);
+    expect(await db.orm.em.fork().count(Lease, { recipient: "+447700900777" })).toBe(0);
   });
 
   it("reports a duplicate pool number as a unique violation", async () => {
-    const em = orm.em.fork();
+    const em = db.orm.em.fork();
     em.create(PhoneNumber, { sid: newSid("PN"), number: "+15550000002", createdAt: T0 });
     await em.flush();
-    const again = orm.em.fork();
+    const again = db.orm.em.fork();
     again.create(PhoneNumber, { sid: newSid("PN"), number: "+15550000002", createdAt: T0 });
     const duplicate = await again.flush().catch((e: unknown) => e);
     expect(duplicate).toBeInstanceOf(UniqueConstraintViolationException);
@@ -352,17 +342,17 @@ describe(`database schema (${dbKind()})`, () => {
   });
 
   it("remembers an Idempotency-Key's request fingerprint, and either a single send's message or a batch's response", async () => {
-    const em = orm.em.fork();
+    const em = db.orm.em.fork();
     const acc = await account(em);
     const response = Buffer.from([8, 1, 0, 255, 10]);
     em.create(IdempotencyKey, { accountSid: acc.sid, key: "batch-1", messageSid: null, requestHash: "f".repeat(64), response, createdAt: T0 });
     await em.flush();
-    const read = await orm.em.fork().findOneOrFail(IdempotencyKey, { accountSid: acc.sid, key: "batch-1" });
+    const read = await db.orm.em.fork().findOneOrFail(IdempotencyKey, { accountSid: acc.sid, key: "batch-1" });
     expect(read).toMatchObject({ messageSid: null, requestHash: "f".repeat(64) });
     expect(Buffer.from(read.response!).equals(response)).toBe(true);
     // Exactly one of the two answers.
     for (const both of [{ messageSid: null, response: null }, { messageSid: newSid("MG"), response }]) {
-      const bad = orm.em.fork();
+      const bad = db.orm.em.fork();
       bad.create(IdempotencyKey, { accountSid: acc.sid, key: `bad-${both.response ? 2 : 1}`, requestHash: null, createdAt: T0, ...both });
       expect(constraintViolation(await bad.flush().catch((e: unknown) => e))).toEqual({ kind: "check", constraint: "idempotency_keys_answer_check" });
     }

@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
 import type { MikroORM } from "@mikro-orm/sql";
+import { afterAll, beforeAll } from "vitest";
 import type { PgliteConnection } from "@mikro-orm/pglite";
 import { createOrm, migrateUp } from "../../src/db/orm.js";
 
@@ -17,6 +18,23 @@ export function dbKind(): "postgres" | "pglite" {
 /** A fresh migrated database: its own PostgreSQL database (dropped on close), or an in-memory PGlite. */
 export async function createTestOrm(): Promise<TestOrm> {
   return dbKind() === "postgres" ? createPostgresTestOrm(process.env.DATABASE_URL!) : createPgliteTestOrm();
+}
+
+/** One test database for the enclosing describe block: made before its tests, closed after; read `.orm` inside a test. */
+export function useTestOrm(): { readonly orm: MikroORM } {
+  let db: TestOrm | undefined;
+  beforeAll(async () => {
+    db = await createTestOrm();
+  });
+  afterAll(async () => {
+    await db?.close();
+  });
+  return {
+    get orm() {
+      if (!db) throw new Error("useTestOrm: the database is made in beforeAll; read .orm inside a test");
+      return db.orm;
+    },
+  };
 }
 
 async function createPostgresTestOrm(serverUrl: string): Promise<TestOrm> {
