@@ -27,6 +27,7 @@ import { apiDocsPlugin } from "./transport/api-docs.js";
 import { createHealthService } from "./transport/health.js";
 import { createReflectionServices } from "./transport/reflection.js";
 import { bodyLimitGate, limitRequestBodies } from "./transport/body-limit.js";
+import { shareCallCompleteReason } from "./transport/call-complete.js";
 import { createObservability } from "./ops/observability.js";
 import { createClientErrorHandler } from "./transport/client-errors.js";
 import { grpcStreamHandler } from "./transport/grpc-streams.js";
@@ -143,6 +144,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const interceptors = createInterceptors(deps, edgeDeps, ops.interceptor);
   const jsonOptions = { ignoreUnknownFields: true, alwaysEmitImplicit: true };
   let rpcHandlers: UniversalHandler[] = [];
+  const limitGate = bodyLimitGate(deps.config.bodyLimit);
   await app.register(fastifyConnectPlugin, {
     routes: (router) => {
       // JSON requests by REST's rules: strict UTF-8, UTF-8 only, the one integer rule (src/transport/rpc-json.ts).
@@ -152,7 +154,11 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       blameClientForUnreadableRequests(router);
       rpcHandlers = router.handlers;
     },
-    requestGate: bodyLimitGate(deps.config.bodyLimit),
+    // The shared reason for call-complete aborts, then the declared body size.
+    requestGate: (ctx) => {
+      shareCallCompleteReason(ctx);
+      limitGate(ctx);
+    },
     // Decompressed messages too (the wrapper above counts the bytes as sent).
     readMaxBytes: deps.config.bodyLimit,
     // markRequestRead first: Connect has read the message (src/transport/rpc-read-errors.ts).
