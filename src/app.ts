@@ -27,9 +27,11 @@ import { apiDocsPlugin } from "./transport/api-docs.js";
 import { createHealthService } from "./transport/health.js";
 import { createReflectionServices } from "./transport/reflection.js";
 import { bodyLimitGate, limitRequestBodies } from "./transport/body-limit.js";
+import { shareCallCompleteReason } from "./transport/call-complete.js";
 import { createObservability } from "./ops/observability.js";
 import { createClientErrorHandler } from "./transport/client-errors.js";
 import { grpcStreamHandler } from "./transport/grpc-streams.js";
+import { serveUnaryGrpcDirectly } from "./transport/grpc-unary.js";
 import { createPolyglotServer, type PolyglotServer } from "./transport/polyglot-server.js";
 import { httpLayer, httpServerOptions } from "./transport/http-layer.js";
 import { restPlugin } from "./transport/rest.js";
@@ -143,16 +145,25 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const interceptors = createInterceptors(deps, edgeDeps, ops.interceptor);
   const jsonOptions = { ignoreUnknownFields: true, alwaysEmitImplicit: true };
   let rpcHandlers: UniversalHandler[] = [];
-  await app.register(fastifyConnectPlugin, {
+  const limitGate = bodyLimitGate(deps.config.bodyLimit);
+  // The plugin's options, read back by the unary gRPC fast path once the plugin has completed them.
+  const connectOptions: Parameters<typeof fastifyConnectPlugin>[1] = {
     routes: (router) => {
       // JSON requests by REST's rules: strict UTF-8, UTF-8 only, the one integer rule (src/transport/rpc-json.ts).
-      for (const s of [...services, ...operational]) serviceWithJsonRules(router, s.service, s.impl, jsonOptions);
+      const specs = [...services, ...operational].flatMap((s) => serviceWithJsonRules(router, s.service, s.impl, jsonOptions));
+      // Innermost, where Connect's gRPC handler sits: common unary gRPC calls answered with
+      // Connect's own pieces, without its streaming pipeline (src/transport/grpc-unary.ts).
+      serveUnaryGrpcDirectly(router.handlers, specs, connectOptions);
       limitRequestBodies(router.handlers, deps.config.bodyLimit);
       decideRpcCharset(router.handlers);
       blameClientForUnreadableRequests(router);
       rpcHandlers = router.handlers;
     },
-    requestGate: bodyLimitGate(deps.config.bodyLimit),
+    // The shared reason for call-complete aborts, then the declared body size.
+    requestGate: (ctx) => {
+      shareCallCompleteReason(ctx);
+      limitGate(ctx);
+    },
     // Decompressed messages too (the wrapper above counts the bytes as sent).
     readMaxBytes: deps.config.bodyLimit,
     // markRequestRead first: Connect has read the message (src/transport/rpc-read-errors.ts).
@@ -160,7 +171,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     contextValues: ops.rpcContextValues,
     jsonOptions,
     shutdownTimeoutMs: 5000,
-  });
+  };
+  await app.register(fastifyConnectPlugin, connectOptions);
   // gRPC over h2c: the same handlers on the native HTTP/2 streams, without Node's compatibility
   // objects and Fastify routing in between (src/transport/grpc-streams.ts).
   (app.server as PolyglotServer).serveStreams(grpcStreamHandler({ handlers: rpcHandlers, log: app.log, startCall: ops.startCall }));

@@ -1,21 +1,13 @@
 import type { HandlerContext } from "@connectrpc/connect";
 import type { UniversalHandler, UniversalServerRequest } from "@connectrpc/connect/protocol";
-import { CALL_COMPLETE } from "../common/context.js";
 import { payloadTooLarge } from "./http-layer.js";
 
 /**
- * The Connect router's request gate: a declared Content-Length over the limit is refused before
- * any of the body is read (Connect's own check would refuse it too, but in its own words).
- *
- * It also gives the call's context a shared abort reason: Connect aborts each call's signal
- * without one when the call is complete (twice), and Node then builds an AbortError
- * DOMException with a stack trace each time, ~5 % of a gRPC call's CPU. A reason Connect passes
- * (an error) is kept.
+ * A step of the Connect router's request gate: a declared Content-Length over the limit is
+ * refused before any of the body is read (Connect's own check would refuse it too, but in its own words).
  */
 export function bodyLimitGate(limit: number): (ctx: HandlerContext) => void {
   return (ctx) => {
-    const abort = (ctx as HandlerContext & { abort?: (reason?: unknown) => void }).abort;
-    if (typeof abort === "function") Object.assign(ctx, { abort: (reason: unknown = CALL_COMPLETE) => abort.call(ctx, reason) });
     if (Number(ctx.requestHeader.get("content-length") ?? "") > limit) throw payloadTooLarge(limit);
   };
 }

@@ -3,7 +3,9 @@
  * Connect's handler for the method (the same router handlers, wrappers and ordered interceptors
  * the Fastify plugin serves over HTTP/1.1), with no Node compatibility request/response objects
  * and no Fastify routing in between. A gRPC Send SMS spent about as much CPU in those layers as
- * in Connect and the send itself (docs/benchmarks.md, "gRPC through Connect").
+ * in Connect and the send itself (docs/benchmarks.md, "gRPC through Connect"). A unary call in
+ * the common shape is then answered by the handler's innermost layer without Connect's streaming
+ * pipeline, still with Connect's own pieces (src/transport/grpc-unary.ts).
  *
  * Only gRPC calls are taken (POST, a Connect route, a gRPC Content-Type that Fastify would have
  * handed to Connect untouched); every other h2 request (REST, Connect and gRPC-Web over h2, an

@@ -9,7 +9,7 @@
  * which it would refuse with a bare 415.
  */
 import type { DescMessage, DescMethod, DescService } from "@bufbuild/protobuf";
-import { Code, ConnectError, type ConnectRouter, type ServiceImpl } from "@connectrpc/connect";
+import { Code, ConnectError, createMethodImplSpec, type ConnectRouter, type MethodImplSpec, type ServiceImpl } from "@connectrpc/connect";
 import type { UniversalHandler, UniversalServerResponse } from "@connectrpc/connect/protocol";
 import { errorToJsonBytes } from "@connectrpc/connect/protocol-connect";
 import { fieldErrors, type FieldProblem } from "../common/errors.js";
@@ -44,8 +44,10 @@ export function jsonRequestDecoder(desc: DescMessage): { decode(input?: Uint8Arr
 /**
  * Registers a service as router.service does, one method at a time so that each has its own
  * JSON decoder. A method the implementation lacks answers `unimplemented`, as with router.service.
+ * Returns the registered methods' specs (the functions the router's handlers call).
  */
-export function serviceWithJsonRules(router: ConnectRouter, service: DescService, impl: ServiceImpl<DescService>, jsonOptions: JsonOptions): void {
+export function serviceWithJsonRules(router: ConnectRouter, service: DescService, impl: ServiceImpl<DescService>, jsonOptions: JsonOptions): MethodImplSpec[] {
+  const specs: MethodImplSpec[] = [];
   for (const method of service.methods) {
     const fn = (impl as Record<string, unknown>)[method.localName];
     const bound =
@@ -58,7 +60,9 @@ export function serviceWithJsonRules(router: ConnectRouter, service: DescService
     // though the handler options' type does not list it.
     const options = { ...jsonOptions, textDecoder: jsonRequestDecoder(method.input) } as JsonOptions;
     router.rpc(method as DescMethod, bound as never, { jsonOptions: options });
+    specs.push(createMethodImplSpec(method as DescMethod, bound as never));
   }
+  return specs;
 }
 
 /** A media type with one charset parameter naming UTF-8 in any spelling Connect's own pattern misses. */
