@@ -27,6 +27,14 @@ export function limitRequestBodies(handlers: UniversalHandler[], limit: number):
   }
 }
 
+/** Content-Types whose body is 5-byte-framed messages (gRPC, gRPC-Web binary, Connect streaming); not gRPC-Web's base64 text. */
+const ENVELOPED = /^application\/(?:grpc(?:-web)?(?![-\w])|connect\+)/i;
+
+/** The size as sent of a body's first frame (its 5-byte header counts), read from the header in `chunk`. */
+function firstFrameSize(chunk: Uint8Array): number {
+  return 5 + ((chunk[1] << 24) >>> 0) + (chunk[2] << 16) + (chunk[3] << 8) + chunk[4];
+}
+
 function capped(req: UniversalServerRequest, limit: number): UniversalServerRequest["body"] {
   const body = req.body;
   if (typeof body !== "object" || body === null || !(Symbol.asyncIterator in body)) return body;
@@ -37,20 +45,45 @@ function capped(req: UniversalServerRequest, limit: number): UniversalServerRequ
     [Symbol.asyncIterator](): AsyncIterator<Uint8Array> {
       const it = source[Symbol.asyncIterator]();
       let read = 0;
+      let refused = false;
       return {
         async next() {
           const r = await it.next();
           if (r.done) return r;
+          const first = read === 0;
           read += r.value.byteLength;
-          if (read > limit) {
-            await it.return?.();
+          // A frame header announcing a message over the limit is refused at once, as a declared
+          // Content-Length is: Connect would otherwise refuse it in its own words (readMaxBytes).
+          const announced = first && r.value.byteLength >= 5 && ENVELOPED.test(req.header.get("content-type") ?? "") ? firstFrameSize(r.value) : 0;
+          if (read > limit || announced > limit) {
+            refused = true;
+            void discardRest(it);
             throw payloadTooLarge(limit);
           }
           return r;
         },
-        return: async (v?: unknown) => (it.return ? it.return(v) : { done: true, value: undefined }),
+        // Once refused, the rest of the body is the discarder's: returning the source would cut it.
+        return: async (v?: unknown) => (it.return && !refused ? it.return(v) : { done: true, value: undefined }),
         throw: async (e?: unknown) => (it.throw ? it.throw(e) : Promise.reject(e as Error)),
       };
     },
   };
+}
+
+/**
+ * Reads and drops the rest of a refused body while the answer goes out, so that the client can
+ * finish sending it. Returning the source instead (what this did, and what a `for await` does
+ * when it stops early) destroys Node's request: on HTTP/1.1 nothing reads the connection any more
+ * after the answer, the client stays blocked sending its body until REQUEST_TIMEOUT_MS cuts the
+ * connection (ECONNRESET, often before the client has read the answer), and on h2 (Connect,
+ * gRPC-Web) the answered stream never closes. Drained, the HTTP/1.1 connection serves its next
+ * request and the h2 stream closes once the client ends it; a client's time stays bounded as for
+ * any body (REQUEST_TIMEOUT_MS on HTTP/1.1).
+ */
+async function discardRest(it: AsyncIterator<Uint8Array>): Promise<void> {
+  try {
+    while (!(await it.next()).done);
+  } catch {
+    // The body failed (the client reset it): nothing is left to drop.
+  }
 }

@@ -110,7 +110,25 @@ function fromFastifyError(error: unknown, bodyLimit: number): unknown {
  * to the client (the log has it).
  */
 export function httpErrorHandler(bodyLimit: number): (error: Error, request: FastifyRequest, reply: FastifyReply) => void {
-  return (error, request, reply) => sendError(request, reply, fromFastifyError(error, bodyLimit));
+  return (error, request, reply) => {
+    keepConnectionOfRefusedBody(request, reply);
+    sendError(request, reply, fromFastifyError(error, bodyLimit));
+  };
+}
+
+/**
+ * Fastify answers a body it refuses (over the limit, a Content-Type it cannot parse) with
+ * `Connection: close`, and Node closes the socket as soon as that answer is written: a client
+ * still sending its body then has the connection reset, often before it has read the answer.
+ * Node's parser frames the body whatever Fastify made of it, so the connection can go on instead:
+ * the rest of the body is read and dropped (within REQUEST_TIMEOUT_MS, as any body), and the next
+ * request is served. HTTP/2 needs nothing: Node ends an unread stream once it is answered.
+ */
+function keepConnectionOfRefusedBody(request: FastifyRequest, reply: FastifyReply): void {
+  const raw = request.raw;
+  if (raw.httpVersionMajor !== 1 || raw.complete || reply.getHeader("connection") !== "close") return;
+  reply.removeHeader("connection");
+  raw.resume();
 }
 
 /** The not-found handler: any path no route serves is a 404 in the documented body. */

@@ -3,7 +3,7 @@
  * method, status and protocol; messages by status equal to the database; dispatcher lag, webhook
  * and mail backlogs; process metrics; the optional METRICS_TOKEN. Each app has its own registry.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { buildApp } from "../../src/app.js";
 import { enqueueEmail } from "../../src/mail/mail-outbox.js";
 import { createTestOrm } from "../support/db.js";
@@ -165,7 +165,9 @@ describe("queue metrics read from the database at scrape time", () => {
 
     // The dispatcher claims and submits them: no lag any more; the scheduled one is not due yet.
     expect(await t.engine!.dispatcher.tick()).toBe(2);
-    await new Promise((r) => setTimeout(r, 50)); // the simulator reports after a 0 ms timer
+    // The simulator reports after a 0 ms timer: polled until both reports are stored (a report
+    // landing between the scrape and the count below would make them differ).
+    await vi.waitFor(async () => expect((await statusCounts()).Delivered).toBe(2), { timeout: 10_000, interval: 20 });
     m = await scrape(t);
     expect(m.get("switchboard_dispatcher_lag_seconds")).toBe(0);
     const db = await statusCounts();
@@ -192,9 +194,9 @@ describe("queue metrics read from the database at scrape time", () => {
     // A delivery receipt webhook is queued when the report arrives; nobody runs the webhook worker.
     const sid = await send({ Text: "with a receipt", DeliveryReceiptWebhookUri: "http://127.0.0.1:9/receipts" });
     expect(await t.engine!.dispatcher.tick()).toBe(1);
-    await new Promise((r) => setTimeout(r, 50));
-    m = await scrape(t);
-    expect(m.get("switchboard_webhook_backlog")).toBe(webhooksBefore + 1);
+    // The simulator's report arrives asynchronously (a timer, then the report's transaction):
+    // polled until the webhook is queued, however loaded the machine.
+    await vi.waitFor(async () => expect((await scrape(t)).get("switchboard_webhook_backlog")).toBe(webhooksBefore + 1), { timeout: 10_000, interval: 20 });
 
     await t.db.orm.em.fork().transactional((em) =>
       enqueueEmail(em, { accountSid: tenant.accountSid, messageSid: sid, from: "a@example.com", to: "b@example.com", subject: "s", body: "b", now: t.clock.now() }),

@@ -80,15 +80,37 @@ export function kannelBinary(name: "bearerbox" | "smsbox" | "fakesmsc"): string 
   );
 }
 
-/** A port nothing listens on right now. */
+/**
+ * A port nothing listens on right now, below the kernel's ephemeral range (32768-60999 on Linux).
+ * A port from listen(0) is in that range, and between this call and the moment it is bound (a
+ * Kannel box binds its ports seconds later under load; the crash test binds its service's port
+ * again after every kill) the kernel may hand it to any process's listen(0) or use it as the
+ * local port of any outgoing connection: the busier the machine, the likelier. Below the range,
+ * only another caller of this function can pick it.
+ */
 export async function freePort(): Promise<number> {
+  for (let attempt = 0; attempt < 50; attempt++) {
+    const port = 20_000 + Math.floor(Math.random() * 12_000);
+    if (await canListen(port)) return port;
+  }
+  return listenPort(0);
+}
+
+function canListen(port: number): Promise<boolean> {
+  return listenPort(port).then(
+    () => true,
+    () => false,
+  );
+}
+
+function listenPort(port: number): Promise<number> {
   return new Promise((resolve, reject) => {
     const srv = createServer();
     srv.unref();
     srv.once("error", reject);
-    srv.listen(0, "127.0.0.1", () => {
-      const port = (srv.address() as { port: number }).port;
-      srv.close(() => resolve(port));
+    srv.listen(port, "127.0.0.1", () => {
+      const bound = (srv.address() as { port: number }).port;
+      srv.close(() => resolve(bound));
     });
   });
 }
