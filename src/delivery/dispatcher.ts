@@ -39,6 +39,8 @@ export interface DispatcherOptions {
 export interface Dispatcher {
   /** Claims and submits one batch of due messages; returns how many were claimed. */
   tick(): Promise<number>;
+  /** Whether the last round was full: more due messages are probably waiting. */
+  backlogged(): boolean;
 }
 
 /** Delay before retry n (1-based) of a temporary carrier error: 1 s doubling to at most 5 min. */
@@ -226,6 +228,7 @@ export function createDispatcher(opts: DispatcherOptions): Dispatcher {
   }
 
   return {
+    backlogged: () => backlog,
     async tick() {
       const now = opts.clock.now();
       let held: ClaimedRow[] = [];
