@@ -39,6 +39,8 @@ export interface DispatcherOptions {
 export interface Dispatcher {
   /** Claims and submits one batch of due messages; returns how many were claimed. */
   tick(): Promise<number>;
+  /** Whether the last round was full: more due messages are probably waiting. */
+  backlogged(): boolean;
 }
 
 /** Delay before retry n (1-based) of a temporary carrier error: 1 s doubling to at most 5 min. */
@@ -204,18 +206,21 @@ export function createDispatcher(opts: DispatcherOptions): Dispatcher {
     if (!backlog) {
       rows = await inOrder(limit);
     } else {
-      if (!dueAccounts || performance.now() - dueAccounts.at >= DUE_ACCOUNTS_TTL_MS || dueAccounts.sids.length === 0) {
-        dueAccounts = { sids: await listDueAccounts(tx, now), at: performance.now() };
+      // The loops share the list, and another loop may replace or drop it while this one waits
+      // for the database: this round works on the list it started with.
+      let listed = dueAccounts;
+      if (!listed || performance.now() - listed.at >= DUE_ACCOUNTS_TTL_MS || listed.sids.length === 0) {
+        listed = dueAccounts = { sids: await listDueAccounts(tx, now), at: performance.now() };
       }
-      const sids = dueAccounts.sids;
+      const sids = listed.sids;
       const share = Math.max(1, Math.ceil(limit / Math.max(1, sids.length)));
       rows = sids.length === 0 ? [] : await claimFair(tx, confirmed, until, sids, now, share);
       const taken = new Map<string, number>();
       for (const r of rows) taken.set(r.account_sid, (taken.get(r.account_sid) ?? 0) + 1);
       // An account that took less than its share has nothing more due now: the next rounds share among the others.
-      dueAccounts.sids = sids.filter((sid) => (taken.get(sid) ?? 0) >= share);
+      listed.sids = sids.filter((sid) => (taken.get(sid) ?? 0) >= share);
       // Those that took their whole share may have more; the rows just claimed no longer match.
-      if (rows.length < limit && dueAccounts.sids.length > 0) rows = [...rows, ...(await inOrder(limit - rows.length))];
+      if (rows.length < limit && listed.sids.length > 0) rows = [...rows, ...(await inOrder(limit - rows.length))];
     }
     backlog = rows.length >= limit;
     if (!backlog) dueAccounts = undefined;
@@ -223,6 +228,7 @@ export function createDispatcher(opts: DispatcherOptions): Dispatcher {
   }
 
   return {
+    backlogged: () => backlog,
     async tick() {
       const now = opts.clock.now();
       let held: ClaimedRow[] = [];

@@ -78,6 +78,25 @@ export async function checkSendBatch(tx: Em, check: unknown[][]): Promise<CheckR
   return executeBound<CheckRow>(tx, CHECK_SQL, check, "sb_send_check");
 }
 
+/** What the one-statement send batch says of one send: the check's answers, and whether its message was stored. */
+export type StoredCheckRow = Pick<CheckRow, "i" | "account_token_hash" | "account_sms" | "property_sms" | "owned"> & { stored: boolean };
+
+/**
+ * The text of the one-statement send batch (sb_send_batch, Migration20261126000000). Parameters:
+ * one array each of index, account, property, E164 sender to check (or null), the token hash the
+ * service authenticated, whether to store the send, then one per MESSAGE_COLUMNS column (nulls for
+ * a send not to be stored).
+ */
+export const STORE_SEND_BATCH_SQL = `select * from sb_send_batch(?::int[], ?::text[], ?::text[], ?::text[], ?::text[], ?::boolean[], ${MESSAGE_COLUMNS.map(([, t]) => `?::${t}[]`).join(", ")})`;
+
+/**
+ * Checks a batch of sends and stores the messages of those that pass, in one statement (its own
+ * transaction when run outside one): see Migration20261126000000 for what is checked.
+ */
+export function storeSendBatch(em: Em, params: unknown[][]): Promise<StoredCheckRow[]> {
+  return executeBound<StoredCheckRow>(em, STORE_SEND_BATCH_SQL, params, "sb_send_batch");
+}
+
 /** Of the asked (index, account, number) arrays, the indexes whose number is one of the account's. */
 export async function ownedNumbers(tx: Em, asked: unknown[][]): Promise<number[]> {
   const rows = await executeBound<{ i: number }>(

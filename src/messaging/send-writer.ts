@@ -21,6 +21,7 @@ import {
   MESSAGE_COLUMNS,
   ownedNumbers,
   setBatchKeyResponse,
+  storeSendBatch,
 } from "./message-store.js";
 import { senderNotOwned, smsNotEnabled, type ValidSend } from "./send-rules.js";
 
@@ -91,18 +92,125 @@ export interface SendWriterOptions {
 /**
  * The store side of Send SMS, with group commit: the sends waiting at the same moment are
  * checked with one query (account still valid and SMS-enabled, property, sender ownership,
- * Idempotency-Key) and stored in one transaction. Each check is made in the order a lone send
- * makes it, and each send gets its own answer; a send is answered only after its batch committed.
+ * Idempotency-Key) and stored in one transaction; a batch with no key, leased sender or E164
+ * ForwardFromSms (most) is checked and stored by one statement, one round trip. Each check is made
+ * in the order a lone send makes it, and each send gets its own answer; a send is answered only
+ * after its batch committed.
  */
 export function createSendWriter(opts: SendWriterOptions): GroupCommit<SendItem, SendOutcome> {
   return createGroupCommit<SendItem, SendOutcome>({
     maxBatch: opts.maxBatch,
     maxInFlight: opts.maxInFlight,
-    run: (items) => opts.orm.em.fork().transactional((tx) => writeBatch(tx, items)),
+    run: (items) => runBatch(opts.orm, items),
   });
 }
 
 type Tx = Parameters<Parameters<MikroORM["em"]["transactional"]>[0]>[0];
+
+/** A batch's sends, in one transaction (the general path) or in one statement when none needs more (storeSendBatch). */
+async function runBatch(orm: MikroORM, items: SendItem[]): Promise<ItemOutcome<SendOutcome>[]> {
+  if (items.every(inOneStatement)) return writeSimpleBatch(orm.em.fork(), items);
+  return orm.em.fork().transactional((tx) => writeBatch(tx, items));
+}
+
+/**
+ * Whether a send can be checked and stored by the one-statement batch: no Idempotency-Key (the
+ * key's row and its lock order), no leased sender (allocated between check and insert) and no
+ * E164 ForwardFromSms (its own ownership query) — the bench's sends and most real ones.
+ */
+function inOneStatement(item: SendItem): boolean {
+  if (item.idemKey !== undefined || item.leased) return false;
+  return !("send" in item.checked && item.checked.send.forwardFromSms.startsWith("+"));
+}
+
+/** The failure a send's account or property gives it (checked before its Idempotency-Key), if any. */
+function accessFailure(item: SendItem, row: Pick<CheckRow, "account_token_hash" | "property_sms"> | undefined): ItemOutcome<SendOutcome> | undefined {
+  // The token was rotated (maybe by another process) after this process authenticated it.
+  if (!row?.account_token_hash || row.account_token_hash !== item.account.tokenHash) return fail(wrongCredentials());
+  if (row.property_sms === null) return fail(notFound("Property", item.propertySid));
+  return undefined;
+}
+
+/** The failure of a send's request or its rules once its key is settled, if any (forwarderOwned: of an E164 ForwardFromSms). */
+function ruleFailure(item: SendItem, row: Pick<CheckRow, "account_sms" | "property_sms" | "owned">, forwarderOwned: boolean): ItemOutcome<SendOutcome> | undefined {
+  if ("problems" in item.checked) return fail(fieldErrors(item.checked.problems));
+  const send = item.checked.send;
+  const disabled = smsNotEnabled({ sid: item.account.sid, smsEnabled: !!row.account_sms }, { sid: item.propertySid, smsEnabled: !!row.property_sms });
+  if (disabled) return fail(apiError("SmsNotEnabled", disabled));
+  if (send.fromKind === "E164" && !row.owned) return fail(fieldError("From", "SenderNotOwned", senderNotOwned("From", send.from)));
+  // Replies are forwarded from this number: it must be the account's own, as a From would.
+  if (send.forwardFromSms.startsWith("+") && !forwarderOwned) {
+    return fail(fieldError("ForwardFromSms", "SenderNotOwned", senderNotOwned("ForwardFromSms", send.forwardFromSms)));
+  }
+  return undefined;
+}
+
+/** One stored message's values, in MESSAGE_COLUMNS order. */
+function messageRow(item: SendItem, send: ValidSend, lease: { sender: string; leaseSid: string | null } | undefined): unknown[] {
+  const isLeased = item.leased;
+  return [
+    item.sid,
+    item.account.sid,
+    item.propertySid,
+    "Transmit",
+    send.scheduled ? "Scheduled" : "Processing",
+    isLeased ? "Leased" : send.fromKind === "E164" ? "E164" : "Alphanumeric",
+    lease ? lease.sender : send.from,
+    send.to.number,
+    send.text,
+    send.encoding,
+    send.numSegments,
+    send.deliveryReceipt,
+    send.drWebhookUri,
+    send.drWebhookMethod,
+    // Lease options are kept only where a reply can come back: through a leased sender.
+    isLeased ? send.forwardToSms : "",
+    isLeased ? send.forwardFromSms : "",
+    isLeased ? send.forwardToEmail : "",
+    isLeased ? send.forwardFromEmail : "",
+    isLeased ? send.webhookUri : "",
+    isLeased ? send.webhookMethod : "POST",
+    lease?.leaseSid ?? null,
+    send.schedule === undefined ? null : new Date(send.schedule * 1000),
+    send.scheduled ? new Date(send.schedule! * 1000) : item.now,
+    item.now,
+  ];
+}
+
+/** What a stored send is answered with. */
+function storedOutcome(item: SendItem, send: ValidSend, sender: string): ItemOutcome<SendOutcome> {
+  return ok({
+    message: create(MessageSchema, { messageSid: item.sid, accountSid: item.account.sid, propertySid: item.propertySid, from: sender, to: send.to.number, text: send.text }),
+    dueNow: !send.scheduled,
+  });
+}
+
+/**
+ * A batch of sends that inOneStatement accepts, checked and stored by one statement outside an
+ * explicit transaction (storeSendBatch: one round trip, one commit). The statement stores exactly
+ * the sends whose checks pass; each answer is then made from its row as in writeBatch, and a send
+ * is answered as stored only if the statement says it stored it.
+ */
+async function writeSimpleBatch(em: Tx, items: SendItem[]): Promise<ItemOutcome<SendOutcome>[]> {
+  const params: unknown[][] = Array.from({ length: 6 + MESSAGE_COLUMNS.length }, () => []);
+  items.forEach((item, i) => {
+    const send = "send" in item.checked ? item.checked.send : undefined;
+    const head = [i, item.account.sid, item.propertySid, send?.fromKind === "E164" ? send.from : null, item.account.tokenHash, send !== undefined];
+    const row = send ? messageRow(item, send, undefined) : MESSAGE_COLUMNS.map(() => null);
+    for (let c = 0; c < head.length; c++) params[c].push(head[c]);
+    for (let c = 0; c < row.length; c++) params[head.length + c].push(row[c]);
+  });
+  const rows = await storeSendBatch(em, params);
+  const byIndex = new Map(rows.map((r) => [Number(r.i), r]));
+  return items.map((item, i) => {
+    const row = byIndex.get(i);
+    const failure = accessFailure(item, row) ?? ruleFailure(item, row!, false);
+    if (failure) return row?.stored ? fail(new Error(`send batch: message ${item.sid} stored although its check failed`)) : failure;
+    if (!row!.stored) return fail(new Error(`send batch: message ${item.sid} passed its checks but was not stored`));
+    const send = (item.checked as { send: ValidSend }).send;
+    return storedOutcome(item, send, send.from);
+  });
+}
 
 async function writeBatch(tx: Tx, items: SendItem[]): Promise<ItemOutcome<SendOutcome>[]> {
   const check: unknown[][] = [[], [], [], [], [], []];
@@ -125,12 +233,8 @@ async function writeBatch(tx: Tx, items: SendItem[]): Promise<ItemOutcome<SendOu
 
   items.forEach((item, i) => {
     const row = byIndex.get(i);
-    if (!row?.account_token_hash || row.account_token_hash !== item.account.tokenHash) {
-      // The token was rotated (maybe by another process) after this process authenticated it.
-      outcomes[i] = fail(wrongCredentials());
-      return;
-    }
-    if (row.property_sms === null) return void (outcomes[i] = fail(notFound("Property", item.propertySid)));
+    const denied = accessFailure(item, row);
+    if (denied || !row) return void (outcomes[i] = denied!);
     // A key already used answers before any rule (a repeat gets the first answer even if, say, its
     // Schedule has passed since); a key another send of this batch claimed is settled at the end.
     const keyId = item.idemKey ? `${item.account.sid}\n${item.idemKey}` : undefined;
@@ -152,17 +256,9 @@ async function writeBatch(tx: Tx, items: SendItem[]): Promise<ItemOutcome<SendOu
       }
       if (row.key_expired === true) expiredKeys.push(item);
     }
-    if ("problems" in item.checked) return void (outcomes[i] = fail(fieldErrors(item.checked.problems)));
-    const send = item.checked.send;
-    const disabled = smsNotEnabled({ sid: item.account.sid, smsEnabled: !!row.account_sms }, { sid: item.propertySid, smsEnabled: !!row.property_sms });
-    if (disabled) return void (outcomes[i] = fail(apiError("SmsNotEnabled", disabled)));
-    if (send.fromKind === "E164" && !row.owned) {
-      return void (outcomes[i] = fail(fieldError("From", "SenderNotOwned", senderNotOwned("From", send.from))));
-    }
-    // Replies are forwarded from this number: it must be the account's own, as a From would.
-    if (send.forwardFromSms.startsWith("+") && !forwardersOwned.has(i)) {
-      return void (outcomes[i] = fail(fieldError("ForwardFromSms", "SenderNotOwned", senderNotOwned("ForwardFromSms", send.forwardFromSms))));
-    }
+    const failure = ruleFailure(item, row, forwardersOwned.has(i));
+    if (failure) return void (outcomes[i] = failure);
+    const send = (item.checked as { send: ValidSend }).send;
     if (keyId) claimed.set(keyId, i);
     toStore.push({ index: i, send });
   });
@@ -196,46 +292,9 @@ async function writeBatch(tx: Tx, items: SendItem[]): Promise<ItemOutcome<SendOu
     for (const { index, send } of stored) {
       const item = items[index];
       const lease = senders.get(index);
-      const isLeased = item.leased;
-      const row = [
-        item.sid,
-        item.account.sid,
-        item.propertySid,
-        "Transmit",
-        send.scheduled ? "Scheduled" : "Processing",
-        isLeased ? "Leased" : send.fromKind === "E164" ? "E164" : "Alphanumeric",
-        lease ? lease.sender : send.from,
-        send.to.number,
-        send.text,
-        send.encoding,
-        send.numSegments,
-        send.deliveryReceipt,
-        send.drWebhookUri,
-        send.drWebhookMethod,
-        // Lease options are kept only where a reply can come back: through a leased sender.
-        isLeased ? send.forwardToSms : "",
-        isLeased ? send.forwardFromSms : "",
-        isLeased ? send.forwardToEmail : "",
-        isLeased ? send.forwardFromEmail : "",
-        isLeased ? send.webhookUri : "",
-        isLeased ? send.webhookMethod : "POST",
-        lease?.leaseSid ?? null,
-        send.schedule === undefined ? null : new Date(send.schedule * 1000),
-        send.scheduled ? new Date(send.schedule! * 1000) : item.now,
-        item.now,
-      ];
+      const row = messageRow(item, send, lease);
       for (let c = 0; c < row.length; c++) columns[c].push(row[c]);
-      outcomes[index] = ok({
-        message: create(MessageSchema, {
-          messageSid: item.sid,
-          accountSid: item.account.sid,
-          propertySid: item.propertySid,
-          from: lease ? lease.sender : send.from,
-          to: send.to.number,
-          text: send.text,
-        }),
-        dueNow: !send.scheduled,
-      });
+      outcomes[index] = storedOutcome(item, send, lease ? lease.sender : send.from);
     }
     await insertMessages(tx, columns);
     // In key order, so that two batches claiming the same keys never wait for each other in a

@@ -99,13 +99,13 @@ describe(`hot statements (${dbKind()})`, () => {
     }
   });
 
-  it("the submission and final-state functions plan every call by primary key: no sequential scan, no hash or merge join, one generic plan", async () => {
+  it("the one-statement send batch, submission and final-state functions look every row up through an index: no sequential scan, no hash or merge join, one generic plan", async () => {
     const rows = await executeBound<{ proname: string; proconfig: string[] | string }>(
       db.orm.em.fork(),
-      "select proname, proconfig from pg_proc where proname in ('sb_record_submissions', 'sb_apply_final_states') order by proname",
+      "select proname, proconfig from pg_proc where proname in ('sb_record_submissions', 'sb_apply_final_states', 'sb_send_batch') order by proname",
       [],
     );
-    expect(rows.map((r) => r.proname)).toEqual(["sb_apply_final_states", "sb_record_submissions"]);
+    expect(rows.map((r) => r.proname)).toEqual(["sb_apply_final_states", "sb_record_submissions", "sb_send_batch"]);
     for (const r of rows) {
       const config = Array.isArray(r.proconfig) ? r.proconfig : String(r.proconfig).replace(/^{|}$/g, "").split(",");
       expect([...config].sort()).toEqual(

@@ -353,6 +353,33 @@ describe("SMS enablement", () => {
   });
 });
 
+describe("sends answered together", () => {
+  it("each send of one group commit gets its own answer, and only the accepted ones are stored", async () => {
+    const tenant = await createTenant(t.app);
+    const other = await createTenant(t.app);
+    const disabled = await createTenant(t.app, { smsEnabled: false });
+    const to = [ukRecipient(), ukRecipient(), ukRecipient(), ukRecipient(), ukRecipient(), ukRecipient()];
+    // Started together, so that they wait for the same batch.
+    const [owned, alpha, notOwned, otherProperty, off, empty] = await Promise.all([
+      send(t, tenant, { From: tenant.ownedNumber, To: to[0], Text: "one" }),
+      send(t, tenant, { From: "Acme", To: to[1], Text: "two" }),
+      send(t, tenant, { From: other.ownedNumber, To: to[2], Text: "three" }),
+      send(t, tenant, { From: "Acme", To: to[3], Text: "four" }, {}, other.propertySid),
+      send(t, disabled, { From: "Acme", To: to[4], Text: "five" }),
+      send(t, tenant, { From: "Acme", To: to[5], Text: "" }),
+    ]);
+    const first = expectMessage(owned, tenant, { From: tenant.ownedNumber, To: to[0], Text: "one" });
+    const second = expectMessage(alpha, tenant, { From: "Acme", To: to[1], Text: "two" });
+    expectError(notOwned, 400, "SenderNotOwned", [["From", "SenderNotOwned"]]);
+    expectError(otherProperty, 404, "NotFound");
+    expectError(off, 400, "SmsNotEnabled");
+    expect(empty.statusCode).toBe(400);
+    const stored = (await list(t, tenant)).Messages.map((m: { MessageSid: string }) => m.MessageSid).sort();
+    expect(stored).toEqual([first.MessageSid, second.MessageSid].sort());
+    expect((await list(t, other)).Messages).toEqual([]);
+  });
+});
+
 describe("webhook and lease options", () => {
   let tenant: Tenant;
   beforeAll(async () => {
