@@ -46,14 +46,26 @@ for (const file of result.outputFiles) {
   } catch {
     old = undefined;
   }
-  if (old?.equals(file.contents)) continue;
+  const contents = asciiOnly(file);
+  if (old?.equals(contents)) continue;
   mkdirSync(dirname(file.path), { recursive: true });
   const tmp = `${file.path}.${process.pid}.tmp`;
-  writeFileSync(tmp, file.contents);
+  writeFileSync(tmp, contents);
   renameSync(tmp, file.path);
   written++;
 }
 if (process.env.BUILD_VERBOSE) {
   const ms = (performance.now() - started).toFixed(0);
   process.stderr.write(`build: ${result.outputFiles.length} files in ${relative(ROOT, OUT)}/, ${written} rewritten, ${ms} ms\n`);
+}
+
+/**
+ * esbuild escapes non-ASCII characters in strings and identifiers but keeps them in the comments
+ * it preserves; one such character makes V8 hold the whole module's source as a two-byte string
+ * (twice the memory), so they are escaped too (only comments can still hold them).
+ */
+function asciiOnly(file) {
+  if (!file.path.endsWith(".js") || !/[^\x00-\x7f]/.test(file.text)) return file.contents;
+  const text = file.text.replace(/[^\x00-\x7f]/gu, (c) => `\\u{${c.codePointAt(0).toString(16)}}`);
+  return Buffer.from(text, "utf8");
 }
