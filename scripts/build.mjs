@@ -2,7 +2,7 @@
 // `npm start`'s first step: compiles the service (src/main.ts, src/worker.ts and what they import
 // from src/ and gen/) to JavaScript under dist/, with esbuild. Plain JavaScript so that it runs in
 // ~0.3 s without tsx; the service then runs on Node alone (no loader thread, no transpiled sources
-// or inline source maps kept in memory; docs/development.md#the-build).
+// or inline source maps kept in memory; docs/operations.md#starting).
 //
 // One bundle per entry, dist/src/main.js and dist/src/worker.js: the project's own modules inlined,
 // packages left to node_modules (`packages: "external"`: PGlite finds its .wasm beside its own
