@@ -15,7 +15,7 @@ import { createGrpcTransport } from "@connectrpc/connect-node";
 import pg from "pg";
 import { MessagingService, SendMessageRequestSchema } from "../gen/switchboard/v2/messaging_pb.js";
 import { freePort, startKannel, type RunningKannel } from "../test/support/kannel.js";
-import { npmStartArgs } from "../test/support/service.js";
+import { BUILT_MAIN, buildService, npmStartFlags } from "../test/support/service.js";
 import { grpcFrame, h2load, type HttpRequestSpec, type LoadResult, type LoadSettings, VARY, wrk } from "./load.js";
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
@@ -53,8 +53,10 @@ const SETTINGS = {
   soakShare: num("BENCH_SOAK_SHARE", 0.7),
 };
 
-/** The service's node arguments: `npm start`'s, with BENCH_NODE_FLAGS before src/main.ts. */
-const SERVICE_ARGS = [...npmStartArgs().slice(0, -1), ...SETTINGS.nodeFlags, "src/main.ts"];
+/** The service's node arguments: `npm start`'s (its compiled entry), with BENCH_NODE_FLAGS before the entry. */
+const SERVICE_ARGS = [...npmStartFlags(), ...SETTINGS.nodeFlags, BUILT_MAIN];
+/** The floor's server, compiled like the service (`--bench` adds it to the build) so that the comparison stays fair. */
+const BARE_ARGS = ["dist/bench/bare-server.js"];
 
 const ADMIN_TOKEN = `bench-admin-${randomBytes(12).toString("hex")}`;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -313,6 +315,8 @@ async function main(): Promise<void> {
     process.stdout.write(`${await benchSmpp(log)}\n`);
     return;
   }
+  // npm start's build step; `--bench` compiles bench/bare-server.ts beside the service.
+  buildService("--bench");
   const started = new Date();
   const load0 = loadavg();
   const dbName = `sb_bench_${process.pid}_${randomBytes(3).toString("hex")}`;
@@ -349,7 +353,7 @@ async function main(): Promise<void> {
     const load: LoadSettings = { connections: SETTINGS.connections, threads: SETTINGS.threads, seconds: SETTINGS.seconds };
     const warm: LoadSettings = { ...load, seconds: SETTINGS.warmup };
 
-    // Switchboard as `npm start` runs it (src/main.ts: HTTP API and delivery engine with the
+    // Switchboard as `npm start` runs it (dist/src/main.js: HTTP API and delivery engine with the
     // simulator carrier in one process), on PostgreSQL.
     const port = await freePort();
     const base = `http://127.0.0.1:${port}`;
@@ -389,7 +393,7 @@ async function main(): Promise<void> {
       Number((await db!.query("select count(*)::int as n from messages where status in ('Scheduled', 'Processing')")).rows[0].n);
 
     const barePort = await freePort();
-    bare = startChild("bare", ["--import", "tsx", "bench/bare-server.ts"], { BARE_DATABASE_URL: dbUrl.toString(), BARE_PORT: String(barePort) });
+    bare = startChild("bare", BARE_ARGS, { BARE_DATABASE_URL: dbUrl.toString(), BARE_PORT: String(barePort) });
     await waitHttp(`http://127.0.0.1:${barePort}/`, "bare server", bare);
 
     if (SETTINGS.only.has("kannel")) {
@@ -701,7 +705,7 @@ function renderReport(r: {
     `- Command: \`${[...changed, "npm run bench"].join(" ")}\` (${SETTINGS.warmup} s warm-up + ${SETTINGS.seconds} s measured per run, ${SETTINGS.connections} connections, ${SETTINGS.threads} load-generator thread(s), ${SETTINGS.rounds} round(s), median round shown)`,
     `- Machine: ${cpus().length} × ${cpus()[0]?.model.trim()}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB; load average ${r.load0.map((x) => x.toFixed(2)).join(" ")} before, ${r.load1.map((x) => x.toFixed(2)).join(" ")} after (other processes share the two cores)`,
     `- Versions: Node ${process.version}, PostgreSQL ${r.pgVersion} (shared server, fsync on, synchronous_commit on; database ${r.dbName}, dropped after), Kannel ${version("/usr/sbin/bearerbox", ["--version"], /version `([^']+)'/)}, ${version("wrk", ["-v"], /^(wrk [^ ]+)/m)}, h2load (nghttp2 ${version("h2load", ["--version"], /nghttp2\/([\d.]+)/)})`,
-    `- Switchboard: \`src/main.ts\` as \`npm start\` runs it (API + delivery engine, simulator carrier), LOG_LEVEL=${SETTINGS.logLevel}, SEND_RATE_LIMIT=off (see below); Kannel: bearerbox + smsbox + fakesmsc, store-type = spool, log level 2 (warning); each send is From ${SMS.from}, To ${SMS.to.replace(VARY, "NNNNN")} (random digits per request; gRPC: ${SMS.fixedTo}), Text "${SMS.text}"`,
+    `- Switchboard: \`src/main.ts\` compiled (dist/src/main.js) as \`npm start\` runs it (API + delivery engine, simulator carrier), LOG_LEVEL=${SETTINGS.logLevel}, SEND_RATE_LIMIT=off (see below); Kannel: bearerbox + smsbox + fakesmsc, store-type = spool, log level 2 (warning); each send is From ${SMS.from}, To ${SMS.to.replace(VARY, "NNNNN")} (random digits per request; gRPC: ${SMS.fixedTo}), Text "${SMS.text}"`,
   ].join("\n");
   const full = `${machine}\n\n${table}\n\n${targets}\n`;
   return { table, targets, full };

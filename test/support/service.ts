@@ -3,7 +3,7 @@
  * pins), and a database made for it: its own PostgreSQL database when DATABASE_URL names a server,
  * else a PGlite data folder in a temp directory.
  */
-import { type ChildProcess, spawn } from "node:child_process";
+import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -19,15 +19,35 @@ const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 // The pinned Node 24 (the `node` devDependency), whatever Node happens to run the tests.
 const NODE = join(ROOT, "node_modules", ".bin", "node");
 
+/** The compiled entry points `npm start` and `npm run worker` run (scripts/build.mjs writes them). */
+export const BUILT_MAIN = "dist/src/main.js";
+export const BUILT_WORKER = "dist/src/worker.js";
+
 /**
- * The node arguments of `npm start` (package.json's start script: `node <flags> src/main.ts`), so
- * that tests and the benchmark start the service exactly as a user does.
+ * The node flags of `npm start`'s service command (package.json: `node scripts/build.mjs && node
+ * <flags> dist/src/main.js`), so that tests and the benchmark run the service with a user's flags.
+ */
+export function npmStartFlags(): string[] {
+  const script = (JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as { scripts: Record<string, string> }).scripts.start;
+  const steps = script.split("&&").map((s) => s.trim().split(/\s+/).filter(Boolean));
+  const run = steps.at(-1)!;
+  if (steps.length !== 2 || steps[0].join(" ") !== "node scripts/build.mjs" || run[0] !== "node" || run.at(-1) !== BUILT_MAIN) {
+    throw new Error(`unexpected start script: ${script}`);
+  }
+  return run.slice(1, -1);
+}
+
+/**
+ * Node arguments that run src/main.ts from source through tsx with `npm start`'s flags: what the
+ * tests start (they test the TypeScript; test/e2e/built-service.test.ts tests the build).
  */
 export function npmStartArgs(): string[] {
-  const script = (JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as { scripts: Record<string, string> }).scripts.start;
-  const words = script.split(/\s+/).filter(Boolean);
-  if (words[0] !== "node" || words.at(-1) !== "src/main.ts") throw new Error(`unexpected start script: ${script}`);
-  return words.slice(1);
+  return [...npmStartFlags(), "--import", "tsx", "src/main.ts"];
+}
+
+/** Runs `npm start`'s build step (scripts/build.mjs) and waits for it; throws with its output when it fails. */
+export function buildService(...args: string[]): void {
+  execFileSync(NODE, ["scripts/build.mjs", ...args], { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"] });
 }
 
 /** A database a spawned service can use, and how to look into it and dispose of it. */
@@ -103,6 +123,8 @@ export interface StartOptions {
   port: number;
   /** The entry point: src/main.ts (`npm start`, the default) or src/worker.ts (`npm run worker`, no port: use waitReady false). */
   script?: "src/main.ts" | "src/worker.ts";
+  /** Run the compiled entry (dist/, as `npm start` / `npm run worker` do; call buildService first) instead of the source through tsx. */
+  compiled?: boolean;
   /** Settings on top of a clean environment (this process's, without any of the service's own). */
   env?: Record<string, string>;
   /** Sees every complete line it writes, stdout and stderr. */
@@ -130,7 +152,8 @@ function hookExit() {
 }
 
 /**
- * Starts the service as `npm start` does (`node <its flags> src/main.ts`) on `port` in its own process group,
+ * Starts the service with `npm start`'s flags (`node <its flags> --import tsx src/main.ts`, or the
+ * compiled dist/src/main.js as `npm start` runs it) on `port` in its own process group,
  * so a test can SIGKILL it at any moment and start it again on the same port and database, and
  * nothing outlives the test process.
  */
@@ -140,8 +163,15 @@ export async function startService(opts: StartOptions): Promise<Service> {
   const clean: NodeJS.ProcessEnv = { ...process.env };
   for (const key of ["DATABASE_URL", "SWITCHBOARD_ADMIN_TOKEN", "SMTP_URL", "METRICS_TOKEN", "LOG_LEVEL", "HOST", "PORT", "CARRIER"]) delete clean[key];
   for (const key of Object.keys(clean)) if (key.startsWith("KANNEL_")) delete clean[key];
-  // src/main.ts exactly as `npm start` runs it (its node flags); the worker as `npm run worker` does.
-  const args = opts.script === "src/worker.ts" ? ["--import", "tsx", "src/worker.ts"] : npmStartArgs();
+  // src/main.ts with `npm start`'s node flags (or its compiled form exactly as `npm start` runs it); the worker likewise.
+  const worker = opts.script === "src/worker.ts";
+  const args = opts.compiled
+    ? worker
+      ? [BUILT_WORKER]
+      : [...npmStartFlags(), BUILT_MAIN]
+    : worker
+      ? ["--import", "tsx", "src/worker.ts"]
+      : npmStartArgs();
   const child = spawn(NODE, args, {
     cwd: ROOT,
     detached: true,

@@ -1,0 +1,71 @@
+#!/usr/bin/env node
+// `npm start`'s first step: compiles the service (src/main.ts, src/worker.ts and what they import
+// from src/ and gen/) to JavaScript under dist/, with esbuild. Plain JavaScript so that it runs in
+// ~0.3 s without tsx; the service then runs on Node alone (no loader thread, no transpiled sources
+// or inline source maps kept in memory; docs/operations.md#starting).
+//
+// One bundle per entry, dist/src/main.js and dist/src/worker.js: the project's own modules inlined,
+// packages left to node_modules (`packages: "external"`: PGlite finds its .wasm beside its own
+// module, MikroORM loads its drivers by name). The bundles sit two folders below the project root,
+// as src/transport/*.ts do, so `new URL("../../…", import.meta.url)` finds the same files
+// (package.json, gen/descriptors.binpb) from either. No keepNames (it wraps every function in a
+// defineProperty call); linked source maps on disk, read only under --enable-source-maps.
+// Unchanged outputs are not rewritten, and changed ones are replaced by rename, so a build never
+// leaves a half-written file for a service starting beside it.
+import { mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import { dirname, join, relative } from "node:path";
+import { fileURLToPath } from "node:url";
+import { build } from "esbuild";
+
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
+const OUT = join(ROOT, "dist");
+
+const started = performance.now();
+const result = await build({
+  absWorkingDir: ROOT,
+  // `--bench`: also the benchmark's floor server (bench/run.ts runs it compiled, like the service).
+  entryPoints: ["src/main.ts", "src/worker.ts", ...(process.argv.includes("--bench") ? ["bench/bare-server.ts"] : [])],
+  outbase: ".",
+  outdir: OUT,
+  bundle: true,
+  packages: "external",
+  platform: "node",
+  format: "esm",
+  target: "node22.17",
+  sourcemap: "linked",
+  sourcesContent: false,
+  logLevel: "warning",
+  write: false,
+});
+
+let written = 0;
+for (const file of result.outputFiles) {
+  let old;
+  try {
+    old = readFileSync(file.path);
+  } catch {
+    old = undefined;
+  }
+  const contents = asciiOnly(file);
+  if (old?.equals(contents)) continue;
+  mkdirSync(dirname(file.path), { recursive: true });
+  const tmp = `${file.path}.${process.pid}.tmp`;
+  writeFileSync(tmp, contents);
+  renameSync(tmp, file.path);
+  written++;
+}
+if (process.env.BUILD_VERBOSE) {
+  const ms = (performance.now() - started).toFixed(0);
+  process.stderr.write(`build: ${result.outputFiles.length} files in ${relative(ROOT, OUT)}/, ${written} rewritten, ${ms} ms\n`);
+}
+
+/**
+ * esbuild escapes non-ASCII characters in strings and identifiers but keeps them in the comments
+ * it preserves; one such character makes V8 hold the whole module's source as a two-byte string
+ * (twice the memory), so they are escaped too (only comments can still hold them).
+ */
+function asciiOnly(file) {
+  if (!file.path.endsWith(".js") || !/[^\x00-\x7f]/.test(file.text)) return file.contents;
+  const text = file.text.replace(/[^\x00-\x7f]/gu, (c) => `\\u{${c.codePointAt(0).toString(16)}}`);
+  return Buffer.from(text, "utf8");
+}
