@@ -86,17 +86,8 @@ const fail = <O>(error: unknown): ItemOutcome<O> => ({ ok: false, error });
 export interface SendWriterOptions {
   orm: MikroORM;
   maxBatch?: number;
-  /** Send batches running at once (default SEND_BATCHES_IN_FLIGHT). */
   maxInFlight?: number;
 }
-
-/**
- * Send batches in flight at once. Since a batch became one statement, four let PostgreSQL work on
- * more of them while one commits: quiet, alternating 2 / 4 / 2 / 4, REST 7,111 / 8,799 / 7,911 /
- * 8,407 req/s, p99 28.7 / 22.3 / 24.3 / 21.4 ms (docs/benchmarks.md, session 7). Ten pooled
- * connections leave six for the delivery engine and the rest of the API.
- */
-export const SEND_BATCHES_IN_FLIGHT = 4;
 
 /**
  * The store side of Send SMS, with group commit: the sends waiting at the same moment are
@@ -109,7 +100,7 @@ export const SEND_BATCHES_IN_FLIGHT = 4;
 export function createSendWriter(opts: SendWriterOptions): GroupCommit<SendItem, SendOutcome> {
   return createGroupCommit<SendItem, SendOutcome>({
     maxBatch: opts.maxBatch,
-    maxInFlight: opts.maxInFlight ?? SEND_BATCHES_IN_FLIGHT,
+    maxInFlight: opts.maxInFlight,
     run: (items) => runBatch(opts.orm, items),
   });
 }
