@@ -6,6 +6,7 @@
  * tsx; this is what keeps a broken build from passing. The compiled worker (`npm run worker`)
  * needs PostgreSQL, so it runs in the PostgreSQL pass.
  */
+import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { dbKind } from "../support/db.js";
@@ -64,6 +65,35 @@ describe("npm start's compiled build", () => {
 
     expect(await stopService(svc)).toMatchObject({ code: 0, signal: null });
     expect(svc.stderr()).toBe("");
+  });
+
+  it("`npm start` itself: a SIGTERM sent to npm reaches the service, which stops gracefully", { timeout: 120_000 }, async () => {
+    const startDb = await serviceDatabase();
+    const port = await freePort();
+    const npm = spawn("npm", ["start", "--silent"], {
+      cwd: new URL("../..", import.meta.url),
+      env: { ...process.env, PORT: String(port), DATABASE_URL: startDb.url, SWITCHBOARD_ADMIN_TOKEN: ADMIN, LOG_LEVEL: "info" },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let out = "";
+    npm.stdout.on("data", (d: Buffer) => (out += d.toString()));
+    npm.stderr.on("data", (d: Buffer) => (out += d.toString()));
+    const exited = new Promise<[number | null, NodeJS.Signals | null]>((resolve) => npm.once("exit", (code, signal) => resolve([code, signal])));
+    try {
+      for (const deadline = Date.now() + 60_000; !/"msg":"Switchboard listening"/.test(out); ) {
+        if (Date.now() > deadline || npm.exitCode !== null) throw new Error(`npm start did not come up:\n${out.slice(-4000)}`);
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      expect((await fetch(`http://127.0.0.1:${port}/readyz`)).status).toBe(200);
+      npm.kill("SIGTERM");
+      // The service logs its graceful stop and npm exits with it; nothing keeps the port.
+      expect(await exited).toEqual([0, null]);
+      expect(out).toMatch(/"signal":"SIGTERM","msg":"shutting down"[\s\S]*"msg":"stopped"/);
+      await expect(fetch(`http://127.0.0.1:${port}/healthz`)).rejects.toThrow();
+    } finally {
+      if (npm.exitCode === null) npm.kill("SIGKILL");
+      await startDb.drop();
+    }
   });
 
   it.skipIf(dbKind() !== "postgres")("runs the compiled worker (npm run worker)", { timeout: 120_000 }, async () => {

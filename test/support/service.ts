@@ -24,13 +24,14 @@ export const BUILT_MAIN = "dist/src/main.js";
 export const BUILT_WORKER = "dist/src/worker.js";
 
 /**
- * The node flags of `npm start`'s service command (package.json: `node scripts/build.mjs && node
+ * The node flags of `npm start`'s service command (package.json: `node scripts/build.mjs && exec node
  * <flags> dist/src/main.js`), so that tests and the benchmark run the service with a user's flags.
  */
 export function npmStartFlags(): string[] {
   const script = (JSON.parse(readFileSync(join(ROOT, "package.json"), "utf8")) as { scripts: Record<string, string> }).scripts.start;
   const steps = script.split("&&").map((s) => s.trim().split(/\s+/).filter(Boolean));
-  const run = steps.at(-1)!;
+  // `exec`: the shell npm runs the script in becomes the service, so npm's signals reach it.
+  const run = steps.at(-1)![0] === "exec" ? steps.at(-1)!.slice(1) : steps.at(-1)!;
   if (steps.length !== 2 || steps[0].join(" ") !== "node scripts/build.mjs" || run[0] !== "node" || run.at(-1) !== BUILT_MAIN) {
     throw new Error(`unexpected start script: ${script}`);
   }
