@@ -30,9 +30,9 @@ export function limitRequestBodies(handlers: UniversalHandler[], limit: number):
 /** Content-Types whose body is 5-byte-framed messages (gRPC, gRPC-Web binary, Connect streaming); not gRPC-Web's base64 text. */
 const ENVELOPED = /^application\/(?:grpc(?:-web)?(?![-\w])|connect\+)/i;
 
-/** The size as sent of a body's first frame (its 5-byte header counts), read from the header in `chunk`. */
-function firstFrameSize(chunk: Uint8Array): number {
-  return 5 + ((chunk[1] << 24) >>> 0) + (chunk[2] << 16) + (chunk[3] << 8) + chunk[4];
+/** The message length a 5-byte envelope header announces (bytes 1–4, big-endian), read from the start of `bytes`. */
+export function envelopeLength(bytes: Uint8Array): number {
+  return ((bytes[1] << 24) | (bytes[2] << 16) | (bytes[3] << 8) | bytes[4]) >>> 0;
 }
 
 function capped(req: UniversalServerRequest, limit: number): UniversalServerRequest["body"] {
@@ -54,7 +54,7 @@ function capped(req: UniversalServerRequest, limit: number): UniversalServerRequ
           read += r.value.byteLength;
           // A frame header announcing a message over the limit is refused at once, as a declared
           // Content-Length is: Connect would otherwise refuse it in its own words (readMaxBytes).
-          const announced = first && r.value.byteLength >= 5 && ENVELOPED.test(req.header.get("content-type") ?? "") ? firstFrameSize(r.value) : 0;
+          const announced = first && r.value.byteLength >= 5 && ENVELOPED.test(req.header.get("content-type") ?? "") ? 5 + envelopeLength(r.value) : 0;
           if (read > limit || announced > limit) {
             refused = true;
             void discardRest(it);

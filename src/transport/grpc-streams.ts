@@ -21,7 +21,7 @@ import type { UniversalHandler, UniversalServerResponse } from "@connectrpc/conn
 import type { FastifyBaseLogger } from "fastify";
 import { lazyChildLoggerFactory } from "../common/logger.js";
 import type { Observability } from "../ops/observability.js";
-import { REQUEST_ID_HEADER, requestIdOf } from "./http-layer.js";
+import { REQUEST_ID_HEADER, requestIdOf, webHeaders } from "./http-layer.js";
 
 /** Takes an h2 stream and serves it, or returns false to leave it to Node's compatibility layer (and Fastify). */
 export type StreamHandler = (stream: ServerHttp2Stream, headers: IncomingHttpHeaders) => boolean;
@@ -107,18 +107,6 @@ function serve(opts: GrpcStreamOptions, handler: UniversalHandler, stream: Serve
 interface AnswerState {
   ended: boolean;
   trailersSent: boolean;
-}
-
-/** The request headers as Connect takes them (pseudo-headers left out). */
-function webHeaders(headers: IncomingHttpHeaders): Headers {
-  const h = new Headers();
-  for (const name in headers) {
-    if (name.charCodeAt(0) === 58 /* ":" */) continue;
-    const v = headers[name];
-    if (typeof v === "string") h.append(name, v);
-    else if (Array.isArray(v)) for (const e of v) h.append(name, e);
-  }
-  return h;
 }
 
 function nodeHeaders(from: Headers, into: Record<string, string>): Record<string, string> {

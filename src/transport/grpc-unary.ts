@@ -51,6 +51,7 @@ import {
   parseTimeout,
   setTrailerStatus,
 } from "@connectrpc/connect/protocol-grpc";
+import { envelopeLength } from "./body-limit.js";
 
 /** A unary method of the router: its descriptor and the function its handlers call. */
 type UnarySpec = Extract<MethodImplSpec, { kind: "unary" }>;
@@ -152,10 +153,6 @@ function unaryFastPath(full: UniversalHandler, spec: UnarySpec, opt: Options): (
     }
     return { status: 200, header: context.responseHeader, trailer: context.responseTrailer, body: new Once(answer) };
   };
-}
-
-function envelopeLength(bytes: Uint8Array): number {
-  return ((bytes[1] << 24) | (bytes[2] << 16) | (bytes[3] << 8) | bytes[4]) >>> 0;
 }
 
 /** The answer's body: its one envelope, or nothing (an error: the status is in the trailers). */

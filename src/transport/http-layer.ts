@@ -6,7 +6,7 @@
  * the RPC layer's: the interceptor list every wire runs (src/app.ts, createInterceptors).
  */
 import { randomUUID } from "node:crypto";
-import type { IncomingMessage } from "node:http";
+import type { IncomingHttpHeaders, IncomingMessage } from "node:http";
 import { toJson } from "@bufbuild/protobuf";
 import { ConnectError } from "@connectrpc/connect";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
@@ -28,6 +28,18 @@ const ALL_METHODS = ["GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS"]
 
 /** Longest path echoed in a 404 message: long enough for any real route, short enough not to reflect a large URL. */
 export const ECHOED_PATH_MAX = 200;
+
+/** A request's headers as the web Headers Connect's contexts carry (HTTP/2 pseudo-headers left out); REST and the gRPC streams share it. */
+export function webHeaders(headers: IncomingHttpHeaders): Headers {
+  const h = new Headers();
+  for (const name in headers) {
+    if (name.charCodeAt(0) === 58 /* ":" */) continue;
+    const v = headers[name];
+    if (typeof v === "string") h.append(name, v);
+    else if (Array.isArray(v)) for (const e of v) h.append(name, e);
+  }
+  return h;
+}
 
 /** The request id for a request: the client's X-Request-Id when it is sane, else a new UUID. */
 export function requestIdOf(req: Pick<IncomingMessage, "headers">): string {

@@ -23,7 +23,7 @@ import {
 } from "@connectrpc/connect";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { CALL_COMPLETE, kAccount, kLog } from "../common/context.js";
-import { copyHeaders, httpErrorHandler, JSON_CONTENT_TYPE, methodNotAllowedRoutes, notFoundRoutes, sendError, writeError } from "./http-layer.js";
+import { copyHeaders, httpErrorHandler, JSON_CONTENT_TYPE, methodNotAllowedRoutes, notFoundRoutes, sendError, webHeaders, writeError } from "./http-layer.js";
 import { requestDecoder, type RequestDecoder } from "./rest-request.js";
 import { type ResponseWriter, responseWriter } from "./rest-response.js";
 import { apiPrefixes, restRoutes, type RestRoute } from "./rest-routes.js";
@@ -212,14 +212,3 @@ function handlerContext(route: RestRoute, request: FastifyRequest, contextValues
 
 const noTimeout = () => undefined;
 
-function webHeaders(headers: FastifyRequest["headers"]): Headers {
-  const out = new Headers();
-  for (const name of Object.keys(headers)) {
-    if (name.charCodeAt(0) === 58 /* ":" HTTP/2 pseudo-header */) continue;
-    const value = headers[name];
-    if (value === undefined) continue;
-    if (Array.isArray(value)) for (const v of value) out.append(name, v);
-    else out.set(name, String(value));
-  }
-  return out;
-}
