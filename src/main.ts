@@ -20,6 +20,16 @@ async function main(): Promise<void> {
   const demo = seedsDemo(config.databaseUrl) ? await seedDemo(orm, systemClock) : undefined;
   const { carrier, engine } = await createConfiguredEngine(config, orm, log);
   const app = await buildApp({ orm, config, clock: systemClock, logger: log, carrier, onQueued: () => engine.nudge() });
+  // Installed before the port opens: until a handler exists, SIGTERM kills the process outright
+  // (exit by signal, no "stopped" line), and /readyz may answer before engine.start() returns.
+  // New connections are refused at once; requests in flight finish and get their answer (idle
+  // HTTP/1.1 connections are closed, h2 sessions get GOAWAY; at most 5 s). Then the delivery
+  // loops finish their current round, and only then does the database go.
+  onShutdownSignal(log, async () => {
+    await app.close();
+    await engine.stop();
+    await orm.close(true);
+  });
   // Listening first: after a crash, the dispatcher's wait for the carrier's reports on unconfirmed
   // submissions (Dispatcher) must run while those reports can be heard.
   await app.listen({ port: config.port, host: config.host });
@@ -29,15 +39,6 @@ async function main(): Promise<void> {
   if (demo) process.stdout.write(firstRunBanner(base, admin, demo) + "\n");
   else if (admin.generated) process.stdout.write(`SWITCHBOARD_ADMIN_TOKEN is not set; operator token for this run: ${admin.token}\n`);
   log.info({ url: base, carrier: carrier.name }, "Switchboard listening");
-
-  // New connections are refused at once; requests in flight finish and get their answer (idle
-  // HTTP/1.1 connections are closed, h2 sessions get GOAWAY; at most 5 s). Then the delivery
-  // loops finish their current round, and only then does the database go.
-  onShutdownSignal(log, async () => {
-    await app.close();
-    await engine.stop();
-    await orm.close(true);
-  });
 }
 
 main().catch((err) => {

@@ -14,13 +14,14 @@ async function main(): Promise<void> {
   const orm = await createOrm({ databaseUrl: config.databaseUrl });
   await migrateUp(orm);
   const { carrier, engine } = await createConfiguredEngine(config, orm, log);
-  await engine.start();
-  log.info({ carrier: carrier.name }, "Switchboard worker running");
+  // Installed before the "running" line: until a handler exists, SIGTERM kills the process outright.
   // The loops finish their current round (claimed messages are handed to the carrier) before the database goes.
   onShutdownSignal(log, async () => {
     await engine.stop();
     await orm.close(true);
   });
+  await engine.start();
+  log.info({ carrier: carrier.name }, "Switchboard worker running");
 }
 
 main().catch((err) => {
