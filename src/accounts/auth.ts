@@ -8,6 +8,7 @@ import { kAccount, kAdmin, kEm, kIdempotencyKey } from "../common/context.js";
 import { isSid } from "../common/sid.js";
 import { Account } from "./account.entity.js";
 import { tokenHashForShare } from "./account-store.js";
+import { createBoundedMemo } from "../common/bounded-memo.js";
 
 /** sha256 hex of a secret: tokens are high-entropy random strings, so a fast hash is enough at rest. */
 export function hashToken(token: string): string {
@@ -63,7 +64,7 @@ export interface AccountCache {
 
 /** Creates an empty account cache (ttlMs 0 turns caching off). */
 export function createAccountCache(ttlMs = ACCOUNT_CACHE_TTL_MS, now: () => number = () => performance.now()): AccountCache {
-  const entries = new Map<string, { account: Account; until: number }>();
+  const entries = createBoundedMemo<string, { account: Account; until: number }>(ACCOUNT_CACHE_MAX);
   return {
     get(sid, tokenHash) {
       const e = entries.get(sid);
@@ -76,11 +77,6 @@ export function createAccountCache(ttlMs = ACCOUNT_CACHE_TTL_MS, now: () => numb
     },
     set(account) {
       if (ttlMs <= 0) return;
-      if (entries.size >= ACCOUNT_CACHE_MAX && !entries.has(account.sid)) {
-        // Oldest first (a Map keeps insertion order).
-        entries.delete(entries.keys().next().value!);
-      }
-      entries.delete(account.sid);
       entries.set(account.sid, { account, until: now() + ttlMs });
     },
     invalidate(sid) {

@@ -1,6 +1,7 @@
 import { Metadata } from "libphonenumber-js/core";
 import { parsePhoneNumberFromString } from "libphonenumber-js/max";
 import metadataJson from "libphonenumber-js/max/metadata";
+import { createBoundedMemo } from "./bounded-memo.js";
 
 /** What is known about an E164 number: its possible countries (ISO alpha-2, found on first read). */
 export interface E164Info {
@@ -17,15 +18,13 @@ export function parseE164(value: string): E164Info | undefined {
   const known = parsed.get(value);
   if (known !== undefined) return known ?? undefined;
   const info = parseWithoutCountry(value);
-  // A plain bounded memo: the answer depends only on the string and the bundled metadata.
-  if (parsed.size >= PARSED_MAX) parsed.delete(parsed.keys().next().value!);
+  // The answer depends only on the string and the bundled metadata.
   parsed.set(value, info ?? null);
   return info;
 }
 
 // Senders (and many recipients) repeat.
-const PARSED_MAX = 10_000;
-const parsed = new Map<string, E164Info | null>();
+const parsed = createBoundedMemo<string, E164Info | null>(10_000);
 
 /** libphonenumber's own answer: parse (which detects the country), then isPossible() for that country. */
 export function parseWithMetadata(value: string): E164Info | undefined {
