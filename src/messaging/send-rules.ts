@@ -118,6 +118,22 @@ export function textEncodingSlow(text: string): { encoding: "GSM7" | "UCS2"; num
   return { encoding: m.encodingName === "GSM-7" ? "GSM7" : "UCS2", numSegments: m.segmentsCount };
 }
 
+/** Code points in a string (a surrogate pair is one character; an unpaired surrogate counts as one). */
+export function codePoints(text: string): number {
+  let n = text.length;
+  for (let i = 0; i < text.length - 1; i++) {
+    const c = text.charCodeAt(i);
+    if (c >= 0xd800 && c <= 0xdbff) {
+      const d = text.charCodeAt(i + 1);
+      if (d >= 0xdc00 && d <= 0xdfff) {
+        n--;
+        i++;
+      }
+    }
+  }
+  return n;
+}
+
 /**
  * Checks a send request against the rules of docs/api.md#send-sms at `nowSeconds` and returns either
  * every field problem found or the normalized send. Sender ownership needs the database and is
@@ -149,9 +165,13 @@ export function validateSend(
   }
 
   const text = req.text;
-  const chars = [...text].length;
   if (text.trim() === "") add("Text", "MissingParameter", "Text is required and must not be empty.");
-  else if (chars > MAX_TEXT_CHARS) add("Text", "TextTooLong", `Text is ${chars} characters long; the limit is ${MAX_TEXT_CHARS}.`);
+  else if (text.length > MAX_TEXT_CHARS) {
+    // Characters are code points: never more than UTF-16 units, so only a long text is counted
+    // (spreading every text into an array of code points was ~5 % of a send's CPU).
+    const chars = codePoints(text);
+    if (chars > MAX_TEXT_CHARS) add("Text", "TextTooLong", `Text is ${chars} characters long; the limit is ${MAX_TEXT_CHARS}.`);
+  }
 
   let schedule: number | undefined;
   let scheduled = false;

@@ -305,6 +305,15 @@ describe("To and Text", () => {
     expectError(await send(t, tenant, { From: "Acme", To: ukRecipient(), Text: "a".repeat(1601) }), 400, "TextTooLong", [["Text", "TextTooLong"]]);
   });
 
+  it("characters are code points: 1600 emoji (3200 UTF-16 units) are accepted, 1601 are TextTooLong", async () => {
+    const to = ukRecipient();
+    const text = "😀".repeat(1600);
+    expectMessage(await send(t, tenant, { From: "Acme", To: to, Text: text }), tenant, { From: "Acme", To: to, Text: text });
+    const res = await send(t, tenant, { From: "Acme", To: ukRecipient(), Text: "😀".repeat(1601) });
+    const rs = expectError(res, 400, "TextTooLong", [["Text", "TextTooLong"]]);
+    expect(rs.Errors[0].Message).toBe("Text is 1601 characters long; the limit is 1600.");
+  });
+
   it("160 GSM characters are GSM7 in 1 segment, 161 in 2", async () => {
     const one = (await send(t, tenant, { From: "Acme", To: ukRecipient(), Text: "b".repeat(160) })).json();
     const two = (await send(t, tenant, { From: "Acme", To: ukRecipient(), Text: "b".repeat(161) })).json();

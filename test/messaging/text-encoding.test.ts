@@ -4,7 +4,7 @@
  */
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { textEncoding, textEncodingSlow } from "../../src/messaging/send-rules.js";
+import { codePoints, textEncoding, textEncodingSlow } from "../../src/messaging/send-rules.js";
 
 // Basic GSM-7 characters (letters, digits, @ £ $ ¥ è é ù ì ò Ç Ø å Æ ß É Ä Ö Ñ Ü § ¿ ä ö ñ ü à, LF),
 // extension characters ([ ] { } \ ^ ~ | €), CR, and characters that need UCS-2.
@@ -38,5 +38,20 @@ describe("textEncoding", () => {
       }),
       { numRuns: 300 },
     );
+  });
+});
+
+describe("codePoints", () => {
+  it("counts what spreading the string counts, for any string (pairs, lone surrogates, ASCII)", () => {
+    const units = fc.array(fc.oneof(fc.integer({ min: 0, max: 0xffff }), fc.integer({ min: 0xd800, max: 0xdfff })), { maxLength: 60 });
+    fc.assert(
+      fc.property(units, (codes) => {
+        const s = String.fromCharCode(...codes);
+        expect(codePoints(s)).toBe([...s].length);
+      }),
+      { numRuns: 2000 },
+    );
+    expect(codePoints("😀".repeat(1600))).toBe(1600);
+    expect(codePoints("\ud83d")).toBe(1);
   });
 });
