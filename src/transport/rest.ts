@@ -150,7 +150,9 @@ async function serve(
     method: route.rpc,
     requestMethod: request.method,
     url: ctx.url,
-    signal: ctx.signal,
+    get signal() {
+      return ctx.signal;
+    },
     header: ctx.requestHeader,
     contextValues: ctx.values,
     [kContext]: ctx,
@@ -187,10 +189,13 @@ async function serve(
  * The call's handler context, as Connect's createHandlerContext makes it, with one AbortController
  * instead of three linked ones (a deadline's, the request's and the call's: REST calls have no
  * deadline) and no copies of the header objects; the trailer, which REST never writes, is made on
- * first use.
+ * first use, and so is the signal: most calls never read it, and making it, then aborting it when
+ * the call completes (an Event dispatched), was ~1 % of a send's CPU. A signal first read after
+ * the abort is made already aborted, with the same reason.
  */
 function handlerContext(route: RestRoute, request: FastifyRequest, contextValues: ContextValues): HandlerContext & { abort(reason?: unknown): void } {
-  const abort = new AbortController();
+  let controller: AbortController | undefined;
+  let aborted: { reason: unknown } | undefined;
   let trailer: Headers | undefined;
   return {
     service: route.service,
@@ -204,9 +209,18 @@ function handlerContext(route: RestRoute, request: FastifyRequest, contextValues
       return (trailer ??= new Headers());
     },
     values: contextValues,
-    signal: abort.signal,
+    get signal() {
+      if (!controller) {
+        controller = new AbortController();
+        if (aborted) controller.abort(aborted.reason);
+      }
+      return controller.signal;
+    },
     timeoutMs: noTimeout,
-    abort: (reason?: unknown) => abort.abort(reason),
+    abort: (reason?: unknown) => {
+      if (controller) controller.abort(reason);
+      else aborted ??= { reason };
+    },
   };
 }
 
