@@ -18,9 +18,65 @@ export async function executeBound<T>(em: EntityManager, sql: string, params: re
   const numbered = prepared === undefined ? numberParams(sql, params.length) : preparedText(prepared, sql, params.length);
   // node-postgres takes a query config ({ name, text }) wherever it takes the text, and kysely hands
   // the text to it untouched.
-  const text = prepared !== undefined && driverKind(em.getDriver()) === "postgres" ? (namedQuery(prepared, numbered) as unknown as string) : numbered;
-  const result = await em.getKysely().executeQuery<T>(CompiledQuery.raw(text, params as unknown[]));
+  const postgres = driverKind(em.getDriver()) === "postgres";
+  const text = prepared !== undefined && postgres ? (namedQuery(prepared, numbered) as unknown as string) : numbered;
+  const result = await em.getKysely().executeQuery<T>(CompiledQuery.raw(text, postgres ? params.map(wireValue) : (params as unknown[])));
   return result.rows as T[];
+}
+
+/**
+ * A parameter as node-postgres would send it, made faster for the batches' arrays: node-postgres
+ * escapes every element of an array with two regular-expression replaces and formats each date
+ * field by field in local time (~3 % of a send's CPU, profile); here an element that needs no
+ * escaping is only quoted, and a date is its ISO form in UTC (the same instant). A value of any
+ * other kind is left to node-postgres.
+ */
+export function wireValue(value: unknown): unknown {
+  if (value instanceof Date) return Number.isNaN(value.getTime()) ? value : value.toISOString();
+  if (!Array.isArray(value)) return value;
+  // Usually every element is a plain string, null, boolean or finite number, and none
+  // needs an escape: JSON writes the array in one native call, and between its brackets it is then
+  // exactly the array literal (null reads as NULL). A backslash in the JSON means an element needed
+  // an escape (a quote, a backslash, a control character), which the two syntaxes write differently.
+  if (value.every(jsonSafe)) {
+    const json = JSON.stringify(value);
+    if (!json.includes("\\")) return `{${json.slice(1, -1)}}`;
+  }
+  let out = "{";
+  for (let i = 0; i < value.length; i++) {
+    const element = arrayElement(value[i]);
+    if (element === undefined) return value;
+    out += i === 0 ? element : "," + element;
+  }
+  return out + "}";
+}
+
+/**
+ * Whether JSON writes an element as the array literal would (NaN and Infinity become JSON null).
+ * Not dates: JSON calls each one's toJSON, the slow path of JSON.stringify (2 % of a send's CPU
+ * for the batches' date columns), where arrayElement reuses the last date's text.
+ */
+function jsonSafe(v: unknown): boolean {
+  const t = typeof v;
+  return t === "string" || v === null || t === "boolean" || (t === "number" && Number.isFinite(v));
+}
+
+/** The last date arrayElement wrote: a batch's dates are mostly one instant (its sends' now). */
+let lastDate = { ms: Number.NaN, text: "" };
+
+/** One element of an array literal; undefined for a kind left to node-postgres (nested arrays, buffers, objects). */
+function arrayElement(v: unknown): string | undefined {
+  if (v === null || v === undefined) return "NULL";
+  if (typeof v === "string") return v.includes('"') || v.includes("\\") ? `"${v.replace(/[\\"]/g, "\\$&")}"` : `"${v}"`;
+  if (typeof v === "number" || typeof v === "bigint") return String(v);
+  if (typeof v === "boolean") return v ? "true" : "false";
+  if (v instanceof Date) {
+    const ms = v.getTime();
+    if (Number.isNaN(ms)) return undefined;
+    if (ms !== lastDate.ms) lastDate = { ms, text: `"${v.toISOString()}"` };
+    return lastDate.text;
+  }
+  return undefined;
 }
 
 function numberParams(sql: string, count: number): string {
