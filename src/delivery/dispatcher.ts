@@ -1,4 +1,4 @@
-import type { EntityManager, MikroORM } from "@mikro-orm/sql";
+import type { MikroORM } from "@mikro-orm/sql";
 import type { Logger } from "pino";
 import { type Carrier, CarrierError } from "../carriers/carrier.js";
 import type { Clock } from "../common/clock.js";
@@ -11,7 +11,6 @@ import {
   type ClaimedRow,
   holdExpiredClaims,
   listDueAccounts,
-  orderedQueueScan,
   scheduleRetry,
 } from "../messaging/message-store.js";
 import { recordSegments } from "../carriers/smpp/receipt-store.js";
@@ -187,40 +186,44 @@ export function createDispatcher(opts: DispatcherOptions): Dispatcher {
   let dueAccounts: { sids: string[]; at: number } | undefined;
 
   /**
-   * Claims up to limit (batchSize, or less when the carrier can take fewer) due messages; runs in the caller's transaction (after
-   * ORDERED_QUEUE_SCAN). While every due message fits in a round, in due order (one cheap
-   * statement: an idle poll costs what it always did). After a full round a backlog may be
-   * waiting, and one account's burst must not hold back the others: the round is shared
-   * round-robin across the accounts with due messages, and what the accounts with fewer due
-   * messages than their share left of it goes in due order. More than limit accounts get one
-   * each. The list of accounts is made again every DUE_ACCOUNTS_TTL_MS (an account whose messages
-   * come due meanwhile waits that long at most): walking every account's queue index range each
-   * round cost as much again as the claim itself while the index still held the entries of the
-   * messages just submitted (they go at the next vacuum).
+   * Claims up to limit (batchSize, or less when the carrier can take fewer) due messages. While
+   * every due message fits in a round, in due order: one statement outside any transaction (the
+   * function sb_claim_due carries its own planner settings), so an idle poll is one round trip.
+   * After a full round a backlog may be waiting, and one account's burst must not hold back the
+   * others: the round is shared round-robin across the accounts with due messages, and what the
+   * accounts with fewer due messages than their share left of it goes in due order; that round's
+   * statements share a transaction, so that they claim all or nothing (a failed round leaves no
+   * claim to wait out). More than limit accounts get one each. The list of accounts is made again
+   * every DUE_ACCOUNTS_TTL_MS (an account whose messages come due meanwhile waits that long at
+   * most): walking every account's queue index range each round cost as much again as the claim
+   * itself while the index still held the entries of the messages just submitted (they go at the
+   * next vacuum).
    */
-  async function claimDue(tx: EntityManager, now: Date, limit: number): Promise<ClaimedRow[]> {
+  async function claimDue(now: Date, limit: number): Promise<ClaimedRow[]> {
     const confirmed = confirmWaitMs > 0;
     const until = new Date(now.getTime() + claimMs);
-    const inOrder = (limit: number) => claimInOrder(tx, confirmed, until, now, limit);
     let rows: ClaimedRow[];
     if (!backlog) {
-      rows = await inOrder(limit);
+      rows = await claimInOrder(opts.orm.em.fork(), confirmed, until, now, limit);
     } else {
-      // The loops share the list, and another loop may replace or drop it while this one waits
-      // for the database: this round works on the list it started with.
-      let listed = dueAccounts;
-      if (!listed || performance.now() - listed.at >= DUE_ACCOUNTS_TTL_MS || listed.sids.length === 0) {
-        listed = dueAccounts = { sids: await listDueAccounts(tx, now), at: performance.now() };
-      }
-      const sids = listed.sids;
-      const share = Math.max(1, Math.ceil(limit / Math.max(1, sids.length)));
-      rows = sids.length === 0 ? [] : await claimFair(tx, confirmed, until, sids, now, share);
-      const taken = new Map<string, number>();
-      for (const r of rows) taken.set(r.account_sid, (taken.get(r.account_sid) ?? 0) + 1);
-      // An account that took less than its share has nothing more due now: the next rounds share among the others.
-      listed.sids = sids.filter((sid) => (taken.get(sid) ?? 0) >= share);
-      // Those that took their whole share may have more; the rows just claimed no longer match.
-      if (rows.length < limit && listed.sids.length > 0) rows = [...rows, ...(await inOrder(limit - rows.length))];
+      rows = await opts.orm.em.fork().transactional(async (tx) => {
+        // The loops share the list, and another loop may replace or drop it while this one waits
+        // for the database: this round works on the list it started with.
+        let listed = dueAccounts;
+        if (!listed || performance.now() - listed.at >= DUE_ACCOUNTS_TTL_MS || listed.sids.length === 0) {
+          listed = dueAccounts = { sids: await listDueAccounts(tx, now), at: performance.now() };
+        }
+        const sids = listed.sids;
+        const share = Math.max(1, Math.ceil(limit / Math.max(1, sids.length)));
+        let fair = sids.length === 0 ? [] : await claimFair(tx, confirmed, until, sids, now, share);
+        const taken = new Map<string, number>();
+        for (const r of fair) taken.set(r.account_sid, (taken.get(r.account_sid) ?? 0) + 1);
+        // An account that took less than its share has nothing more due now: the next rounds share among the others.
+        listed.sids = sids.filter((sid) => (taken.get(sid) ?? 0) >= share);
+        // Those that took their whole share may have more; the rows just claimed no longer match.
+        if (fair.length < limit && listed.sids.length > 0) fair = [...fair, ...(await claimInOrder(tx, confirmed, until, now, limit - fair.length))];
+        return fair;
+      });
     }
     backlog = rows.length >= limit;
     if (!backlog) dueAccounts = undefined;
@@ -246,18 +249,12 @@ export function createDispatcher(opts: DispatcherOptions): Dispatcher {
       // with the table. An ordered index scan stops early and marks such entries dead for the
       // next scan (docs/benchmarks.md). The fair claim underestimates its rows and would then hash-join
       // a full scan of the primary key (80 ms for 50,000 queued); it must reach each claimed row
-      // by its key. The settings last for this transaction only.
+      // by its key. The claims' functions set this for their own statements (Migration20261127000000).
       // No more than the carrier can submit well before the claims expire (its window and rate,
       // less what it already holds): a claimed message waiting in the carrier's queue past its
       // deadline would be claimed again by another dispatcher. Half the claim leaves the margin.
       const limit = Math.min(batchSize, Math.floor(opts.carrier.capacity?.(claimMs / 2) ?? batchSize));
-      const fresh =
-        limit <= 0
-          ? []
-          : await opts.orm.em.fork().transactional(async (tx) => {
-              await orderedQueueScan(tx);
-              return claimDue(tx, now, limit);
-            });
+      const fresh = limit <= 0 ? [] : await claimDue(now, limit);
       const rows = [...held, ...fresh];
       // In rounds of batchSize (after a crash under load, many held messages may come due at once):
       // the carrier gets a round's messages side by side, then one UPDATE records them.

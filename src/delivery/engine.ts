@@ -9,7 +9,7 @@ import { createDispatcher, type Dispatcher, type DispatcherOptions } from "./dis
 import { DEFAULT_NO_ALPHA_COUNTRIES } from "../messaging/send-rules.js";
 import { receiveInbound } from "./inbound.js";
 import { createGroupCommit } from "../common/group-commit.js";
-import { applyReports, recordSubmissions, type Submission } from "./receipts.js";
+import { applyReportBatch, recordSubmissions, type Submission } from "./receipts.js";
 import { createWorkerLoop, type WorkerLoop } from "./worker-loop.js";
 import { applyPendingReceipts, applySegmentReceipt, flushInboundParts, storeInboundPart } from "../carriers/smpp/receipt-store.js";
 
@@ -36,6 +36,14 @@ export interface DeliveryEngineOptions {
      * would only split them into more statements: these stay asleep then.
      */
     backlogLoops?: number;
+    /**
+     * Least time between the starts of two rounds while no backlog builds up (default 20 ms). Under
+     * a steady send load the loops would otherwise claim every few milliseconds, a handful of
+     * messages each, and every round costs its claim, its submission record and its reports'
+     * statements whatever its size: spaced rounds carry more messages each (docs/benchmarks.md).
+     * A message queued after a quiet spell still goes at once; a full round (backlog) is not held.
+     */
+    roundGapMs?: number;
   };
   webhooks?: Partial<Pick<WebhookWorkerOptions, "timeoutMs" | "retryForMs" | "concurrency" | "concurrencyPerHost" | "resolve">>;
   /** SMTP transport for forwarded e-mails; without one they are kept for the operator. */
@@ -77,15 +85,13 @@ export function createDeliveryEngine(opts: DeliveryEngineOptions): DeliveryEngin
   let loops: WorkerLoop[] = [];
   let dispatchLoops: WorkerLoop[] = [];
 
-  // Delivery reports arrive one per message: the ones that arrive together share a transaction.
+  // Delivery reports arrive one per message: the ones that arrive together share one statement
+  // (applyReportBatch), and a transaction only for those whose webhook is queued with them.
   const reports = createGroupCommit({
     // Nobody waits on a report: 10 ms gathers the reports of a busy carrier into larger batches.
     lingerMs: 10,
-    run: (items: Parameters<typeof applyReports>[1]) =>
-      opts.orm.em
-        .fork()
-        .transactional((tx) => applyReports(tx, items))
-        .then((outcomes) => outcomes.map((o) => ({ ok: true as const, value: o.webhook }))),
+    run: (items: Parameters<typeof applyReportBatch>[1]) =>
+      applyReportBatch(opts.orm.em.fork(), items).then((outcomes) => outcomes.map((o) => ({ ok: true as const, value: o.webhook }))),
   });
   // The carrier's Submitted reports (Kannel's type 8/4) likewise; a sid repeated in one batch is
   // recorded once (the first), as if the reports had come one after the other.
@@ -146,8 +152,9 @@ export function createDeliveryEngine(opts: DeliveryEngineOptions): DeliveryEngin
       // Each round starts calls into the free slots without waiting for them (the pool).
       // A slot that frees while a claim runs is filled by the next round, at once.
       webhookLoop = createWorkerLoop("webhooks", () => webhooks.fill(), { intervalMs: pollMs * 4, log: opts.log, keepNudges: true });
+      const paced = pacedRounds(() => dispatcher.tick(), () => dispatcher.backlogged(), opts.dispatcher?.roundGapMs ?? 20);
       dispatchLoops = Array.from({ length: Math.max(1, opts.dispatcher?.loops ?? 2) }, () =>
-        createWorkerLoop("dispatcher", () => dispatcher.tick(), { intervalMs: pollMs, log: opts.log }),
+        createWorkerLoop("dispatcher", paced, { intervalMs: pollMs, log: opts.log }),
       );
       // Not nudged by sends: they look every pollMs whether the dispatcher is behind.
       const backlogLoops = Array.from({ length: Math.max(0, opts.dispatcher?.backlogLoops ?? 2) }, () =>
@@ -173,5 +180,23 @@ export function createDeliveryEngine(opts: DeliveryEngineOptions): DeliveryEngin
       webhookLoop = undefined;
       await opts.carrier.stop();
     },
+  };
+}
+
+/**
+ * Spaces the starts of rounds shared by several loops at least gapMs apart, unless backlogged()
+ * says a round came back full. Each caller reserves the next free start before it waits, so two
+ * loops never wake for the same start (they would split one round's messages between them).
+ */
+export function pacedRounds(tick: () => Promise<number>, backlogged: () => boolean, gapMs: number): () => Promise<number> {
+  let nextStart = 0;
+  return async () => {
+    const now = performance.now();
+    if (gapMs > 0 && !backlogged()) {
+      const start = Math.max(now, nextStart);
+      nextStart = start + gapMs;
+      if (start > now) await new Promise((resolve) => setTimeout(resolve, start - now));
+    }
+    return tick();
   };
 }

@@ -1,7 +1,7 @@
 import type { EntityManager } from "@mikro-orm/sql";
 import type { DeliveryReport } from "../carriers/carrier.js";
 import { unixSeconds } from "../common/clock.js";
-import { type Submission, updateFinalStates, updateSubmissions } from "../messaging/message-store.js";
+import { type FinalState, type Submission, updateFinalStates, updatePlainFinalStates, updateSubmissions } from "../messaging/message-store.js";
 import { enqueueWebhook } from "../webhooks/outbox.js";
 
 /** A final report (Delivered or Failed) and when the service heard it. */
@@ -31,15 +31,8 @@ export async function applyFinalStates(tx: EntityManager, reports: Report[]): Pr
  * worker's query).
  */
 export async function applyReports(tx: EntityManager, reports: Report[]): Promise<{ changed: boolean; webhook: boolean }[]> {
-  const first = new Map<string, number>();
-  reports.forEach((r, i) => {
-    if (!first.has(r.messageSid)) first.set(r.messageSid, i);
-  });
-  const unique = [...first.values()].map((i) => reports[i]);
-  const rows = await updateFinalStates(
-    tx,
-    unique.map((r) => ({ messageSid: r.messageSid, status: r.status, deliveredAt: r.status === "Delivered" ? r.at : null, errorCode: r.errorCode, carrierError: r.carrierError ?? "" })),
-  );
+  const first = firstReports(reports);
+  const rows = await updateFinalStates(tx, [...first.values()].map((i) => finalState(reports[i])));
   const changed = new Set<string>();
   const queued = new Set<string>();
   for (const m of rows) {
@@ -71,6 +64,48 @@ export async function applyReports(tx: EntityManager, reports: Report[]): Promis
     const counts = first.get(r.messageSid) === i;
     return { changed: counts && changed.has(r.messageSid), webhook: counts && queued.has(r.messageSid) };
   });
+}
+
+/**
+ * applyReports without a transaction for the messages that need no delivery receipt webhook (most
+ * of them): one statement changes those and names the others, which alone go through applyReports
+ * in a transaction (their webhook is queued with their final state). Same answers as applyReports.
+ */
+export async function applyReportBatch(em: EntityManager, reports: Report[]): Promise<{ changed: boolean; webhook: boolean }[]> {
+  const first = firstReports(reports);
+  const rows = await updatePlainFinalStates(em, [...first.values()].map((i) => finalState(reports[i])));
+  const changed = new Set<string>();
+  const needWebhook: Report[] = [];
+  for (const m of rows) {
+    if (m.needs_webhook) needWebhook.push(reports[first.get(m.sid)!]);
+    else changed.add(m.sid);
+  }
+  const queued = new Set<string>();
+  if (needWebhook.length > 0) {
+    // Each report here is the first of its message: a later one of the batch finds it final.
+    const outcomes = await em.fork().transactional((tx) => applyReports(tx, needWebhook));
+    needWebhook.forEach((r, i) => {
+      if (outcomes[i].changed) changed.add(r.messageSid);
+      if (outcomes[i].webhook) queued.add(r.messageSid);
+    });
+  }
+  return reports.map((r, i) => {
+    const counts = first.get(r.messageSid) === i;
+    return { changed: counts && changed.has(r.messageSid), webhook: counts && queued.has(r.messageSid) };
+  });
+}
+
+/** Of each message's reports, the index of the first (the one that counts). */
+function firstReports(reports: Report[]): Map<string, number> {
+  const first = new Map<string, number>();
+  reports.forEach((r, i) => {
+    if (!first.has(r.messageSid)) first.set(r.messageSid, i);
+  });
+  return first;
+}
+
+function finalState(r: Report): FinalState {
+  return { messageSid: r.messageSid, status: r.status, deliveredAt: r.status === "Delivered" ? r.at : null, errorCode: r.errorCode, carrierError: r.carrierError ?? "" };
 }
 
 /**

@@ -236,104 +236,48 @@ export interface ClaimedRow {
 
 const RETURNING = "m.sid, m.account_sid, m.sender, m.recipient, m.text, m.delivery_receipt, m.attempts, m.send_at, m.scheduled_at, m.created_at";
 
-/** Planner settings for the claim's transaction: the due messages by an ordered walk of the queue index only. */
-export const ORDERED_QUEUE_SCAN =
-  "select set_config('enable_bitmapscan', 'off', true), set_config('enable_seqscan', 'off', true), set_config('enable_hashjoin', 'off', true), set_config('enable_mergejoin', 'off', true)";
+/**
+ * The claim in due order (sb_claim_due, Migration20261127000000): one UPDATE over a `FOR UPDATE
+ * SKIP LOCKED` subselect of the oldest due messages, by an ordered walk of messages_queue_idx
+ * under the function's own planner settings, so it needs no transaction: one round trip.
+ * Parameters: claimed_until, now, limit, confirmed. The queue's functions (this one,
+ * sb_due_accounts, sb_claim_fair) carry the planner settings the comment in dispatcher.ts tick() explains.
+ */
+export const CLAIM_DUE_SQL = "select * from sb_claim_due(?::timestamptz, ?::timestamptz, ?::int, ?::boolean)";
 
-/** Whether a queued message may be claimed (the parameter, when claims expire: now). */
-function claimable(confirmed: boolean): string {
-  return confirmed ? "claimed_until is null" : "(claimed_until is null or claimed_until < ?)";
+/**
+ * Claims up to limit due messages in due order until `until` (CLAIM_DUE_SQL); with confirmed,
+ * expired claims are left to holdUnconfirmed. Used while no backlog builds up (every due message
+ * fits in the round, so no account waits for another) and to fill a fair round.
+ */
+export function claimInOrder(em: Em, confirmed: boolean, until: Date, now: Date, limit: number): Promise<ClaimedRow[]> {
+  return executeBound<ClaimedRow>(em, CLAIM_DUE_SQL, [until, now, limit, confirmed], "sb_claim_due");
 }
 
 /**
- * The claim in due order: one UPDATE over a `FOR UPDATE SKIP LOCKED` subselect of the oldest due
- * messages, by an ordered walk of messages_queue_idx. Used while no backlog builds up (every due
- * message fits in the round, so no account waits for another) and to fill a fair round.
- * Parameters: claimed_until, now (now again when claims expire), limit.
- * With a carrier that confirms, an expired claim is never taken directly: holdUnconfirmed first.
+ * The accounts with messages due at now, for the round-robin claim while a backlog lasts
+ * (sb_due_accounts, Migration20261127000000): a loose scan of messages_account_queue_idx
+ * (account_sid, send_at) finds each account with queued messages and its oldest one, one index
+ * probe per account (one account's burst costs one probe, not a walk through the burst).
  */
-export function claimSql(confirmed: boolean): string {
-  return `update messages m
-            set status = 'Processing', claimed_until = ?, attempts = m.attempts + 1
-          where m.sid in (
-            select sid from messages
-             where queued and direction = 'Transmit'
-               and send_at <= ? and ${claimable(confirmed)}
-             order by send_at
-             limit ?
-             for update skip locked)
-        returning ${RETURNING}`;
-}
-
-/**
- * The accounts with due messages, for the round-robin claim while a backlog lasts: a loose scan
- * of messages_account_queue_idx (account_sid, send_at) finds each account with queued messages
- * and its oldest one, one index probe per account (one account's burst costs one probe, not a
- * walk through the burst); those whose oldest is due are returned. Parameter: now.
- */
-export const DUE_ACCOUNTS_SQL = `with recursive heads(account_sid, send_at) as (
-    (select account_sid, send_at from messages where queued order by account_sid, send_at limit 1)
-  union all
-    select n.account_sid, n.send_at
-      from heads h
-      cross join lateral (
-        select account_sid, send_at from messages
-         where queued and account_sid > h.account_sid
-         order by account_sid, send_at limit 1) n
-)
-select account_sid from heads where send_at <= ?`;
-
-/**
- * The claim round-robin across accounts: each given account takes up to k of its oldest due
- * messages (`FOR UPDATE SKIP LOCKED`: concurrent dispatchers never claim the same row). The row
- * comparison bounds the scan to the account's due range of messages_account_queue_idx; with a
- * plain `account_sid = ?` the planner may walk messages_queue_idx in send_at order instead and
- * filter on the account, through every other account's due messages.
- * Parameters: claimed_until, account Sids, now (now again when claims expire), k.
- */
-export function fairClaimSql(confirmed: boolean): string {
-  return `update messages m
-            set status = 'Processing', claimed_until = ?, attempts = m.attempts + 1
-          where m.sid in (
-            select c.sid from unnest(?::text[]) as d(account_sid)
-             cross join lateral (
-               select sid from messages
-                where queued and (account_sid, send_at) >= (d.account_sid, '-infinity') and (account_sid, send_at) <= (d.account_sid, ?)
-                  and direction = 'Transmit' and ${claimable(confirmed)}
-                order by account_sid, send_at
-                limit ?
-                for update skip locked) c)
-        returning ${RETURNING}`;
-}
-
-/** Sets the claim's planner settings (ORDERED_QUEUE_SCAN) for the caller's transaction. */
-export async function orderedQueueScan(tx: Em): Promise<void> {
-  await executeBound(tx, ORDERED_QUEUE_SCAN, [], "sb_ordered_queue_scan");
-}
-
-/**
- * Claims up to limit due messages in due order until `until` (claimSql); with confirmed, expired
- * claims are left to holdUnconfirmed. In the caller's transaction, after orderedQueueScan.
- */
-export function claimInOrder(tx: Em, confirmed: boolean, until: Date, now: Date, limit: number): Promise<ClaimedRow[]> {
-  const expired = confirmed ? [] : [now];
-  return executeBound<ClaimedRow>(tx, claimSql(confirmed), [until, now, ...expired, limit], confirmed ? "sb_dispatch_claim_confirmed" : "sb_dispatch_claim");
-}
-
-/** The accounts with messages due at now (DUE_ACCOUNTS_SQL). */
-export async function listDueAccounts(tx: Em, now: Date): Promise<string[]> {
-  const listed = await executeBound<{ account_sid: string }>(tx, DUE_ACCOUNTS_SQL, [now], "sb_dispatch_due_accounts");
+export async function listDueAccounts(em: Em, now: Date): Promise<string[]> {
+  const listed = await executeBound<{ account_sid: string }>(em, "select account_sid from sb_due_accounts(?::timestamptz)", [now], "sb_due_accounts");
   return listed.map((r) => r.account_sid);
 }
 
-/** Claims up to share due messages of each given account (fairClaimSql), like claimInOrder. */
-export function claimFair(tx: Em, confirmed: boolean, until: Date, accountSids: string[], now: Date, share: number): Promise<ClaimedRow[]> {
-  const expired = confirmed ? [] : [now];
+/**
+ * The claim round-robin across accounts (sb_claim_fair, Migration20261127000000): each given
+ * account takes up to share of its oldest due messages (`FOR UPDATE SKIP LOCKED`: concurrent
+ * dispatchers never claim the same row), from its due range of messages_account_queue_idx (a row
+ * comparison: with a plain `account_sid = ?` the planner may walk messages_queue_idx in send_at
+ * order instead and filter on the account, through every other account's due messages).
+ */
+export function claimFair(em: Em, confirmed: boolean, until: Date, accountSids: string[], now: Date, share: number): Promise<ClaimedRow[]> {
   return executeBound<ClaimedRow>(
-    tx,
-    fairClaimSql(confirmed),
-    [until, accountSids, now, ...expired, share],
-    confirmed ? "sb_dispatch_fair_claim_confirmed" : "sb_dispatch_fair_claim",
+    em,
+    "select * from sb_claim_fair(?::timestamptz, ?::text[], ?::timestamptz, ?::int, ?::boolean)",
+    [until, accountSids, now, share, confirmed],
+    "sb_claim_fair",
   );
 }
 
@@ -394,8 +338,34 @@ export function updateFinalStates(tx: Em, states: FinalState[]): Promise<FinalRo
   return executeBound<FinalRow>(
     tx,
     "select * from sb_apply_final_states(?::text[], ?::text[], ?::timestamptz[], ?::text[], ?::text[])",
-    [states.map((s) => s.messageSid), states.map((s) => s.status), states.map((s) => s.deliveredAt), states.map((s) => s.errorCode), states.map((s) => s.carrierError)],
+    finalStateColumns(states),
     "sb_apply_final_states",
+  );
+}
+
+/** A batch of final states as the final-state functions take it: one array per column (sid, status, delivered_at, error_code, carrier_error). */
+function finalStateColumns(states: FinalState[]): unknown[][] {
+  return [states.map((s) => s.messageSid), states.map((s) => s.status), states.map((s) => s.deliveredAt), states.map((s) => s.errorCode), states.map((s) => s.carrierError)];
+}
+
+/** Of a batch of final states: a message changed, or one left alone because it needs a delivery receipt webhook. */
+export interface PlainFinalRow {
+  sid: string;
+  needs_webhook: boolean;
+}
+
+/**
+ * updateFinalStates for the messages that need no delivery receipt webhook, in one statement that
+ * needs no transaction (sb_apply_plain_final_states, Migration20261127000000); returns those it
+ * changed, and those it left alone that updateFinalStates would change and that need the webhook
+ * (needs_webhook): they go through updateFinalStates and the webhook in a transaction.
+ */
+export function updatePlainFinalStates(em: Em, states: FinalState[]): Promise<PlainFinalRow[]> {
+  return executeBound<PlainFinalRow>(
+    em,
+    "select * from sb_apply_plain_final_states(?::text[], ?::text[], ?::timestamptz[], ?::text[], ?::text[])",
+    finalStateColumns(states),
+    "sb_apply_plain_final_states",
   );
 }
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { dbKind, useTestOrm } from "../support/db.js";
 import { executeBound } from "../../src/db/bound-sql.js";
-import { CHECK_SQL, claimSql, DUE_ACCOUNTS_SQL, fairClaimSql, ORDERED_QUEUE_SCAN, SEND_BATCH_SETTINGS } from "../../src/messaging/message-store.js";
+import { CHECK_SQL, claimInOrder, SEND_BATCH_SETTINGS } from "../../src/messaging/message-store.js";
 
 /** Every plan node below the root, depth first. */
 function planNodes(plan: Record<string, unknown>): Record<string, unknown>[] {
@@ -12,44 +12,94 @@ function planNodes(plan: Record<string, unknown>): Record<string, unknown>[] {
 describe(`hot statements (${dbKind()})`, () => {
   const db = useTestOrm();
 
-  for (const confirmed of [false, true]) {
-    it(`the dispatcher's claim walks the queue index in order, never a bitmap or sequential scan (confirming carrier: ${confirmed})`, async () => {
-      const now = new Date();
-      const params = confirmed ? [now, now, 500] : [now, now, now, 500];
-      const plan = await db.orm.em.fork().transactional(async (tx) => {
-        await executeBound(tx, ORDERED_QUEUE_SCAN, []);
-        const [row] = await executeBound<{ "QUERY PLAN": unknown }>(tx, `explain (format json) ${claimSql(confirmed)}`, params);
+  /**
+   * The statement of a PL/pgSQL function (its one `return query`) and its settings, as stored: an
+   * EXPLAIN of that text with the function's parameters, under those settings, shows the plan the
+   * function uses (its plan is cached per connection, never shown by EXPLAIN of the call).
+   */
+  async function functionStatement(name: string): Promise<{ sql: string; config: string[] }> {
+    const [fn] = await executeBound<{ prosrc: string; proconfig: string[] | string; args: string }>(
+      db.orm.em.fork(),
+      "select prosrc, proconfig, pg_get_function_arguments(oid) as args from pg_proc where proname = ?",
+      [name],
+    );
+    const body = /return query([\s\S]*);\s*end\s*$/.exec(fn.prosrc)![1];
+    // Each parameter by name (p_x) becomes its position ($n).
+    const params = fn.args.split(",").map((a) => a.trim().split(" ")[0]);
+    const sql = params.reduce((text, p, i) => text.replace(new RegExp(`\\b${p}\\b`, "g"), `$${i + 1}`), body);
+    const config = Array.isArray(fn.proconfig) ? fn.proconfig : String(fn.proconfig).replace(/^{|}$/g, "").split(",");
+    return { sql, config };
+  }
+
+  /** The generic plan (the one a function caches) of a function's statement under the function's settings; with analyze, run and rolled back. */
+  async function functionPlan(name: string, types: string, args: string, analyze = false): Promise<Record<string, unknown>[]> {
+    const { sql, config } = await functionStatement(name);
+    const rollback = new Error("rollback");
+    let plan: { Plan: Record<string, unknown> }[] = [];
+    await db.orm.em
+      .fork()
+      .transactional(async (tx) => {
+        for (const c of config) {
+          const [k, v] = c.split("=");
+          await executeBound(tx, "select set_config(?, ?, true)", [k, v]);
+        }
+        await executeBound(tx, `prepare sb_test_plan(${types}) as ${sql}`, []);
+        const [row] = await executeBound<{ "QUERY PLAN": unknown }>(tx, `explain (${analyze ? "analyze, " : ""}format json) execute sb_test_plan(${args})`, []);
+        await executeBound(tx, "deallocate sb_test_plan", []);
         const json = row["QUERY PLAN"];
-        return (typeof json === "string" ? JSON.parse(json) : json) as { Plan: Record<string, unknown> }[];
+        plan = (typeof json === "string" ? JSON.parse(json) : json) as { Plan: Record<string, unknown> }[];
+        throw rollback;
+      })
+      .catch((e) => {
+        if (e !== rollback) throw e;
       });
-      const scans = planNodes(plan[0].Plan).filter((n) => String(n["Node Type"]).includes("Scan") && n["Relation Name"] === "messages");
+    return planNodes(plan[0].Plan);
+  }
+
+  for (const confirmed of [false, true]) {
+    it(`the dispatcher's claim (sb_claim_due) walks the queue index in order, never a bitmap or sequential scan, with one generic plan (confirming carrier: ${confirmed})`, async () => {
+      const nodes = await functionPlan("sb_claim_due", "timestamptz, timestamptz, integer, boolean", `now(), now(), 500, ${confirmed}`);
+      const scans = nodes.filter((n) => String(n["Node Type"]).includes("Scan") && n["Relation Name"] === "messages");
       // The subselect finds the due messages through the queue index; the outer update reaches each by its key.
       expect(scans.map((n) => [n["Node Type"], n["Index Name"]])).toEqual([
         ["Index Scan", "messages_queue_idx"],
         ["Index Scan", "messages_pkey"],
       ]);
-      expect(planNodes(plan[0].Plan).some((n) => n["Node Type"] === "Sort")).toBe(false);
+      expect(nodes.some((n) => n["Node Type"] === "Sort")).toBe(false);
     });
   }
 
-  /** The JSON plan of a statement, under the claim's planner settings. */
-  async function claimPlan(sql: string, params: unknown[]): Promise<Record<string, unknown>[]> {
-    const plan = await db.orm.em.fork().transactional(async (tx) => {
-      await executeBound(tx, ORDERED_QUEUE_SCAN, []);
-      const [row] = await executeBound<{ "QUERY PLAN": unknown }>(tx, `explain (format json) ${sql}`, params);
-      const json = row["QUERY PLAN"];
-      return (typeof json === "string" ? JSON.parse(json) : json) as { Plan: Record<string, unknown> }[];
-    });
-    return planNodes(plan[0].Plan);
-  }
+  it("the claim stops at the limit on a queue index full of dead entries", async () => {
+    const em = db.orm.em.fork();
+    await executeBound(em, "insert into accounts (sid, token_hash, webhook_secret) values ('ACH1', 'x', 'y')", []);
+    await executeBound(em, "insert into properties (sid, account_sid) values ('PRH1', 'ACH1')", []);
+    // 2,000 messages submitted (their queue index entries stay until a vacuum), then 200 due.
+    await executeBound(
+      em,
+      `insert into messages (sid, account_sid, property_sid, direction, status, sender, recipient, text, encoding, num_segments, send_at)
+       select 'HOT' || lpad(g::text, 5, '0'), 'ACH1', 'PRH1', 'Transmit', 'Scheduled', '+447700900001', '+447911000001', 'hi', 'GSM7', 1,
+              now() - interval '1 hour' + g * interval '1 ms'
+         from generate_series(1, 2200) g`,
+      [],
+    );
+    await executeBound(em, "update messages set status = 'Submitted' where sid like 'HOT%' and sid <= 'HOT02000'", []);
+    const nodes = await functionPlan("sb_claim_due", "timestamptz, timestamptz, integer, boolean", "now() + interval '1 minute', now(), 50, false", true);
+    const scan = nodes.find((n) => n["Index Name"] === "messages_queue_idx")!;
+    expect(scan["Node Type"]).toBe("Index Scan");
+    expect(scan["Actual Rows"]).toBe(50);
+    const update = nodes.find((n) => n["Node Type"] === "ModifyTable")!;
+    expect(update["Actual Rows"] ?? 50).toBe(50);
+    await executeBound(em, "delete from messages where sid like 'HOT%'", []);
+  });
+
   const messageScans = (nodes: Record<string, unknown>[]) =>
     nodes
       .filter((n) => String(n["Node Type"]).includes("Scan") && n["Relation Name"] === "messages")
       .map((n) => [String(n["Node Type"]).replace("Index Only Scan", "Index Scan"), n["Index Name"]]);
   const wholeReads = ["Sort", "Hash Join", "Merge Join", "Seq Scan", "Bitmap Heap Scan"];
 
-  it("the accounts with due messages: a loose scan of the account queue index, one probe per account", async () => {
-    const nodes = await claimPlan(DUE_ACCOUNTS_SQL, [new Date()]);
+  it("the accounts with due messages (sb_due_accounts): a loose scan of the account queue index, one probe per account", async () => {
+    const nodes = await functionPlan("sb_due_accounts", "timestamptz", "now()");
     // The first account, then each next one.
     expect(messageScans(nodes)).toEqual([
       ["Index Scan", "messages_account_queue_idx"],
@@ -59,10 +109,8 @@ describe(`hot statements (${dbKind()})`, () => {
   });
 
   for (const confirmed of [false, true]) {
-    it(`the round-robin claim takes each account's oldest due messages from its range of the account queue index and reaches each row by its key (confirming carrier: ${confirmed})`, async () => {
-      const now = new Date();
-      const params = confirmed ? [now, ["AC1", "AC2"], now, 250] : [now, ["AC1", "AC2"], now, now, 250];
-      const nodes = await claimPlan(fairClaimSql(confirmed), params);
+    it(`the round-robin claim (sb_claim_fair) takes each account's oldest due messages from its range of the account queue index and reaches each row by its key (confirming carrier: ${confirmed})`, async () => {
+      const nodes = await functionPlan("sb_claim_fair", "timestamptz, text[], timestamptz, integer, boolean", `now(), array['AC1', 'AC2'], now(), 250, ${confirmed}`);
       expect(messageScans(nodes)).toEqual([
         ["Index Scan", "messages_account_queue_idx"],
         ["Index Scan", "messages_pkey"],
@@ -99,13 +147,15 @@ describe(`hot statements (${dbKind()})`, () => {
     }
   });
 
-  it("the one-statement send batch, submission and final-state functions look every row up through an index: no sequential scan, no hash or merge join, one generic plan", async () => {
+  it("the one-statement send batch, claim, due-accounts, submission and final-state functions look every row up through an index: no sequential scan, no hash or merge join, one generic plan", async () => {
     const rows = await executeBound<{ proname: string; proconfig: string[] | string }>(
       db.orm.em.fork(),
-      "select proname, proconfig from pg_proc where proname in ('sb_record_submissions', 'sb_apply_final_states', 'sb_send_batch') order by proname",
+      "select proname, proconfig from pg_proc where proname like 'sb\\_%' order by proname",
       [],
     );
-    expect(rows.map((r) => r.proname)).toEqual(["sb_apply_final_states", "sb_record_submissions", "sb_send_batch"]);
+    expect(rows.map((r) => r.proname)).toEqual([
+      "sb_apply_final_states", "sb_apply_plain_final_states", "sb_claim_due", "sb_claim_fair", "sb_due_accounts", "sb_record_submissions", "sb_send_batch",
+    ]);
     for (const r of rows) {
       const config = Array.isArray(r.proconfig) ? r.proconfig : String(r.proconfig).replace(/^{|}$/g, "").split(",");
       expect([...config].sort()).toEqual(
@@ -114,11 +164,12 @@ describe(`hot statements (${dbKind()})`, () => {
     }
   });
 
-  it("the settings last for the claim's transaction only", async () => {
+  it("a function's settings last for its own statement only", async () => {
     const em = db.orm.em.fork();
-    await em.transactional((tx) => executeBound(tx, ORDERED_QUEUE_SCAN, []));
-    const [after] = await executeBound<{ enable_bitmapscan: string }>(em, "show enable_bitmapscan", []);
-    expect(after.enable_bitmapscan).toBe("on");
+    await claimInOrder(em, false, new Date(), new Date(), 10);
+    const [after] = await executeBound<{ enable_bitmapscan: string; plan_cache_mode: string }>(
+      em, "select current_setting('enable_bitmapscan') as enable_bitmapscan, current_setting('plan_cache_mode') as plan_cache_mode", []);
+    expect(after).toEqual({ enable_bitmapscan: "on", plan_cache_mode: "auto" });
   });
 
   it("a prepared statement keeps one text: a second text under its name is refused before it reaches the database", async () => {
