@@ -148,7 +148,7 @@ function clientFor(m: RpcMethod, protocol: RpcProtocol): Client<any> {
 }
 
 describe("every method, through the generated clients", () => {
-  it.each(methods.map((m, i) => [m.name, m, i] as const))("%s", async (_name, m, index) => {
+  it.each(methods.map((m, i) => [m.name, m, i] as const))("%s", async (_name, m, _index) => {
     const arb = fc.record({
       protocol: fc.constantFrom(...RPC_PROTOCOLS),
       init: typedInitFor(m.method.input, hintsFor(m)),
@@ -254,7 +254,7 @@ function rawRequest(m: RpcMethod): fc.Arbitrary<RawRequest> {
 }
 
 describe("every method, through raw requests", () => {
-  it.each(methods.map((m, i) => [m.name, m, i] as const))("%s", async (_name, m, index) => {
+  it.each(methods.map((m, i) => [m.name, m, i] as const))("%s", async (_name, m, _index) => {
     await fc.assert(
       fc.asyncProperty(rawRequest(m), async (req) => {
         const what = `${req.protocol} ${req.httpMethod} ${m.name} ${JSON.stringify(req.headers["content-type"])}`;
