@@ -43,8 +43,9 @@ export function wireValue(value: unknown): unknown {
     if (!json.includes("\\")) return `{${json.slice(1, -1)}}`;
   }
   let out = "{";
+  const lastDate: LastDate = { ms: Number.NaN, text: "" };
   for (let i = 0; i < value.length; i++) {
-    const element = arrayElement(value[i]);
+    const element = arrayElement(value[i], lastDate);
     if (element === undefined) return value;
     out += i === 0 ? element : "," + element;
   }
@@ -61,11 +62,14 @@ function jsonSafe(v: unknown): boolean {
   return t === "string" || v === null || t === "boolean" || (t === "number" && Number.isFinite(v));
 }
 
-/** The last date arrayElement wrote: a batch's dates are mostly one instant (its sends' now). */
-let lastDate = { ms: Number.NaN, text: "" };
+/** The last date an array's elements wrote: a batch's dates are mostly one instant (its sends' now). */
+interface LastDate {
+  ms: number;
+  text: string;
+}
 
 /** One element of an array literal; undefined for a kind left to node-postgres (nested arrays, buffers, objects). */
-function arrayElement(v: unknown): string | undefined {
+function arrayElement(v: unknown, lastDate: LastDate): string | undefined {
   if (v === null || v === undefined) return "NULL";
   if (typeof v === "string") return v.includes('"') || v.includes("\\") ? `"${v.replace(/[\\"]/g, "\\$&")}"` : `"${v}"`;
   if (typeof v === "number" || typeof v === "bigint") return String(v);
@@ -73,7 +77,10 @@ function arrayElement(v: unknown): string | undefined {
   if (v instanceof Date) {
     const ms = v.getTime();
     if (Number.isNaN(ms)) return undefined;
-    if (ms !== lastDate.ms) lastDate = { ms, text: `"${v.toISOString()}"` };
+    if (ms !== lastDate.ms) {
+      lastDate.ms = ms;
+      lastDate.text = `"${v.toISOString()}"`;
+    }
     return lastDate.text;
   }
   return undefined;

@@ -5,6 +5,13 @@ import { planByKey } from "./Migration20261125000000.js";
 const CLAIMED = `sid text, account_sid text, sender text, recipient text, text text, delivery_receipt boolean, attempts integer,
   send_at timestamptz, scheduled_at timestamptz, created_at timestamptz`;
 
+/** The two claims' shared parts: what a claim sets, which queued message it may take, and what it returns (CLAIMED). */
+const CLAIM_SET = `update messages m
+     set status = 'Processing', claimed_until = p_until, attempts = m.attempts + 1`;
+const CLAIMABLE = "(q.claimed_until is null or (not p_confirmed and q.claimed_until < p_now))";
+const CLAIMED_RETURNING =
+  "returning m.sid::text, m.account_sid::text, m.sender::text, m.recipient::text, m.text, m.delivery_receipt, m.attempts, m.send_at, m.scheduled_at, m.created_at";
+
 /**
  * The delivery engine's two most frequent writes as single statements outside an explicit
  * transaction (issue 14): a count of the statements of a REST load run found the engine sending
@@ -44,16 +51,15 @@ export class Migration20261127000000 extends Migration {
       planByKey(
         `sb_claim_due(p_until timestamptz, p_now timestamptz, p_limit integer, p_confirmed boolean)`,
         CLAIMED,
-        `update messages m
-     set status = 'Processing', claimed_until = p_until, attempts = m.attempts + 1
+        `${CLAIM_SET}
    where m.sid in (
      select q.sid from messages q
       where q.queued and q.direction = 'Transmit'
-        and q.send_at <= p_now and (q.claimed_until is null or (not p_confirmed and q.claimed_until < p_now))
+        and q.send_at <= p_now and ${CLAIMABLE}
       order by q.send_at
       limit p_limit
       for update skip locked)
-  returning m.sid::text, m.account_sid::text, m.sender::text, m.recipient::text, m.text, m.delivery_receipt, m.attempts, m.send_at, m.scheduled_at, m.created_at`,
+  ${CLAIMED_RETURNING}`,
       ),
     );
     this.addSql(
@@ -77,18 +83,17 @@ export class Migration20261127000000 extends Migration {
       planByKey(
         `sb_claim_fair(p_until timestamptz, p_accounts text[], p_now timestamptz, p_share integer, p_confirmed boolean)`,
         CLAIMED,
-        `update messages m
-     set status = 'Processing', claimed_until = p_until, attempts = m.attempts + 1
+        `${CLAIM_SET}
    where m.sid in (
      select c.sid from unnest(p_accounts) as d(account_sid)
       cross join lateral (
         select q.sid from messages q
          where q.queued and (q.account_sid, q.send_at) >= (d.account_sid, '-infinity') and (q.account_sid, q.send_at) <= (d.account_sid, p_now)
-           and q.direction = 'Transmit' and (q.claimed_until is null or (not p_confirmed and q.claimed_until < p_now))
+           and q.direction = 'Transmit' and ${CLAIMABLE}
          order by q.account_sid, q.send_at
          limit p_share
          for update skip locked) c)
-  returning m.sid::text, m.account_sid::text, m.sender::text, m.recipient::text, m.text, m.delivery_receipt, m.attempts, m.send_at, m.scheduled_at, m.created_at`,
+  ${CLAIMED_RETURNING}`,
       ),
     );
     this.addSql(
