@@ -81,6 +81,11 @@ export const ERRORS = {
   InvalidSenderId: { http: 400, grpc: Code.InvalidArgument, when: "`From`/`ForwardFromSms` breaks the sender ID rules" },
   SenderNotOwned: { http: 400, grpc: Code.InvalidArgument, when: "E164 `From` or `ForwardFromSms` that is not one of the account's numbers" },
   InvalidRecipient: { http: 400, grpc: Code.InvalidArgument, when: "`To`/`ForwardToSms` is not a valid E164 number" },
+  DestinationNotAllowed: {
+    http: 400,
+    grpc: Code.InvalidArgument,
+    when: "`ForwardToSms` is one of this deployment's own numbers (a pool number or any account's number): a reply forwarded there would come back and be forwarded again without end",
+  },
   InvalidSchedule: { http: 400, grpc: Code.InvalidArgument, when: "`Schedule` more than 14 days ahead", example: "Schedule is more than 14 days in the future." },
   ScheduleInPast: { http: 400, grpc: Code.InvalidArgument, when: "`Schedule` 1 hour or more in the past" },
   TextTooLong: { http: 400, grpc: Code.InvalidArgument, when: "`Text` over 1600 characters" },
