@@ -1,6 +1,6 @@
 /**
  * Issue 27, defect 3: the 5 concurrent leases to one recipient are counted per account
- * (contract §6, docs/api.md#leased-senders), so one tenant cannot use up a recipient's leases for
+ * (docs/api.md#leased-senders), so one tenant cannot use up a recipient's leases for
  * every other tenant; a pool number is still leased to a given recipient by one lease at a time,
  * whatever the account, so every reply matches exactly one lease.
  */

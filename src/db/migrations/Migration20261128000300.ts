@@ -1,7 +1,7 @@
 import { Migration } from "@mikro-orm/migrations";
 
 /**
- * The 5 concurrent leases to a recipient are counted per account (issue 27, contract §6): one
+ * The 5 concurrent leases to a recipient are counted per account (issue 27, docs/api.md#leased-senders): one
  * account holding a recipient's 5 slots must not lock every other account out of that recipient.
  * The slot becomes unique per (account, recipient) instead of per recipient, so the cap holds per
  * account under any concurrency; leases_live_pool_number_recipient_uniq stays, so a pool number is
