@@ -116,7 +116,7 @@ export function createDeliveryEngine(opts: DeliveryEngineOptions): DeliveryEngin
       if (queuedWebhook) webhookLoop?.nudge();
     },
     async inbound(sms) {
-      const result = await receiveInbound(opts.orm.em.fork(), sms, opts.clock.now(), { noAlphaCountries });
+      const result = await receiveInbound(opts.orm.em.fork(), sms, opts.clock.now(), { noAlphaCountries, log: opts.log });
       if (result.forward?.status === "Failed") {
         opts.log?.warn(
           { messageSid: result.messageSid, inReplyTo: result.inReplyTo, forwardSid: result.forward.messageSid, errorCode: result.forward.errorCode },
@@ -131,12 +131,12 @@ export function createDeliveryEngine(opts: DeliveryEngineOptions): DeliveryEngin
       webhookLoop?.nudge();
     },
     async inboundPart(part) {
-      if (await storeInboundPart(opts.orm.em.fork(), part, opts.clock.now(), { noAlphaCountries })) for (const l of loops) l.nudge();
+      if (await storeInboundPart(opts.orm.em.fork(), part, opts.clock.now(), { noAlphaCountries, log: opts.log })) for (const l of loops) l.nudge();
     },
     async housekeeping(partsBefore) {
       const now = opts.clock.now();
       const applied = await opts.orm.em.fork().transactional((tx) => applyPendingReceipts(tx, now));
-      const flushed = await flushInboundParts(opts.orm.em.fork(), partsBefore, now, { noAlphaCountries });
+      const flushed = await flushInboundParts(opts.orm.em.fork(), partsBefore, now, { noAlphaCountries, log: opts.log });
       if (applied + flushed > 0) for (const l of loops) l.nudge();
     },
   };

@@ -1,5 +1,6 @@
 import { ConnectError } from "@connectrpc/connect";
 import type { EntityManager } from "@mikro-orm/sql";
+import type { Logger } from "pino";
 import type { InboundSms } from "../carriers/carrier.js";
 import { unixSeconds } from "../common/clock.js";
 import { newSid } from "../common/sid.js";
@@ -31,6 +32,8 @@ export interface InboundResult {
 export interface InboundOptions {
   /** Countries whose operators do not take alphanumeric sender IDs (a forward goes out leased there, as a send would). */
   noAlphaCountries: ReadonlySet<string>;
+  /** Where a reply not forwarded because it came from one of our own numbers is noted (info). */
+  log?: Logger;
 }
 
 /**
@@ -39,7 +42,9 @@ export interface InboundOptions {
  * queues everything the outbound message asked for: the Response webhook, a forwarded SMS
  * (through the dispatcher) and a forwarded e-mail (through the mail outbox). A reply that matches
  * no live lease (none, expired or released) belongs to no account: it is kept in
- * unmatched_inbound for the operator and not forwarded.
+ * unmatched_inbound for the operator and not forwarded. A reply from one of the deployment's own
+ * numbers is stored (and its Response webhook queued) but never forwarded, by SMS or e-mail:
+ * whatever answers there is this service, and a forward could come back again without end.
  */
 export async function receiveInbound(em: EntityManager, received: InboundSms, now: Date, opts: InboundOptions): Promise<InboundResult> {
   // Anyone on the network can send any UCS-2 units: a NUL or an unpaired surrogate must not fail the insert.
@@ -93,8 +98,13 @@ export async function receiveInbound(em: EntityManager, received: InboundSms, no
         now,
       });
     }
-    const forward = lease.forward_to_sms !== "" ? await forwardSms(tx, lease, sms, sid, now, opts) : undefined;
-    if (lease.forward_to_email !== "") {
+    const loop = !!lease.recipient_ours && (lease.forward_to_sms !== "" || lease.forward_to_email !== "");
+    if (loop) {
+      // Not the text: it is the customers' content, and the log does not need it to find the loop.
+      opts.log?.info({ messageSid: sid, inReplyTo: lease.message_sid, from: sms.from, to: sms.to }, "reply from one of this service's own numbers: stored, not forwarded (a forwarding loop)");
+    }
+    const forward = lease.forward_to_sms !== "" && !loop ? await forwardSms(tx, lease, sms, sid, now, opts) : undefined;
+    if (lease.forward_to_email !== "" && !loop) {
       await enqueueEmail(tx, {
         accountSid: lease.account_sid,
         messageSid: sid,
@@ -113,7 +123,7 @@ export async function receiveInbound(em: EntityManager, received: InboundSms, no
  * Queues the forward of a reply by SMS under the rules of any send of that account and property
  * (send-rules): both must be SMS-enabled; an E164 ForwardFromSms must still be one of the
  * account's numbers; an alphanumeric one to a country that does not take alphanumeric IDs goes out
- * from a leased sender. Left blank, it is the spec's default, the responding party's number. A
+ * from a leased sender; ForwardToSms must not be one of the deployment's own numbers. Left blank, it is the spec's default, the responding party's number. A
  * forward the rules refuse is not sent: it is kept as a Failed message with the rule's ErrorCode
  * (ListMessages shows it), in the same transaction as the reply, which is kept either way.
  */
@@ -137,6 +147,8 @@ async function forwardSms(
     errorCode = "SmsNotEnabled";
   } else if (!to) {
     errorCode = "InvalidRecipient"; // checked when the message was sent; kept for rows stored before that check
+  } else if (lease.forward_to_ours) {
+    errorCode = "DestinationNotAllowed"; // one of our numbers (checked at the send; this one became ours since): a loop
   } else if (requested.startsWith("+")) {
     if (!(await accountOwnsNumber(tx, lease.account_sid, requested))) errorCode = "SenderNotOwned";
   } else if (requested !== "" && goesOutLeased("Alphanumeric", to, opts.noAlphaCountries)) {

@@ -5,7 +5,7 @@ import { freePoolNumber, insertLease, liveLeaseSlots, lockRecipientLeases, markL
 
 /** A leased sender is the recipient's for 30 days from the send, to the instant (docs/api.md#leased-senders). */
 export const LEASE_DAYS = 30;
-/** At most 5 live leases to one recipient (docs/api.md#leased-senders). */
+/** At most 5 live leases to one recipient per account (docs/api.md#leased-senders). */
 export const MAX_LEASES_PER_RECIPIENT = 5;
 
 /** A lease just taken from the pool. */
@@ -16,10 +16,14 @@ export interface AllocatedLease {
 }
 
 /**
- * Takes a pool number for `recipient` inside the caller's transaction. A transaction-scoped
- * advisory lock on the recipient serializes allocations across every process, and the
- * partial unique indexes on leases (recipient, slot) and (pool_number, recipient) make the
- * 5-lease limit and per-recipient uniqueness hold even if that lock were bypassed.
+ * Takes a pool number for `recipient` inside the caller's transaction. The 5-lease limit is the
+ * account's own (one tenant must not use up a recipient for the others); the pool number is one
+ * no account holds a live lease of to the recipient (so a reply matches exactly one lease). A
+ * transaction-scoped advisory lock on the recipient serializes allocations across every process,
+ * and the partial unique indexes on leases (account_sid, recipient, slot) and (pool_number,
+ * recipient) make both rules hold even if that lock were bypassed. The account's own limit is
+ * checked first: LeaseLimitReached is the answer it can act on; NoLeasedNumberAvailable means
+ * the pool itself has no number free for the recipient.
  */
 export async function allocateLease(
   em: EntityManager,
@@ -28,11 +32,11 @@ export async function allocateLease(
   const { recipient, now } = args;
   await lockRecipientLeases(em, recipient);
   await releaseExpiredLeases(em, recipient, now);
-  const live = await liveLeaseSlots(em, recipient);
+  const live = await liveLeaseSlots(em, recipient, args.accountSid);
   if (live.length >= MAX_LEASES_PER_RECIPIENT) {
     throw apiError(
       "LeaseLimitReached",
-      `${recipient} already has ${MAX_LEASES_PER_RECIPIENT} live leased senders; a lease lasts ${LEASE_DAYS} days. Send from an E164 or alphanumeric sender instead.`,
+      `This account already holds ${MAX_LEASES_PER_RECIPIENT} live leased senders to ${recipient}; a lease lasts ${LEASE_DAYS} days. Send from an E164 or alphanumeric sender instead.`,
     );
   }
   const used = new Set(live);
@@ -48,7 +52,7 @@ export async function allocateLease(
   return { sid, poolNumber, expiresAt };
 }
 
-/** Ends a lease early (its message was canceled), freeing the recipient's slot. */
+/** Ends a lease early (its message was canceled), freeing its account's slot for the recipient. */
 export async function releaseLease(em: EntityManager, leaseSid: string): Promise<void> {
   await markLeaseReleased(em, leaseSid);
 }

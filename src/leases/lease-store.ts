@@ -23,18 +23,18 @@ export async function lockRecipientLeases(em: EntityManager, recipient: string):
   await em.execute("select pg_advisory_xact_lock(hashtext(?))", [`lease:${recipient}`]);
 }
 
-/** Marks the recipient's expired leases released (lazily, at its next allocation), freeing their slots. */
+/** Marks the recipient's expired leases (every account's) released, lazily at its next allocation, freeing their slots and numbers. */
 export async function releaseExpiredLeases(em: EntityManager, recipient: string, now: Date): Promise<void> {
   await em.execute("update leases set released = true where recipient = ? and not released and expires_at <= ?", [recipient, now]);
 }
 
-/** The slots (1..5) the recipient's unreleased leases hold. */
-export async function liveLeaseSlots(em: EntityManager, recipient: string): Promise<number[]> {
-  const live = await em.execute<{ slot: number }[]>("select slot from leases where recipient = ? and not released", [recipient]);
+/** The slots (1..5) the account's unreleased leases to the recipient hold. */
+export async function liveLeaseSlots(em: EntityManager, recipient: string, accountSid: string): Promise<number[]> {
+  const live = await em.execute<{ slot: number }[]>("select slot from leases where account_sid = ? and recipient = ? and not released", [accountSid, recipient]);
   return live.map((r) => Number(r.slot));
 }
 
-/** The first pool number (by number) not lent to the recipient now, if any. */
+/** The first pool number (by number) not lent to the recipient now, by any account, if any. */
 export async function freePoolNumber(em: EntityManager, recipient: string): Promise<string | undefined> {
   const free = await em.execute<{ number: string }[]>(
     `select n.number from numbers n
@@ -46,7 +46,7 @@ export async function freePoolNumber(em: EntityManager, recipient: string): Prom
   return free[0]?.number;
 }
 
-/** Writes a new live lease; the partial unique indexes refuse a taken slot or pool number. */
+/** Writes a new live lease; the partial unique indexes refuse a slot the account holds or a pool number lent to the recipient. */
 export async function insertLease(em: EntityManager, l: NewLease): Promise<void> {
   await em.execute(
     `insert into leases (sid, pool_number, recipient, account_sid, message_sid, slot, created_at, expires_at, released)
@@ -55,7 +55,7 @@ export async function insertLease(em: EntityManager, l: NewLease): Promise<void>
   );
 }
 
-/** Ends one lease now, freeing its recipient's slot. */
+/** Ends one lease now, freeing its account's slot for the recipient. */
 export async function markLeaseReleased(em: EntityManager, leaseSid: string): Promise<void> {
   await em.nativeUpdate(Lease, { sid: leaseSid }, { released: true });
 }
@@ -88,17 +88,24 @@ export interface LeaseMatch {
   forward_from_email: string;
   account_sms: boolean;
   property_sms: boolean;
+  /** Whether the reply's sender (the lease's recipient) is one of the deployment's own numbers. */
+  recipient_ours: boolean;
+  /** Whether the message's ForwardToSms is one of the deployment's own numbers (now, not at the send). */
+  forward_to_ours: boolean;
 }
 
 /**
- * The newest live lease of `poolNumber` to `recipient` at `at`, with its message's reply settings
- * and whether its account and property may send SMS; undefined when none is live.
+ * The newest live lease of `poolNumber` to `recipient` at `at`, with its message's reply settings,
+ * whether its account and property may send SMS, and whether the recipient or the ForwardToSms is
+ * one of the deployment's own numbers (a forwarding loop); undefined when none is live.
  */
 export async function findLiveLeaseMatch(em: EntityManager, poolNumber: string, recipient: string, at: Date): Promise<LeaseMatch | undefined> {
   const rows = await em.execute<LeaseMatch[]>(
     `select m.sid as message_sid, m.account_sid, m.property_sid, m.webhook_uri, m.webhook_method,
               m.forward_to_sms, m.forward_from_sms, m.forward_to_email, m.forward_from_email,
-              a.sms_enabled as account_sms, p.sms_enabled as property_sms
+              a.sms_enabled as account_sms, p.sms_enabled as property_sms,
+              exists (select 1 from numbers n where n.number = l.recipient) as recipient_ours,
+              exists (select 1 from numbers n where n.number = m.forward_to_sms) as forward_to_ours
          from leases l join messages m on m.sid = l.message_sid
          join accounts a on a.sid = m.account_sid
          join properties p on p.sid = m.property_sid

@@ -10,7 +10,7 @@ export const LeaseEntity = defineEntity({
     recipient: p.string().length(16),
     accountSid: p.string().length(32),
     messageSid: p.string().length(32),
-    // 1..5: the partial unique index on (recipient, slot) is what caps live leases per recipient.
+    // 1..5: the partial unique index on (account_sid, recipient, slot) caps an account's live leases to a recipient.
     slot: p.smallint(),
     createdAt: p.datetime(),
     expiresAt: p.datetime(),

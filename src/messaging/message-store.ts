@@ -97,17 +97,6 @@ export function storeSendBatch(em: Em, params: unknown[][]): Promise<StoredCheck
   return executeBound<StoredCheckRow>(em, STORE_SEND_BATCH_SQL, params, "sb_send_batch");
 }
 
-/** Of the asked (index, account, number) arrays, the indexes whose number is one of the account's. */
-export async function ownedNumbers(tx: Em, asked: unknown[][]): Promise<number[]> {
-  const rows = await executeBound<{ i: number }>(
-    tx,
-    `select v.i from unnest(?::int[], ?::text[], ?::text[]) as v(i, account_sid, number)
-       join numbers n on n.number = v.number and n.account_sid = v.account_sid`,
-    asked,
-  );
-  return rows.map((r) => Number(r.i));
-}
-
 /** Stores a batch's messages: one array per MESSAGE_COLUMNS column. */
 export async function insertMessages(tx: Em, columns: unknown[][]): Promise<void> {
   await executeBound(tx, INSERT_SQL, columns, "sb_send_insert");

@@ -94,6 +94,14 @@ export function senderNotOwned(field: "From" | "ForwardFromSms", number: string)
   return `${field} ${number} is not one of this account's numbers; use one of them, an alphanumeric ID, or leave ${field} blank${field === "From" ? " for a leased sender" : " to forward from the responding party's number"}.`;
 }
 
+/**
+ * The DestinationNotAllowed message for a ForwardToSms that is one of the deployment's own numbers
+ * (pool or owned, any account's): the forwarded reply would arrive back as a new reply (a loop).
+ */
+export function forwardLoop(number: string): string {
+  return `ForwardToSms ${number} is one of this service's own numbers: a reply forwarded there would come back as a new reply and be forwarded again without end. Forward to a number outside this service, or leave ForwardToSms blank.`;
+}
+
 /** Text encoding and segment count, as the carrier will bill it. */
 export function textEncoding(text: string): { encoding: "GSM7" | "UCS2"; numSegments: number } {
   // Fast path for the usual text, only basic GSM-7 characters: the calculator's answer is then

@@ -19,11 +19,11 @@ import {
   insertIdempotencyKeys,
   insertMessages,
   MESSAGE_COLUMNS,
-  ownedNumbers,
   setBatchKeyResponse,
   storeSendBatch,
 } from "./message-store.js";
-import { senderNotOwned, smsNotEnabled, type ValidSend } from "./send-rules.js";
+import { deploymentNumbers } from "../numbers/number-store.js";
+import { forwardLoop, senderNotOwned, smsNotEnabled, type ValidSend } from "./send-rules.js";
 
 /** An Idempotency-Key is remembered this long (docs/api.md#idempotency-key). */
 export const IDEMPOTENCY_TTL_MS = 24 * 3600 * 1000;
@@ -63,20 +63,18 @@ export interface SendOutcome {
 }
 
 /**
- * The items whose E164 ForwardFromSms is one of their account's numbers. A separate query, run
- * only when a batch names such a sender (rare): the check query every send pays stays as it is.
+ * Which of the batch's E164 ForwardFromSms and ForwardToSms numbers are the deployment's own, and
+ * whose (number → owning account, null for a pool number). One query, run only when a batch names
+ * such a number (rare): the check query every send pays stays as it is.
  */
-async function ownedForwarders(tx: Tx, items: SendItem[]): Promise<Set<number>> {
-  const asked: unknown[][] = [[], [], []];
-  items.forEach((item, i) => {
+async function forwardNumbers(tx: Tx, items: SendItem[]): Promise<Map<string, string | null>> {
+  const asked = new Set<string>();
+  for (const item of items) {
     const send = "send" in item.checked ? item.checked.send : undefined;
-    if (!send?.forwardFromSms.startsWith("+")) return;
-    asked[0].push(i);
-    asked[1].push(item.account.sid);
-    asked[2].push(send.forwardFromSms);
-  });
-  if (asked[0].length === 0) return new Set();
-  return new Set(await ownedNumbers(tx, asked));
+    if (send?.forwardFromSms.startsWith("+")) asked.add(send.forwardFromSms);
+    if (send && send.forwardToSms !== "") asked.add(send.forwardToSms);
+  }
+  return deploymentNumbers(tx, [...asked]);
 }
 
 const ok = <O>(value: O): ItemOutcome<O> => ({ ok: true, value });
@@ -115,12 +113,13 @@ async function runBatch(orm: MikroORM, items: SendItem[]): Promise<ItemOutcome<S
 
 /**
  * Whether a send can be checked and stored by the one-statement batch: no Idempotency-Key (the
- * key's row and its lock order), no leased sender (allocated between check and insert) and no
- * E164 ForwardFromSms (its own ownership query) — the bench's sends and most real ones.
+ * key's row and its lock order), no leased sender (allocated between check and insert), no E164
+ * ForwardFromSms and no ForwardToSms (their own query, forwardNumbers) — the bench's sends and
+ * most real ones.
  */
 function inOneStatement(item: SendItem): boolean {
   if (item.idemKey !== undefined || item.leased) return false;
-  return !("send" in item.checked && item.checked.send.forwardFromSms.startsWith("+"));
+  return !("send" in item.checked && (item.checked.send.forwardFromSms.startsWith("+") || item.checked.send.forwardToSms !== ""));
 }
 
 /** The failure a send's account or property gives it (checked before its Idempotency-Key), if any. */
@@ -131,17 +130,22 @@ function accessFailure(item: SendItem, row: Pick<CheckRow, "account_token_hash" 
   return undefined;
 }
 
-/** The failure of a send's request or its rules once its key is settled, if any (forwarderOwned: of an E164 ForwardFromSms). */
-function ruleFailure(item: SendItem, row: Pick<CheckRow, "account_sms" | "property_sms" | "owned">, forwarderOwned: boolean): ItemOutcome<SendOutcome> | undefined {
+/**
+ * The failure of a send's request or its rules once its key is settled, if any (ours: the
+ * deployment's numbers among its forward numbers and their owners, from forwardNumbers).
+ */
+function ruleFailure(item: SendItem, row: Pick<CheckRow, "account_sms" | "property_sms" | "owned">, ours: ReadonlyMap<string, string | null>): ItemOutcome<SendOutcome> | undefined {
   if ("problems" in item.checked) return fail(fieldErrors(item.checked.problems));
   const send = item.checked.send;
   const disabled = smsNotEnabled({ sid: item.account.sid, smsEnabled: !!row.account_sms }, { sid: item.propertySid, smsEnabled: !!row.property_sms });
   if (disabled) return fail(apiError("SmsNotEnabled", disabled));
   if (send.fromKind === "E164" && !row.owned) return fail(fieldError("From", "SenderNotOwned", senderNotOwned("From", send.from)));
   // Replies are forwarded from this number: it must be the account's own, as a From would.
-  if (send.forwardFromSms.startsWith("+") && !forwarderOwned) {
+  if (send.forwardFromSms.startsWith("+") && ours.get(send.forwardFromSms) !== item.account.sid) {
     return fail(fieldError("ForwardFromSms", "SenderNotOwned", senderNotOwned("ForwardFromSms", send.forwardFromSms)));
   }
+  // A reply forwarded to one of our own numbers would come back in as a new reply: a loop.
+  if (send.forwardToSms !== "" && ours.has(send.forwardToSms)) return fail(fieldError("ForwardToSms", "DestinationNotAllowed", forwardLoop(send.forwardToSms)));
   return undefined;
 }
 
@@ -185,6 +189,9 @@ function storedOutcome(item: SendItem, send: ValidSend, sender: string): ItemOut
   });
 }
 
+/** What forwardNumbers finds for a batch that names no forward number (inOneStatement's). */
+const NO_NUMBERS: ReadonlyMap<string, string | null> = new Map();
+
 /**
  * A batch of sends that inOneStatement accepts, checked and stored by one statement outside an
  * explicit transaction (storeSendBatch: one round trip, one commit). The statement stores exactly
@@ -204,7 +211,7 @@ async function writeSimpleBatch(em: Tx, items: SendItem[]): Promise<ItemOutcome<
   const byIndex = new Map(rows.map((r) => [Number(r.i), r]));
   return items.map((item, i) => {
     const row = byIndex.get(i);
-    const failure = accessFailure(item, row) ?? ruleFailure(item, row!, false);
+    const failure = accessFailure(item, row) ?? ruleFailure(item, row!, NO_NUMBERS);
     if (failure) return row?.stored ? fail(new Error(`send batch: message ${item.sid} stored although its check failed`)) : failure;
     if (!row!.stored) return fail(new Error(`send batch: message ${item.sid} passed its checks but was not stored`));
     const send = (item.checked as { send: ValidSend }).send;
@@ -222,7 +229,7 @@ async function writeBatch(tx: Tx, items: SendItem[]): Promise<ItemOutcome<SendOu
   });
   const rows = await checkSendBatch(tx, check);
   const byIndex = new Map<number, CheckRow>(rows.map((r) => [Number(r.i), r]));
-  const forwardersOwned = await ownedForwarders(tx, items);
+  const ours = await forwardNumbers(tx, items);
 
   const outcomes: ItemOutcome<SendOutcome>[] = new Array(items.length);
   const toStore: { index: number; send: ValidSend }[] = [];
@@ -256,7 +263,7 @@ async function writeBatch(tx: Tx, items: SendItem[]): Promise<ItemOutcome<SendOu
       }
       if (row.key_expired === true) expiredKeys.push(item);
     }
-    const failure = ruleFailure(item, row, forwardersOwned.has(i));
+    const failure = ruleFailure(item, row, ours);
     if (failure) return void (outcomes[i] = failure);
     const send = (item.checked as { send: ValidSend }).send;
     if (keyId) claimed.set(keyId, i);

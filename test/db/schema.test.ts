@@ -134,20 +134,26 @@ describe(`database schema (${dbKind()})`, () => {
     for (const r of rows) expect(`${r.table_name}.${r.column_name}: ${r.data_type}`).toMatch(/timestamp with time zone$/);
   });
 
-  it("caps live leases per recipient at 5 and lends a pool number once per recipient; released leases do not count", async () => {
+  it("caps an account's live leases per recipient at 5 and lends a pool number once per recipient; released leases do not count", async () => {
     const em = db.orm.em.fork();
     const acc = await account(em);
     const pool = await poolNumbers(em, 7);
     const recipient = "+447700900123";
     for (let slot = 1; slot <= 5; slot++) await insertLease(em, { poolNumber: pool[slot - 1], recipient, accountSid: acc.sid, slot });
 
-    // A 6th live lease has no slot left: 6 breaks the CHECK, any of 1..5 the (recipient, slot) index.
+    // A 6th live lease has no slot left: 6 breaks the CHECK, any of 1..5 the (account_sid, recipient, slot) index.
     await expect(insertLease(em, { poolNumber: pool[5], recipient, accountSid: acc.sid, slot: 6 })).rejects.toBeInstanceOf(
       CheckConstraintViolationException,
     );
-    await expect(insertLease(em, { poolNumber: pool[5], recipient, accountSid: acc.sid, slot: 3 })).rejects.toBeInstanceOf(
-      UniqueConstraintViolationException,
-    );
+    const taken = insertLease(em, { poolNumber: pool[5], recipient, accountSid: acc.sid, slot: 3 });
+    await expect(taken).rejects.toBeInstanceOf(UniqueConstraintViolationException);
+    await expect(taken).rejects.toMatchObject({ code: "23505", constraint: "leases_live_account_recipient_slot_uniq" });
+    // Another account has slots of its own for the recipient (issue 27), but not a pool number already lent to it.
+    const other = await account(em);
+    const lent = insertLease(em, { poolNumber: pool[0], recipient, accountSid: other.sid, slot: 1 });
+    await expect(lent).rejects.toMatchObject({ code: "23505", constraint: "leases_live_pool_number_recipient_uniq" });
+    await insertLease(em, { poolNumber: pool[5], recipient, accountSid: other.sid, slot: 3 });
+    await em.execute("update leases set released = true where account_sid = ?", [other.sid]);
 
     // The same pool number twice to one recipient, even in a free slot, breaks (pool_number, recipient).
     await em.execute("update leases set released = true where recipient = ? and slot = 5", [recipient]);
