@@ -232,12 +232,20 @@ export interface ClaimedRow {
   send_at: Date | string;
   scheduled_at: Date | string | null;
   created_at: Date | string;
+  /** Whether its account and property were both enabled for SMS when it was claimed; if not, it must not go out. */
+  sms_enabled: boolean;
 }
 
-const RETURNING = "m.sid, m.account_sid, m.sender, m.recipient, m.text, m.delivery_receipt, m.attempts, m.send_at, m.scheduled_at, m.created_at";
+/** Whether a claimed message's account and property are still enabled for SMS, as the claim functions return it (Migration20261128070000). */
+const SMS_ENABLED =
+  "coalesce((select a.sms_enabled from accounts a where a.sid = m.account_sid), false) and coalesce((select p.sms_enabled from properties p where p.sid = m.property_sid), false)";
+
+const RETURNING = `m.sid, m.account_sid, m.sender, m.recipient, m.text, m.delivery_receipt, m.attempts, m.send_at, m.scheduled_at, m.created_at,
+  ${SMS_ENABLED} as sms_enabled`;
 
 /**
- * The claim in due order (sb_claim_due, Migration20261127000000): one UPDATE over a `FOR UPDATE
+ * The claim in due order (sb_claim_due, Migration20261127000000; since Migration20261128070000 it
+ * also returns sms_enabled, read in the same statement): one UPDATE over a `FOR UPDATE
  * SKIP LOCKED` subselect of the oldest due messages, by an ordered walk of messages_queue_idx
  * under the function's own planner settings, so it needs no transaction: one round trip.
  * Parameters: claimed_until, now, limit, confirmed. The queue's functions (this one,
@@ -300,6 +308,22 @@ export function claimHeldMessages(em: Em, sids: string[], heldUntil: Date, until
       where m.sid = any(string_to_array(?, ',')) and m.status = 'Processing' and m.claimed_until = ?
       returning ${RETURNING}`,
     [until, sids.join(","), heldUntil],
+  );
+}
+
+/**
+ * Cancels every queued message of an account that no dispatcher holds a claim on (Scheduled, or
+ * Processing and waiting for a dispatcher or a retry), through messages_account_queue_idx; returns
+ * each one's Sid and lease. One UPDATE: a row a dispatcher claimed first has a claim when this
+ * statement reaches it (PostgreSQL re-checks the condition after waiting on its lock) and is left
+ * alone; a row canceled first is no longer queued, so no claim takes it.
+ */
+export function cancelQueuedMessages(em: Em, accountSid: string): Promise<{ sid: string; lease_sid: string | null }[]> {
+  return em.execute<{ sid: string; lease_sid: string | null }[]>(
+    `update messages m set status = 'Canceled'
+      where m.account_sid = ? and m.queued and m.direction = 'Transmit' and m.claimed_until is null
+      returning m.sid, m.lease_sid`,
+    [accountSid],
   );
 }
 
