@@ -60,6 +60,8 @@ export interface Config {
   smpp?: SmppConfig;
   /** How long a dispatcher's claim on a message lasts; a crashed dispatcher's claims expire after it, ms. */
   dispatchClaimMs: number;
+  /** How long after its submission a message without a delivery report gets ErrorCode ReceiptTimeout, ms (RECEIPT_TIMEOUT_HOURS). */
+  receiptTimeoutMs: number;
 }
 
 /** How to reach Kannel's sendsms and how Kannel reaches us back. */
@@ -183,7 +185,16 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     smpp: carrier === "smpp" ? smppConfig(env) : undefined,
     dispatchClaimMs: seconds("DISPATCH_CLAIM_SECONDS", 60, 1),
+    receiptTimeoutMs: receiptTimeoutMs(env),
   };
+}
+
+/** RECEIPT_TIMEOUT_HOURS (default 72): a positive number of hours, in ms. */
+function receiptTimeoutMs(env: NodeJS.ProcessEnv): number {
+  const raw = env.RECEIPT_TIMEOUT_HOURS?.trim() || "72";
+  const hours = Number(raw);
+  if (!Number.isFinite(hours) || hours <= 0) throw new Error(`RECEIPT_TIMEOUT_HOURS must be a positive number of hours; got "${env.RECEIPT_TIMEOUT_HOURS}"`);
+  return Math.round(hours * 3_600_000);
 }
 
 function connectionLimits(env: NodeJS.ProcessEnv): ConnectionLimits {

@@ -5,6 +5,8 @@ import type { EntityManager } from "@mikro-orm/sql";
 import {
   type AdminService,
   CreateAccountResponseSchema,
+  type CancelQueuedRequest,
+  CancelQueuedResponseSchema,
   RotateTokenResponseSchema,
   type CreateAccountRequest,
   type CreateNumberRequest,
@@ -41,6 +43,8 @@ import { listEmails } from "../mail/mail-store.js";
 import { PhoneNumber } from "../numbers/phone-number.entity.js";
 import { toNumberPb } from "../numbers/number-service.js";
 import { listWebhookDeliveries } from "../webhooks/webhook-store.js";
+import { cancelQueuedMessages } from "../messaging/message-store.js";
+import { releaseLease } from "../leases/lease-allocator.js";
 import { createAdminLists, findAccount, toAccountPb, toPropertyPb } from "./admin-lists.js";
 
 /** Tokens are at least 32 random characters; we issue 40 (docs/api.md#authentication). */
@@ -149,6 +153,18 @@ export function createAdminService(deps: { clock: Clock; carrier?: Carrier; acco
       await em.flush();
       deps.accounts?.invalidate(account.sid);
       return create(RotateTokenResponseSchema, { accountSid: account.sid, token });
+    },
+
+    async cancelQueued(req: CancelQueuedRequest, ctx: HandlerContext) {
+      const em = requireAdmin(ctx);
+      const account = await findAccount(em, req.accountSid);
+      // The leases of the canceled messages are released with them, as the client's cancel does.
+      const canceled = await em.transactional(async (tx) => {
+        const rows = await cancelQueuedMessages(tx, account.sid);
+        for (const r of rows) if (r.lease_sid) await releaseLease(tx, r.lease_sid);
+        return rows.length;
+      });
+      return create(CancelQueuedResponseSchema, { accountSid: account.sid, canceled });
     },
 
     async createProperty(req: CreatePropertyRequest, ctx: HandlerContext) {

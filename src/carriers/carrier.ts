@@ -66,6 +66,12 @@ export interface CarrierEvents {
    * `partsBefore` (the parts that arrived, in order).
    */
   housekeeping?(partsBefore: Date): Promise<void>;
+  /**
+   * The messages still Submitted (no final report yet) that were submitted before `before`, and
+   * not longer ago than the receipt timeout: a carrier that keeps its pending reports in memory
+   * (the simulator) reports them again after a restart.
+   */
+  awaitingReports?(before: Date): Promise<Pick<OutboundSms, "messageSid" | "from" | "to" | "text">[]>;
 }
 
 /** A refusal from the carrier; permanent ones are not retried. */

@@ -12,6 +12,9 @@ export const SIMULATOR_TEST_NUMBERS = {
   unavailable: "+15005550003",
 } as const;
 
+/** How long after the report delay a started simulator looks for reports a previous one left owing, ms. */
+export const RECOVER_AFTER_MS = 1000;
+
 /** How many delivered messages the simulated network keeps in all, over every handset (the latest ones). */
 export const SIMULATOR_KEEP = 10_000;
 
@@ -83,7 +86,7 @@ export function createSimulatorCarrier(opts: SimulatorOptions): SimulatorCarrier
 
   // Like a real carrier (Kannel's smsbox retries its dlr-url), a report the service could not take
   // (its database down) is tried again: every second for about a minute, then dropped.
-  const report = (fn: () => Promise<void>, attempt = 1) => {
+  const report = (fn: () => Promise<void>, attempt = 1, firstDelay = delay) => {
     const t = setTimeout(
       () => {
         timers.delete(t);
@@ -91,9 +94,27 @@ export function createSimulatorCarrier(opts: SimulatorOptions): SimulatorCarrier
           if (events && attempt < 60) report(fn, attempt + 1);
         });
       },
-      attempt === 1 ? delay : 1000,
+      attempt === 1 ? firstDelay : 1000,
     );
     timers.add(t);
+  };
+
+  /** Delivers a submitted SMS to its handset and reports it (Failed Unreachable for that test number), after the delay. */
+  const deliverLater = (sms: Pick<OutboundSms, "messageSid" | "from" | "to" | "text">) => {
+    const unreachable = sms.to === SIMULATOR_TEST_NUMBERS.unreachable;
+    let at: Date | undefined; // the handset gets it once; a retried report repeats the same time
+    report(async () => {
+      if (at === undefined) {
+        at = opts.clock.now();
+        if (!unreachable) remember({ messageSid: sms.messageSid, from: sms.from, to: sms.to, text: sms.text, at });
+      }
+      await events?.deliveryReport({
+        messageSid: sms.messageSid,
+        status: unreachable ? "Failed" : "Delivered",
+        errorCode: unreachable ? "Unreachable" : "",
+        at,
+      });
+    });
   };
 
   return {
@@ -102,24 +123,28 @@ export function createSimulatorCarrier(opts: SimulatorOptions): SimulatorCarrier
       if (sms.to === SIMULATOR_TEST_NUMBERS.rejected) throw new CarrierError("the carrier rejected the recipient", "CarrierRejected", true);
       if (sms.to === SIMULATOR_TEST_NUMBERS.unavailable) throw new CarrierError("the carrier is temporarily unavailable", "CarrierUnavailable", false);
       const carrierRef = randomUUID();
-      const unreachable = sms.to === SIMULATOR_TEST_NUMBERS.unreachable;
-      let at: Date | undefined; // the handset gets it once; a retried report repeats the same time
-      report(async () => {
-        if (at === undefined) {
-          at = opts.clock.now();
-          if (!unreachable) remember({ messageSid: sms.messageSid, from: sms.from, to: sms.to, text: sms.text, at });
-        }
-        await events?.deliveryReport({
-          messageSid: sms.messageSid,
-          status: unreachable ? "Failed" : "Delivered",
-          errorCode: unreachable ? "Unreachable" : "",
-          at,
-        });
-      });
+      deliverLater(sms);
       return { carrierRef };
     },
     async start(e: CarrierEvents) {
       events = e;
+      // The reports a stopped or crashed simulator still owed died with it: its messages would stay
+      // Submitted. Once this one has run for the report delay and a second more (so that another
+      // live process's reports for its own recent submissions have landed), it delivers and
+      // reports every message still Submitted from before it started. A report that comes twice
+      // changes nothing the second time (final states are conditional writes).
+      const startedAt = opts.clock.now();
+      const awaiting = e.awaitingReports;
+      if (awaiting) {
+        report(
+          async () => {
+            if (!events) return;
+            for (const sms of await awaiting(startedAt)) deliverLater(sms);
+          },
+          1,
+          delay + RECOVER_AFTER_MS,
+        );
+      }
     },
     async stop() {
       for (const t of timers) clearTimeout(t);

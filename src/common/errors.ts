@@ -130,6 +130,13 @@ export const ERRORS = {
   InternalError: { http: 500, grpc: Code.Internal, when: "a bug; no detail is returned, the log has it", example: "An internal error occurred." },
 } as const satisfies Record<string, ErrorSpec>;
 
+/**
+ * A message's own ErrorCode (the record's `ErrorCode`, not an API answer, so not in the table
+ * above): the message is still Submitted, but its delivery report has not come within
+ * RECEIPT_TIMEOUT_HOURS of its submission (docs/api.md#message-record).
+ */
+export const RECEIPT_TIMEOUT = "ReceiptTimeout";
+
 /** Stable PascalCase error codes of the API: the keys of the error table. */
 export type ErrorCode = keyof typeof ERRORS;
 

@@ -17,6 +17,8 @@ import { Migration20261125000000 } from "./migrations/Migration20261125000000.js
 import { Migration20261126000000 } from "./migrations/Migration20261126000000.js";
 import { Migration20261127000000 } from "./migrations/Migration20261127000000.js";
 import { Migration20261128000300 } from "./migrations/Migration20261128000300.js";
+import { Migration20261128070000 } from "./migrations/Migration20261128070000.js";
+import { Migration20261128090000 } from "./migrations/Migration20261128090000.js";
 
 /** Every committed migration, oldest first; listed so they run from TS source and bundles alike (no glob). */
 export const migrations = [
@@ -34,6 +36,8 @@ export const migrations = [
   { name: "Migration20261126000000", class: Migration20261126000000 },
   { name: "Migration20261127000000", class: Migration20261127000000 },
   { name: "Migration20261128000300", class: Migration20261128000300 },
+  { name: "Migration20261128070000", class: Migration20261128070000 },
+  { name: "Migration20261128090000", class: Migration20261128090000 },
 ];
 
 /** Options of createOrm. */

@@ -20,6 +20,7 @@ export async function createConfiguredEngine(config: Config, orm: MikroORM, log:
     mailTransport,
     noAlphaCountries: config.noAlphaCountries,
     dispatcher: { claimMs: config.dispatchClaimMs },
+    receiptTimeoutMs: config.receiptTimeoutMs,
     webhooks: {
       concurrency: config.webhookConcurrency,
       concurrencyPerHost: config.webhookConcurrencyPerHost,

@@ -3,7 +3,7 @@ import type { Logger } from "pino";
 import { type Carrier, CarrierError } from "../carriers/carrier.js";
 import type { Clock } from "../common/clock.js";
 import { isDatabaseUnavailable } from "../db/orm.js";
-import { applyFinalState, recordSubmissions, type Submission } from "./receipts.js";
+import { applyFinalState, applyFinalStates, recordSubmissions, type Submission } from "./receipts.js";
 import {
   claimFair,
   claimHeldMessages,
@@ -180,6 +180,24 @@ export function createDispatcher(opts: DispatcherOptions): Dispatcher {
     }
   }
 
+  /**
+   * Fails the claimed messages whose account or property was disabled for SMS before the claim
+   * (the claim reads both flags in its own statement, so a disable committed by any process is
+   * seen by the next claim): the message is Failed with SmsNotEnabled, and its delivery receipt
+   * webhook queued with it, as for any failure. Conditional like every final state: a message
+   * that is no longer Processing is left alone.
+   */
+  async function failDisabled(rows: ClaimedRow[], now: Date): Promise<void> {
+    if (rows.length === 0) return;
+    opts.log?.info({ count: rows.length, messageSids: rows.slice(0, 50).map((r) => r.sid) }, "account or property disabled for SMS: queued messages failed, not submitted");
+    await opts.orm.em.fork().transactional((tx) =>
+      applyFinalStates(
+        tx,
+        rows.map((r) => ({ messageSid: r.sid, status: "Failed" as const, errorCode: "SmsNotEnabled", at: now, now })),
+      ),
+    );
+  }
+
   /** True after a full round: due messages may be waiting for the next one, so claim fairly. */
   let backlog = false;
   /** The accounts with due messages while a backlog lasts, and when they were listed (performance.now()). */
@@ -255,7 +273,9 @@ export function createDispatcher(opts: DispatcherOptions): Dispatcher {
       // deadline would be claimed again by another dispatcher. Half the claim leaves the margin.
       const limit = Math.min(batchSize, Math.floor(opts.carrier.capacity?.(claimMs / 2) ?? batchSize));
       const fresh = limit <= 0 ? [] : await claimDue(now, limit);
-      const rows = [...held, ...fresh];
+      const claimed = [...held, ...fresh];
+      await failDisabled(claimed.filter((r) => !r.sms_enabled), now);
+      const rows = claimed.filter((r) => r.sms_enabled);
       // In rounds of batchSize (after a crash under load, many held messages may come due at once):
       // the carrier gets a round's messages side by side, then one UPDATE records them.
       for (let i = 0; i < rows.length; i += batchSize) {
@@ -266,7 +286,7 @@ export function createDispatcher(opts: DispatcherOptions): Dispatcher {
         const failed = outcomes.find((o) => o.status === "rejected");
         if (failed) throw failed.reason;
       }
-      return rows.length;
+      return claimed.length;
     },
   };
 }

@@ -12,6 +12,7 @@ import { createGroupCommit } from "../common/group-commit.js";
 import { applyReportBatch, recordSubmissions, type Submission } from "./receipts.js";
 import { createWorkerLoop, type WorkerLoop } from "./worker-loop.js";
 import { applyPendingReceipts, applySegmentReceipt, flushInboundParts, storeInboundPart } from "../carriers/smpp/receipt-store.js";
+import { createReceiptSweep, listAwaitingReports, type ReceiptSweep } from "./receipt-timeout.js";
 
 /** Options of the delivery engine. */
 export interface DeliveryEngineOptions {
@@ -50,6 +51,10 @@ export interface DeliveryEngineOptions {
   mailTransport?: Transporter;
   /** Countries whose operators do not take alphanumeric sender IDs (forwarded replies follow the send rules); default US, CA. */
   noAlphaCountries?: ReadonlySet<string>;
+  /** How long after its submission a message without a receipt gets ErrorCode ReceiptTimeout, ms (default 72 h: RECEIPT_TIMEOUT_HOURS). */
+  receiptTimeoutMs?: number;
+  /** How often the receipt-timeout sweep looks once it has caught up, ms (default 60 s). */
+  receiptSweepMs?: number;
 }
 
 /** The dispatcher, the webhook sender and the carrier's event sink, started and stopped together. */
@@ -57,6 +62,8 @@ export interface DeliveryEngine {
   dispatcher: Dispatcher;
   webhooks: WebhookWorker;
   mail: { tick(): Promise<number> };
+  /** Gives ErrorCode ReceiptTimeout to messages Submitted longer than receiptTimeoutMs ago; any process may run it. */
+  receiptSweep: ReceiptSweep;
   events: CarrierEvents;
   /** Starts the carrier and (unless `loops` is false) the background loops. */
   start(opts?: { loops?: boolean }): Promise<void>;
@@ -82,6 +89,8 @@ export function createDeliveryEngine(opts: DeliveryEngineOptions): DeliveryEngin
   });
   const mail = createMailWorker({ orm: opts.orm, clock: opts.clock, transport: opts.mailTransport, log: opts.log });
   const pollMs = opts.pollMs ?? 250;
+  const receiptTimeoutMs = opts.receiptTimeoutMs ?? 72 * 3_600_000;
+  const receiptSweep = createReceiptSweep({ orm: opts.orm, clock: opts.clock, timeoutMs: receiptTimeoutMs, log: opts.log });
   let loops: WorkerLoop[] = [];
   let dispatchLoops: WorkerLoop[] = [];
 
@@ -133,6 +142,7 @@ export function createDeliveryEngine(opts: DeliveryEngineOptions): DeliveryEngin
     async inboundPart(part) {
       if (await storeInboundPart(opts.orm.em.fork(), part, opts.clock.now(), { noAlphaCountries, log: opts.log })) for (const l of loops) l.nudge();
     },
+    awaitingReports: (before) => listAwaitingReports(opts.orm, before, new Date(before.getTime() - receiptTimeoutMs)),
     async housekeeping(partsBefore) {
       const now = opts.clock.now();
       const applied = await opts.orm.em.fork().transactional((tx) => applyPendingReceipts(tx, now));
@@ -145,6 +155,7 @@ export function createDeliveryEngine(opts: DeliveryEngineOptions): DeliveryEngin
     dispatcher,
     webhooks,
     mail,
+    receiptSweep,
     events,
     async start(startOpts) {
       await opts.carrier.start(events);
@@ -165,6 +176,8 @@ export function createDeliveryEngine(opts: DeliveryEngineOptions): DeliveryEngin
         ...backlogLoops,
         webhookLoop,
         createWorkerLoop("mail", () => mail.tick(), { intervalMs: pollMs * 4, log: opts.log }),
+        // Runs again at once while it reads full batches (catching up), else every receiptSweepMs.
+        createWorkerLoop("receipt-timeout", () => receiptSweep.tick(), { intervalMs: opts.receiptSweepMs ?? 60_000, log: opts.log }),
       ];
       for (const l of loops) l.start();
     },

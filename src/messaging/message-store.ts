@@ -1,5 +1,6 @@
 import type { EntityManager } from "@mikro-orm/sql";
 import { executeBound } from "../db/bound-sql.js";
+import { RECEIPT_TIMEOUT } from "../common/errors.js";
 
 /**
  * The store of the `messages` aggregate (tables `messages` and `idempotency_keys`): every raw SQL
@@ -221,12 +222,20 @@ export interface ClaimedRow {
   send_at: Date | string;
   scheduled_at: Date | string | null;
   created_at: Date | string;
+  /** Whether its account and property were both enabled for SMS when it was claimed; if not, it must not go out. */
+  sms_enabled: boolean;
 }
 
-const RETURNING = "m.sid, m.account_sid, m.sender, m.recipient, m.text, m.delivery_receipt, m.attempts, m.send_at, m.scheduled_at, m.created_at";
+/** Whether a claimed message's account and property are still enabled for SMS, as the claim functions return it (Migration20261128070000). */
+const SMS_ENABLED =
+  "coalesce((select a.sms_enabled from accounts a where a.sid = m.account_sid), false) and coalesce((select p.sms_enabled from properties p where p.sid = m.property_sid), false)";
+
+const RETURNING = `m.sid, m.account_sid, m.sender, m.recipient, m.text, m.delivery_receipt, m.attempts, m.send_at, m.scheduled_at, m.created_at,
+  ${SMS_ENABLED} as sms_enabled`;
 
 /**
- * The claim in due order (sb_claim_due, Migration20261127000000): one UPDATE over a `FOR UPDATE
+ * The claim in due order (sb_claim_due, Migration20261127000000; since Migration20261128070000 it
+ * also returns sms_enabled, read in the same statement): one UPDATE over a `FOR UPDATE
  * SKIP LOCKED` subselect of the oldest due messages, by an ordered walk of messages_queue_idx
  * under the function's own planner settings, so it needs no transaction: one round trip.
  * Parameters: claimed_until, now, limit, confirmed. The queue's functions (this one,
@@ -289,6 +298,22 @@ export function claimHeldMessages(em: Em, sids: string[], heldUntil: Date, until
       where m.sid = any(string_to_array(?, ',')) and m.status = 'Processing' and m.claimed_until = ?
       returning ${RETURNING}`,
     [until, sids.join(","), heldUntil],
+  );
+}
+
+/**
+ * Cancels every queued message of an account that no dispatcher holds a claim on (Scheduled, or
+ * Processing and waiting for a dispatcher or a retry), through messages_account_queue_idx; returns
+ * each one's Sid and lease. One UPDATE: a row a dispatcher claimed first has a claim when this
+ * statement reaches it (PostgreSQL re-checks the condition after waiting on its lock) and is left
+ * alone; a row canceled first is no longer queued, so no claim takes it.
+ */
+export function cancelQueuedMessages(em: Em, accountSid: string): Promise<{ sid: string; lease_sid: string | null }[]> {
+  return em.execute<{ sid: string; lease_sid: string | null }[]>(
+    `update messages m set status = 'Canceled'
+      where m.account_sid = ? and m.queued and m.direction = 'Transmit' and m.claimed_until is null
+      returning m.sid, m.lease_sid`,
+    [accountSid],
   );
 }
 
@@ -376,6 +401,69 @@ export async function updateSubmissions(em: Em, subs: Submission[]): Promise<str
     "select sid from sb_record_submissions(?::text[], ?::text[], ?::timestamptz[])",
     [subs.map((x) => x.messageSid), subs.map((x) => x.carrierRef), subs.map((x) => x.at)],
     "sb_record_submissions",
+  );
+  return rows.map((r) => r.sid);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Messages whose receipt never came (delivery/engine.ts): both walk messages_submitted_at_idx
+// (submitted_at, sid) from a (submitted_at, sid) key, so each statement reads a bounded range.
+
+/** The ErrorCode of a message still Submitted whose receipt did not come within RECEIPT_TIMEOUT_HOURS. */
+export const RECEIPT_TIMEOUT_ERROR = RECEIPT_TIMEOUT;
+
+/** A (submitted_at, sid) position in messages_submitted_at_idx. */
+export interface SubmittedKey {
+  submitted_at: Date;
+  sid: string;
+}
+
+/** A message Submitted and still waiting for its receipt, as a carrier needs it to report it. */
+export interface AwaitingRow extends SubmittedKey {
+  sender: string;
+  recipient: string;
+  text: string;
+}
+
+/**
+ * Up to limit messages still Submitted (not yet given up on: no ReceiptTimeout) that were
+ * submitted after `from` and before `before`, in (submitted_at, sid) order.
+ */
+export function listAwaitingReceipt(em: Em, from: SubmittedKey, before: Date, limit: number): Promise<AwaitingRow[]> {
+  return em.execute<AwaitingRow[]>(
+    `select m.submitted_at, m.sid, m.sender, m.recipient, m.text from messages m
+      where m.submitted_at is not null and (m.submitted_at, m.sid) > (?, ?) and m.submitted_at < ?
+        and m.status = 'Submitted' and m.direction = 'Transmit' and m.error_code <> '${RECEIPT_TIMEOUT_ERROR}'
+      order by m.submitted_at, m.sid
+      limit ?`,
+    [from.submitted_at, from.sid, before, limit],
+  );
+}
+
+/** The next up to limit index entries after `from` submitted at or before `until`, whatever the message's status. */
+export function listSubmittedAfter(em: Em, from: SubmittedKey, until: Date, limit: number): Promise<SubmittedKey[]> {
+  return em.execute<SubmittedKey[]>(
+    `select m.submitted_at, m.sid from messages m
+      where m.submitted_at is not null and (m.submitted_at, m.sid) > (?, ?) and m.submitted_at <= ?
+      order by m.submitted_at, m.sid
+      limit ?`,
+    [from.submitted_at, from.sid, until, limit],
+  );
+}
+
+/**
+ * Gives ErrorCode ReceiptTimeout to those of the given messages still Submitted (they stay
+ * Submitted); returns their Sids. Conditional: a message whose report lands first is left alone,
+ * and a report landing later replaces the ErrorCode with its own.
+ */
+export async function markReceiptTimeouts(em: Em, sids: string[]): Promise<string[]> {
+  if (sids.length === 0) return [];
+  // (Sids are [A-Z0-9]: a comma-joined list is a safe single parameter.)
+  const rows = await em.execute<{ sid: string }[]>(
+    `update messages m set error_code = '${RECEIPT_TIMEOUT_ERROR}'
+      where m.sid = any(string_to_array(?, ',')) and m.status = 'Submitted' and m.direction = 'Transmit' and m.error_code <> '${RECEIPT_TIMEOUT_ERROR}'
+      returning m.sid`,
+    [sids.join(",")],
   );
   return rows.map((r) => r.sid);
 }

@@ -56,6 +56,14 @@ describe(`hot statements (${dbKind()})`, () => {
     return planNodes(plan[0].Plan);
   }
 
+  /** The scans of accounts and properties in a plan. */
+  const enabledProbes = (nodes: Record<string, unknown>[]) =>
+    nodes.filter((n) => n["Relation Name"] === "accounts" || n["Relation Name"] === "properties").map((n) => [n["Node Type"], n["Index Name"]]);
+  const ENABLED_PROBES = [
+    ["Index Scan", "accounts_pkey"],
+    ["Index Scan", "properties_pkey"],
+  ];
+
   for (const confirmed of [false, true]) {
     it(`the dispatcher's claim (sb_claim_due) walks the queue index in order, never a bitmap or sequential scan, with one generic plan (confirming carrier: ${confirmed})`, async () => {
       const nodes = await functionPlan("sb_claim_due", "timestamptz, timestamptz, integer, boolean", `now(), now(), 500, ${confirmed}`);
@@ -66,6 +74,8 @@ describe(`hot statements (${dbKind()})`, () => {
         ["Index Scan", "messages_pkey"],
       ]);
       expect(nodes.some((n) => n["Node Type"] === "Sort")).toBe(false);
+      // Whether each claimed message may still go out (issue 27): one key probe of its account and property.
+      expect(enabledProbes(nodes)).toEqual(ENABLED_PROBES);
     });
   }
 
@@ -120,6 +130,7 @@ describe(`hot statements (${dbKind()})`, () => {
       expect(String(scan["Index Cond"])).toContain("send_at");
       // Each account's rows in index order (no sort), and no join that reads a whole index or table.
       for (const t of wholeReads) expect(nodes.map((n) => String(n["Node Type"]))).not.toContain(t);
+      expect(enabledProbes(nodes)).toEqual(ENABLED_PROBES);
     });
   }
 

@@ -15,7 +15,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file switchboard/admin/v1/admin.proto.
  */
 export const file_switchboard_admin_v1_admin: GenFile = /*@__PURE__*/
-  fileDesc("CiBzd2l0Y2hib2FyZC9hZG1pbi92MS9hZG1pbi5wcm90bxIUc3dpdGNoYm9hcmQuYWRtaW4udjEiqAEKB0FjY291bnQSHwoLYWNjb3VudF9zaWQYASABKAlSCkFjY291bnRTaWQSEgoEbmFtZRgCIAEoCVIETmFtZRIfCgtzbXNfZW5hYmxlZBgDIAEoCFIKU21zRW5hYmxlZBIYCgdjcmVhdGVkGAQgASgDUgdDcmVhdGVkEi0KEnJlc3RfY29tcGF0aWJpbGl0eRgFIAEoCVIRUmVzdENvbXBhdGliaWxpdHkidgoTTGlzdEFjY291bnRzUmVxdWVzdBIpCg1yZXN1bHRzX2NvdW50GAEgASgFSABSDVJlc3VsdHNfQ291bnSIAQESIgoMcmVzdWx0c19za2lwGAIgASgFUgxSZXN1bHRzX1NraXBCEAoOX3Jlc3VsdHNfY291bnQicgoUTGlzdEFjY291bnRzUmVzcG9uc2USOQoIYWNjb3VudHMYASADKAsyHS5zd2l0Y2hib2FyZC5hZG1pbi52MS5BY2NvdW50UghBY2NvdW50cxIfCgt0b3RhbF9jb3VudBgCIAEoBVIKVG90YWxDb3VudCI0ChFHZXRBY2NvdW50UmVxdWVzdBIfCgthY2NvdW50X3NpZBgBIAEoCVIKQWNjb3VudFNpZCKrAQoUQ3JlYXRlQWNjb3VudFJlcXVlc3QSEgoEbmFtZRgBIAEoCVIETmFtZRIkCgtzbXNfZW5hYmxlZBgCIAEoCEgAUgpTbXNFbmFibGVkiAEBEjIKEnJlc3RfY29tcGF0aWJpbGl0eRgDIAEoCUgBUhFSZXN0Q29tcGF0aWJpbGl0eYgBAUIOCgxfc21zX2VuYWJsZWRCFQoTX3Jlc3RfY29tcGF0aWJpbGl0eSLZAQoVQ3JlYXRlQWNjb3VudFJlc3BvbnNlEh8KC2FjY291bnRfc2lkGAEgASgJUgpBY2NvdW50U2lkEhIKBG5hbWUYAiABKAlSBE5hbWUSHwoLc21zX2VuYWJsZWQYAyABKAhSClNtc0VuYWJsZWQSFAoFdG9rZW4YBCABKAlSBVRva2VuEiUKDndlYmhvb2tfc2VjcmV0GAUgASgJUg1XZWJob29rU2VjcmV0Ei0KEnJlc3RfY29tcGF0aWJpbGl0eRgGIAEoCVIRUmVzdENvbXBhdGliaWxpdHki2gEKFFVwZGF0ZUFjY291bnRSZXF1ZXN0Eh8KC2FjY291bnRfc2lkGAEgASgJUgpBY2NvdW50U2lkEhcKBG5hbWUYAiABKAlIAFIETmFtZYgBARIkCgtzbXNfZW5hYmxlZBgDIAEoCEgBUgpTbXNFbmFibGVkiAEBEjIKEnJlc3RfY29tcGF0aWJpbGl0eRgEIAEoCUgCUhFSZXN0Q29tcGF0aWJpbGl0eYgBAUIHCgVfbmFtZUIOCgxfc21zX2VuYWJsZWRCFQoTX3Jlc3RfY29tcGF0aWJpbGl0eSI1ChJSb3RhdGVUb2tlblJlcXVlc3QSHwoLYWNjb3VudF9zaWQYASABKAlSCkFjY291bnRTaWQiTAoTUm90YXRlVG9rZW5SZXNwb25zZRIfCgthY2NvdW50X3NpZBgBIAEoCVIKQWNjb3VudFNpZBIUCgV0b2tlbhgCIAEoCVIFVG9rZW4inQEKCFByb3BlcnR5EiEKDHByb3BlcnR5X3NpZBgBIAEoCVILUHJvcGVydHlTaWQSHwoLYWNjb3VudF9zaWQYAiABKAlSCkFjY291bnRTaWQSEgoEbmFtZRgDIAEoCVIETmFtZRIfCgtzbXNfZW5hYmxlZBgEIAEoCFIKU21zRW5hYmxlZBIYCgdjcmVhdGVkGAUgASgDUgdDcmVhdGVkIpkBChVMaXN0UHJvcGVydGllc1JlcXVlc3QSHwoLYWNjb3VudF9zaWQYASABKAlSCkFjY291bnRTaWQSKQoNcmVzdWx0c19jb3VudBgCIAEoBUgAUg1SZXN1bHRzX0NvdW50iAEBEiIKDHJlc3VsdHNfc2tpcBgDIAEoBVIMUmVzdWx0c19Ta2lwQhAKDl9yZXN1bHRzX2NvdW50InkKFkxpc3RQcm9wZXJ0aWVzUmVzcG9uc2USPgoKcHJvcGVydGllcxgBIAMoCzIeLnN3aXRjaGJvYXJkLmFkbWluLnYxLlByb3BlcnR5UgpQcm9wZXJ0aWVzEh8KC3RvdGFsX2NvdW50GAIgASgFUgpUb3RhbENvdW50IoIBChVDcmVhdGVQcm9wZXJ0eVJlcXVlc3QSHwoLYWNjb3VudF9zaWQYASABKAlSCkFjY291bnRTaWQSEgoEbmFtZRgCIAEoCVIETmFtZRIkCgtzbXNfZW5hYmxlZBgDIAEoCEgAUgpTbXNFbmFibGVkiAEBQg4KDF9zbXNfZW5hYmxlZCKSAQoVVXBkYXRlUHJvcGVydHlSZXF1ZXN0EiEKDHByb3BlcnR5X3NpZBgBIAEoCVILUHJvcGVydHlTaWQSFwoEbmFtZRgCIAEoCUgAUgROYW1liAEBEiQKC3Ntc19lbmFibGVkGAMgASgISAFSClNtc0VuYWJsZWSIAQFCBwoFX25hbWVCDgoMX3Ntc19lbmFibGVkIk4KE0NyZWF0ZU51bWJlclJlcXVlc3QSFgoGbnVtYmVyGAEgASgJUgZOdW1iZXISHwoLYWNjb3VudF9zaWQYAiABKAlSCkFjY291bnRTaWQiuAEKEkxpc3ROdW1iZXJzUmVxdWVzdBIfCgthY2NvdW50X3NpZBgBIAEoCVIKQWNjb3VudFNpZBIXCgRwb29sGAIgASgISABSBFBvb2yIAQESKQoNcmVzdWx0c19jb3VudBgDIAEoBUgBUg1SZXN1bHRzX0NvdW50iAEBEiIKDHJlc3VsdHNfc2tpcBgEIAEoBVIMUmVzdWx0c19Ta2lwQgcKBV9wb29sQhAKDl9yZXN1bHRzX2NvdW50IuwBCg1OdW1iZXJEZXRhaWxzEhYKBm51bWJlchgBIAEoCVIGTnVtYmVyEh8KC2FjY291bnRfc2lkGAIgASgJUgpBY2NvdW50U2lkEhoKCGZyaWVuZGx5GAMgASgJUghGcmllbmRseRIfCgthZGRyZXNzX3NpZBgEIAEoCVIKQWRkcmVzc1NpZBISCgRwb29sGAUgASgIUgRQb29sEhYKBmxlYXNlZBgGIAEoCFIGTGVhc2VkEh8KC2xpdmVfbGVhc2VzGAcgASgFUgpMaXZlTGVhc2VzEhgKB2NyZWF0ZWQYCCABKANSB0NyZWF0ZWQidQoTTGlzdE51bWJlcnNSZXNwb25zZRI9CgdudW1iZXJzGAEgAygLMiMuc3dpdGNoYm9hcmQuYWRtaW4udjEuTnVtYmVyRGV0YWlsc1IHTnVtYmVycxIfCgt0b3RhbF9jb3VudBgCIAEoBVIKVG90YWxDb3VudCKwAQoUTGlzdEFkZHJlc3Nlc1JlcXVlc3QSFgoGc3RhdHVzGAEgASgJUgZTdGF0dXMSHwoLYWNjb3VudF9zaWQYAiABKAlSCkFjY291bnRTaWQSKQoNcmVzdWx0c19jb3VudBgDIAEoBUgAUg1SZXN1bHRzX0NvdW50iAEBEiIKDHJlc3VsdHNfc2tpcBgEIAEoBVIMUmVzdWx0c19Ta2lwQhAKDl9yZXN1bHRzX2NvdW50Ik8KFFJldmlld0FkZHJlc3NSZXF1ZXN0Eh8KC2FkZHJlc3Nfc2lkGAEgASgJUgpBZGRyZXNzU2lkEhYKBnN0YXR1cxgCIAEoCVIGU3RhdHVzIk4KFEluamVjdEluYm91bmRSZXF1ZXN0EhIKBGZyb20YASABKAlSBEZyb20SDgoCdG8YAiABKAlSAlRvEhIKBHRleHQYAyABKAlSBFRleHQiWAoVSW5qZWN0SW5ib3VuZFJlc3BvbnNlEh8KC21lc3NhZ2Vfc2lkGAEgASgJUgpNZXNzYWdlU2lkEh4KC2luX3JlcGx5X3RvGAIgASgJUglJblJlcGx5VG8iNAoaTGlzdEhhbmRzZXRNZXNzYWdlc1JlcXVlc3QSFgoGbnVtYmVyGAEgASgJUgZOdW1iZXIihQEKDkhhbmRzZXRNZXNzYWdlEh8KC21lc3NhZ2Vfc2lkGAEgASgJUgpNZXNzYWdlU2lkEhIKBGZyb20YAiABKAlSBEZyb20SDgoCdG8YAyABKAlSAlRvEhIKBHRleHQYBCABKAlSBFRleHQSGgoIcmVjZWl2ZWQYBSABKANSCFJlY2VpdmVkIl8KG0xpc3RIYW5kc2V0TWVzc2FnZXNSZXNwb25zZRJACghtZXNzYWdlcxgBIAMoCzIkLnN3aXRjaGJvYXJkLmFkbWluLnYxLkhhbmRzZXRNZXNzYWdlUghNZXNzYWdlcyI/ChxMaXN0V2ViaG9va0RlbGl2ZXJpZXNSZXF1ZXN0Eh8KC21lc3NhZ2Vfc2lkGAEgASgJUgpNZXNzYWdlU2lkIoYBCg5XZWJob29rQXR0ZW1wdBIcCglhdHRlbXB0ZWQYASABKANSCUF0dGVtcHRlZBIfCgtzdGF0dXNfY29kZRgCIAEoBVIKU3RhdHVzQ29kZRIUCgVlcnJvchgDIAEoCVIFRXJyb3ISHwoLZHVyYXRpb25fbXMYBCABKAVSCkR1cmF0aW9uTXMizwIKD1dlYmhvb2tEZWxpdmVyeRIdCgp3ZWJob29rX2lkGAEgASgJUglXZWJob29rSWQSHQoKZXZlbnRfdHlwZRgCIAEoCVIJRXZlbnRUeXBlEhAKA3VybBgDIAEoCVIDVXJsEhYKBm1ldGhvZBgEIAEoCVIGTWV0aG9kEhYKBnN0YXR1cxgFIAEoCVIGU3RhdHVzEhoKCGF0dGVtcHRzGAYgASgFUghBdHRlbXB0cxIhCgxuZXh0X2F0dGVtcHQYByABKANSC05leHRBdHRlbXB0EhgKB2NyZWF0ZWQYCCABKANSB0NyZWF0ZWQSHAoJZGVsaXZlcmVkGAkgASgDUglEZWxpdmVyZWQSRQoLYXR0ZW1wdF9sb2cYCiADKAsyJC5zd2l0Y2hib2FyZC5hZG1pbi52MS5XZWJob29rQXR0ZW1wdFIKQXR0ZW1wdExvZyJmCh1MaXN0V2ViaG9va0RlbGl2ZXJpZXNSZXNwb25zZRJFCgpkZWxpdmVyaWVzGAEgAygLMiUuc3dpdGNoYm9hcmQuYWRtaW4udjEuV2ViaG9va0RlbGl2ZXJ5UgpEZWxpdmVyaWVzInQKEUxpc3RFbWFpbHNSZXF1ZXN0EikKDXJlc3VsdHNfY291bnQYASABKAVIAFINUmVzdWx0c19Db3VudIgBARIiCgxyZXN1bHRzX3NraXAYAiABKAVSDFJlc3VsdHNfU2tpcEIQCg5fcmVzdWx0c19jb3VudCL8AQoFRW1haWwSGQoIZW1haWxfaWQYASABKAlSB0VtYWlsSWQSHwoLYWNjb3VudF9zaWQYAiABKAlSCkFjY291bnRTaWQSHwoLbWVzc2FnZV9zaWQYAyABKAlSCk1lc3NhZ2VTaWQSEgoEZnJvbRgEIAEoCVIERnJvbRIOCgJ0bxgFIAEoCVICVG8SGAoHc3ViamVjdBgGIAEoCVIHU3ViamVjdBISCgRib2R5GAcgASgJUgRCb2R5EhYKBnN0YXR1cxgIIAEoCVIGU3RhdHVzEhgKB2NyZWF0ZWQYCSABKANSB0NyZWF0ZWQSEgoEc2VudBgKIAEoA1IEU2VudCJqChJMaXN0RW1haWxzUmVzcG9uc2USMwoGZW1haWxzGAEgAygLMhsuc3dpdGNoYm9hcmQuYWRtaW4udjEuRW1haWxSBkVtYWlscxIfCgt0b3RhbF9jb3VudBgCIAEoBVIKVG90YWxDb3VudCIZChdHZXRDYXJyaWVyU3RhdHVzUmVxdWVzdCLRAQoNQ2FycmllclN0YXR1cxIYCgdjYXJyaWVyGAEgASgJUgdDYXJyaWVyEhIKBGxpbmsYAiABKAlSBExpbmsSFAoFc2luY2UYAyABKANSBVNpbmNlEh0KCmxhc3RfZXJyb3IYBCABKAlSCUxhc3RFcnJvchIbCglpbl9mbGlnaHQYBSABKAVSCEluRmxpZ2h0EhYKBndpbmRvdxgGIAEoBVIGV2luZG93EhAKA3RwcxgHIAEoAVIDVHBzEhYKBnF1ZXVlZBgIIAEoBVIGUXVldWVkMoMTCgxBZG1pblNlcnZpY2USgQEKDExpc3RBY2NvdW50cxIpLnN3aXRjaGJvYXJkLmFkbWluLnYxLkxpc3RBY2NvdW50c1JlcXVlc3QaKi5zd2l0Y2hib2FyZC5hZG1pbi52MS5MaXN0QWNjb3VudHNSZXNwb25zZSIagtPkkwIUEhIvYWRtaW4vdjEvQWNjb3VudHMSfgoKR2V0QWNjb3VudBInLnN3aXRjaGJvYXJkLmFkbWluLnYxLkdldEFjY291bnRSZXF1ZXN0Gh0uc3dpdGNoYm9hcmQuYWRtaW4udjEuQWNjb3VudCIogtPkkwIiEiAvYWRtaW4vdjEvQWNjb3VudHMve2FjY291bnRfc2lkfRKHAQoNQ3JlYXRlQWNjb3VudBIqLnN3aXRjaGJvYXJkLmFkbWluLnYxLkNyZWF0ZUFjY291bnRSZXF1ZXN0Gisuc3dpdGNoYm9hcmQuYWRtaW4udjEuQ3JlYXRlQWNjb3VudFJlc3BvbnNlIh2C0+STAhc6ASoiEi9hZG1pbi92MS9BY2NvdW50cxKHAQoNVXBkYXRlQWNjb3VudBIqLnN3aXRjaGJvYXJkLmFkbWluLnYxLlVwZGF0ZUFjY291bnRSZXF1ZXN0Gh0uc3dpdGNoYm9hcmQuYWRtaW4udjEuQWNjb3VudCIrgtPkkwIlOgEqIiAvYWRtaW4vdjEvQWNjb3VudHMve2FjY291bnRfc2lkfRKVAQoLUm90YXRlVG9rZW4SKC5zd2l0Y2hib2FyZC5hZG1pbi52MS5Sb3RhdGVUb2tlblJlcXVlc3QaKS5zd2l0Y2hib2FyZC5hZG1pbi52MS5Sb3RhdGVUb2tlblJlc3BvbnNlIjGC0+STAis6ASoiJi9hZG1pbi92MS9BY2NvdW50cy97YWNjb3VudF9zaWR9L1Rva2VuEqABCg5MaXN0UHJvcGVydGllcxIrLnN3aXRjaGJvYXJkLmFkbWluLnYxLkxpc3RQcm9wZXJ0aWVzUmVxdWVzdBosLnN3aXRjaGJvYXJkLmFkbWluLnYxLkxpc3RQcm9wZXJ0aWVzUmVzcG9uc2UiM4LT5JMCLRIrL2FkbWluL3YxL0FjY291bnRzL3thY2NvdW50X3NpZH0vUHJvcGVydGllcxKVAQoOQ3JlYXRlUHJvcGVydHkSKy5zd2l0Y2hib2FyZC5hZG1pbi52MS5DcmVhdGVQcm9wZXJ0eVJlcXVlc3QaHi5zd2l0Y2hib2FyZC5hZG1pbi52MS5Qcm9wZXJ0eSI2gtPkkwIwOgEqIisvYWRtaW4vdjEvQWNjb3VudHMve2FjY291bnRfc2lkfS9Qcm9wZXJ0aWVzEo0BCg5VcGRhdGVQcm9wZXJ0eRIrLnN3aXRjaGJvYXJkLmFkbWluLnYxLlVwZGF0ZVByb3BlcnR5UmVxdWVzdBoeLnN3aXRjaGJvYXJkLmFkbWluLnYxLlByb3BlcnR5Ii6C0+STAig6ASoiIy9hZG1pbi92MS9Qcm9wZXJ0aWVzL3twcm9wZXJ0eV9zaWR9En0KC0xpc3ROdW1iZXJzEiguc3dpdGNoYm9hcmQuYWRtaW4udjEuTGlzdE51bWJlcnNSZXF1ZXN0Gikuc3dpdGNoYm9hcmQuYWRtaW4udjEuTGlzdE51bWJlcnNSZXNwb25zZSIZgtPkkwITEhEvYWRtaW4vdjEvTnVtYmVycxJvCgxDcmVhdGVOdW1iZXISKS5zd2l0Y2hib2FyZC5hZG1pbi52MS5DcmVhdGVOdW1iZXJSZXF1ZXN0GhYuc3dpdGNoYm9hcmQudjIuTnVtYmVyIhyC0+STAhY6ASoiES9hZG1pbi92MS9OdW1iZXJzEn8KDUxpc3RBZGRyZXNzZXMSKi5zd2l0Y2hib2FyZC5hZG1pbi52MS5MaXN0QWRkcmVzc2VzUmVxdWVzdBolLnN3aXRjaGJvYXJkLnYyLkxpc3RBZGRyZXNzZXNSZXNwb25zZSIbgtPkkwIVEhMvYWRtaW4vdjEvQWRkcmVzc2VzEokBCg1SZXZpZXdBZGRyZXNzEiouc3dpdGNoYm9hcmQuYWRtaW4udjEuUmV2aWV3QWRkcmVzc1JlcXVlc3QaFy5zd2l0Y2hib2FyZC52Mi5BZGRyZXNzIjOC0+STAi06ASoiKC9hZG1pbi92MS9BZGRyZXNzZXMve2FkZHJlc3Nfc2lkfS9SZXZpZXcSkAEKDUluamVjdEluYm91bmQSKi5zd2l0Y2hib2FyZC5hZG1pbi52MS5JbmplY3RJbmJvdW5kUmVxdWVzdBorLnN3aXRjaGJvYXJkLmFkbWluLnYxLkluamVjdEluYm91bmRSZXNwb25zZSImgtPkkwIgOgEqIhsvYWRtaW4vdjEvU2ltdWxhdG9yL0luYm91bmQSsgEKE0xpc3RIYW5kc2V0TWVzc2FnZXMSMC5zd2l0Y2hib2FyZC5hZG1pbi52MS5MaXN0SGFuZHNldE1lc3NhZ2VzUmVxdWVzdBoxLnN3aXRjaGJvYXJkLmFkbWluLnYxLkxpc3RIYW5kc2V0TWVzc2FnZXNSZXNwb25zZSI2gtPkkwIwEi4vYWRtaW4vdjEvU2ltdWxhdG9yL0hhbmRzZXRzL3tudW1iZXJ9L01lc3NhZ2VzEnkKCkxpc3RFbWFpbHMSJy5zd2l0Y2hib2FyZC5hZG1pbi52MS5MaXN0RW1haWxzUmVxdWVzdBooLnN3aXRjaGJvYXJkLmFkbWluLnYxLkxpc3RFbWFpbHNSZXNwb25zZSIYgtPkkwISEhAvYWRtaW4vdjEvRW1haWxzEoEBChBHZXRDYXJyaWVyU3RhdHVzEi0uc3dpdGNoYm9hcmQuYWRtaW4udjEuR2V0Q2FycmllclN0YXR1c1JlcXVlc3QaIy5zd2l0Y2hib2FyZC5hZG1pbi52MS5DYXJyaWVyU3RhdHVzIhmC0+STAhMSES9hZG1pbi92MS9DYXJyaWVyErMBChVMaXN0V2ViaG9va0RlbGl2ZXJpZXMSMi5zd2l0Y2hib2FyZC5hZG1pbi52MS5MaXN0V2ViaG9va0RlbGl2ZXJpZXNSZXF1ZXN0GjMuc3dpdGNoYm9hcmQuYWRtaW4udjEuTGlzdFdlYmhvb2tEZWxpdmVyaWVzUmVzcG9uc2UiMYLT5JMCKxIpL2FkbWluL3YxL01lc3NhZ2VzL3ttZXNzYWdlX3NpZH0vV2ViaG9va3NiBnByb3RvMw", [file_google_api_annotations, file_switchboard_v2_addresses, file_switchboard_v2_numbers]);
+  fileDesc("CiBzd2l0Y2hib2FyZC9hZG1pbi92MS9hZG1pbi5wcm90bxIUc3dpdGNoYm9hcmQuYWRtaW4udjEiqAEKB0FjY291bnQSHwoLYWNjb3VudF9zaWQYASABKAlSCkFjY291bnRTaWQSEgoEbmFtZRgCIAEoCVIETmFtZRIfCgtzbXNfZW5hYmxlZBgDIAEoCFIKU21zRW5hYmxlZBIYCgdjcmVhdGVkGAQgASgDUgdDcmVhdGVkEi0KEnJlc3RfY29tcGF0aWJpbGl0eRgFIAEoCVIRUmVzdENvbXBhdGliaWxpdHkidgoTTGlzdEFjY291bnRzUmVxdWVzdBIpCg1yZXN1bHRzX2NvdW50GAEgASgFSABSDVJlc3VsdHNfQ291bnSIAQESIgoMcmVzdWx0c19za2lwGAIgASgFUgxSZXN1bHRzX1NraXBCEAoOX3Jlc3VsdHNfY291bnQicgoUTGlzdEFjY291bnRzUmVzcG9uc2USOQoIYWNjb3VudHMYASADKAsyHS5zd2l0Y2hib2FyZC5hZG1pbi52MS5BY2NvdW50UghBY2NvdW50cxIfCgt0b3RhbF9jb3VudBgCIAEoBVIKVG90YWxDb3VudCI0ChFHZXRBY2NvdW50UmVxdWVzdBIfCgthY2NvdW50X3NpZBgBIAEoCVIKQWNjb3VudFNpZCKrAQoUQ3JlYXRlQWNjb3VudFJlcXVlc3QSEgoEbmFtZRgBIAEoCVIETmFtZRIkCgtzbXNfZW5hYmxlZBgCIAEoCEgAUgpTbXNFbmFibGVkiAEBEjIKEnJlc3RfY29tcGF0aWJpbGl0eRgDIAEoCUgBUhFSZXN0Q29tcGF0aWJpbGl0eYgBAUIOCgxfc21zX2VuYWJsZWRCFQoTX3Jlc3RfY29tcGF0aWJpbGl0eSLZAQoVQ3JlYXRlQWNjb3VudFJlc3BvbnNlEh8KC2FjY291bnRfc2lkGAEgASgJUgpBY2NvdW50U2lkEhIKBG5hbWUYAiABKAlSBE5hbWUSHwoLc21zX2VuYWJsZWQYAyABKAhSClNtc0VuYWJsZWQSFAoFdG9rZW4YBCABKAlSBVRva2VuEiUKDndlYmhvb2tfc2VjcmV0GAUgASgJUg1XZWJob29rU2VjcmV0Ei0KEnJlc3RfY29tcGF0aWJpbGl0eRgGIAEoCVIRUmVzdENvbXBhdGliaWxpdHki2gEKFFVwZGF0ZUFjY291bnRSZXF1ZXN0Eh8KC2FjY291bnRfc2lkGAEgASgJUgpBY2NvdW50U2lkEhcKBG5hbWUYAiABKAlIAFIETmFtZYgBARIkCgtzbXNfZW5hYmxlZBgDIAEoCEgBUgpTbXNFbmFibGVkiAEBEjIKEnJlc3RfY29tcGF0aWJpbGl0eRgEIAEoCUgCUhFSZXN0Q29tcGF0aWJpbGl0eYgBAUIHCgVfbmFtZUIOCgxfc21zX2VuYWJsZWRCFQoTX3Jlc3RfY29tcGF0aWJpbGl0eSI1ChJSb3RhdGVUb2tlblJlcXVlc3QSHwoLYWNjb3VudF9zaWQYASABKAlSCkFjY291bnRTaWQiTAoTUm90YXRlVG9rZW5SZXNwb25zZRIfCgthY2NvdW50X3NpZBgBIAEoCVIKQWNjb3VudFNpZBIUCgV0b2tlbhgCIAEoCVIFVG9rZW4iNgoTQ2FuY2VsUXVldWVkUmVxdWVzdBIfCgthY2NvdW50X3NpZBgBIAEoCVIKQWNjb3VudFNpZCJTChRDYW5jZWxRdWV1ZWRSZXNwb25zZRIfCgthY2NvdW50X3NpZBgBIAEoCVIKQWNjb3VudFNpZBIaCghjYW5jZWxlZBgCIAEoBVIIQ2FuY2VsZWQinQEKCFByb3BlcnR5EiEKDHByb3BlcnR5X3NpZBgBIAEoCVILUHJvcGVydHlTaWQSHwoLYWNjb3VudF9zaWQYAiABKAlSCkFjY291bnRTaWQSEgoEbmFtZRgDIAEoCVIETmFtZRIfCgtzbXNfZW5hYmxlZBgEIAEoCFIKU21zRW5hYmxlZBIYCgdjcmVhdGVkGAUgASgDUgdDcmVhdGVkIpkBChVMaXN0UHJvcGVydGllc1JlcXVlc3QSHwoLYWNjb3VudF9zaWQYASABKAlSCkFjY291bnRTaWQSKQoNcmVzdWx0c19jb3VudBgCIAEoBUgAUg1SZXN1bHRzX0NvdW50iAEBEiIKDHJlc3VsdHNfc2tpcBgDIAEoBVIMUmVzdWx0c19Ta2lwQhAKDl9yZXN1bHRzX2NvdW50InkKFkxpc3RQcm9wZXJ0aWVzUmVzcG9uc2USPgoKcHJvcGVydGllcxgBIAMoCzIeLnN3aXRjaGJvYXJkLmFkbWluLnYxLlByb3BlcnR5UgpQcm9wZXJ0aWVzEh8KC3RvdGFsX2NvdW50GAIgASgFUgpUb3RhbENvdW50IoIBChVDcmVhdGVQcm9wZXJ0eVJlcXVlc3QSHwoLYWNjb3VudF9zaWQYASABKAlSCkFjY291bnRTaWQSEgoEbmFtZRgCIAEoCVIETmFtZRIkCgtzbXNfZW5hYmxlZBgDIAEoCEgAUgpTbXNFbmFibGVkiAEBQg4KDF9zbXNfZW5hYmxlZCKSAQoVVXBkYXRlUHJvcGVydHlSZXF1ZXN0EiEKDHByb3BlcnR5X3NpZBgBIAEoCVILUHJvcGVydHlTaWQSFwoEbmFtZRgCIAEoCUgAUgROYW1liAEBEiQKC3Ntc19lbmFibGVkGAMgASgISAFSClNtc0VuYWJsZWSIAQFCBwoFX25hbWVCDgoMX3Ntc19lbmFibGVkIk4KE0NyZWF0ZU51bWJlclJlcXVlc3QSFgoGbnVtYmVyGAEgASgJUgZOdW1iZXISHwoLYWNjb3VudF9zaWQYAiABKAlSCkFjY291bnRTaWQiuAEKEkxpc3ROdW1iZXJzUmVxdWVzdBIfCgthY2NvdW50X3NpZBgBIAEoCVIKQWNjb3VudFNpZBIXCgRwb29sGAIgASgISABSBFBvb2yIAQESKQoNcmVzdWx0c19jb3VudBgDIAEoBUgBUg1SZXN1bHRzX0NvdW50iAEBEiIKDHJlc3VsdHNfc2tpcBgEIAEoBVIMUmVzdWx0c19Ta2lwQgcKBV9wb29sQhAKDl9yZXN1bHRzX2NvdW50IuwBCg1OdW1iZXJEZXRhaWxzEhYKBm51bWJlchgBIAEoCVIGTnVtYmVyEh8KC2FjY291bnRfc2lkGAIgASgJUgpBY2NvdW50U2lkEhoKCGZyaWVuZGx5GAMgASgJUghGcmllbmRseRIfCgthZGRyZXNzX3NpZBgEIAEoCVIKQWRkcmVzc1NpZBISCgRwb29sGAUgASgIUgRQb29sEhYKBmxlYXNlZBgGIAEoCFIGTGVhc2VkEh8KC2xpdmVfbGVhc2VzGAcgASgFUgpMaXZlTGVhc2VzEhgKB2NyZWF0ZWQYCCABKANSB0NyZWF0ZWQidQoTTGlzdE51bWJlcnNSZXNwb25zZRI9CgdudW1iZXJzGAEgAygLMiMuc3dpdGNoYm9hcmQuYWRtaW4udjEuTnVtYmVyRGV0YWlsc1IHTnVtYmVycxIfCgt0b3RhbF9jb3VudBgCIAEoBVIKVG90YWxDb3VudCKwAQoUTGlzdEFkZHJlc3Nlc1JlcXVlc3QSFgoGc3RhdHVzGAEgASgJUgZTdGF0dXMSHwoLYWNjb3VudF9zaWQYAiABKAlSCkFjY291bnRTaWQSKQoNcmVzdWx0c19jb3VudBgDIAEoBUgAUg1SZXN1bHRzX0NvdW50iAEBEiIKDHJlc3VsdHNfc2tpcBgEIAEoBVIMUmVzdWx0c19Ta2lwQhAKDl9yZXN1bHRzX2NvdW50Ik8KFFJldmlld0FkZHJlc3NSZXF1ZXN0Eh8KC2FkZHJlc3Nfc2lkGAEgASgJUgpBZGRyZXNzU2lkEhYKBnN0YXR1cxgCIAEoCVIGU3RhdHVzIk4KFEluamVjdEluYm91bmRSZXF1ZXN0EhIKBGZyb20YASABKAlSBEZyb20SDgoCdG8YAiABKAlSAlRvEhIKBHRleHQYAyABKAlSBFRleHQiWAoVSW5qZWN0SW5ib3VuZFJlc3BvbnNlEh8KC21lc3NhZ2Vfc2lkGAEgASgJUgpNZXNzYWdlU2lkEh4KC2luX3JlcGx5X3RvGAIgASgJUglJblJlcGx5VG8iNAoaTGlzdEhhbmRzZXRNZXNzYWdlc1JlcXVlc3QSFgoGbnVtYmVyGAEgASgJUgZOdW1iZXIihQEKDkhhbmRzZXRNZXNzYWdlEh8KC21lc3NhZ2Vfc2lkGAEgASgJUgpNZXNzYWdlU2lkEhIKBGZyb20YAiABKAlSBEZyb20SDgoCdG8YAyABKAlSAlRvEhIKBHRleHQYBCABKAlSBFRleHQSGgoIcmVjZWl2ZWQYBSABKANSCFJlY2VpdmVkIl8KG0xpc3RIYW5kc2V0TWVzc2FnZXNSZXNwb25zZRJACghtZXNzYWdlcxgBIAMoCzIkLnN3aXRjaGJvYXJkLmFkbWluLnYxLkhhbmRzZXRNZXNzYWdlUghNZXNzYWdlcyI/ChxMaXN0V2ViaG9va0RlbGl2ZXJpZXNSZXF1ZXN0Eh8KC21lc3NhZ2Vfc2lkGAEgASgJUgpNZXNzYWdlU2lkIoYBCg5XZWJob29rQXR0ZW1wdBIcCglhdHRlbXB0ZWQYASABKANSCUF0dGVtcHRlZBIfCgtzdGF0dXNfY29kZRgCIAEoBVIKU3RhdHVzQ29kZRIUCgVlcnJvchgDIAEoCVIFRXJyb3ISHwoLZHVyYXRpb25fbXMYBCABKAVSCkR1cmF0aW9uTXMizwIKD1dlYmhvb2tEZWxpdmVyeRIdCgp3ZWJob29rX2lkGAEgASgJUglXZWJob29rSWQSHQoKZXZlbnRfdHlwZRgCIAEoCVIJRXZlbnRUeXBlEhAKA3VybBgDIAEoCVIDVXJsEhYKBm1ldGhvZBgEIAEoCVIGTWV0aG9kEhYKBnN0YXR1cxgFIAEoCVIGU3RhdHVzEhoKCGF0dGVtcHRzGAYgASgFUghBdHRlbXB0cxIhCgxuZXh0X2F0dGVtcHQYByABKANSC05leHRBdHRlbXB0EhgKB2NyZWF0ZWQYCCABKANSB0NyZWF0ZWQSHAoJZGVsaXZlcmVkGAkgASgDUglEZWxpdmVyZWQSRQoLYXR0ZW1wdF9sb2cYCiADKAsyJC5zd2l0Y2hib2FyZC5hZG1pbi52MS5XZWJob29rQXR0ZW1wdFIKQXR0ZW1wdExvZyJmCh1MaXN0V2ViaG9va0RlbGl2ZXJpZXNSZXNwb25zZRJFCgpkZWxpdmVyaWVzGAEgAygLMiUuc3dpdGNoYm9hcmQuYWRtaW4udjEuV2ViaG9va0RlbGl2ZXJ5UgpEZWxpdmVyaWVzInQKEUxpc3RFbWFpbHNSZXF1ZXN0EikKDXJlc3VsdHNfY291bnQYASABKAVIAFINUmVzdWx0c19Db3VudIgBARIiCgxyZXN1bHRzX3NraXAYAiABKAVSDFJlc3VsdHNfU2tpcEIQCg5fcmVzdWx0c19jb3VudCL8AQoFRW1haWwSGQoIZW1haWxfaWQYASABKAlSB0VtYWlsSWQSHwoLYWNjb3VudF9zaWQYAiABKAlSCkFjY291bnRTaWQSHwoLbWVzc2FnZV9zaWQYAyABKAlSCk1lc3NhZ2VTaWQSEgoEZnJvbRgEIAEoCVIERnJvbRIOCgJ0bxgFIAEoCVICVG8SGAoHc3ViamVjdBgGIAEoCVIHU3ViamVjdBISCgRib2R5GAcgASgJUgRCb2R5EhYKBnN0YXR1cxgIIAEoCVIGU3RhdHVzEhgKB2NyZWF0ZWQYCSABKANSB0NyZWF0ZWQSEgoEc2VudBgKIAEoA1IEU2VudCJqChJMaXN0RW1haWxzUmVzcG9uc2USMwoGZW1haWxzGAEgAygLMhsuc3dpdGNoYm9hcmQuYWRtaW4udjEuRW1haWxSBkVtYWlscxIfCgt0b3RhbF9jb3VudBgCIAEoBVIKVG90YWxDb3VudCIZChdHZXRDYXJyaWVyU3RhdHVzUmVxdWVzdCLRAQoNQ2FycmllclN0YXR1cxIYCgdjYXJyaWVyGAEgASgJUgdDYXJyaWVyEhIKBGxpbmsYAiABKAlSBExpbmsSFAoFc2luY2UYAyABKANSBVNpbmNlEh0KCmxhc3RfZXJyb3IYBCABKAlSCUxhc3RFcnJvchIbCglpbl9mbGlnaHQYBSABKAVSCEluRmxpZ2h0EhYKBndpbmRvdxgGIAEoBVIGV2luZG93EhAKA3RwcxgHIAEoAVIDVHBzEhYKBnF1ZXVlZBgIIAEoBVIGUXVldWVkMqUUCgxBZG1pblNlcnZpY2USgQEKDExpc3RBY2NvdW50cxIpLnN3aXRjaGJvYXJkLmFkbWluLnYxLkxpc3RBY2NvdW50c1JlcXVlc3QaKi5zd2l0Y2hib2FyZC5hZG1pbi52MS5MaXN0QWNjb3VudHNSZXNwb25zZSIagtPkkwIUEhIvYWRtaW4vdjEvQWNjb3VudHMSfgoKR2V0QWNjb3VudBInLnN3aXRjaGJvYXJkLmFkbWluLnYxLkdldEFjY291bnRSZXF1ZXN0Gh0uc3dpdGNoYm9hcmQuYWRtaW4udjEuQWNjb3VudCIogtPkkwIiEiAvYWRtaW4vdjEvQWNjb3VudHMve2FjY291bnRfc2lkfRKHAQoNQ3JlYXRlQWNjb3VudBIqLnN3aXRjaGJvYXJkLmFkbWluLnYxLkNyZWF0ZUFjY291bnRSZXF1ZXN0Gisuc3dpdGNoYm9hcmQuYWRtaW4udjEuQ3JlYXRlQWNjb3VudFJlc3BvbnNlIh2C0+STAhc6ASoiEi9hZG1pbi92MS9BY2NvdW50cxKHAQoNVXBkYXRlQWNjb3VudBIqLnN3aXRjaGJvYXJkLmFkbWluLnYxLlVwZGF0ZUFjY291bnRSZXF1ZXN0Gh0uc3dpdGNoYm9hcmQuYWRtaW4udjEuQWNjb3VudCIrgtPkkwIlOgEqIiAvYWRtaW4vdjEvQWNjb3VudHMve2FjY291bnRfc2lkfRKVAQoLUm90YXRlVG9rZW4SKC5zd2l0Y2hib2FyZC5hZG1pbi52MS5Sb3RhdGVUb2tlblJlcXVlc3QaKS5zd2l0Y2hib2FyZC5hZG1pbi52MS5Sb3RhdGVUb2tlblJlc3BvbnNlIjGC0+STAis6ASoiJi9hZG1pbi92MS9BY2NvdW50cy97YWNjb3VudF9zaWR9L1Rva2VuEp8BCgxDYW5jZWxRdWV1ZWQSKS5zd2l0Y2hib2FyZC5hZG1pbi52MS5DYW5jZWxRdWV1ZWRSZXF1ZXN0Giouc3dpdGNoYm9hcmQuYWRtaW4udjEuQ2FuY2VsUXVldWVkUmVzcG9uc2UiOILT5JMCMjoBKiItL2FkbWluL3YxL0FjY291bnRzL3thY2NvdW50X3NpZH0vQ2FuY2VsUXVldWVkEqABCg5MaXN0UHJvcGVydGllcxIrLnN3aXRjaGJvYXJkLmFkbWluLnYxLkxpc3RQcm9wZXJ0aWVzUmVxdWVzdBosLnN3aXRjaGJvYXJkLmFkbWluLnYxLkxpc3RQcm9wZXJ0aWVzUmVzcG9uc2UiM4LT5JMCLRIrL2FkbWluL3YxL0FjY291bnRzL3thY2NvdW50X3NpZH0vUHJvcGVydGllcxKVAQoOQ3JlYXRlUHJvcGVydHkSKy5zd2l0Y2hib2FyZC5hZG1pbi52MS5DcmVhdGVQcm9wZXJ0eVJlcXVlc3QaHi5zd2l0Y2hib2FyZC5hZG1pbi52MS5Qcm9wZXJ0eSI2gtPkkwIwOgEqIisvYWRtaW4vdjEvQWNjb3VudHMve2FjY291bnRfc2lkfS9Qcm9wZXJ0aWVzEo0BCg5VcGRhdGVQcm9wZXJ0eRIrLnN3aXRjaGJvYXJkLmFkbWluLnYxLlVwZGF0ZVByb3BlcnR5UmVxdWVzdBoeLnN3aXRjaGJvYXJkLmFkbWluLnYxLlByb3BlcnR5Ii6C0+STAig6ASoiIy9hZG1pbi92MS9Qcm9wZXJ0aWVzL3twcm9wZXJ0eV9zaWR9En0KC0xpc3ROdW1iZXJzEiguc3dpdGNoYm9hcmQuYWRtaW4udjEuTGlzdE51bWJlcnNSZXF1ZXN0Gikuc3dpdGNoYm9hcmQuYWRtaW4udjEuTGlzdE51bWJlcnNSZXNwb25zZSIZgtPkkwITEhEvYWRtaW4vdjEvTnVtYmVycxJvCgxDcmVhdGVOdW1iZXISKS5zd2l0Y2hib2FyZC5hZG1pbi52MS5DcmVhdGVOdW1iZXJSZXF1ZXN0GhYuc3dpdGNoYm9hcmQudjIuTnVtYmVyIhyC0+STAhY6ASoiES9hZG1pbi92MS9OdW1iZXJzEn8KDUxpc3RBZGRyZXNzZXMSKi5zd2l0Y2hib2FyZC5hZG1pbi52MS5MaXN0QWRkcmVzc2VzUmVxdWVzdBolLnN3aXRjaGJvYXJkLnYyLkxpc3RBZGRyZXNzZXNSZXNwb25zZSIbgtPkkwIVEhMvYWRtaW4vdjEvQWRkcmVzc2VzEokBCg1SZXZpZXdBZGRyZXNzEiouc3dpdGNoYm9hcmQuYWRtaW4udjEuUmV2aWV3QWRkcmVzc1JlcXVlc3QaFy5zd2l0Y2hib2FyZC52Mi5BZGRyZXNzIjOC0+STAi06ASoiKC9hZG1pbi92MS9BZGRyZXNzZXMve2FkZHJlc3Nfc2lkfS9SZXZpZXcSkAEKDUluamVjdEluYm91bmQSKi5zd2l0Y2hib2FyZC5hZG1pbi52MS5JbmplY3RJbmJvdW5kUmVxdWVzdBorLnN3aXRjaGJvYXJkLmFkbWluLnYxLkluamVjdEluYm91bmRSZXNwb25zZSImgtPkkwIgOgEqIhsvYWRtaW4vdjEvU2ltdWxhdG9yL0luYm91bmQSsgEKE0xpc3RIYW5kc2V0TWVzc2FnZXMSMC5zd2l0Y2hib2FyZC5hZG1pbi52MS5MaXN0SGFuZHNldE1lc3NhZ2VzUmVxdWVzdBoxLnN3aXRjaGJvYXJkLmFkbWluLnYxLkxpc3RIYW5kc2V0TWVzc2FnZXNSZXNwb25zZSI2gtPkkwIwEi4vYWRtaW4vdjEvU2ltdWxhdG9yL0hhbmRzZXRzL3tudW1iZXJ9L01lc3NhZ2VzEnkKCkxpc3RFbWFpbHMSJy5zd2l0Y2hib2FyZC5hZG1pbi52MS5MaXN0RW1haWxzUmVxdWVzdBooLnN3aXRjaGJvYXJkLmFkbWluLnYxLkxpc3RFbWFpbHNSZXNwb25zZSIYgtPkkwISEhAvYWRtaW4vdjEvRW1haWxzEoEBChBHZXRDYXJyaWVyU3RhdHVzEi0uc3dpdGNoYm9hcmQuYWRtaW4udjEuR2V0Q2FycmllclN0YXR1c1JlcXVlc3QaIy5zd2l0Y2hib2FyZC5hZG1pbi52MS5DYXJyaWVyU3RhdHVzIhmC0+STAhMSES9hZG1pbi92MS9DYXJyaWVyErMBChVMaXN0V2ViaG9va0RlbGl2ZXJpZXMSMi5zd2l0Y2hib2FyZC5hZG1pbi52MS5MaXN0V2ViaG9va0RlbGl2ZXJpZXNSZXF1ZXN0GjMuc3dpdGNoYm9hcmQuYWRtaW4udjEuTGlzdFdlYmhvb2tEZWxpdmVyaWVzUmVzcG9uc2UiMYLT5JMCKxIpL2FkbWluL3YxL01lc3NhZ2VzL3ttZXNzYWdlX3NpZH0vV2ViaG9va3NiBnByb3RvMw", [file_google_api_annotations, file_switchboard_v2_addresses, file_switchboard_v2_numbers]);
 
 /**
  * An account, without secrets.
@@ -287,6 +287,49 @@ export const RotateTokenResponseSchema: GenMessage<RotateTokenResponse> = /*@__P
   messageDesc(file_switchboard_admin_v1_admin, 8);
 
 /**
+ * Identifies the account whose queued messages are canceled.
+ *
+ * @generated from message switchboard.admin.v1.CancelQueuedRequest
+ */
+export type CancelQueuedRequest = Message<"switchboard.admin.v1.CancelQueuedRequest"> & {
+  /**
+   * @generated from field: string account_sid = 1 [json_name = "AccountSid"];
+   */
+  accountSid: string;
+};
+
+/**
+ * Describes the message switchboard.admin.v1.CancelQueuedRequest.
+ * Use `create(CancelQueuedRequestSchema)` to create a new message.
+ */
+export const CancelQueuedRequestSchema: GenMessage<CancelQueuedRequest> = /*@__PURE__*/
+  messageDesc(file_switchboard_admin_v1_admin, 9);
+
+/**
+ * How many of the account's messages were canceled.
+ *
+ * @generated from message switchboard.admin.v1.CancelQueuedResponse
+ */
+export type CancelQueuedResponse = Message<"switchboard.admin.v1.CancelQueuedResponse"> & {
+  /**
+   * @generated from field: string account_sid = 1 [json_name = "AccountSid"];
+   */
+  accountSid: string;
+
+  /**
+   * @generated from field: int32 canceled = 2 [json_name = "Canceled"];
+   */
+  canceled: number;
+};
+
+/**
+ * Describes the message switchboard.admin.v1.CancelQueuedResponse.
+ * Use `create(CancelQueuedResponseSchema)` to create a new message.
+ */
+export const CancelQueuedResponseSchema: GenMessage<CancelQueuedResponse> = /*@__PURE__*/
+  messageDesc(file_switchboard_admin_v1_admin, 10);
+
+/**
  * A property of an account.
  *
  * @generated from message switchboard.admin.v1.Property
@@ -323,7 +366,7 @@ export type Property = Message<"switchboard.admin.v1.Property"> & {
  * Use `create(PropertySchema)` to create a new message.
  */
 export const PropertySchema: GenMessage<Property> = /*@__PURE__*/
-  messageDesc(file_switchboard_admin_v1_admin, 9);
+  messageDesc(file_switchboard_admin_v1_admin, 11);
 
 /**
  * Paging for an account's properties.
@@ -356,7 +399,7 @@ export type ListPropertiesRequest = Message<"switchboard.admin.v1.ListProperties
  * Use `create(ListPropertiesRequestSchema)` to create a new message.
  */
 export const ListPropertiesRequestSchema: GenMessage<ListPropertiesRequest> = /*@__PURE__*/
-  messageDesc(file_switchboard_admin_v1_admin, 10);
+  messageDesc(file_switchboard_admin_v1_admin, 12);
 
 /**
  * One page of an account's properties, oldest first, and how many it has.
@@ -380,7 +423,7 @@ export type ListPropertiesResponse = Message<"switchboard.admin.v1.ListPropertie
  * Use `create(ListPropertiesResponseSchema)` to create a new message.
  */
 export const ListPropertiesResponseSchema: GenMessage<ListPropertiesResponse> = /*@__PURE__*/
-  messageDesc(file_switchboard_admin_v1_admin, 11);
+  messageDesc(file_switchboard_admin_v1_admin, 13);
 
 /**
  * New property body.
@@ -411,7 +454,7 @@ export type CreatePropertyRequest = Message<"switchboard.admin.v1.CreateProperty
  * Use `create(CreatePropertyRequestSchema)` to create a new message.
  */
 export const CreatePropertyRequestSchema: GenMessage<CreatePropertyRequest> = /*@__PURE__*/
-  messageDesc(file_switchboard_admin_v1_admin, 12);
+  messageDesc(file_switchboard_admin_v1_admin, 14);
 
 /**
  * Property changes; omitted fields stay as they are.
@@ -440,7 +483,7 @@ export type UpdatePropertyRequest = Message<"switchboard.admin.v1.UpdateProperty
  * Use `create(UpdatePropertyRequestSchema)` to create a new message.
  */
 export const UpdatePropertyRequestSchema: GenMessage<UpdatePropertyRequest> = /*@__PURE__*/
-  messageDesc(file_switchboard_admin_v1_admin, 13);
+  messageDesc(file_switchboard_admin_v1_admin, 15);
 
 /**
  * New number body.
@@ -468,7 +511,7 @@ export type CreateNumberRequest = Message<"switchboard.admin.v1.CreateNumberRequ
  * Use `create(CreateNumberRequestSchema)` to create a new message.
  */
 export const CreateNumberRequestSchema: GenMessage<CreateNumberRequest> = /*@__PURE__*/
-  messageDesc(file_switchboard_admin_v1_admin, 14);
+  messageDesc(file_switchboard_admin_v1_admin, 16);
 
 /**
  * Filters and paging for numbers; an omitted filter matches every number.
@@ -510,7 +553,7 @@ export type ListNumbersRequest = Message<"switchboard.admin.v1.ListNumbersReques
  * Use `create(ListNumbersRequestSchema)` to create a new message.
  */
 export const ListNumbersRequestSchema: GenMessage<ListNumbersRequest> = /*@__PURE__*/
-  messageDesc(file_switchboard_admin_v1_admin, 15);
+  messageDesc(file_switchboard_admin_v1_admin, 17);
 
 /**
  * A number as the operator sees it: its owner, or the lease pool and its live leases.
@@ -576,7 +619,7 @@ export type NumberDetails = Message<"switchboard.admin.v1.NumberDetails"> & {
  * Use `create(NumberDetailsSchema)` to create a new message.
  */
 export const NumberDetailsSchema: GenMessage<NumberDetails> = /*@__PURE__*/
-  messageDesc(file_switchboard_admin_v1_admin, 16);
+  messageDesc(file_switchboard_admin_v1_admin, 18);
 
 /**
  * One page of numbers, ordered by number, and how many match the filters.
@@ -600,7 +643,7 @@ export type ListNumbersResponse = Message<"switchboard.admin.v1.ListNumbersRespo
  * Use `create(ListNumbersResponseSchema)` to create a new message.
  */
 export const ListNumbersResponseSchema: GenMessage<ListNumbersResponse> = /*@__PURE__*/
-  messageDesc(file_switchboard_admin_v1_admin, 17);
+  messageDesc(file_switchboard_admin_v1_admin, 19);
 
 /**
  * Filters and paging for addresses across accounts.
@@ -642,7 +685,7 @@ export type ListAddressesRequest = Message<"switchboard.admin.v1.ListAddressesRe
  * Use `create(ListAddressesRequestSchema)` to create a new message.
  */
 export const ListAddressesRequestSchema: GenMessage<ListAddressesRequest> = /*@__PURE__*/
-  messageDesc(file_switchboard_admin_v1_admin, 18);
+  messageDesc(file_switchboard_admin_v1_admin, 20);
 
 /**
  * Review decision for a Pending address.
@@ -668,7 +711,7 @@ export type ReviewAddressRequest = Message<"switchboard.admin.v1.ReviewAddressRe
  * Use `create(ReviewAddressRequestSchema)` to create a new message.
  */
 export const ReviewAddressRequestSchema: GenMessage<ReviewAddressRequest> = /*@__PURE__*/
-  messageDesc(file_switchboard_admin_v1_admin, 19);
+  messageDesc(file_switchboard_admin_v1_admin, 21);
 
 /**
  * An SMS from a simulated handset.
@@ -697,7 +740,7 @@ export type InjectInboundRequest = Message<"switchboard.admin.v1.InjectInboundRe
  * Use `create(InjectInboundRequestSchema)` to create a new message.
  */
 export const InjectInboundRequestSchema: GenMessage<InjectInboundRequest> = /*@__PURE__*/
-  messageDesc(file_switchboard_admin_v1_admin, 20);
+  messageDesc(file_switchboard_admin_v1_admin, 22);
 
 /**
  * The inbound message as stored, if it was matched to an account.
@@ -725,7 +768,7 @@ export type InjectInboundResponse = Message<"switchboard.admin.v1.InjectInboundR
  * Use `create(InjectInboundResponseSchema)` to create a new message.
  */
 export const InjectInboundResponseSchema: GenMessage<InjectInboundResponse> = /*@__PURE__*/
-  messageDesc(file_switchboard_admin_v1_admin, 21);
+  messageDesc(file_switchboard_admin_v1_admin, 23);
 
 /**
  * Identifies a simulated handset; Number is E164 without the +.
@@ -744,7 +787,7 @@ export type ListHandsetMessagesRequest = Message<"switchboard.admin.v1.ListHands
  * Use `create(ListHandsetMessagesRequestSchema)` to create a new message.
  */
 export const ListHandsetMessagesRequestSchema: GenMessage<ListHandsetMessagesRequest> = /*@__PURE__*/
-  messageDesc(file_switchboard_admin_v1_admin, 22);
+  messageDesc(file_switchboard_admin_v1_admin, 24);
 
 /**
  * One SMS delivered to a simulated handset.
@@ -783,7 +826,7 @@ export type HandsetMessage = Message<"switchboard.admin.v1.HandsetMessage"> & {
  * Use `create(HandsetMessageSchema)` to create a new message.
  */
 export const HandsetMessageSchema: GenMessage<HandsetMessage> = /*@__PURE__*/
-  messageDesc(file_switchboard_admin_v1_admin, 23);
+  messageDesc(file_switchboard_admin_v1_admin, 25);
 
 /**
  * What a handset received, oldest first.
@@ -802,7 +845,7 @@ export type ListHandsetMessagesResponse = Message<"switchboard.admin.v1.ListHand
  * Use `create(ListHandsetMessagesResponseSchema)` to create a new message.
  */
 export const ListHandsetMessagesResponseSchema: GenMessage<ListHandsetMessagesResponse> = /*@__PURE__*/
-  messageDesc(file_switchboard_admin_v1_admin, 24);
+  messageDesc(file_switchboard_admin_v1_admin, 26);
 
 /**
  * Identifies the message whose webhook calls to list.
@@ -821,7 +864,7 @@ export type ListWebhookDeliveriesRequest = Message<"switchboard.admin.v1.ListWeb
  * Use `create(ListWebhookDeliveriesRequestSchema)` to create a new message.
  */
 export const ListWebhookDeliveriesRequestSchema: GenMessage<ListWebhookDeliveriesRequest> = /*@__PURE__*/
-  messageDesc(file_switchboard_admin_v1_admin, 25);
+  messageDesc(file_switchboard_admin_v1_admin, 27);
 
 /**
  * One attempt at a webhook call.
@@ -857,7 +900,7 @@ export type WebhookAttempt = Message<"switchboard.admin.v1.WebhookAttempt"> & {
  * Use `create(WebhookAttemptSchema)` to create a new message.
  */
 export const WebhookAttemptSchema: GenMessage<WebhookAttempt> = /*@__PURE__*/
-  messageDesc(file_switchboard_admin_v1_admin, 26);
+  messageDesc(file_switchboard_admin_v1_admin, 28);
 
 /**
  * One webhook call and its attempts.
@@ -923,7 +966,7 @@ export type WebhookDelivery = Message<"switchboard.admin.v1.WebhookDelivery"> & 
  * Use `create(WebhookDeliverySchema)` to create a new message.
  */
 export const WebhookDeliverySchema: GenMessage<WebhookDelivery> = /*@__PURE__*/
-  messageDesc(file_switchboard_admin_v1_admin, 27);
+  messageDesc(file_switchboard_admin_v1_admin, 29);
 
 /**
  * A message's webhook calls, oldest first.
@@ -942,7 +985,7 @@ export type ListWebhookDeliveriesResponse = Message<"switchboard.admin.v1.ListWe
  * Use `create(ListWebhookDeliveriesResponseSchema)` to create a new message.
  */
 export const ListWebhookDeliveriesResponseSchema: GenMessage<ListWebhookDeliveriesResponse> = /*@__PURE__*/
-  messageDesc(file_switchboard_admin_v1_admin, 28);
+  messageDesc(file_switchboard_admin_v1_admin, 30);
 
 /**
  * Paging for forwarded e-mails.
@@ -970,7 +1013,7 @@ export type ListEmailsRequest = Message<"switchboard.admin.v1.ListEmailsRequest"
  * Use `create(ListEmailsRequestSchema)` to create a new message.
  */
 export const ListEmailsRequestSchema: GenMessage<ListEmailsRequest> = /*@__PURE__*/
-  messageDesc(file_switchboard_admin_v1_admin, 29);
+  messageDesc(file_switchboard_admin_v1_admin, 31);
 
 /**
  * One forwarded e-mail.
@@ -1038,7 +1081,7 @@ export type Email = Message<"switchboard.admin.v1.Email"> & {
  * Use `create(EmailSchema)` to create a new message.
  */
 export const EmailSchema: GenMessage<Email> = /*@__PURE__*/
-  messageDesc(file_switchboard_admin_v1_admin, 30);
+  messageDesc(file_switchboard_admin_v1_admin, 32);
 
 /**
  * One page of e-mails, newest first.
@@ -1062,7 +1105,7 @@ export type ListEmailsResponse = Message<"switchboard.admin.v1.ListEmailsRespons
  * Use `create(ListEmailsResponseSchema)` to create a new message.
  */
 export const ListEmailsResponseSchema: GenMessage<ListEmailsResponse> = /*@__PURE__*/
-  messageDesc(file_switchboard_admin_v1_admin, 31);
+  messageDesc(file_switchboard_admin_v1_admin, 33);
 
 /**
  * No parameters: the carrier of the process that answers.
@@ -1077,7 +1120,7 @@ export type GetCarrierStatusRequest = Message<"switchboard.admin.v1.GetCarrierSt
  * Use `create(GetCarrierStatusRequestSchema)` to create a new message.
  */
 export const GetCarrierStatusRequestSchema: GenMessage<GetCarrierStatusRequest> = /*@__PURE__*/
-  messageDesc(file_switchboard_admin_v1_admin, 32);
+  messageDesc(file_switchboard_admin_v1_admin, 34);
 
 /**
  * The carrier of the answering process and its link (each process holds its own SMPP bind).
@@ -1145,7 +1188,7 @@ export type CarrierStatus = Message<"switchboard.admin.v1.CarrierStatus"> & {
  * Use `create(CarrierStatusSchema)` to create a new message.
  */
 export const CarrierStatusSchema: GenMessage<CarrierStatus> = /*@__PURE__*/
-  messageDesc(file_switchboard_admin_v1_admin, 33);
+  messageDesc(file_switchboard_admin_v1_admin, 35);
 
 /**
  * Operator API: accounts, properties, numbers and address review (bearer admin token).
@@ -1202,6 +1245,21 @@ export const AdminService: GenService<{
     methodKind: "unary";
     input: typeof RotateTokenRequestSchema;
     output: typeof RotateTokenResponseSchema;
+  },
+  /**
+   * Cancels every queued message of an account that no dispatcher has claimed for the carrier.
+   *
+   * Those messages become Canceled, as the client's cancel makes them, and their leases are
+   * released; a message already claimed or handed to the carrier is left alone. Each is a
+   * conditional update, so a dispatcher claiming at the same moment either gets the message first
+   * (and it is not counted) or finds it Canceled. Disabling the account fails the rest at dispatch.
+   *
+   * @generated from rpc switchboard.admin.v1.AdminService.CancelQueued
+   */
+  cancelQueued: {
+    methodKind: "unary";
+    input: typeof CancelQueuedRequestSchema;
+    output: typeof CancelQueuedResponseSchema;
   },
   /**
    * Lists an account's properties, oldest first.
