@@ -17,7 +17,7 @@ const SERVED_METHODS = "GET, HEAD, POST, PUT, DELETE, PATCH, OPTIONS";
 /** How long a refused CONNECT's connection may linger after its answer before it is cut, ms. */
 const LINGER_MS = 2000;
 
-/** The answer to an HTTP/1.1 request without `Host`, which HTTP/1.1 requires (RFC 9112 §3.2). */
+/** The answer to an HTTP/1.1 request without `Host`, which HTTP/1.1 requires (RFC 9112, "Request Target"). */
 export function missingHostError() {
   return apiError("MalformedRequest", "The request is not valid HTTP/1.1: it has no Host header.");
 }
