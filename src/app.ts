@@ -26,6 +26,7 @@ import { reportFailures } from "./ops/failures.js";
 import { apiDocsPlugin } from "./transport/api-docs.js";
 import { createHealthService } from "./transport/health.js";
 import { createReflectionServices } from "./transport/reflection.js";
+import { documentRpcRefusals } from "./transport/rpc-refusals.js";
 import { bodyLimitGate, limitRequestBodies } from "./transport/body-limit.js";
 import { shareCallCompleteReason } from "./transport/call-complete.js";
 import { createObservability } from "./ops/observability.js";
@@ -118,7 +119,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const ops = createObservability({ orm: deps.orm, clock: deps.clock ?? systemClock, metricsToken: deps.config.metricsToken, carrier: deps.carrier });
   const app = fastify({
     // HTTP/1.1 and h2c on one port, with the connection limits and a graceful close (src/transport/polyglot-server.ts).
-    serverFactory: (handler) => createPolyglotServer(handler, { limits }),
+    serverFactory: (handler) => createPolyglotServer(handler, { limits, bodyLimit: deps.config.bodyLimit }),
     ...ops.serverOptions,
     ...(isInstance ? { loggerInstance: loggerOpt as FastifyServerOptions["loggerInstance"] } : { logger: loggerOpt as FastifyServerOptions["logger"] }),
     // Request ids, the body limit, and a path Fastify cannot percent-decode answered in the documented body.
@@ -157,6 +158,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       limitRequestBodies(router.handlers, deps.config.bodyLimit);
       decideRpcCharset(router.handlers);
       blameClientForUnreadableRequests(router);
+      // Outermost: Connect's bodiless 405, 415 and 505 in the documented body (src/transport/rpc-refusals.ts).
+      documentRpcRefusals(router.handlers);
       rpcHandlers = router.handlers;
     },
     // The shared reason for call-complete aborts, then the declared body size.

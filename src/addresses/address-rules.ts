@@ -2,6 +2,7 @@ import countries from "i18n-iso-countries";
 import { postcodeValidator, postcodeValidatorExistsForCountry } from "postcode-validator";
 import type { CreateAddressRequest } from "../../gen/switchboard/v2/addresses_pb.js";
 import { type FieldProblem, quoted } from "../common/errors.js";
+import { codePoints } from "../messaging/send-rules.js";
 
 /** Longest accepted address text field (docs/api.md#add-an-address). */
 export const MAX_ADDRESS_FIELD = 255;
@@ -30,9 +31,15 @@ const TEXT_FIELDS = [
   ["PostalCode", "postalCode"],
 ] as const;
 
-/** Whether a string is an assigned ISO 3166-1 alpha-2 code (any case). */
+/**
+ * Whether a string is an assigned ISO 3166-1 alpha-2 code (any case). i18n-iso-countries also
+ * lists XK (Kosovo), a user-assigned code outside ISO 3166-1: its numeric code is in the
+ * user-assigned range 900–999, which no officially assigned country has.
+ */
 export function isCountryCode(value: string): boolean {
-  return /^[A-Za-z]{2}$/.test(value) && countries.isValid(value.toUpperCase());
+  if (!/^[A-Za-z]{2}$/.test(value)) return false;
+  const numeric = countries.alpha2ToNumeric(value.toUpperCase());
+  return numeric !== undefined && Number(numeric) < 900;
 }
 
 /**
@@ -43,8 +50,10 @@ export function validateAddress(req: CreateAddressRequest): { problems: FieldPro
   const problems: FieldProblem[] = [];
   const v = Object.fromEntries(TEXT_FIELDS.map(([, key]) => [key, req[key].trim()])) as Record<(typeof TEXT_FIELDS)[number][1], string>;
   for (const [name, key] of TEXT_FIELDS) {
-    if (v[key].length > MAX_ADDRESS_FIELD) {
-      problems.push({ field: name, code: "InvalidParameter", message: `${name} is ${v[key].length} characters long; the limit is ${MAX_ADDRESS_FIELD}.` });
+    // Characters are code points, as for Text (and as the database's varchar(255) counts them).
+    const chars = v[key].length > MAX_ADDRESS_FIELD ? codePoints(v[key]) : 0;
+    if (chars > MAX_ADDRESS_FIELD) {
+      problems.push({ field: name, code: "InvalidParameter", message: `${name} is ${chars} characters long; the limit is ${MAX_ADDRESS_FIELD}.` });
     }
   }
   const required = [
@@ -56,7 +65,7 @@ export function validateAddress(req: CreateAddressRequest): { problems: FieldPro
     if (value === "") problems.push({ field: name, code: "MissingParameter", message });
   }
   // One entry per field (docs/errors.md#errors): an over-long CountryCode is already reported above.
-  if (v.countryCode !== "" && v.countryCode.length <= MAX_ADDRESS_FIELD && !isCountryCode(v.countryCode)) {
+  if (v.countryCode !== "" && codePoints(v.countryCode) <= MAX_ADDRESS_FIELD && !isCountryCode(v.countryCode)) {
     problems.push({ field: "CountryCode", code: "InvalidCountryCode", message: `CountryCode ${quoted(req.countryCode)} is not a two-letter ISO 3166-1 country code such as US or GB.` });
   }
   if (problems.length > 0) return { problems };

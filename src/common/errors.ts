@@ -44,12 +44,12 @@ export const ERRORS = {
     http: 405,
     grpc: Code.Unimplemented,
     restOnly: true,
-    when: "known path, unsupported HTTP method (`Allow` header lists the right ones)",
+    when: "known path, unsupported HTTP method (`Allow` header lists the right ones), e.g. `GET` on an RPC path; or `CONNECT` (the service is not a proxy)",
   },
   MalformedRequest: {
     http: 400,
     grpc: Code.InvalidArgument,
-    when: "body is not JSON, not a JSON object or not valid UTF-8 (the message names the byte offset); or the request is not valid HTTP/1.1 (an unknown method token, a header line without a colon, …)",
+    when: "body is not JSON, not a JSON object or not valid UTF-8 (the message names the byte offset); or the request is not valid HTTP/1.1 (an unknown method token, a header line without a colon, no `Host`, …); or a bidirectional stream (server reflection) called over HTTP/1.1, which needs HTTP/2",
   },
   UnsupportedMediaType: {
     http: 415,

@@ -1,6 +1,7 @@
 import { Metadata } from "libphonenumber-js/core";
 import { parsePhoneNumberFromString } from "libphonenumber-js/max";
 import metadataJson from "libphonenumber-js/max/metadata";
+import addressparser from "nodemailer/lib/addressparser";
 import { createBoundedMemo } from "./bounded-memo.js";
 
 /** What is known about an E164 number: its possible countries (ISO alpha-2, found on first read). */
@@ -120,7 +121,17 @@ export function isAlphanumericSender(value: string): boolean {
   return /^[A-Za-z0-9 ]{1,11}$/.test(value) && /[A-Za-z]/.test(value);
 }
 
-/** Whether a string is a plausible e-mail address (one @, a dotted domain, no spaces). */
+/** Control characters (C0, DEL, C1, U+0085 among them) and the Unicode line and paragraph separators. */
+const CONTROL_OR_SEPARATOR = /[\p{Cc}\u2028\u2029]/u;
+
+/**
+ * Whether a string is one plausible e-mail address: one @, a dotted domain, no spaces, no control
+ * character or line separator (a mail header line break in disguise, e.g. `a@b.c\u0085Bcc:x`), and
+ * nodemailer's address parser, which builds the mail's headers, reads it back as exactly that one
+ * address (not a list, a group or a display name; it drops characters it does not want).
+ */
 export function isEmail(value: string): boolean {
-  return value.length <= 254 && /^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(value);
+  if (value.length > 254 || CONTROL_OR_SEPARATOR.test(value) || !/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(value)) return false;
+  const parsed = addressparser(value, { flatten: true });
+  return parsed.length === 1 && parsed[0].address === value && parsed[0].name === "";
 }

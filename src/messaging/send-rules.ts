@@ -167,7 +167,7 @@ export function validateSend(
     if (!parseE164(from)) add("From", "InvalidSenderId", `From ${quoted(req.from)} is not a valid E164 number; use one of your account's numbers, an alphanumeric ID, or leave From blank for a leased sender.`);
   } else if (from !== "") {
     fromKind = "Alphanumeric";
-    if (!isAlphanumericSender(req.from)) {
+    if (!isAlphanumericSender(from)) {
       add("From", "InvalidSenderId", `From ${quoted(req.from)} is not a valid alphanumeric sender ID: use 1 to 11 characters of A-Z, a-z, 0-9 and spaces, with at least one letter.`);
     }
   }
@@ -217,7 +217,7 @@ export function validateSend(
     add("ForwardToSms", "InvalidRecipient", `ForwardToSms ${quoted(req.forwardToSms)} is not a valid E164 number, e.g. +14155550123.`);
   }
   const forwardFromSms = req.forwardFromSms.trim();
-  if (forwardFromSms !== "" && !(forwardFromSms.startsWith("+") ? parseE164(forwardFromSms) : isAlphanumericSender(req.forwardFromSms))) {
+  if (forwardFromSms !== "" && !(forwardFromSms.startsWith("+") ? parseE164(forwardFromSms) : isAlphanumericSender(forwardFromSms))) {
     add("ForwardFromSms", "InvalidSenderId", "ForwardFromSms must be an E164 number or an alphanumeric sender ID of 1 to 11 characters (A-Z, a-z, 0-9, spaces, at least one letter).");
   }
   const forwardToEmail = req.forwardToEmail.trim();
@@ -242,7 +242,7 @@ export function validateSend(
       text,
       encoding,
       numSegments,
-      from: fromKind === "Alphanumeric" ? req.from : from,
+      from,
       fromKind,
       schedule,
       scheduled,

@@ -8,7 +8,7 @@
 import { randomUUID } from "node:crypto";
 import { STATUS_CODES, type ServerResponse } from "node:http";
 import type { Socket } from "node:net";
-import type { ConnectError } from "@connectrpc/connect";
+import { ConnectError } from "@connectrpc/connect";
 import type { FastifyInstance } from "fastify";
 import { apiError } from "../common/errors.js";
 import type { ConnectionLimits } from "./connection-limits.js";
@@ -42,25 +42,28 @@ function malformed(why: string): ConnectError {
 
 /**
  * An error answer written outside Fastify's reply: the body and status of the HTTP layer's one
- * error writer (errorAnswer), its content type, an X-Request-Id, and `Connection: close`.
+ * error writer (errorAnswer), the error's metadata (Allow…), its content type, an X-Request-Id,
+ * and `Connection: close`.
  */
 export function closingErrorResponse(
   reason: unknown,
   requestId: string = randomUUID(),
 ): { httpStatus: number; headers: Record<string, string>; body: string; requestId: string } {
   const { httpStatus, body } = errorAnswer(reason);
-  const headers = {
+  const headers: Record<string, string> = {};
+  if (reason instanceof ConnectError) reason.metadata.forEach((value, name) => (headers[name] = value));
+  Object.assign(headers, {
     "content-type": JSON_CONTENT_TYPE,
     "content-length": String(Buffer.byteLength(body)),
     [REQUEST_ID_HEADER]: requestId,
     connection: "close",
-  };
+  });
   return { httpStatus, headers, body, requestId };
 }
 
 /** The same as a whole HTTP/1.1 response in bytes, for a socket no request object was made for. */
-export function rawErrorResponse(reason: unknown): { text: string; httpStatus: number; requestId: string } {
-  const { httpStatus, headers, body, requestId } = closingErrorResponse(reason);
+export function rawErrorResponse(reason: unknown, givenId?: string): { text: string; httpStatus: number; requestId: string } {
+  const { httpStatus, headers, body, requestId } = closingErrorResponse(reason, givenId);
   const lines = Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`);
   return { text: `HTTP/1.1 ${httpStatus} ${STATUS_CODES[httpStatus] ?? "Error"}\r\n${lines.join("")}\r\n${body}`, httpStatus, requestId };
 }

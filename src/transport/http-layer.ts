@@ -138,7 +138,8 @@ export function httpErrorHandler(bodyLimit: number): (error: Error, request: Fas
  */
 function keepConnectionOfRefusedBody(request: FastifyRequest, reply: FastifyReply): void {
   const raw = request.raw;
-  if (raw.httpVersionMajor !== 1 || raw.complete || reply.getHeader("connection") !== "close") return;
+  // A response that closes the connection anyway (a body never invited with 100 Continue) keeps its Connection: close.
+  if (raw.httpVersionMajor !== 1 || raw.complete || reply.getHeader("connection") !== "close" || !reply.raw.shouldKeepAlive) return;
   reply.removeHeader("connection");
   raw.resume();
 }

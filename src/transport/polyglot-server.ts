@@ -3,6 +3,7 @@ import type { Http2Server, Http2Session, IncomingHttpHeaders, ServerHttp2Stream 
 import type { Socket } from "node:net";
 import { createServer } from "@httptoolkit/httpolyglot";
 import type { StreamHandler } from "./grpc-streams.js";
+import { continueOnlyWithinLimit, refuseConnectMethod, refusedForMissingHost } from "./early-answers.js";
 import { http1Options, http2Options, oneRequestAtATime, type ConnectionLimits } from "./connection-limits.js";
 
 /** How long requests in flight get to finish once the server drains before their connections are cut, ms. */
@@ -65,12 +66,13 @@ function divertStreams(server: object): (take: StreamHandler) => void {
 }
 
 /**
- * Gives a request that names no authority (HTTP/1.0 without Host, an h2 stream without
- * :authority) a placeholder one. Connect builds each call's URL from it and refuses the call when
+ * Refuses an HTTP/1.1 request without Host (HTTP/1.1 requires one), and gives a request that
+ * names no authority (HTTP/1.0 without Host, an h2 stream without :authority) a placeholder one. Connect builds each call's URL from it and refuses the call when
  * there is none, which connect-fastify turned into an empty 200; routing only reads the path.
  */
 function withAuthority(handler: (req: IncomingMessage, res: ServerResponse) => void): (req: IncomingMessage, res: ServerResponse) => void {
   return (req, res) => {
+    if (refusedForMissingHost(req, res)) return;
     if ("authority" in req) {
       if ((req as { authority?: string }).authority === undefined) Object.defineProperty(req, "authority", { value: "localhost" });
     } else if (req.headers.host === undefined) {
@@ -93,7 +95,7 @@ function withAuthority(handler: (req: IncomingMessage, res: ServerResponse) => v
  */
 export function createPolyglotServer(
   handler: (req: IncomingMessage, res: ServerResponse) => void,
-  opts: { limits: ConnectionLimits; drainTimeoutMs?: number },
+  opts: { limits: ConnectionLimits; bodyLimit: number; drainTimeoutMs?: number },
 ): PolyglotServer {
   const { limits } = opts;
   const server = createServer(
@@ -105,6 +107,9 @@ export function createPolyglotServer(
   // Node enforces headersTimeout/requestTimeout from a timer that an HTTP server starts when it
   // emits "listening", which the inner one never does: it is handed connections, not a port.
   const inner = (server as unknown as { _httpServer: HttpServer })._httpServer;
+  // On the inner server itself: httpolyglot would add listeners of the outer one to the h2 server too.
+  refuseConnectMethod(inner);
+  continueOnlyWithinLimit(inner, opts.bodyLimit);
   let tracking = false;
   // httpolyglot adds listeners of the outer server to the inner ones too: hence the flag.
   server.on("listening", () => {

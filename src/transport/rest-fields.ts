@@ -34,6 +34,8 @@ export function messageConverter(desc: DescMessage): MessageConverter {
   if (conv) return conv;
   // Registered before the readers are built, which resolve nested types lazily (recursive messages).
   const byKey = new Map<string, FieldReader>();
+  // Proto name → json_name of the fields whose two names differ: a body giving both is ambiguous.
+  const twinOf = new Map<string, string>();
   conv = {
     read(obj, prefix, problems) {
       const init: Record<string, unknown> = {};
@@ -41,6 +43,12 @@ export function messageConverter(desc: DescMessage): MessageConverter {
         const reader = byKey.get(key);
         const value = obj[key];
         if (!reader || value === null) continue; // unknown keys are ignored; null means "not given"
+        const twin = twinOf.get(key);
+        if (twin !== undefined && obj[twin] !== undefined && obj[twin] !== null) {
+          // Which one a reader takes (the last key, the json_name) differs between readers: refused.
+          problem(problems, prefix + twin, `is given twice, as ${twin} and ${key}: send it under one name.`);
+          continue;
+        }
         const converted = reader.read(value, prefix + key, problems);
         if (converted !== INVALID) assign(init, reader.field, converted);
       }
@@ -52,6 +60,7 @@ export function messageConverter(desc: DescMessage): MessageConverter {
     const reader = fieldReader(field);
     byKey.set(field.jsonName, reader);
     byKey.set(field.name, reader);
+    if (field.name !== field.jsonName) twinOf.set(field.name, field.jsonName);
   }
   return conv;
 }

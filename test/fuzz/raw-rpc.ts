@@ -108,7 +108,7 @@ export function readFrames(body: Buffer): { frames: { flags: number; data: Buffe
 export type RawOutcome =
   | { kind: "ok" }
   | { kind: "error"; error: ConnectError }
-  /** A plain HTTP refusal (405, 415, 404...) before any RPC protocol answered: empty, or the REST error body. */
+  /** A plain HTTP refusal (405, 415, 404...) before any RPC protocol answered: the REST error body (empty would be a defect). */
   | { kind: "http"; status: number; body: string }
   | { kind: "broken"; problem: string };
 

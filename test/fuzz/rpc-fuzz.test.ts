@@ -270,8 +270,9 @@ describe("every method, through raw requests", () => {
           case "http":
             tally.add(`http-${outcome.status}`);
             if (outcome.status < 400) problems.push(`HTTP ${outcome.status} without an answer`);
-            // Refused before any RPC protocol spoke (Fastify's 415, an unknown path): empty, or the documented body.
-            if (outcome.body !== "") problems.push(...restAnswerProblems({ statusCode: answer.status, headers: Object.fromEntries(answer.headers), body: outcome.body }, req.httpMethod));
+            // Refused before any RPC protocol spoke (a method or Content-Type no protocol takes, an unknown path): the documented body, never an empty one.
+            if (outcome.body === "") problems.push(`HTTP ${outcome.status} with an empty body`);
+            else problems.push(...restAnswerProblems({ statusCode: answer.status, headers: Object.fromEntries(answer.headers), body: outcome.body }, req.httpMethod));
             break;
           case "broken":
             tally.add("broken");
