@@ -3,6 +3,7 @@ import { ConnectError, Code } from "@connectrpc/connect";
 import { describe, expect, it } from "vitest";
 import { createAuthFailureGuard, type AuthFailureGuard } from "../../src/accounts/auth-failures.js";
 import { ManualClock } from "../../src/common/clock.js";
+import { DEFAULT_AUTH_FAILURE_LIMITS, loadConfig } from "../../src/config.js";
 
 const T0 = Date.UTC(2026, 10, 22, 12, 0, 0);
 const ACCOUNT = "AC0123456789ABCDEFGHIJKLMNOPQRST";
@@ -96,5 +97,17 @@ describe("the limit on failed authentications", () => {
     g.admit("192.0.2.2");
     await g.attempt("192.0.2.2");
     expect(() => g.admit("192.0.2.2")).toThrow(/from your address/);
+  });
+
+  it("the limits on failed authentications: documented defaults, 0 turns one off", () => {
+    expect(loadConfig({}).authFailures).toEqual(DEFAULT_AUTH_FAILURE_LIMITS);
+    expect(DEFAULT_AUTH_FAILURE_LIMITS).toEqual({ perAddress: 20, perAccount: 10, windowMs: 60_000 });
+    expect(loadConfig({ AUTH_FAILURES_PER_ADDRESS: "0", AUTH_FAILURES_PER_ACCOUNT: "5", AUTH_FAILURE_WINDOW_SECONDS: "300" }).authFailures).toEqual({
+      perAddress: 0,
+      perAccount: 5,
+      windowMs: 300_000,
+    });
+    expect(() => loadConfig({ AUTH_FAILURE_WINDOW_SECONDS: "0" })).toThrow(/AUTH_FAILURE_WINDOW_SECONDS/);
+    expect(() => loadConfig({ AUTH_FAILURES_PER_ADDRESS: "-1" })).toThrow(/AUTH_FAILURES_PER_ADDRESS/);
   });
 });
