@@ -11,13 +11,14 @@ import { AddressService } from "../gen/switchboard/v2/addresses_pb.js";
 import { MessagingService } from "../gen/switchboard/v2/messaging_pb.js";
 import { NumberService } from "../gen/switchboard/v2/numbers_pb.js";
 import { type AccountCache, authentication, createAccountCache, type EdgeDeps } from "./accounts/auth.js";
+import { createAuthFailureGuard } from "./accounts/auth-failures.js";
 import { createAddressService } from "./addresses/address-service.js";
 import { createAdminService } from "./admin/admin-service.js";
 import type { Carrier } from "./carriers/carrier.js";
 import type { Clock } from "./common/clock.js";
 import { systemClock } from "./common/clock.js";
 import { rejectUnstorableStrings } from "./common/string-guard.js";
-import { DEFAULT_CONNECTION_LIMITS, DEFAULT_SEND_RATE_LIMIT, defaultSendBurst, type Config } from "./config.js";
+import { DEFAULT_AUTH_FAILURE_LIMITS, DEFAULT_CONNECTION_LIMITS, DEFAULT_SEND_RATE_LIMIT, defaultSendBurst, type Config } from "./config.js";
 import { isDatabaseReady } from "./db/orm.js";
 import { createMessagingService } from "./messaging/messaging-service.js";
 import { createSendRateLimiter, limitSendRate } from "./messaging/send-rate-limit.js";
@@ -43,7 +44,7 @@ import { decideRpcCharset, serviceWithJsonRules } from "./transport/rpc-json.js"
 export interface AppDeps {
   orm: MikroORM;
   config: Pick<Config, "adminToken" | "webhookAllowPrivate" | "noAlphaCountries" | "bodyLimit" | "metricsToken"> &
-    Partial<Pick<Config, "sendRateLimit" | "sendRateBurst" | "connections" | "mailFromDomains">>;
+    Partial<Pick<Config, "sendRateLimit" | "sendRateBurst" | "connections" | "mailFromDomains" | "authFailures">>;
   clock?: Clock;
   /** The carrier, for the simulator's operator endpoints. */
   carrier?: Carrier;
@@ -141,6 +142,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     adminToken: deps.config.adminToken,
     openServices: new Set(operational.map((s) => s.service.typeName)),
     accounts,
+    // In this process's memory, like the send rate: N API processes allow N times the failures.
+    failures: createAuthFailureGuard(deps.config.authFailures ?? DEFAULT_AUTH_FAILURE_LIMITS, deps.clock ?? systemClock),
   };
 
   const interceptors = createInterceptors(deps, edgeDeps, ops.interceptor);

@@ -7,7 +7,7 @@ import { Property } from "./accounts/property.entity.js";
 import { newWebhookSecret, TOKEN_LENGTH } from "./admin/admin-service.js";
 import type { Clock } from "./common/clock.js";
 import { newSid, randomSecret } from "./common/sid.js";
-import type { Config } from "./config.js";
+import { checkSecret, type Config } from "./config.js";
 import { databaseKind } from "./db/orm.js";
 import { PhoneNumber } from "./numbers/phone-number.entity.js";
 
@@ -24,7 +24,11 @@ export function resolveAdminToken(config: Config): { token: string; generated: b
     return { token: randomSecret(TOKEN_LENGTH), generated: true };
   }
   const file = join(dirname(config.databaseUrl), "admin-token");
-  if (existsSync(file)) return { token: readFileSync(file, "utf8").trim(), generated: false, file };
+  if (existsSync(file)) {
+    const kept = readFileSync(file, "utf8").trim();
+    checkSecret(`The operator token kept in ${file}`, kept, "the operator token (delete the file to have a new one made)");
+    return { token: kept, generated: false, file };
+  }
   const token = randomSecret(TOKEN_LENGTH);
   mkdirSync(dirname(file), { recursive: true });
   writeFileSync(file, `${token}\n`, { mode: 0o600 });

@@ -1,6 +1,7 @@
 import { Resolver } from "node:dns";
 import { parseMailFromDomains } from "./mail/mail-from.js";
 import { DEFAULT_NO_ALPHA_COUNTRIES } from "./messaging/send-rules.js";
+import type { AuthFailureLimits } from "./accounts/auth-failures.js";
 import type { ConnectionLimits } from "./transport/connection-limits.js";
 import { WEBHOOK_CONCURRENCY, WEBHOOK_CONCURRENCY_PER_HOST } from "./webhooks/webhook-worker.js";
 
@@ -20,6 +21,19 @@ export const DEFAULT_CONNECTION_LIMITS: ConnectionLimits = {
   requestTimeoutMs: 30_000,
   maxHeaderBytes: 16 * 1024,
 };
+
+/** Failed authentications allowed before 429 when the environment does not say (docs/configuration.md). */
+export const DEFAULT_AUTH_FAILURE_LIMITS: AuthFailureLimits = { perAddress: 20, perAccount: 10, windowMs: 60_000 };
+
+/**
+ * The shortest operator token and Kannel callback secret the service starts with: a guessable
+ * secret on the public port undoes every other limit (32 random characters are out of reach of
+ * any guessing rate).
+ */
+export const MIN_SECRET_LENGTH = 32;
+
+/** Secrets that were defaults or examples once: public knowledge, refused whatever their length. */
+const PUBLIC_SECRETS = new Set(["switchboard-kannel", "switchboard", "secret", "changeme", "change-me"]);
 
 /** Runtime configuration, read once from the environment (docs/configuration.md). */
 export interface Config {
@@ -52,6 +66,8 @@ export interface Config {
   sendRateBurst: number;
   /** What one client connection may hold. */
   connections: ConnectionLimits;
+  /** Failed authentications per client address and per account before 429. */
+  authFailures: AuthFailureLimits;
   /** Delay before the simulator's delivery reports, ms. */
   simulatorReportDelayMs: number;
   /** The Kannel carrier's settings (CARRIER=kannel). */
@@ -153,7 +169,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     port,
     host: env.HOST ?? "0.0.0.0",
     databaseUrl: raw || DEFAULT_DATA_DIR,
-    adminToken: env.SWITCHBOARD_ADMIN_TOKEN || undefined,
+    adminToken: adminToken(env),
     carrier,
     smtpUrl: env.SMTP_URL || undefined,
     webhookAllowPrivate: /^(1|true|yes)$/i.test(env.WEBHOOK_ALLOW_PRIVATE ?? ""),
@@ -173,13 +189,18 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     sendRateLimit,
     sendRateBurst: wholeNumber(env, "SEND_RATE_BURST", defaultSendBurst(sendRateLimit), 1),
     connections: connectionLimits(env),
+    authFailures: {
+      perAddress: wholeNumber(env, "AUTH_FAILURES_PER_ADDRESS", DEFAULT_AUTH_FAILURE_LIMITS.perAddress, 0),
+      perAccount: wholeNumber(env, "AUTH_FAILURES_PER_ACCOUNT", DEFAULT_AUTH_FAILURE_LIMITS.perAccount, 0),
+      windowMs: wholeNumber(env, "AUTH_FAILURE_WINDOW_SECONDS", DEFAULT_AUTH_FAILURE_LIMITS.windowMs / 1000, 1) * 1000,
+    },
     simulatorReportDelayMs: Number(env.SIMULATOR_REPORT_DELAY_MS ?? 200),
     kannel: {
       sendsmsUrl: env.KANNEL_SENDSMS_URL ?? "http://127.0.0.1:13013/cgi-bin/sendsms",
       username: env.KANNEL_USERNAME ?? "switchboard",
       password: env.KANNEL_PASSWORD ?? "switchboard",
       callbackBaseUrl: env.KANNEL_CALLBACK_URL ?? `http://127.0.0.1:${port}`,
-      callbackSecret: env.KANNEL_CALLBACK_SECRET ?? "switchboard-kannel",
+      callbackSecret: carrier === "kannel" ? kannelCallbackSecret(env) : "",
       confirmWaitMs: seconds("KANNEL_CONFIRM_WAIT_SECONDS", 30, 0),
       tps: rate(env, "KANNEL_TPS", 0),
     },
@@ -195,6 +216,36 @@ function receiptTimeoutMs(env: NodeJS.ProcessEnv): number {
   const hours = Number(raw);
   if (!Number.isFinite(hours) || hours <= 0) throw new Error(`RECEIPT_TIMEOUT_HOURS must be a positive number of hours; got "${env.RECEIPT_TIMEOUT_HOURS}"`);
   return Math.round(hours * 3_600_000);
+}
+
+/** SWITCHBOARD_ADMIN_TOKEN, refused when short enough to guess; undefined when unset (one is generated). */
+function adminToken(env: NodeJS.ProcessEnv): string | undefined {
+  const token = env.SWITCHBOARD_ADMIN_TOKEN;
+  if (!token) return undefined;
+  checkSecret("SWITCHBOARD_ADMIN_TOKEN", token, "the operator token");
+  return token;
+}
+
+/** KANNEL_CALLBACK_SECRET, required with CARRIER=kannel: the callbacks are on the public port. */
+function kannelCallbackSecret(env: NodeJS.ProcessEnv): string {
+  const secret = env.KANNEL_CALLBACK_SECRET ?? "";
+  if (secret.trim() === "") {
+    throw new Error(
+      `CARRIER=kannel needs KANNEL_CALLBACK_SECRET: anyone who knows it can forge replies and delivery reports. Set it to a random string of at least ${MIN_SECRET_LENGTH} characters (e.g. \`openssl rand -hex 32\`), the same one Kannel's get-url and dlr-url carry.`,
+    );
+  }
+  checkSecret("KANNEL_CALLBACK_SECRET", secret, "the Kannel callbacks' shared secret");
+  return secret;
+}
+
+/** Refuses a secret that is public or short enough to guess, naming the variable. */
+export function checkSecret(name: string, secret: string, what: string): void {
+  if (PUBLIC_SECRETS.has(secret.trim().toLowerCase())) {
+    throw new Error(`${name} is a published default ("${secret}"); ${what} must be your own random string of at least ${MIN_SECRET_LENGTH} characters (e.g. \`openssl rand -hex 32\`).`);
+  }
+  if (secret.length < MIN_SECRET_LENGTH) {
+    throw new Error(`${name} is ${secret.length} characters long; ${what} must be at least ${MIN_SECRET_LENGTH} (e.g. \`openssl rand -hex 32\`).`);
+  }
 }
 
 function connectionLimits(env: NodeJS.ProcessEnv): ConnectionLimits {

@@ -4,11 +4,12 @@ import type { DescService } from "@bufbuild/protobuf";
 import type { EntityManager, MikroORM } from "@mikro-orm/sql";
 import { AdminService } from "../../gen/switchboard/admin/v1/admin_pb.js";
 import { apiError, fieldError } from "../common/errors.js";
-import { kAccount, kAdmin, kEm, kIdempotencyKey } from "../common/context.js";
+import { kAccount, kAdmin, kClientAddress, kEm, kIdempotencyKey } from "../common/context.js";
 import { isSid } from "../common/sid.js";
 import { Account } from "./account.entity.js";
 import { tokenHashForShare } from "./account-store.js";
 import { createBoundedMemo } from "../common/bounded-memo.js";
+import type { AuthFailureGuard } from "./auth-failures.js";
 
 /** sha256 hex of a secret: tokens are high-entropy random strings, so a fast hash is enough at rest. */
 export function hashToken(token: string): string {
@@ -108,6 +109,14 @@ export interface EdgeDeps {
   openServices?: ReadonlySet<string>;
   /** Recently verified accounts; without one every call looks its account up. */
   accounts?: AccountCache;
+  /** The limit on failed authentications; without one, guessing is not limited. */
+  failures?: AuthFailureGuard;
+  /**
+   * Lookups of an AccountSid + token pair in progress: concurrent calls with the same pair share
+   * one (and count as one attempt), so that a client's burst on a cold cache is not a burst of
+   * attempts. Made by authenticateCall when absent.
+   */
+  inflight?: Map<string, Promise<Account>>;
 }
 
 /** What one incoming call looks like to the edge, whatever the transport. */
@@ -115,6 +124,8 @@ export interface EdgeCall {
   service: DescService;
   header: Headers;
   values: ContextValues;
+  /** The client's address (the socket's remote address), for the limit on failed authentications. */
+  address?: string;
 }
 
 /**
@@ -142,36 +153,64 @@ export async function authenticateCall(deps: EdgeDeps, call: EdgeCall): Promise<
 /** Checks the call's credentials and records who made it (kAdmin or kAccount). */
 async function authenticate(deps: EdgeDeps, call: EdgeCall, requestEm: () => ReturnType<MikroORM["em"]["fork"]>): Promise<void> {
   const authorization = call.header.get("authorization");
+  const guard = deps.failures;
+  const address = call.address ?? "unknown";
   if (isOperatorService(call.service)) {
+    guard?.admit(address);
     const m = /^Bearer\s+(\S+)\s*$/i.exec(authorization ?? "");
-    if (!deps.adminToken || !m || !secretsEqual(m[1], deps.adminToken)) {
-      throw apiError("Unauthorized", "Operator calls need `Authorization: Bearer <SWITCHBOARD_ADMIN_TOKEN>`.", [], {
-        "www-authenticate": 'Bearer realm="switchboard-admin"',
-      });
-    }
+    // No bearer token at all is not a guess: not counted.
+    if (!deps.adminToken || !m) throw operatorUnauthorized();
+    const attempt = await guard?.attempt(address);
+    if (!secretsEqual(m[1], deps.adminToken)) throw operatorUnauthorized();
+    attempt?.succeeded();
     call.values.set(kAdmin, true);
     return;
   }
   const basic = parseBasic(authorization);
+  guard?.admit(address, basic?.user);
   if (!basic) throw unauthorized("Authentication required: use HTTP Basic with your AccountSid as user and your token as password.");
   const presented = hashToken(basic.pass);
   const cached = deps.accounts?.get(basic.user, presented);
   if (cached) {
+    guard?.trust(address, cached.sid);
     call.values.set(kAccount, cached);
     return;
   }
-  const account = isSid(basic.user, "AC") ? await requestEm().findOne(Account, { sid: basic.user }, { disableIdentityMap: true }) : null;
+  const inflight = (deps.inflight ??= new Map());
+  const key = `${basic.user}:${presented}`;
+  let lookup = inflight.get(key);
+  if (!lookup) {
+    lookup = verifyAccount(deps, basic.user, presented, address, requestEm).finally(() => inflight.delete(key));
+    inflight.set(key, lookup);
+  }
+  const account = await lookup;
+  guard?.trust(address, account.sid);
+  call.values.set(kAccount, account);
+}
+
+function operatorUnauthorized() {
+  return apiError("Unauthorized", "Operator calls need `Authorization: Bearer <SWITCHBOARD_ADMIN_TOKEN>`.", [], {
+    "www-authenticate": 'Bearer realm="switchboard-admin"',
+  });
+}
+
+/** One attempt at an AccountSid + token pair, counted by the guard before the database is asked. */
+async function verifyAccount(deps: EdgeDeps, user: string, presented: string, address: string, requestEm: () => ReturnType<MikroORM["em"]["fork"]>): Promise<Account> {
+  const sid = isSid(user, "AC") ? user : undefined;
+  const attempt = await deps.failures?.attempt(address, sid);
+  const account = sid ? await requestEm().findOne(Account, { sid }, { disableIdentityMap: true }) : null;
   // Compare even when the account is unknown so that timing does not reveal which Sids exist.
   const ok = secretsEqual(presented, account?.tokenHash ?? "0".repeat(64));
   if (!account || !ok) throw wrongCredentials();
+  attempt?.succeeded();
   deps.accounts?.set(account);
-  call.values.set(kAccount, account);
+  return account;
 }
 
 /** The authentication interceptor: authenticateCall before the method, on every wire. */
 export function authentication(deps: EdgeDeps): Interceptor {
   return (next) => async (req) => {
-    await authenticateCall(deps, { service: req.service, header: req.header, values: req.contextValues });
+    await authenticateCall(deps, { service: req.service, header: req.header, values: req.contextValues, address: req.contextValues.get(kClientAddress) });
     return next(req);
   };
 }

@@ -16,6 +16,12 @@ export const kAdmin = createContextKey<boolean>(false, { description: "operator 
  */
 export const kEm = createContextKey<(() => EntityManager) | undefined>(undefined, { description: "request EntityManager" });
 
+/**
+ * The client's address: the socket's remote address (no X-Forwarded-For is trusted); set by the
+ * transports' context values, for the limit on failed authentications.
+ */
+export const kClientAddress = createContextKey<string | undefined>(undefined, { description: "client address" });
+
 /** The client's Idempotency-Key header, if any; set by the edge. */
 export const kIdempotencyKey = createContextKey<string | undefined>(undefined, { description: "Idempotency-Key" });
 

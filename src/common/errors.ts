@@ -118,7 +118,7 @@ export const ERRORS = {
     http: 429,
     grpc: Code.ResourceExhausted,
     when:
-      "an account's sends over `SEND_RATE_LIMIT` (`Retry-After` says when to retry), or too many pipelined requests on one HTTP/1.1 connection; see [Limits](api.md#limits)",
+      "an account's sends over `SEND_RATE_LIMIT` (`Retry-After` says when to retry), too many failed authentications from the client's address or for the account (`Retry-After`; the credentials are not checked), or too many pipelined requests on one HTTP/1.1 connection; see [Limits](api.md#limits)",
     example: "Too many messages: account AC0123456789ABCDEFGHIJKLMNOPQRST may send 50 per second, in bursts of up to 500. Retry after 1 second.",
   },
   ServiceUnavailable: {

@@ -9,7 +9,7 @@ import type { MikroORM } from "@mikro-orm/sql";
 import { LogController, type FastifyBaseLogger, type FastifyServerOptions, type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
 import { secretsEqual } from "../accounts/auth.js";
 import type { Clock } from "../common/clock.js";
-import { kAccount, kAdmin, kLog } from "../common/context.js";
+import { kAccount, kAdmin, kClientAddress, kLog } from "../common/context.js";
 import { apiError } from "../common/errors.js";
 import { lazyChildLoggerFactory } from "../common/logger.js";
 import { writeError } from "../transport/http-layer.js";
@@ -69,7 +69,17 @@ export interface Observability {
   /** Outermost interceptor of every wire: records the code a call failed with, for the line and the metrics. */
   interceptor: Interceptor;
   /** A call served outside Fastify (gRPC on an HTTP/2 stream): its context values, and its report once it ends. */
-  startCall(init: { method: string; route: string; protocol: CallProtocol; log: FastifyBaseLogger }): StreamCall;
+  startCall(init: StreamCallInit): StreamCall;
+}
+
+/** What a transport serving a call outside Fastify tells the observability layer about it. */
+export interface StreamCallInit {
+  method: string;
+  route: string;
+  protocol: CallProtocol;
+  log: FastifyBaseLogger;
+  /** The socket's remote address. */
+  clientAddress?: string;
 }
 
 /** One call served outside Fastify: the context values its handler gets, and the report of its end. */
@@ -124,6 +134,8 @@ export function createObservability(deps: ObservabilityDeps): Observability {
     const record: CallRecord = { protocol: protocol(request), values };
     values.set(kCall, record);
     values.set(kLog, request.log);
+    // Fastify's request.ip is the socket's address: trustProxy is off, so X-Forwarded-For counts for nothing.
+    values.set(kClientAddress, request.ip);
     (request as RecordedRequest)[kRecord] = record;
     return values;
   };
@@ -174,12 +186,13 @@ export function createObservability(deps: ObservabilityDeps): Observability {
   /** Calls served on HTTP/2 streams outside Fastify, not yet reported: cut off if the app closes first. */
   const openCalls = new Set<() => void>();
 
-  function startCall(init: { method: string; route: string; protocol: CallProtocol; log: FastifyBaseLogger }): StreamCall {
+  function startCall(init: StreamCallInit): StreamCall {
     const started = performance.now();
     const values = createContextValues();
     const record: CallRecord = { protocol: init.protocol, values };
     values.set(kCall, record);
     values.set(kLog, init.log);
+    values.set(kClientAddress, init.clientAddress);
     let done = false;
     const finish = (statusCode: number, aborted: boolean) => {
       if (done) return;

@@ -66,7 +66,7 @@ function serve(opts: GrpcStreamOptions, handler: UniversalHandler, stream: Serve
   const log = lazyChildLoggerFactory(opts.log as Logger, { requestId }, {}) as unknown as FastifyBaseLogger;
   const route = handler.requestPath;
   log.debug({ method: "POST", route }, "request received");
-  const call = opts.startCall({ method: "POST", route, protocol: "grpc", log });
+  const call = opts.startCall({ method: "POST", route, protocol: "grpc", log, clientAddress: stream.session?.socket?.remoteAddress });
   // Aborted only when the stream closes before the answer is complete (the client went away or
   // reset it): no AbortError is made for a call that ends normally.
   const abort = new AbortController();

@@ -44,7 +44,8 @@ const methods = rpcMethods(services);
 const routes = apiRestRoutes(services);
 
 beforeAll(async () => {
-  t = await createTestApp({ engine: { loops: false } });
+  // Hundreds of deliberately wrong credentials from one address: the limit on guessing has its own tests (credential-guessing.test.ts).
+  t = await createTestApp({ engine: { loops: false }, config: { authFailures: { perAddress: 0, perAccount: 0, windowMs: 60_000 } } });
   const now = Math.floor(t.clock.now().getTime() / 1000);
   a = await createRichTenant(t.app, "tenantA", now);
   b = await createRichTenant(t.app, "tenantB", now);

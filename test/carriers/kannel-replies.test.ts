@@ -15,7 +15,7 @@ import { addPoolNumbers, createTenant, type Tenant } from "../support/harness.js
 import { type KannelStack, type RunningKannel, startKannelStack } from "../support/kannel.js";
 import { without } from "../support/system-packages.js";
 
-const SECRET = "kannel-replies-secret";
+const SECRET = "kannel-replies-secret-0123456789abcdef";
 
 interface Hook {
   method: string;

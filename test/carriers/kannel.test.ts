@@ -24,7 +24,7 @@ import { freePort, type KannelStack, type RunningKannel, startKannelStack } from
 import { without } from "../support/system-packages.js";
 
 /** A secret with characters that need URL-encoding and that look like Kannel escape codes (%C, %d). */
-const SECRET = "kannel/secret %C3 %d+é";
+const SECRET = "kannel/secret %C3 %d+é-0123456789abcdef";
 
 interface WebhookCall {
   method: string;
@@ -418,7 +418,7 @@ describe("Kannel carrier: callback routes and sendsms answers", () => {
       KANNEL_USERNAME: "envuser",
       KANNEL_PASSWORD: "envpass",
       KANNEL_CALLBACK_URL: "https://switchboard.example",
-      KANNEL_CALLBACK_SECRET: "envsecret",
+      KANNEL_CALLBACK_SECRET: "envsecret-0123456789abcdef-0123456789",
     });
     const fromEnv = await createCarrier(config, systemClock);
     expect(fromEnv.name).toBe("kannel");
@@ -428,7 +428,7 @@ describe("Kannel carrier: callback routes and sendsms answers", () => {
     const q = new URL(lastRequest, gatewayUrl).searchParams;
     expect(q.get("username")).toBe("envuser");
     expect(q.get("password")).toBe("envpass");
-    expect(q.get("dlr-url")).toBe("https://switchboard.example/carriers/kannel/dlr?secret=envsecret&sid=MGABC&status=%d&answer=%A");
+    expect(q.get("dlr-url")).toBe("https://switchboard.example/carriers/kannel/dlr?secret=envsecret-0123456789abcdef-0123456789&sid=MGABC&status=%d&answer=%A");
   });
 
   it("turns 4xx into a permanent CarrierRejected and 5xx, refusal and timeouts into a temporary CarrierUnavailable", async () => {

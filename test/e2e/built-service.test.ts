@@ -13,7 +13,7 @@ import { dbKind } from "../support/db.js";
 import { freePort } from "../support/kannel.js";
 import { buildService, killService, serviceDatabase, type Service, type ServiceDatabase, startService, stopService, waitForOutput } from "../support/service.js";
 
-const ADMIN = "built-service-admin-token";
+const ADMIN = "built-service-admin-token-0123456789";
 const VERSION = (JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version: string }).version;
 
 describe("npm start's compiled build", () => {

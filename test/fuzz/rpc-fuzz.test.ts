@@ -70,7 +70,8 @@ let transports: Record<RpcProtocol, Transport>;
 let session: ClientHttp2Session;
 
 beforeAll(async () => {
-  t = await createTestApp({ engine: { loops: false } });
+  // Wrong credentials by the hundred from one address: without this, the limit on guessing would answer most cases 429 unchecked.
+  t = await createTestApp({ engine: { loops: false }, config: { authFailures: { perAddress: 0, perAccount: 0, windowMs: 60_000 } } });
   world = await createFuzzWorld(t.app, Math.floor(t.clock.now().getTime() / 1000));
   await t.app.listen({ port: 0, host: "127.0.0.1" });
   baseUrl = `http://127.0.0.1:${(t.app.server.address() as AddressInfo).port}`;

@@ -18,7 +18,7 @@ import { basic } from "../support/harness.js";
 import { freePort } from "../support/kannel.js";
 import { killService, serviceDatabase, startService, stopService, waitForOutput, type Service, type ServiceDatabase } from "../support/service.js";
 
-const secret = (label: string) => `${label}-${randomBytes(18).toString("base64url")}`;
+const secret = (label: string) => `${label}-${randomBytes(24).toString("base64url")}`;
 const ADMIN = secret("admin");
 const DB_PASSWORD = secret("dbpw");
 const SMTP_USER = "mailer";

@@ -14,15 +14,16 @@ function capture(env: Record<string, string>) {
 }
 
 const env = {
-  SWITCHBOARD_ADMIN_TOKEN: "op-token-ABCDEFGHIJKLMNOP",
+  SWITCHBOARD_ADMIN_TOKEN: "op-token-ABCDEFGHIJKLMNOP-0123456789",
   DATABASE_URL: "postgres://sb:db-pass-QRSTUV%2Fw@db.internal:5432/switchboard",
   SMTP_URL: "smtp://mailer:smtp-pass-XYZ123@mail.internal:587",
   KANNEL_PASSWORD: "kannel-pass-777777",
-  KANNEL_CALLBACK_SECRET: "kannel-callback-888888",
+  CARRIER: "kannel",
+  KANNEL_CALLBACK_SECRET: "kannel-callback-888888-0123456789abcdef",
   METRICS_TOKEN: "metrics-token-999999",
   LOG_LEVEL: "trace",
 };
-const SECRETS = ["op-token-ABCDEFGHIJKLMNOP", "db-pass-QRSTUV%2Fw", "db-pass-QRSTUV/w", "smtp-pass-XYZ123", "kannel-pass-777777", "kannel-callback-888888", "metrics-token-999999"];
+const SECRETS = ["op-token-ABCDEFGHIJKLMNOP-0123456789", "db-pass-QRSTUV%2Fw", "db-pass-QRSTUV/w", "smtp-pass-XYZ123", "kannel-pass-777777", "kannel-callback-888888-0123456789abcdef", "metrics-token-999999"];
 
 describe("createLogger", () => {
   it("writes JSON lines with a level label, ISO time and the service name", () => {
@@ -60,7 +61,7 @@ describe("createLogger", () => {
     const { log, text } = capture(env);
     log.error(`connect to postgres://sb:db-pass-QRSTUV%2Fw@db.internal failed`);
     log.warn({ detail: "smtp said no to smtp-pass-XYZ123" }, "e-mail not sent");
-    log.info({ note: `a JSON-escaped one: ${JSON.stringify("op-token-ABCDEFGHIJKLMNOP")}` }, "x");
+    log.info({ note: `a JSON-escaped one: ${JSON.stringify("op-token-ABCDEFGHIJKLMNOP-0123456789")}` }, "x");
     log.info("GET /cgi-bin/sendsms?username=sb&password=hunter2hunter2&to=1 and /dlr?secret=s3cr3t-value&sid=MG1");
     log.info("sent Authorization: Basic QUMxMjM6c2VjcmV0LXRva2Vu and Bearer abcdefghijklmnop");
     log.info(`${"metrics-token-999999"} in a message`);
@@ -85,7 +86,7 @@ describe("createLogger", () => {
   });
 
   it("leaves documented public defaults and short values alone (they would mangle ordinary words)", () => {
-    const { log, text } = capture({ LOG_LEVEL: "info", SWITCHBOARD_ADMIN_TOKEN: "op-token-ABCDEFGHIJKLMNOP" });
+    const { log, text } = capture({ LOG_LEVEL: "info", SWITCHBOARD_ADMIN_TOKEN: "op-token-ABCDEFGHIJKLMNOP-0123456789" });
     log.info("Switchboard uses switchboard and switchboard-kannel by default");
     expect(text()).toContain("Switchboard uses switchboard and switchboard-kannel by default");
   });

@@ -38,7 +38,7 @@ const CONFIRM_WAIT_SECONDS = Number(process.env.CRASH_CONFIRM_WAIT_SECONDS ?? 10
 /** CRASH_DIAG_DIR=<dir>: keep Kannel's logs, fakesmsc's lines and the service's log there (LOG_LEVEL from CRASH_LOG_LEVEL). */
 const DIAG_DIR = process.env.CRASH_DIAG_DIR;
 const ADMIN_TOKEN = "crash-test-admin-token-0123456789abcdef";
-const SECRET = "crash-test-kannel-secret";
+const SECRET = "crash-test-kannel-secret-0123456789abcdef";
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** A small seeded generator, so a failing run can be repeated with CRASH_SEED. */

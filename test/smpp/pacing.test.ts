@@ -52,9 +52,9 @@ describe("the pacer", () => {
 
 describe("KANNEL_TPS", () => {
   it("is read from the environment (off and 0: no limit)", () => {
-    expect(loadConfig({ CARRIER: "kannel", KANNEL_TPS: "20" }).kannel.tps).toBe(20);
-    expect(loadConfig({ CARRIER: "kannel", KANNEL_TPS: "off" }).kannel.tps).toBe(0);
-    expect(loadConfig({ CARRIER: "kannel" }).kannel.tps).toBe(0);
+    expect(loadConfig({ CARRIER: "kannel", KANNEL_CALLBACK_SECRET: "s".repeat(32), KANNEL_TPS: "20" }).kannel.tps).toBe(20);
+    expect(loadConfig({ CARRIER: "kannel", KANNEL_CALLBACK_SECRET: "s".repeat(32), KANNEL_TPS: "off" }).kannel.tps).toBe(0);
+    expect(loadConfig({ CARRIER: "kannel", KANNEL_CALLBACK_SECRET: "s".repeat(32) }).kannel.tps).toBe(0);
   });
 
   it("spaces sendsms calls 1/KANNEL_TPS apart and sizes the dispatcher's claim by the rate", async () => {

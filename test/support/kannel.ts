@@ -29,6 +29,7 @@ import type { Transporter } from "nodemailer";
 import { buildApp } from "../../src/app.js";
 import { createKannelCarrier, kannelPatternValue } from "../../src/carriers/kannel.js";
 import { systemClock } from "../../src/common/clock.js";
+import { checkSecret } from "../../src/config.js";
 import { createDeliveryEngine, type DeliveryEngine } from "../../src/delivery/engine.js";
 import { createTestOrm, type TestOrm } from "./db.js";
 import { ADMIN_TOKEN } from "./harness.js";
@@ -396,6 +397,8 @@ export interface KannelStack {
 export async function startKannelStack(opts: { secret: string; mailTransport?: Transporter }): Promise<KannelStack> {
   const port = await freePort();
   const base = `http://127.0.0.1:${port}`;
+  // The secret a deployment could start with (KANNEL_CALLBACK_SECRET's rules), so that the tests run a real configuration.
+  checkSecret("the Kannel test secret", opts.secret, "the Kannel callbacks' shared secret");
   const [db, kannel] = await Promise.all([createTestOrm(), startKannel({ callbackBaseUrl: base, secret: opts.secret })]);
   const carrier = createKannelCarrier({ sendsmsUrl: kannel.sendsmsUrl, ...KANNEL_USER, callbackBaseUrl: base, callbackSecret: opts.secret, clock: systemClock });
   const engine = createDeliveryEngine({ orm: db.orm, clock: systemClock, carrier, webhookAllowPrivate: true, pollMs: 50, mailTransport: opts.mailTransport });
