@@ -2,7 +2,7 @@ import { Resolver } from "node:dns";
 import { parseMailFromDomains } from "./mail/mail-from.js";
 import { DEFAULT_NO_ALPHA_COUNTRIES } from "./messaging/send-rules.js";
 import type { ConnectionLimits } from "./transport/connection-limits.js";
-import { WEBHOOK_CONCURRENCY, WEBHOOK_CONCURRENCY_PER_HOST } from "./webhooks/webhook-worker.js";
+import { WEBHOOK_CONCURRENCY, WEBHOOK_CONCURRENCY_PER_ACCOUNT, WEBHOOK_CONCURRENCY_PER_HOST } from "./webhooks/webhook-worker.js";
 
 /** Default sustained send rate, messages per second per account (SEND_RATE_LIMIT). */
 export const DEFAULT_SEND_RATE_LIMIT = 50;
@@ -35,6 +35,8 @@ export interface Config {
   webhookConcurrency: number;
   /** Webhook calls in flight at once per (account, destination host) per process. */
   webhookConcurrencyPerHost: number;
+  /** Webhook calls in flight at once per account, all its hosts together, per process. */
+  webhookConcurrencyPerAccount: number;
   /** DNS servers (`ip` or `ip:port`) webhook host names are resolved with; empty: the system resolver. */
   webhookDnsServers: string[];
   logLevel: string;
@@ -157,6 +159,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     webhookAllowPrivate: /^(1|true|yes)$/i.test(env.WEBHOOK_ALLOW_PRIVATE ?? ""),
     webhookConcurrency: wholeNumber(env, "WEBHOOK_CONCURRENCY", WEBHOOK_CONCURRENCY, 1),
     webhookConcurrencyPerHost: wholeNumber(env, "WEBHOOK_CONCURRENCY_PER_HOST", WEBHOOK_CONCURRENCY_PER_HOST, 1),
+    webhookConcurrencyPerAccount: wholeNumber(env, "WEBHOOK_CONCURRENCY_PER_ACCOUNT", WEBHOOK_CONCURRENCY_PER_ACCOUNT, 1),
     webhookDnsServers: dnsServers(env, "WEBHOOK_DNS_SERVERS"),
     logLevel: env.LOG_LEVEL ?? "info",
     metricsToken: env.METRICS_TOKEN || undefined,
