@@ -2,6 +2,8 @@ import { Resolver } from "node:dns";
 import { parseMailFromDomains } from "./mail/mail-from.js";
 import { DEFAULT_NO_ALPHA_COUNTRIES } from "./messaging/send-rules.js";
 import type { ConnectionLimits } from "./transport/connection-limits.js";
+import { databaseKind } from "./db/orm.js";
+import { defaultReadLimits, type ReadLimits } from "./transport/read-gate.js";
 import { WEBHOOK_CONCURRENCY, WEBHOOK_CONCURRENCY_PER_ACCOUNT, WEBHOOK_CONCURRENCY_PER_HOST } from "./webhooks/webhook-worker.js";
 
 /** Default sustained send rate, messages per second per account (SEND_RATE_LIMIT). */
@@ -54,6 +56,8 @@ export interface Config {
   sendRateBurst: number;
   /** What one client connection may hold. */
   connections: ConnectionLimits;
+  /** How many reads (Get and List methods) may run at once, and for how long. */
+  reads: ReadLimits;
   /** Delay before the simulator's delivery reports, ms. */
   simulatorReportDelayMs: number;
   /** The Kannel carrier's settings (CARRIER=kannel). */
@@ -174,6 +178,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     sendRateLimit,
     sendRateBurst: wholeNumber(env, "SEND_RATE_BURST", defaultSendBurst(sendRateLimit), 1),
     connections: connectionLimits(env),
+    reads: readLimits(env, raw || DEFAULT_DATA_DIR),
     simulatorReportDelayMs: Number(env.SIMULATOR_REPORT_DELAY_MS ?? 200),
     kannel: {
       sendsmsUrl: env.KANNEL_SENDSMS_URL ?? "http://127.0.0.1:13013/cgi-bin/sendsms",
@@ -203,6 +208,16 @@ function connectionLimits(env: NodeJS.ProcessEnv): ConnectionLimits {
     headersTimeoutMs,
     requestTimeoutMs,
     maxHeaderBytes: wholeNumber(env, "MAX_HEADER_BYTES", d.maxHeaderBytes, 1024),
+  };
+}
+
+function readLimits(env: NodeJS.ProcessEnv, databaseUrl: string): ReadLimits {
+  const d = defaultReadLimits(databaseKind(databaseUrl));
+  return {
+    perAccount: wholeNumber(env, "READ_CONCURRENCY_PER_ACCOUNT", d.perAccount, 1),
+    queuePerAccount: wholeNumber(env, "READ_QUEUE_PER_ACCOUNT", d.queuePerAccount, 0),
+    global: wholeNumber(env, "READ_CONCURRENCY", d.global, 1),
+    statementTimeoutMs: wholeNumber(env, "READ_STATEMENT_TIMEOUT_MS", d.statementTimeoutMs, 1),
   };
 }
 
