@@ -167,14 +167,17 @@ export async function migrateUp(orm: MikroORM): Promise<string[]> {
 export const DEFAULT_POOL_MAX = 10;
 
 /**
- * Runs `fn` in a transaction whose statements PostgreSQL cancels after `timeoutMs` each (`SET
- * LOCAL`: the setting ends with the transaction, so the pooled connection goes back unchanged).
- * PostgreSQL only: PGlite's single-threaded engine never cancels a running statement.
+ * Runs a read in a transaction whose statements PostgreSQL cancels after `timeoutMs` each, and
+ * without parallel workers, so one read is one backend's work and a cap on reads is a cap on the
+ * database CPU they take (both `set_config(…, true)`, SET LOCAL: they end with the transaction,
+ * so the pooled connection goes back unchanged). PostgreSQL only: PGlite's single-threaded
+ * engine never cancels a running statement and has no workers.
  */
 export function withStatementTimeout<T>(em: EntityManager, timeoutMs: number, fn: (tx: EntityManager) => Promise<T>): Promise<T> {
   return em.transactional(async (tx) => {
-    // SET takes no bind parameters; the value is a whole number of our own.
-    await tx.execute(`set local statement_timeout = ${Math.max(1, Math.floor(timeoutMs))}`);
+    await tx.execute("select set_config('statement_timeout', ?, true), set_config('max_parallel_workers_per_gather', '0', true)", [
+      String(Math.max(1, Math.floor(timeoutMs))),
+    ]);
     return fn(tx);
   });
 }
