@@ -94,7 +94,7 @@ describe("the read gate's rules", () => {
   });
 
   it("reads its limits from the environment, with documented defaults", () => {
-    expect(loadConfig({ DATABASE_URL: "postgres://x/y" }).reads).toEqual({ perAccount: 2, queuePerAccount: 8, global: 6, statementTimeoutMs: 5000 });
+    expect(loadConfig({ DATABASE_URL: "postgres://x/y" }).reads).toEqual({ perAccount: 1, queuePerAccount: 8, global: 6, statementTimeoutMs: 5000 });
     expect(loadConfig({ DATABASE_URL: "memory://" }).reads.global).toBe(1);
     const set = loadConfig({ READ_CONCURRENCY_PER_ACCOUNT: "2", READ_QUEUE_PER_ACCOUNT: "0", READ_CONCURRENCY: "3", READ_STATEMENT_TIMEOUT_MS: "250" }).reads;
     expect(set).toEqual({ perAccount: 2, queuePerAccount: 0, global: 3, statementTimeoutMs: 250 });
