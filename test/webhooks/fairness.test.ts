@@ -177,7 +177,9 @@ describe("the claim, driven by hand", () => {
     const wk = worker({ concurrency: 64, concurrencyPerHost: 4, concurrencyPerAccount: 8, resolve: toReceiver });
     expect(await wk.fill()).toBe(8); // A's share, though its 40 hosts could take every slot
     await vi.waitFor(() => expect(rx.requests).toHaveLength(8));
-    expect(new Set(rx.requests.map((r) => r.headers.host)).size).toBe(8);
+    const perHost = new Map<string, number>();
+    for (const r of rx.requests) perHost.set(r.headers.host, (perHost.get(r.headers.host) ?? 0) + 1);
+    expect(Math.max(...perHost.values())).toBeLessThanOrEqual(4);
     expect(await wk.fill()).toBe(0); // A's eight are still out
     // B's receipt is queued later, while A's calls hang: it goes out at once.
     await queue(b, 1, "/hole-b");
