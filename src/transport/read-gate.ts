@@ -104,7 +104,7 @@ export function createReadGate(limits: Pick<ReadLimits, "perAccount" | "queuePer
       if (lane.active >= limits.perAccount && lane.queue.length >= limits.queuePerAccount) {
         throw apiError(
           "RateLimited",
-          `Too many reads at once: an account may have ${limits.perAccount} reads running and ${limits.queuePerAccount} waiting. Retry after 1 second.`,
+          `Too many reads at once: an account may have ${limits.perAccount} running and ${limits.queuePerAccount} waiting. Retry after 1 second.`,
           [],
           { "retry-after": "1" },
         );

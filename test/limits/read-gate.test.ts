@@ -31,7 +31,7 @@ describe("the read gate's rules", () => {
     const refused = await gate.acquire("A").catch((e: unknown) => e);
     expect(refused).toMatchObject({ code: 8, metadata: expect.anything() });
     expect((refused as { metadata: Headers }).metadata.get("retry-after")).toBe("1");
-    expect(String((refused as Error).message)).toContain("2 reads running and 1 waiting");
+    expect(String((refused as Error).message)).toContain("may have 2 running and 1 waiting");
     // Another account is not held by A's.
     const b1 = await gate.acquire("B");
     expect(gate.inFlight("B")).toBe(1);
@@ -152,7 +152,7 @@ describe.skipIf(dbKind() !== "postgres")("reads over HTTP, held inside PostgreSQ
     expect(third.json()).toEqual({
       ResponseStatus: {
         ErrorCode: "RateLimited",
-        Message: "Too many reads at once: an account may have 2 reads running and 0 waiting. Retry after 1 second.",
+        Message: "Too many reads at once: an account may have 2 running and 0 waiting. Retry after 1 second.",
         Errors: [],
       },
     });
