@@ -19,7 +19,7 @@ import type { Clock } from "./common/clock.js";
 import { systemClock } from "./common/clock.js";
 import { rejectUnstorableStrings } from "./common/string-guard.js";
 import { DEFAULT_AUTH_FAILURE_LIMITS, DEFAULT_CONNECTION_LIMITS, DEFAULT_SEND_RATE_LIMIT, defaultSendBurst, type Config } from "./config.js";
-import { isDatabaseReady } from "./db/orm.js";
+import { isDatabaseReady, ormKind } from "./db/orm.js";
 import { createMessagingService } from "./messaging/messaging-service.js";
 import { createSendRateLimiter, limitSendRate } from "./messaging/send-rate-limit.js";
 import { createNumberService } from "./numbers/number-service.js";
@@ -37,6 +37,7 @@ import { serveUnaryGrpcDirectly } from "./transport/grpc-unary.js";
 import { createPolyglotServer, type PolyglotServer } from "./transport/polyglot-server.js";
 import { httpLayer, httpServerOptions } from "./transport/http-layer.js";
 import { restPlugin } from "./transport/rest.js";
+import { createReadGate, defaultReadLimits, gateReads } from "./transport/read-gate.js";
 import { blameClientForUnreadableRequests, markRequestRead } from "./transport/rpc-read-errors.js";
 import { decideRpcCharset, serviceWithJsonRules } from "./transport/rpc-json.js";
 
@@ -44,7 +45,7 @@ import { decideRpcCharset, serviceWithJsonRules } from "./transport/rpc-json.js"
 export interface AppDeps {
   orm: MikroORM;
   config: Pick<Config, "adminToken" | "webhookAllowPrivate" | "noAlphaCountries" | "bodyLimit" | "metricsToken"> &
-    Partial<Pick<Config, "sendRateLimit" | "sendRateBurst" | "connections" | "mailFromDomains" | "authFailures">>;
+    Partial<Pick<Config, "sendRateLimit" | "sendRateBurst" | "connections" | "mailFromDomains" | "authFailures" | "reads">>;
   clock?: Clock;
   /** The carrier, for the simulator's operator endpoints. */
   carrier?: Carrier;
@@ -81,6 +82,7 @@ export function createInterceptors(deps: AppDeps, edge: EdgeDeps, observe: Inter
   const ratePerSecond = deps.config.sendRateLimit ?? DEFAULT_SEND_RATE_LIMIT;
   const burst = deps.config.sendRateBurst ?? defaultSendBurst(ratePerSecond);
   const sendRate = createSendRateLimiter({ ratePerSecond, burst, clock: deps.clock ?? systemClock });
+  const reads = deps.config.reads ?? defaultReadLimits(ormKind(deps.orm));
   return [
     // The code a call failed with, for the completion line and the metrics.
     observe,
@@ -93,6 +95,9 @@ export function createInterceptors(deps: AppDeps, edge: EdgeDeps, observe: Inter
     rejectUnstorableStrings,
     // Sends are charged to the account's bucket before they read or write anything.
     ...(sendRate ? [limitSendRate(sendRate)] : []),
+    // Reads (Get and List methods) wait for their account's and the process's read slots, and
+    // run under a statement timeout: no account's reads take the connections sends need.
+    gateReads(deps.orm, createReadGate(reads), reads.statementTimeoutMs),
   ];
 }
 

@@ -3,7 +3,9 @@ import { parseMailFromDomains } from "./mail/mail-from.js";
 import { DEFAULT_NO_ALPHA_COUNTRIES } from "./messaging/send-rules.js";
 import type { AuthFailureLimits } from "./accounts/auth-failures.js";
 import type { ConnectionLimits } from "./transport/connection-limits.js";
-import { WEBHOOK_CONCURRENCY, WEBHOOK_CONCURRENCY_PER_HOST } from "./webhooks/webhook-worker.js";
+import { databaseKind } from "./db/orm.js";
+import { defaultReadLimits, type ReadLimits } from "./transport/read-gate.js";
+import { WEBHOOK_CONCURRENCY, WEBHOOK_CONCURRENCY_PER_ACCOUNT, WEBHOOK_CONCURRENCY_PER_HOST } from "./webhooks/webhook-worker.js";
 
 /** Default sustained send rate, messages per second per account (SEND_RATE_LIMIT). */
 export const DEFAULT_SEND_RATE_LIMIT = 50;
@@ -49,6 +51,8 @@ export interface Config {
   webhookConcurrency: number;
   /** Webhook calls in flight at once per (account, destination host) per process. */
   webhookConcurrencyPerHost: number;
+  /** Webhook calls in flight at once per account, all its hosts together, per process. */
+  webhookConcurrencyPerAccount: number;
   /** DNS servers (`ip` or `ip:port`) webhook host names are resolved with; empty: the system resolver. */
   webhookDnsServers: string[];
   logLevel: string;
@@ -68,6 +72,8 @@ export interface Config {
   connections: ConnectionLimits;
   /** Failed authentications per client address and per account before 429. */
   authFailures: AuthFailureLimits;
+  /** How many reads (Get and List methods) may run at once, and for how long. */
+  reads: ReadLimits;
   /** Delay before the simulator's delivery reports, ms. */
   simulatorReportDelayMs: number;
   /** The Kannel carrier's settings (CARRIER=kannel). */
@@ -175,6 +181,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     webhookAllowPrivate: /^(1|true|yes)$/i.test(env.WEBHOOK_ALLOW_PRIVATE ?? ""),
     webhookConcurrency: wholeNumber(env, "WEBHOOK_CONCURRENCY", WEBHOOK_CONCURRENCY, 1),
     webhookConcurrencyPerHost: wholeNumber(env, "WEBHOOK_CONCURRENCY_PER_HOST", WEBHOOK_CONCURRENCY_PER_HOST, 1),
+    webhookConcurrencyPerAccount: wholeNumber(env, "WEBHOOK_CONCURRENCY_PER_ACCOUNT", WEBHOOK_CONCURRENCY_PER_ACCOUNT, 1),
     webhookDnsServers: dnsServers(env, "WEBHOOK_DNS_SERVERS"),
     logLevel: env.LOG_LEVEL ?? "info",
     metricsToken: env.METRICS_TOKEN || undefined,
@@ -194,6 +201,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       perAccount: wholeNumber(env, "AUTH_FAILURES_PER_ACCOUNT", DEFAULT_AUTH_FAILURE_LIMITS.perAccount, 0),
       windowMs: wholeNumber(env, "AUTH_FAILURE_WINDOW_SECONDS", DEFAULT_AUTH_FAILURE_LIMITS.windowMs / 1000, 1) * 1000,
     },
+    reads: readLimits(env, raw || DEFAULT_DATA_DIR),
     simulatorReportDelayMs: Number(env.SIMULATOR_REPORT_DELAY_MS ?? 200),
     kannel: {
       sendsmsUrl: env.KANNEL_SENDSMS_URL ?? "http://127.0.0.1:13013/cgi-bin/sendsms",
@@ -262,6 +270,16 @@ function connectionLimits(env: NodeJS.ProcessEnv): ConnectionLimits {
     headersTimeoutMs,
     requestTimeoutMs,
     maxHeaderBytes: wholeNumber(env, "MAX_HEADER_BYTES", d.maxHeaderBytes, 1024),
+  };
+}
+
+function readLimits(env: NodeJS.ProcessEnv, databaseUrl: string): ReadLimits {
+  const d = defaultReadLimits(databaseKind(databaseUrl));
+  return {
+    perAccount: wholeNumber(env, "READ_CONCURRENCY_PER_ACCOUNT", d.perAccount, 1),
+    queuePerAccount: wholeNumber(env, "READ_QUEUE_PER_ACCOUNT", d.queuePerAccount, 0),
+    global: wholeNumber(env, "READ_CONCURRENCY", d.global, 1),
+    statementTimeoutMs: wholeNumber(env, "READ_STATEMENT_TIMEOUT_MS", d.statementTimeoutMs, 1),
   };
 }
 

@@ -118,13 +118,13 @@ export const ERRORS = {
     http: 429,
     grpc: Code.ResourceExhausted,
     when:
-      "an account's sends over `SEND_RATE_LIMIT` (`Retry-After` says when to retry), too many failed authentications from the client's address or for the account (`Retry-After`; the credentials are not checked), or too many pipelined requests on one HTTP/1.1 connection; see [Limits](api.md#limits)",
+      "an account's sends over `SEND_RATE_LIMIT` (`Retry-After` says when to retry), an account's reads over `READ_CONCURRENCY_PER_ACCOUNT` running plus `READ_QUEUE_PER_ACCOUNT` waiting, too many failed authentications from the client's address or for the account (`Retry-After`; the credentials are not checked), or too many pipelined requests on one HTTP/1.1 connection; see [Limits](api.md#limits)",
     example: "Too many messages: account AC0123456789ABCDEFGHIJKLMNOPQRST may send 50 per second, in bursts of up to 500. Retry after 1 second.",
   },
   ServiceUnavailable: {
     http: 503,
     grpc: Code.Unavailable,
-    when: "a dependency (the database) is down",
+    when: "a dependency (the database) is down, or a read ran past `READ_STATEMENT_TIMEOUT_MS`",
     example: "The service is temporarily unavailable: its database cannot be reached. Try again shortly.",
   },
   InternalError: { http: 500, grpc: Code.Internal, when: "a bug; no detail is returned, the log has it", example: "An internal error occurred." },

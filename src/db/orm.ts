@@ -1,6 +1,6 @@
 import { mkdirSync } from "node:fs";
 import { resolve } from "node:path";
-import type { MikroORM, Options } from "@mikro-orm/sql";
+import type { EntityManager, MikroORM, Options } from "@mikro-orm/sql";
 import { Migrator } from "@mikro-orm/migrations";
 import { entities } from "./entities.js";
 import { Migration20261122000000 } from "./migrations/Migration20261122000000.js";
@@ -104,7 +104,7 @@ async function initOrm(opts: CreateOrmOptions): Promise<MikroORM> {
       ...common,
       clientUrl: opts.databaseUrl,
       // migrateUp holds its lock on one connection while the migrator probes on another.
-      pool: { max: Math.max(2, opts.poolMax ?? 10) },
+      pool: { max: Math.max(2, opts.poolMax ?? DEFAULT_POOL_MAX) },
       // Bounds, so that a database that is down or unreachable fails a request in seconds instead
       // of holding it: connecting and waiting for a pooled connection (pg-pool uses one setting for
       // both), a statement on the server, and a reply on the client (a peer that vanished without
@@ -167,6 +167,32 @@ export async function migrateUp(orm: MikroORM): Promise<string[]> {
     await connection.execute("select pg_advisory_xact_lock(?)", [MIGRATION_LOCK_KEY], "run", trx);
     return (await migrator.up({ transaction: trx })).map((m) => m.name);
   });
+}
+
+/** Connections in the pool by default (createOrm's poolMax). */
+export const DEFAULT_POOL_MAX = 10;
+
+/**
+ * Runs a read in a transaction whose statements PostgreSQL cancels after `timeoutMs` each, and
+ * without parallel workers, so one read is one backend's work and a cap on reads is a cap on the
+ * database CPU they take (both `set_config(…, true)`, SET LOCAL: they end with the transaction,
+ * so the pooled connection goes back unchanged). PostgreSQL only: PGlite's single-threaded
+ * engine never cancels a running statement and has no workers.
+ */
+export function withStatementTimeout<T>(em: EntityManager, timeoutMs: number, fn: (tx: EntityManager) => Promise<T>): Promise<T> {
+  return em.transactional(async (tx) => {
+    await tx.execute("select set_config('statement_timeout', ?, true), set_config('max_parallel_workers_per_gather', '0', true)", [
+      String(Math.max(1, Math.floor(timeoutMs))),
+    ]);
+    return fn(tx);
+  });
+}
+
+/** Whether an error is PostgreSQL cancelling a statement (57014: statement_timeout), looking through wrapped causes. */
+export function isStatementTimeout(e: unknown, depth = 0): boolean {
+  if (typeof e !== "object" || e === null || depth > 5) return false;
+  const { code, cause } = e as { code?: unknown; cause?: unknown };
+  return code === "57014" || (cause !== undefined && isStatementTimeout(cause, depth + 1));
 }
 
 /** Whether the database answers `select 1` within timeoutMs (for /readyz); never throws. */

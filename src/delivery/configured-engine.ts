@@ -24,6 +24,7 @@ export async function createConfiguredEngine(config: Config, orm: MikroORM, log:
     webhooks: {
       concurrency: config.webhookConcurrency,
       concurrencyPerHost: config.webhookConcurrencyPerHost,
+      concurrencyPerAccount: config.webhookConcurrencyPerAccount,
       resolve: config.webhookDnsServers.length > 0 ? dnsServersResolver(config.webhookDnsServers) : undefined,
     },
   });

@@ -46,7 +46,7 @@ export interface DeliveryEngineOptions {
      */
     roundGapMs?: number;
   };
-  webhooks?: Partial<Pick<WebhookWorkerOptions, "timeoutMs" | "retryForMs" | "concurrency" | "concurrencyPerHost" | "resolve">>;
+  webhooks?: Partial<Pick<WebhookWorkerOptions, "timeoutMs" | "retryForMs" | "concurrency" | "concurrencyPerHost" | "concurrencyPerAccount" | "resolve">>;
   /** SMTP transport for forwarded e-mails; without one they are kept for the operator. */
   mailTransport?: Transporter;
   /** Countries whose operators do not take alphanumeric sender IDs (forwarded replies follow the send rules); default US, CA. */

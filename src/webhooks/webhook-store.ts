@@ -54,6 +54,8 @@ export interface ClaimLimits {
   max: number;
   /** At most this many in flight per (account, host), counting `busy`. */
   perTarget: number;
+  /** At most this many in flight per account, all its hosts together, counting `busy`. */
+  perAccount: number;
   busy: BusyTarget[];
 }
 
@@ -61,8 +63,10 @@ export interface ClaimLimits {
 // skipping through webhook_deliveries_target_idx (one index probe per pair, however long each
 // queue is); each pair offers its first due calls, earliest due time first and at equal due time
 // a first attempt before a retry, no more than its free slots (the per-host limit less the calls
-// this process has in flight there); each account's offers are then numbered (its turn) and the
-// claim takes turn 1 of every account before turn 2 of any. The locking level repeats the
+// this process has in flight there); each account's offers are then numbered (its turn), turns
+// past the account's free slots (the per-account limit less its calls in flight on every host)
+// are dropped, so many hosts do not add up to more than one account's share, and the claim takes
+// turn 1 of every account before turn 2 of any. The locking level repeats the
 // conditions, so a row another worker claimed meanwhile is re-checked and skipped (SKIP LOCKED,
 // as across processes).
 const CLAIM = `
@@ -78,6 +82,9 @@ with recursive targets(account_sid, target_host) as (
          where w.status = 'Pending' and (w.account_sid, w.target_host) > (t.account_sid, t.target_host)
          order by w.account_sid, w.target_host limit 1) n
 ),
+busy as (
+  select * from jsonb_to_recordset(?::jsonb) as b(account_sid text, target_host text, in_flight int)
+),
 offers as (
   select h.id, h.account_sid, h.next_attempt_at, h.retry,
          row_number() over (partition by h.account_sid, h.target_host order by h.next_attempt_at, h.retry, h.id)
@@ -90,13 +97,18 @@ offers as (
          and w.next_attempt_at <= ? and (w.claimed_until is null or w.claimed_until < ?)
        order by w.next_attempt_at, w.attempts > 0, w.id
        limit ?) h
-    left join jsonb_to_recordset(?::jsonb) as b(account_sid text, target_host text, in_flight int)
-      on b.account_sid = h.account_sid and b.target_host = h.target_host
+    left join busy b on b.account_sid = h.account_sid and b.target_host = h.target_host
 ),
 turns as (
-  select id, next_attempt_at, retry, row_number() over (partition by account_sid order by next_attempt_at, retry, id) as turn
-    from offers
-   where slot <= ?
+  select o.id, o.account_sid, o.next_attempt_at, o.retry,
+         row_number() over (partition by o.account_sid order by o.next_attempt_at, o.retry, o.id) as turn
+    from offers o
+   where o.slot <= ?
+),
+open_turns as (
+  select r.* from turns r
+   left join (select account_sid, sum(in_flight) as in_flight from busy group by account_sid) a on a.account_sid = r.account_sid
+  where r.turn + coalesce(a.in_flight, 0) <= ?
 )
 update webhook_deliveries d
    set claimed_until = ?
@@ -104,7 +116,7 @@ update webhook_deliveries d
  where a.sid = d.account_sid and d.id in (
    select c.id
      from webhook_deliveries c
-     join turns r on r.id = c.id
+     join open_turns r on r.id = c.id
     where c.status = 'Pending' and c.next_attempt_at <= ? and (c.claimed_until is null or c.claimed_until < ?)
     order by r.turn, r.next_attempt_at, r.retry, r.id
     limit ?
@@ -114,12 +126,13 @@ returning d.id, d.account_sid, d.target_host, d.message_sid, d.event_type, d.url
 /** Claims due webhook calls round-robin across accounts, within the given limits. */
 export function claimDueWebhooks(em: EntityManager, l: ClaimLimits): Promise<DueWebhook[]> {
   return em.execute<DueWebhook[]>(CLAIM, [
-    l.now,
-    l.now,
-    l.perTarget,
     // One JSON parameter, whatever the number of busy targets (none included).
     JSON.stringify(l.busy.map((b) => ({ account_sid: b.accountSid, target_host: b.host, in_flight: b.inFlight }))),
+    l.now,
+    l.now,
     l.perTarget,
+    l.perTarget,
+    l.perAccount,
     l.claimUntil,
     l.now,
     l.now,

@@ -19,6 +19,8 @@ export interface WebhookWorkerOptions {
   concurrency?: number;
   /** Calls in flight at once per (account, destination host) in this process (WEBHOOK_CONCURRENCY_PER_HOST). */
   concurrencyPerHost?: number;
+  /** Calls in flight at once per account, all its hosts together, in this process (WEBHOOK_CONCURRENCY_PER_ACCOUNT). */
+  concurrencyPerAccount?: number;
   /** How host names are resolved (default: the system resolver). */
   resolve?: ResolveHost;
   /** Called each time a call ends and frees its slot (the engine wakes its loop to fill it). */
@@ -33,6 +35,8 @@ export const WEBHOOK_RETRY_FOR_MS = 24 * 3600 * 1000;
 export const WEBHOOK_CONCURRENCY = 64;
 /** Default calls in flight per (account, destination host) per process (WEBHOOK_CONCURRENCY_PER_HOST). */
 export const WEBHOOK_CONCURRENCY_PER_HOST = 4;
+/** Default calls in flight per account, all its hosts together, per process (WEBHOOK_CONCURRENCY_PER_ACCOUNT): a quarter of the default pool. */
+export const WEBHOOK_CONCURRENCY_PER_ACCOUNT = 16;
 
 /** Delay after failed attempt n (1-based): 5 s doubling to at most 1 hour. */
 export function webhookBackoffMs(attempt: number): number {
@@ -42,8 +46,8 @@ export function webhookBackoffMs(attempt: number): number {
 /**
  * The outbox sender: a pool of slots. Each free slot takes the next due call as soon as it frees
  * (no batch waits for its slowest call); due calls are dealt round-robin across accounts, and
- * one (account, host) holds at most a few slots, so one account's slow endpoint cannot hold up
- * another account's calls.
+ * one (account, host) holds at most a few slots and one account at most its share of all slots
+ * however many hosts it names, so one account's slow endpoints cannot hold up another account's calls.
  */
 export interface WebhookWorker {
   /** Claims due calls into the free slots and starts them; returns how many it started, without waiting for them. */
@@ -89,6 +93,7 @@ export function createWebhookWorker(opts: WebhookWorkerOptions): WebhookWorker {
   const retryForMs = opts.retryForMs ?? WEBHOOK_RETRY_FOR_MS;
   const concurrency = Math.max(1, opts.concurrency ?? WEBHOOK_CONCURRENCY);
   const perHost = Math.max(1, opts.concurrencyPerHost ?? WEBHOOK_CONCURRENCY_PER_HOST);
+  const perAccount = Math.max(1, opts.concurrencyPerAccount ?? WEBHOOK_CONCURRENCY_PER_ACCOUNT);
   const resolve = opts.resolve ?? systemResolver;
   /** In flight per (account, host), keyed `account host`. */
   const busy = new Map<string, { accountSid: string; host: string; inFlight: number }>();
@@ -159,6 +164,7 @@ export function createWebhookWorker(opts: WebhookWorkerOptions): WebhookWorker {
       claimUntil: new Date(now.getTime() + timeoutMs + 30_000),
       max: free,
       perTarget: perHost,
+      perAccount,
       busy: [...busy.values()],
     });
     return rows.map(start);

@@ -165,6 +165,35 @@ describe("the claim, driven by hand", () => {
     expect(paths().filter((p) => p === "/cap-a")).toHaveLength(5);
   });
 
+  it("holds at most the per-account slots for one account across all its hosts: 40 black-hole hosts do not stop another account's call", async () => {
+    const [a, b] = [await createTenant(t.app), await createTenant(t.app)];
+    t.clock.set(T0);
+    // 40 host names, every one resolving to the receiver (a black hole for A: it holds each call).
+    const hosts = Array.from({ length: 40 }, (_, i) => `h${i}.black-hole.test`);
+    for (const host of hosts) await queue(a, 2, "/hole-a", host);
+    rx.requests.length = 0;
+    rx.answer = (_n, req) => (req.url === "/hole-a" ? { status: 200, afterMs: 60_000 } : 200);
+    const toReceiver = async () => [{ address: "127.0.0.1", family: 4 as const }];
+    const wk = worker({ concurrency: 64, concurrencyPerHost: 4, concurrencyPerAccount: 8, resolve: toReceiver });
+    expect(await wk.fill()).toBe(8); // A's share, though its 40 hosts could take every slot
+    await vi.waitFor(() => expect(rx.requests).toHaveLength(8));
+    const perHost = new Map<string, number>();
+    for (const r of rx.requests) perHost.set(r.headers.host, (perHost.get(r.headers.host) ?? 0) + 1);
+    expect(Math.max(...perHost.values())).toBeLessThanOrEqual(4);
+    expect(await wk.fill()).toBe(0); // A's eight are still out
+    // B's receipt is queued later, while A's calls hang: it goes out at once.
+    await queue(b, 1, "/hole-b");
+    expect(await wk.fill()).toBe(1);
+    await vi.waitFor(() => expect(paths()).toContain("/hole-b"));
+    expect(wk.inFlight()).toBe(8);
+    expect(paths().filter((p) => p === "/hole-a")).toHaveLength(8);
+    rx.answer = () => 200;
+    rx.releaseHeld();
+    await wk.drain();
+    for (let k; (k = await wk.tick()) > 0; ) expect(k).toBeLessThanOrEqual(8);
+    expect(await countDeliveries(t.db.orm, a.accountSid, "Pending")).toBe(0);
+  });
+
   it("at equal due time makes a first attempt before a retry", async () => {
     const a = await createTenant(t.app);
     t.clock.set(T0);

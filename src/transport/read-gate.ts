@@ -1,0 +1,183 @@
+import { getOption, type DescMethod } from "@bufbuild/protobuf";
+import type { Interceptor } from "@connectrpc/connect";
+import type { MikroORM } from "@mikro-orm/sql";
+import { http } from "../../gen/google/api/annotations_pb.js";
+import { kAccount, kAdmin, kEm } from "../common/context.js";
+import { apiError } from "../common/errors.js";
+import { DEFAULT_POOL_MAX, isStatementTimeout, ormKind, withStatementTimeout } from "../db/orm.js";
+
+/** How many reads may run at once (docs/configuration.md, READ_*). */
+export interface ReadLimits {
+  /** Reads in flight at once per account (the operator counts as one account). */
+  perAccount: number;
+  /** Reads of one account that may wait for a slot; one more is 429 RateLimited. */
+  queuePerAccount: number;
+  /** Reads in flight at once in this process, all accounts together: below the pool size, so sends keep connections. */
+  global: number;
+  /** PostgreSQL cancels a read's statement running longer than this, ms (PGlite cannot cancel a statement). */
+  statementTimeoutMs: number;
+}
+
+/**
+ * Reads in flight per account by default (READ_CONCURRENCY_PER_ACCOUNT). One: a 1,000-row page of
+ * a large account costs hundreds of ms of database and Node CPU, and a flood of them 4 at a time
+ * slowed another account's sends 9-13 × on a 2-core machine, 2 at a time 2.7-3.5 ×, one at a
+ * time 1.5 × (docs/benchmarks.md, Hostile load), while the flooding account got nearly as many
+ * pages through (58 against 74 in 20 s). Further reads queue (READ_QUEUE_PER_ACCOUNT) rather than fail.
+ */
+export const READ_CONCURRENCY_PER_ACCOUNT = 1;
+/** Reads of one account waiting by default (READ_QUEUE_PER_ACCOUNT). */
+export const READ_QUEUE_PER_ACCOUNT = 8;
+/** Connections of the pool no read may take: sends, the dispatcher, receipts and webhooks keep them. */
+export const POOL_RESERVED_FOR_WRITES = 4;
+/** A read's statement timeout by default, ms (READ_STATEMENT_TIMEOUT_MS). */
+export const READ_STATEMENT_TIMEOUT_MS = 5000;
+
+/**
+ * The read limits when the environment does not say. On PostgreSQL reads may take the pool less
+ * the connections kept for writes; PGlite has one connection, which runs one statement at a time
+ * whatever the caps: there one read at a time takes turns with sends on it.
+ */
+export function defaultReadLimits(kind: "postgres" | "pglite"): ReadLimits {
+  return {
+    perAccount: READ_CONCURRENCY_PER_ACCOUNT,
+    queuePerAccount: READ_QUEUE_PER_ACCOUNT,
+    global: kind === "postgres" ? DEFAULT_POOL_MAX - POOL_RESERVED_FOR_WRITES : 1,
+    statementTimeoutMs: READ_STATEMENT_TIMEOUT_MS,
+  };
+}
+
+/** Holds per-account and process-wide read slots; `acquire` waits for both, or throws RateLimited. */
+export interface ReadGate {
+  /** Waits for a slot of `key` and one of the process; the returned function frees both (once). */
+  acquire(key: string, signal?: AbortSignal): Promise<() => void>;
+  /** Reads in flight now, for `key` or in all. */
+  inFlight(key?: string): number;
+  /** Reads waiting now, for `key` or in all. */
+  waiting(key?: string): number;
+}
+
+interface Lane {
+  active: number;
+  queue: (() => void)[];
+}
+
+/**
+ * Two levels of counting semaphores, FIFO: an account's reads beyond `perAccount` wait in its own
+ * short queue (beyond `queuePerAccount` they are refused at once, so a flood costs no memory),
+ * and a read holding its account slot then waits for one of the `global` process slots.
+ */
+export function createReadGate(limits: Pick<ReadLimits, "perAccount" | "queuePerAccount" | "global">): ReadGate {
+  const lanes = new Map<string, Lane>();
+  const all: Lane = { active: 0, queue: [] };
+
+  function take(lane: Lane, max: number, signal: AbortSignal | undefined): Promise<void> {
+    if (lane.active < max) {
+      lane.active++;
+      return Promise.resolve();
+    }
+    return new Promise<void>((resolve, reject) => {
+      const go = () => {
+        signal?.removeEventListener("abort", abort);
+        lane.active++;
+        resolve();
+      };
+      const abort = () => {
+        const i = lane.queue.indexOf(go);
+        if (i >= 0) lane.queue.splice(i, 1);
+        reject(signal!.reason);
+      };
+      lane.queue.push(go);
+      signal?.addEventListener("abort", abort, { once: true });
+    });
+  }
+
+  function give(lane: Lane): void {
+    lane.active--;
+    lane.queue.shift()?.();
+  }
+
+  return {
+    async acquire(key, signal) {
+      let lane = lanes.get(key);
+      if (!lane) lanes.set(key, (lane = { active: 0, queue: [] }));
+      if (lane.active >= limits.perAccount && lane.queue.length >= limits.queuePerAccount) {
+        throw apiError(
+          "RateLimited",
+          `Too many reads at once: an account may have ${limits.perAccount} running and ${limits.queuePerAccount} waiting. Retry after 1 second.`,
+          [],
+          { "retry-after": "1" },
+        );
+      }
+      const mine = lane;
+      const leave = () => {
+        give(mine);
+        if (mine.active === 0 && mine.queue.length === 0) lanes.delete(key);
+      };
+      await take(mine, limits.perAccount, signal).catch((err: unknown) => {
+        if (mine.active === 0 && mine.queue.length === 0) lanes.delete(key);
+        throw err;
+      });
+      try {
+        await take(all, limits.global, signal);
+      } catch (err) {
+        leave();
+        throw err;
+      }
+      let done = false;
+      return () => {
+        if (done) return;
+        done = true;
+        give(all);
+        leave();
+      };
+    },
+    inFlight: (key) => (key === undefined ? all.active : (lanes.get(key)?.active ?? 0)),
+    waiting: (key) => (key === undefined ? [...lanes.values()].reduce((n, l) => n + l.queue.length, 0) + all.queue.length : (lanes.get(key)?.queue.length ?? 0)),
+  };
+}
+
+const kinds = new WeakMap<DescMethod, boolean>();
+
+/** A read is a method whose REST route is a GET (every Get and List method of every service). */
+export function isReadMethod(method: DescMethod): boolean {
+  let read = kinds.get(method);
+  if (read === undefined) {
+    read = method.methodKind === "unary" && getOption(method, http).pattern.case === "get";
+    kinds.set(method, read);
+  }
+  return read;
+}
+
+/**
+ * The interceptor that runs every read under the gate and, on PostgreSQL, in a transaction with
+ * `SET LOCAL statement_timeout`, so that no account's reads take the connections sends need and
+ * no read runs for long. Runs after authentication: the account (or the operator) is the key; an
+ * unauthenticated call passes on to be refused by the method. Writes are not touched.
+ */
+export function gateReads(orm: MikroORM, gate: ReadGate, statementTimeoutMs: number): Interceptor {
+  const timed = ormKind(orm) === "postgres";
+  return (next) => async (req) => {
+    if (!isReadMethod(req.method)) return next(req);
+    const key = req.contextValues.get(kAccount)?.sid ?? (req.contextValues.get(kAdmin) ? "operator" : undefined);
+    if (key === undefined) return next(req);
+    const release = await gate.acquire(key, req.signal);
+    try {
+      if (!timed) return await next(req);
+      return await withStatementTimeout(orm.em.fork(), statementTimeoutMs, (tx) => {
+        req.contextValues.set(kEm, () => tx);
+        return next(req);
+      });
+    } catch (err) {
+      if (!isStatementTimeout(err)) throw err;
+      throw apiError(
+        "ServiceUnavailable",
+        `The read took longer than ${statementTimeoutMs} ms and was stopped. Narrow it (a Status, a date range, a smaller Results_Count) or retry later.`,
+        [],
+        { "retry-after": "2" },
+      );
+    } finally {
+      release();
+    }
+  };
+}
