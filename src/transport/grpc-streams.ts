@@ -60,10 +60,16 @@ export function grpcStreamHandler(opts: GrpcStreamOptions): StreamHandler {
     // promise callbacks between its frames: a RST_STREAM right behind them (a rapid reset) closes
     // the stream only later. Once the packet is read (the loop's check phase) a reset stream shows
     // as closed, and it gets no work at all: no log line, no metrics, no handler, no answer.
+    // Its error (a reset with a code other than NO_ERROR or CANCEL) must have a listener from
+    // now on: an 'error' event nobody listens to would end the process.
+    stream.on("error", ignore);
     setImmediate(startCall, opts, handler, stream, headers);
     return true;
   };
 }
+
+/** A reset stream's error: its 'close' (and rstCode) reports it. */
+function ignore(): void {}
 
 function startCall(opts: GrpcStreamOptions, handler: UniversalHandler, stream: ServerHttp2Stream, headers: IncomingHttpHeaders): void {
   if (stream.closed || stream.destroyed) return;
@@ -81,7 +87,6 @@ function serve(opts: GrpcStreamOptions, handler: UniversalHandler, stream: Serve
   const abort = new AbortController();
   let status = 200;
   const answer: AnswerState = { ended: false, trailersSent: false };
-  stream.on("error", () => undefined); // a reset stream's error: 'close' reports it
   stream.once("close", () => {
     // Served when the client got the whole answer (its trailers went out, or it ended and the
     // stream closed cleanly). Else the client reset the stream: the abort stops the call at its

@@ -18,7 +18,7 @@ import { grpcStreamHandler } from "../../src/transport/grpc-streams.js";
 import { dbKind } from "../support/db.js";
 import { createTenant, createTestApp, type Tenant, type TestApp } from "../support/harness.js";
 
-const { NGHTTP2_CANCEL, NGHTTP2_NO_ERROR } = http2.constants;
+const { NGHTTP2_CANCEL, NGHTTP2_INTERNAL_ERROR, NGHTTP2_NO_ERROR, NGHTTP2_REFUSED_STREAM } = http2.constants;
 
 /** A gRPC envelope around `message`. */
 function envelope(message: Uint8Array): Uint8Array {
@@ -88,6 +88,13 @@ describe("the gRPC stream handler and reset streams (service directly)", () => {
   it("streams reset with NO_ERROR after a complete body: no call record, no handler", async () => {
     await floodAndSettle(NGHTTP2_NO_ERROR, 50);
     expect(calls).toEqual({ handler: 0, startCall: 0, finished: 0 });
+  });
+
+  it("streams reset with an error code (REFUSED_STREAM, INTERNAL_ERROR): no handler, and no unhandled stream error", async () => {
+    for (const code of [NGHTTP2_REFUSED_STREAM, NGHTTP2_INTERNAL_ERROR]) {
+      await floodAndSettle(code, 50);
+      expect(calls).toEqual({ handler: 0, startCall: 0, finished: 0 });
+    }
   });
 
   it("a stream that is not reset is served: one call record, one handler call, grpc-status 0", async () => {
