@@ -317,7 +317,7 @@ async function main(): Promise<void> {
   if (SETTINGS.only.has("rapid-reset")) {
     // An HTTP/2 rapid-reset flood against the compiled service (bench/rapid-reset-run.ts); prints only.
     const { benchRapidReset } = await import("./rapid-reset-run.js");
-    process.stdout.write(`${await benchRapidReset(log, { pgUrl: SETTINGS.pgUrl, seconds: num("BENCH_RESET_SECONDS", 10), logLevel: SETTINGS.logLevel })}\n`);
+    process.stdout.write(`${await benchRapidReset(log, { pgUrl: SETTINGS.pgUrl, seconds: num("BENCH_RESET_SECONDS", 10), logLevel: SETTINGS.logLevel, mode: env.BENCH_RESET_MODE === "authenticated" ? "authenticated" : "anonymous" })}\n`);
     return;
   }
   if (SETTINGS.only.has("smpp")) {

@@ -131,6 +131,21 @@ describe(`idle HTTP/2 sessions (${dbKind()})`, () => {
     }
   });
 
+  it("PING frames alone do not keep a session open", async () => {
+    const session = http2.connect(baseUrl);
+    const w = watch(session);
+    const pinging = setInterval(() => {
+      if (!session.closed && !session.destroyed) session.ping(() => undefined);
+    }, LIMITS.idleTimeoutMs / 3);
+    try {
+      await w.closed;
+      expect([...new Set(w.events)]).toEqual([`goaway ${http2.constants.NGHTTP2_NO_ERROR}`, "close"]);
+    } finally {
+      clearInterval(pinging);
+      session.destroy();
+    }
+  });
+
   it("a gRPC client whose session was closed as idle connects again for its next call", async () => {
     const sessions = new Http2SessionManager(baseUrl);
     try {
