@@ -12,6 +12,7 @@ declare module "pg" {
     connect(): Promise<void>;
     query(sql: string, params?: unknown[]): Promise<QueryResult>;
     end(): Promise<void>;
+    on(event: "error", listener: (e: Error) => void): this;
   }
   class Pool implements Queryable {
     constructor(config: { connectionString?: string; max?: number });

@@ -43,7 +43,7 @@ const SETTINGS = {
   nodeFlags: (env.BENCH_NODE_FLAGS ?? "").split(" ").filter(Boolean),
   /** Write the results into docs/benchmarks.md (0 to only print). */
   write: env.BENCH_WRITE !== "0",
-  /** Which runs: any of idle,kannel,rest,grpc,bare,floor,dispatch,soak (soak is not in the default set); or smpp alone (bench/smpp.ts); or read-flood and/or webhook-flood (bench/hostile.ts). */
+  /** Which runs: any of idle,kannel,rest,grpc,bare,floor,dispatch,soak (soak is not in the default set); or smpp alone (bench/smpp.ts); or read-flood and/or webhook-flood (bench/hostile.ts); or rapid-reset alone (bench/rapid-reset-run.ts). */
   only: new Set((env.BENCH_ONLY ?? "idle,kannel,rest,grpc,bare,floor,dispatch").split(",").map((s) => s.trim())),
   /** Seconds after /readyz first answers at which the idle service's resident set is read. */
   idleSeconds: num("BENCH_IDLE_SECONDS", 20),
@@ -314,6 +314,12 @@ async function runSoak(req: HttpRequestSpec, load: LoadSettings, maxRps: number,
 }
 
 async function main(): Promise<void> {
+  if (SETTINGS.only.has("rapid-reset")) {
+    // An HTTP/2 rapid-reset flood against the compiled service (bench/rapid-reset-run.ts); prints only.
+    const { benchRapidReset } = await import("./rapid-reset-run.js");
+    process.stdout.write(`${await benchRapidReset(log, { pgUrl: SETTINGS.pgUrl, seconds: num("BENCH_RESET_SECONDS", 10), logLevel: SETTINGS.logLevel, mode: env.BENCH_RESET_MODE === "authenticated" ? "authenticated" : "anonymous" })}\n`);
+    return;
+  }
   if (SETTINGS.only.has("read-flood") || SETTINGS.only.has("webhook-flood")) {
     // Hostile load (issue 27): the read gate and per-account webhook slots (bench/hostile.ts); prints only.
     const { benchHostile } = await import("./hostile.js");

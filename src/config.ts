@@ -22,6 +22,8 @@ export const DEFAULT_CONNECTION_LIMITS: ConnectionLimits = {
   headersTimeoutMs: 10_000,
   requestTimeoutMs: 30_000,
   maxHeaderBytes: 16 * 1024,
+  // As long as Node keeps an idle HTTP/1.1 keep-alive connection (its keepAliveTimeout).
+  idleTimeoutMs: 5000,
 };
 
 /** Failed authentications allowed before 429 when the environment does not say (docs/configuration.md). */
@@ -270,6 +272,7 @@ function connectionLimits(env: NodeJS.ProcessEnv): ConnectionLimits {
     headersTimeoutMs,
     requestTimeoutMs,
     maxHeaderBytes: wholeNumber(env, "MAX_HEADER_BYTES", d.maxHeaderBytes, 1024),
+    idleTimeoutMs: wholeNumber(env, "HTTP2_IDLE_TIMEOUT_MS", d.idleTimeoutMs, 1),
   };
 }
 

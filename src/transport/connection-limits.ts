@@ -1,5 +1,5 @@
 import type { IncomingMessage, RequestListener, ServerOptions as HttpServerOptions, ServerResponse } from "node:http";
-import type { ServerOptions as Http2ServerOptions } from "node:http2";
+import type { Http2Session, ServerOptions as Http2ServerOptions, ServerHttp2Stream } from "node:http2";
 import type { Socket } from "node:net";
 import { apiError } from "../common/errors.js";
 import { closingErrorResponse } from "./client-errors.js";
@@ -17,7 +17,30 @@ export interface ConnectionLimits {
   requestTimeoutMs: number;
   /** Largest header block, bytes (HTTP/1.1 header section; HTTP/2 header list). */
   maxHeaderBytes: number;
+  /** HTTP/2: a session with no stream open and no frame for this long gets GOAWAY and is closed. */
+  idleTimeoutMs: number;
 }
+
+/**
+ * Streams a client may reset on one HTTP/2 connection at once (nghttp2's token bucket: this many,
+ * refilled at STREAM_RESET_RATE a second); past it, nghttp2 answers GOAWAY and the connection ends.
+ * Twice the streams a connection may have open, so that a client cancelling every call it has in
+ * flight, twice, is never cut off; a rapid-reset flood is, after a few hundred streams.
+ */
+export function streamResetBurst(limits: ConnectionLimits): number {
+  return Math.max(200, 2 * limits.maxStreamsPerConnection);
+}
+
+/** Resets a second the bucket above refills with (nghttp2's default). */
+export const STREAM_RESET_RATE = 33;
+
+/**
+ * Streams Node refuses on one connection (ENHANCE_YOUR_CALM, opened past what the session can
+ * take) and frames nghttp2 finds invalid before the session is closed: Node's defaults are 100
+ * and 1000; a client that honours the protocol never gets near either.
+ */
+export const MAX_SESSION_REJECTED_STREAMS = 100;
+export const MAX_SESSION_INVALID_FRAMES = 100;
 
 /** Options of the HTTP/1.1 server behind the one port. */
 export function http1Options(limits: ConnectionLimits): HttpServerOptions {
@@ -37,7 +60,33 @@ export function http1Options(limits: ConnectionLimits): HttpServerOptions {
 export function http2Options(limits: ConnectionLimits): Http2ServerOptions {
   return {
     settings: { maxConcurrentStreams: limits.maxStreamsPerConnection, maxHeaderListSize: limits.maxHeaderBytes },
+    // Both must be set for nghttp2 to take either.
+    streamResetBurst: streamResetBurst(limits),
+    streamResetRate: STREAM_RESET_RATE,
+    maxSessionRejectedStreams: MAX_SESSION_REJECTED_STREAMS,
+    maxSessionInvalidFrames: MAX_SESSION_INVALID_FRAMES,
   };
+}
+
+/**
+ * Closes an HTTP/2 session (GOAWAY, then the connection) once it has had no stream open and no
+ * frame for `idleMs`: an idle session otherwise holds its socket, and its file descriptor, for as
+ * long as the client likes. A session with a stream in flight is not idle, however long the
+ * stream takes.
+ */
+export function closeWhenIdle(session: Http2Session, idleMs: number): void {
+  let open = 0;
+  session.on("stream", (stream: ServerHttp2Stream) => {
+    open++;
+    stream.once("close", () => open--);
+  });
+  session.on("timeout", () => {
+    if (session.closed || session.destroyed) return;
+    // Busy: look again after another period (the timer restarts with each frame anyway).
+    if (open > 0) session.setTimeout(idleMs);
+    else session.close();
+  });
+  session.setTimeout(idleMs);
 }
 
 interface SocketQueue {

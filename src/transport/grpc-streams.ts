@@ -56,9 +56,24 @@ export function grpcStreamHandler(opts: GrpcStreamOptions): StreamHandler {
     const q = path.indexOf("?");
     const handler = byPath.get(q < 0 ? path : path.slice(0, q));
     if (!handler) return false;
-    serve(opts, handler, stream, headers);
+    // Node emits 'stream' while nghttp2 is still reading the packet the HEADERS came in, and runs
+    // promise callbacks between its frames: a RST_STREAM right behind them (a rapid reset) closes
+    // the stream only later. Once the packet is read (the loop's check phase) a reset stream shows
+    // as closed, and it gets no work at all: no log line, no metrics, no handler, no answer.
+    // Its error (a reset with a code other than NO_ERROR or CANCEL) must have a listener from
+    // now on: an 'error' event nobody listens to would end the process.
+    stream.on("error", ignore);
+    setImmediate(startCall, opts, handler, stream, headers);
     return true;
   };
+}
+
+/** A reset stream's error: its 'close' (and rstCode) reports it. */
+function ignore(): void {}
+
+function startCall(opts: GrpcStreamOptions, handler: UniversalHandler, stream: ServerHttp2Stream, headers: IncomingHttpHeaders): void {
+  if (stream.closed || stream.destroyed) return;
+  serve(opts, handler, stream, headers);
 }
 
 function serve(opts: GrpcStreamOptions, handler: UniversalHandler, stream: ServerHttp2Stream, headers: IncomingHttpHeaders): void {
@@ -72,11 +87,10 @@ function serve(opts: GrpcStreamOptions, handler: UniversalHandler, stream: Serve
   const abort = new AbortController();
   let status = 200;
   const answer: AnswerState = { ended: false, trailersSent: false };
-  stream.on("error", () => undefined); // a reset stream's error: 'close' reports it
   stream.once("close", () => {
     // Served when the client got the whole answer (its trailers went out, or it ended and the
-    // stream closed cleanly). A reset stream's request body simply ends, so Connect may still
-    // be answering it: that answer never arrives, and the call counts as cut off.
+    // stream closed cleanly). Else the client reset the stream: the abort stops the call at its
+    // next step (src/transport/grpc-unary.ts), its answer is never written, and it counts as cut off.
     if (answer.trailersSent || (answer.ended && stream.rstCode === constants.NGHTTP2_NO_ERROR)) return call.finish(status, false);
     abort.abort(new ConnectError(`the client closed the stream (HTTP/2 code ${stream.rstCode ?? 0})`, Code.Canceled));
     call.finish(status, true);
@@ -157,15 +171,17 @@ class BodyReader implements AsyncIterator<Uint8Array> {
   next(): Promise<IteratorResult<Uint8Array>> {
     if (this.#stopped) return Promise.resolve(DONE);
     const stream = this.#stream;
+    // A stream closed before its answer was reset by the client, even when its body ended
+    // (RST_STREAM with NO_ERROR ends it cleanly): nobody can get an answer, so the call stops here.
+    if (stream.closed || stream.destroyed) {
+      this.#unlisten();
+      return Promise.reject(closedEarly(stream));
+    }
     const chunk = stream.read() as Buffer | null;
     if (chunk !== null) return Promise.resolve({ done: false, value: chunk });
     if (stream.readableEnded) {
       this.#unlisten();
       return Promise.resolve(DONE);
-    }
-    if (stream.destroyed) {
-      this.#unlisten();
-      return Promise.reject(closedEarly(stream));
     }
     if (!this.#listening) {
       this.#listening = true;

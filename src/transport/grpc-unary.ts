@@ -27,6 +27,7 @@ import {
   ConnectError,
   createHandlerContext,
   type ConnectRouterOptions,
+  type Interceptor,
   type MethodImplSpec,
 } from "@connectrpc/connect";
 import {
@@ -85,6 +86,9 @@ function unaryFastPath(full: UniversalHandler, spec: UnarySpec, opt: Options): (
   const serialization = createMethodSerializationLookup(spec.method, opt.binaryOptions, opt.jsonOptions, opt);
   const input = serialization.getI(true);
   const output = serialization.getO(true);
+  // Innermost: a call whose client has gone (a reset stream) or whose deadline passed while the
+  // interceptors ran (authentication reads the database) does not reach the method.
+  const interceptors = [...opt.interceptors, stopWhenAborted];
   return async (req) => {
     const contentType = req.header.get(headerContentType);
     if (req.method !== "POST" || (contentType !== "application/grpc" && contentType !== contentTypeProto)) return full(req);
@@ -104,6 +108,8 @@ function unaryFastPath(full: UniversalHandler, spec: UnarySpec, opt: Options): (
       try {
         r = await it.next();
       } catch (e) {
+        // The client reset the stream: nothing reads or answers a call nobody waits for.
+        req.signal.throwIfAborted();
         return full({ ...req, body: replay(chunks, it, e) });
       }
       if (r.done === true) break;
@@ -122,6 +128,7 @@ function unaryFastPath(full: UniversalHandler, spec: UnarySpec, opt: Options): (
       return full({ ...req, body: replay(chunks) });
     }
 
+    req.signal.throwIfAborted();
     // From here on as Connect's gRPC handler (protocol-grpc/handler-factory.js) answers a unary call.
     const context = createHandlerContext({
       ...spec,
@@ -142,7 +149,7 @@ function unaryFastPath(full: UniversalHandler, spec: UnarySpec, opt: Options): (
     let answer: Uint8Array | undefined;
     try {
       if (opt.requestGate) await opt.requestGate(context);
-      const result = await invokeUnaryImplementation(spec, context, message, opt.interceptors);
+      const result = await invokeUnaryImplementation(spec, context, message, interceptors);
       const enveloped = await envelopeCompress({ flags: 0, data: output.serialize(result) }, compression.response, opt.compressMinBytes);
       answer = encodeEnvelope(enveloped.flags, enveloped.data);
       context.abort(); // the call is complete (the request gate gives it a shared reason)
@@ -154,6 +161,12 @@ function unaryFastPath(full: UniversalHandler, spec: UnarySpec, opt: Options): (
     return { status: 200, header: context.responseHeader, trailer: context.responseTrailer, body: new Once(answer) };
   };
 }
+
+/** Throws the signal's reason (the client's reset, the deadline) instead of calling the method. */
+const stopWhenAborted: Interceptor = (next) => (req) => {
+  req.signal.throwIfAborted();
+  return next(req);
+};
 
 /** The answer's body: its one envelope, or nothing (an error: the status is in the trailers). */
 class Once implements AsyncIterable<Uint8Array>, AsyncIterator<Uint8Array> {

@@ -4,7 +4,7 @@ import type { Socket } from "node:net";
 import { createServer } from "@httptoolkit/httpolyglot";
 import type { StreamHandler } from "./grpc-streams.js";
 import { continueOnlyWithinLimit, refuseConnectMethod, refusedForMissingHost } from "./early-answers.js";
-import { http1Options, http2Options, oneRequestAtATime, type ConnectionLimits } from "./connection-limits.js";
+import { closeWhenIdle, http1Options, http2Options, oneRequestAtATime, type ConnectionLimits } from "./connection-limits.js";
 
 /** How long requests in flight get to finish once the server drains before their connections are cut, ms. */
 export const DRAIN_TIMEOUT_MS = 5000;
@@ -164,6 +164,7 @@ export function createPolyglotServer(
   server.on("session", (s: Http2Session) => {
     sessions.add(s);
     s.once("close", () => sessions.delete(s));
+    closeWhenIdle(s, limits.idleTimeoutMs);
   });
   server.once("close", () => clearTimeout(drainTimer));
 

@@ -27,6 +27,7 @@ const LIMITS: ConnectionLimits = {
   headersTimeoutMs: 500,
   requestTimeoutMs: 1000,
   maxHeaderBytes: 4096,
+  idleTimeoutMs: 60_000,
 };
 const TIMEOUT_MESSAGE = `The request did not arrive in time: its headers must arrive within ${LIMITS.headersTimeoutMs} ms and the whole request within ${LIMITS.requestTimeoutMs} ms.`;
 const GRPC_PATH = "/switchboard.admin.v1.AdminService/CreateAccount";
@@ -379,7 +380,7 @@ describe(`HTTP/2 streams per connection (${dbKind()})`, () => {
 });
 
 describe("connection limit configuration", () => {
-  it("defaults: 100 streams, 16 pipelined, headers in 10 s, the request in 30 s, 16 KiB of headers", () => {
+  it("defaults: 100 streams, 16 pipelined, headers in 10 s, the request in 30 s, 16 KiB of headers, idle HTTP/2 sessions closed after 5 s", () => {
     expect(loadConfig({}).connections).toEqual(DEFAULT_CONNECTION_LIMITS);
     expect(DEFAULT_CONNECTION_LIMITS).toEqual({
       maxStreamsPerConnection: 100,
@@ -387,6 +388,7 @@ describe("connection limit configuration", () => {
       headersTimeoutMs: 10_000,
       requestTimeoutMs: 30_000,
       maxHeaderBytes: 16_384,
+      idleTimeoutMs: 5000,
     });
   });
 
@@ -397,8 +399,10 @@ describe("connection limit configuration", () => {
       HEADERS_TIMEOUT_MS: "2000",
       REQUEST_TIMEOUT_MS: "5000",
       MAX_HEADER_BYTES: "8192",
+      HTTP2_IDLE_TIMEOUT_MS: "250",
     });
-    expect(c.connections).toEqual({ maxStreamsPerConnection: 8, maxPipelinedRequests: 0, headersTimeoutMs: 2000, requestTimeoutMs: 5000, maxHeaderBytes: 8192 });
+    expect(c.connections).toEqual({ maxStreamsPerConnection: 8, maxPipelinedRequests: 0, headersTimeoutMs: 2000, requestTimeoutMs: 5000, maxHeaderBytes: 8192, idleTimeoutMs: 250 });
+    expect(() => loadConfig({ HTTP2_IDLE_TIMEOUT_MS: "0" })).toThrow(/HTTP2_IDLE_TIMEOUT_MS/);
     expect(() => loadConfig({ MAX_STREAMS_PER_CONNECTION: "0" })).toThrow(/MAX_STREAMS_PER_CONNECTION/);
     expect(() => loadConfig({ HEADERS_TIMEOUT_MS: "40000" })).toThrow(/HEADERS_TIMEOUT_MS/);
     expect(() => loadConfig({ MAX_HEADER_BYTES: "100" })).toThrow(/MAX_HEADER_BYTES/);
