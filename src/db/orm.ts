@@ -19,6 +19,8 @@ import { Migration20261127000000 } from "./migrations/Migration20261127000000.js
 import { Migration20261128000300 } from "./migrations/Migration20261128000300.js";
 import { Migration20261128070000 } from "./migrations/Migration20261128070000.js";
 import { Migration20261128090000 } from "./migrations/Migration20261128090000.js";
+import { Migration20261129000000 } from "./migrations/Migration20261129000000.js";
+import { applyRepeatableSql } from "./repeatable-sql.js";
 
 /** Every committed migration, oldest first; listed so they run from TS source and bundles alike (no glob). */
 export const migrations = [
@@ -38,6 +40,7 @@ export const migrations = [
   { name: "Migration20261128000300", class: Migration20261128000300 },
   { name: "Migration20261128070000", class: Migration20261128070000 },
   { name: "Migration20261128090000", class: Migration20261128090000 },
+  { name: "Migration20261129000000", class: Migration20261129000000 },
 ];
 
 /** Options of createOrm. */
@@ -153,11 +156,18 @@ export function pgliteStartParams(defaults: readonly string[]): string[] {
 const MIGRATION_LOCK_KEY = 736_542_001;
 
 /**
- * Applies the committed migrations that have not run yet and returns their names. Safe at every
+ * Applies the committed migrations that have not run yet and returns their names, then the
+ * repeatable SQL files that changed (applyRepeatableSql: the functions' sources). Safe at every
  * start: on PostgreSQL an advisory lock makes concurrent starters wait for the first one instead
  * of racing it; PGlite has a single owner process, so it needs none.
  */
 export async function migrateUp(orm: MikroORM): Promise<string[]> {
+  const ran = await migrateVersioned(orm);
+  await applyRepeatableSql(orm);
+  return ran;
+}
+
+async function migrateVersioned(orm: MikroORM): Promise<string[]> {
   const migrator = orm.migrator;
   if (ormKind(orm) === "pglite") {
     return (await migrator.up()).map((m) => m.name);
