@@ -163,7 +163,7 @@ const MIGRATION_LOCK_KEY = 736_542_001;
  */
 export async function migrateUp(orm: MikroORM): Promise<string[]> {
   const ran = await migrateVersioned(orm);
-  await applyRepeatableSql(orm);
+  await applyRepeatableSql(orm, ormKind(orm));
   return ran;
 }
 

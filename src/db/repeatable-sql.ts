@@ -4,7 +4,6 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { EntityManager, MikroORM } from "@mikro-orm/sql";
 import { CompiledQuery } from "kysely";
-import { executeBound } from "./bound-sql.js";
 
 /**
  * The repeatable SQL files, modelled on Flyway's repeatable migrations: the source of each
@@ -50,32 +49,52 @@ export function repeatableSqlFiles(root = ROOT): SqlFile[] {
 const REPEATABLE_LOCK_KEY = 736_542_002;
 
 /**
- * Runs the files whose hash is not the one recorded and records theirs; returns their names. One
- * transaction under a transaction-scoped advisory lock: a process starting beside another waits,
- * then finds the hashes recorded and runs nothing. When every hash is already recorded (every start
- * but the first after a change) it is one read, without the lock.
+ * Runs the files whose hash is not the one recorded and records theirs; returns their names. When
+ * every hash is already recorded (every start but the first after a change) it is one read.
+ * PostgreSQL: one transaction under a transaction-scoped advisory lock, so a process starting
+ * beside another waits, then finds the hashes recorded and runs nothing. PGlite has a single
+ * owner process and runs a text of several statements only outside a prepared statement
+ * (`exec`), so each file runs on its own, then its hash is recorded: a file that ran without its
+ * hash recorded (a crash in between) only runs again at the next start.
  */
-export async function applyRepeatableSql(orm: MikroORM, files: SqlFile[] = repeatableSqlFiles()): Promise<string[]> {
+export async function applyRepeatableSql(orm: MikroORM, kind: "postgres" | "pglite", files: SqlFile[] = repeatableSqlFiles()): Promise<string[]> {
   const em = orm.em.fork();
   if (stale(files, await recordedHashes(em)).length === 0) return [];
+  if (kind === "pglite") {
+    const changed = stale(files, await recordedHashes(em));
+    for (const file of changed) {
+      await em.getConnection().executeDump(file.sql);
+      await record(em, file);
+    }
+    return changed.map((f) => f.name);
+  }
   return em.transactional(async (tx) => {
-    await executeBound(tx, "select pg_advisory_xact_lock(?)", [REPEATABLE_LOCK_KEY]);
+    await query(tx, "select pg_advisory_xact_lock($1)", [REPEATABLE_LOCK_KEY]);
     const changed = stale(files, await recordedHashes(tx));
     for (const file of changed) {
-      // The file's text as it is: it holds no parameters, and may hold `?` in its comments.
-      await tx.getKysely().executeQuery(CompiledQuery.raw(file.sql, []));
-      await executeBound(
-        tx,
-        "insert into repeatable_sql (name, hash, applied_at) values (?, ?, now()) on conflict (name) do update set hash = excluded.hash, applied_at = excluded.applied_at",
-        [file.name, file.hash],
-      );
+      // Without parameters node-postgres sends the text as a simple query: several statements may follow one another.
+      await query(tx, file.sql, []);
+      await record(tx, file);
     }
     return changed.map((f) => f.name);
   });
 }
 
+/** One statement with its parameters bound ($1, $2, …), in the EntityManager's transaction if it has one. */
+async function query<T>(em: EntityManager, sql: string, params: unknown[]): Promise<T[]> {
+  return (await em.getKysely().executeQuery<T>(CompiledQuery.raw(sql, params))).rows as T[];
+}
+
+function record(em: EntityManager, file: SqlFile): Promise<unknown> {
+  return query(
+    em,
+    "insert into repeatable_sql (name, hash, applied_at) values ($1, $2, now()) on conflict (name) do update set hash = excluded.hash, applied_at = excluded.applied_at",
+    [file.name, file.hash],
+  );
+}
+
 async function recordedHashes(em: EntityManager): Promise<Map<string, string>> {
-  const rows = await executeBound<{ name: string; hash: string }>(em, "select name, hash from repeatable_sql", []);
+  const rows = await query<{ name: string; hash: string }>(em, "select name, hash from repeatable_sql", []);
   return new Map(rows.map((r) => [r.name, r.hash]));
 }
 

@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import { executeBound } from "../../src/db/bound-sql.js";
-import { createOrm, migrateUp } from "../../src/db/orm.js";
+import { createOrm, migrateUp, ormKind } from "../../src/db/orm.js";
 import { applyRepeatableSql, repeatableSqlFiles, sqlFile } from "../../src/db/repeatable-sql.js";
 import { dbKind, useTestOrm } from "../support/db.js";
 
@@ -23,22 +23,33 @@ describe(`repeatable SQL files (${dbKind()})`, () => {
     ]);
     const rows = await executeBound<{ name: string; hash: string }>(db.orm.em.fork(), "select name, hash from repeatable_sql order by name", []);
     expect(rows).toEqual(files.map((f) => ({ name: f.name, hash: f.hash })));
-    expect(await applyRepeatableSql(db.orm)).toEqual([]);
+    expect(await applyRepeatableSql(db.orm, ormKind(db.orm))).toEqual([]);
   });
 
   it("runs a file once, and again only when its text changes", async () => {
     const call = async () => (await executeBound<{ n: number }>(db.orm.em.fork(), "select sb_test_repeatable() as n", []))[0].n;
-    expect(await applyRepeatableSql(db.orm, [fn(1)])).toEqual(["src/test/sql/sb_test_repeatable.sql"]);
+    expect(await applyRepeatableSql(db.orm, ormKind(db.orm), [fn(1)])).toEqual(["src/test/sql/sb_test_repeatable.sql"]);
     expect(await call()).toBe(1);
-    expect(await applyRepeatableSql(db.orm, [fn(1)])).toEqual([]);
-    expect(await applyRepeatableSql(db.orm, [fn(2)])).toEqual(["src/test/sql/sb_test_repeatable.sql"]);
+    expect(await applyRepeatableSql(db.orm, ormKind(db.orm), [fn(1)])).toEqual([]);
+    expect(await applyRepeatableSql(db.orm, ormKind(db.orm), [fn(2)])).toEqual(["src/test/sql/sb_test_repeatable.sql"]);
     expect(await call()).toBe(2);
   });
 
-  it("records nothing when a file fails, so the next start runs it again", async () => {
+  it("runs a file of several statements (a function dropped and declared again with another result type)", async () => {
+    const file = (body: string) => sqlFile("src/test/sql/sb_test_retyped.sql", body);
+    await applyRepeatableSql(db.orm, ormKind(db.orm), [file("create or replace function sb_test_retyped() returns int language sql as $$ select 1 $$;")]);
+    await applyRepeatableSql(db.orm, ormKind(db.orm), [
+      file("drop function if exists sb_test_retyped();\ncreate or replace function sb_test_retyped() returns text language sql as $$ select 'x' $$;"),
+    ]);
+    expect((await executeBound<{ v: string }>(db.orm.em.fork(), "select sb_test_retyped() as v", []))[0].v).toBe("x");
+  });
+
+  it("records no hash for a file that fails, so the next start runs it again (on PostgreSQL, none of that start's files)", async () => {
     const broken = sqlFile("src/test/sql/sb_test_broken.sql", "create or replace function sb_test_broken() returns int language sql as $$ select nope $$;");
-    await expect(applyRepeatableSql(db.orm, [fn(3), broken])).rejects.toThrow();
-    expect(await applyRepeatableSql(db.orm, [fn(2)])).toEqual([]);
+    await expect(applyRepeatableSql(db.orm, ormKind(db.orm), [fn(3), broken])).rejects.toThrow();
+    const rows = await executeBound<{ name: string }>(db.orm.em.fork(), "select name from repeatable_sql where name like 'src/test/%' order by name", []);
+    expect(rows.map((r) => r.name)).not.toContain(broken.name);
+    if (dbKind() === "postgres") expect(await applyRepeatableSql(db.orm, ormKind(db.orm), [fn(2)])).toEqual([]);
   });
 
   it.runIf(dbKind() === "postgres")("lets concurrent starters apply the files once, all of them succeeding", async () => {
@@ -56,7 +67,7 @@ describe(`repeatable SQL files (${dbKind()})`, () => {
       expect(recorded.map((r) => r.name)).toEqual(repeatableSqlFiles().map((f) => f.name));
       // Every file changed (forgotten hashes), three starters: one runs them all, the others wait and run none.
       await executeBound(orms[0].em.fork(), "delete from repeatable_sql", []);
-      const applied = await Promise.all(orms.map((o) => applyRepeatableSql(o)));
+      const applied = await Promise.all(orms.map((o) => applyRepeatableSql(o, ormKind(o))));
       expect(applied.filter((names) => names.length > 0)).toEqual([repeatableSqlFiles().map((f) => f.name)]);
     } finally {
       for (const o of orms) await o.close(true);
