@@ -7,7 +7,7 @@ import { apiError, fieldError } from "../common/errors.js";
 import { kAccount, kAdmin, kClientAddress, kEm, kIdempotencyKey } from "../common/context.js";
 import { isSid } from "../common/sid.js";
 import { Account } from "./account.entity.js";
-import { tokenHashForShare } from "./account-store.js";
+import { readAccountFresh, tokenHashForShare } from "./account-store.js";
 import { createBoundedMemo } from "../common/bounded-memo.js";
 import type { AuthFailureGuard } from "./auth-failures.js";
 
@@ -198,7 +198,7 @@ function operatorUnauthorized() {
 async function verifyAccount(deps: EdgeDeps, user: string, presented: string, address: string, requestEm: () => ReturnType<MikroORM["em"]["fork"]>): Promise<Account> {
   const sid = isSid(user, "AC") ? user : undefined;
   const attempt = await deps.failures?.attempt(address, sid);
-  const account = sid ? await requestEm().findOne(Account, { sid }, { disableIdentityMap: true }) : null;
+  const account = sid ? await readAccountFresh(requestEm(), sid) : null;
   // Compare even when the account is unknown so that timing does not reveal which Sids exist.
   const ok = secretsEqual(presented, account?.tokenHash ?? "0".repeat(64));
   if (!account || !ok) throw wrongCredentials();
