@@ -2,6 +2,7 @@ import { mkdirSync } from "node:fs";
 import { resolve } from "node:path";
 import type { EntityManager, MikroORM, Options } from "@mikro-orm/sql";
 import { Migrator } from "@mikro-orm/migrations";
+import { CompiledQuery } from "kysely";
 import { entities } from "./entities.js";
 import { Migration20261122000000 } from "./migrations/Migration20261122000000.js";
 import { Migration20261122010000 } from "./migrations/Migration20261122010000.js";
@@ -191,9 +192,8 @@ export const DEFAULT_POOL_MAX = 10;
  */
 export function withStatementTimeout<T>(em: EntityManager, timeoutMs: number, fn: (tx: EntityManager) => Promise<T>): Promise<T> {
   return em.transactional(async (tx) => {
-    await tx.execute("select set_config('statement_timeout', ?, true), set_config('max_parallel_workers_per_gather', '0', true)", [
-      String(Math.max(1, Math.floor(timeoutMs))),
-    ]);
+    const settings = "select set_config('statement_timeout', $1, true), set_config('max_parallel_workers_per_gather', '0', true)";
+    await tx.getKysely().executeQuery(CompiledQuery.raw(settings, [String(Math.max(1, Math.floor(timeoutMs)))]));
     return fn(tx);
   });
 }
