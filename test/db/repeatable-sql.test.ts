@@ -3,6 +3,7 @@ import { describe, expect, it } from "vitest";
 import { executeBound } from "../../src/db/bound-sql.js";
 import { createOrm, migrateUp, ormKind } from "../../src/db/orm.js";
 import { applyRepeatableSql, repeatableSqlFiles, sqlFile } from "../../src/db/repeatable-sql.js";
+import { MESSAGE_COLUMNS } from "../../src/messaging/message-store.js";
 import { dbKind, useTestOrm } from "../support/db.js";
 
 const fn = (n: number) => sqlFile("src/test/sql/sb_test_repeatable.sql", `-- a comment with a ? in it\ncreate or replace function sb_test_repeatable() returns int language sql as $$ select ${n} $$;\n`);
@@ -24,6 +25,17 @@ describe(`repeatable SQL files (${dbKind()})`, () => {
     const rows = await executeBound<{ name: string; hash: string }>(db.orm.em.fork(), "select name, hash from repeatable_sql order by name", []);
     expect(rows).toEqual(files.map((f) => ({ name: f.name, hash: f.hash })));
     expect(await applyRepeatableSql(db.orm, ormKind(db.orm))).toEqual([]);
+  });
+
+  it("sb_send_batch.sql takes the message columns the store sends, in MESSAGE_COLUMNS order", async () => {
+    const [row] = await executeBound<{ args: string }>(
+      db.orm.em.fork(),
+      "select pg_get_function_arguments(oid) as args from pg_proc where proname = 'sb_send_batch'",
+      [],
+    );
+    const types: Record<string, string> = { int: "integer", bool: "boolean", timestamptz: "timestamp with time zone" };
+    const columns = MESSAGE_COLUMNS.map(([c, t]) => `p_${c} ${types[t] ?? t}[]`);
+    expect(row.args.split(", ").slice(6)).toEqual(columns);
   });
 
   it("runs a file once, and again only when its text changes", async () => {
