@@ -1,16 +1,21 @@
 -- The delivery engine's submission update (message-store.ts updateSubmissions): a round's
 -- carrier references by Sid, in one statement outside a transaction.
--- Settings (measured, issue 14): sent as a plain statement, the planner, told by the table's
--- statistics that few messages are Processing or Submitted, chose a sequential scan of messages
--- joined row by row to the arrays: 10,000-35,000 comparisons and 15-40 ms for one report batch of
--- 100 (auto_explain, bench REST run). With no sequential or bitmap scan and no hash or merge join
--- the plan left is the nested loop over the arrays, one primary-key probe each, whatever the
--- table's size or statistics; force_generic_plan keeps that one plan per connection (PL/pgSQL
--- would otherwise plan the first five calls anew). test/db/hot-statements.test.ts pins the plan.
+-- Settings, measured (issue 28: the statement's generic plan, as the function caches it per
+-- connection, on PostgreSQL 15 with an analyzed messages table of 30 rows, as when a new
+-- deployment's first call makes the plan, and of 300,000 rows, 50 accounts; every setting
+-- off but one, in turn):
+-- enable_seqscan = off: without it, at 30 rows, the arrays joined to a sequential scan of messages
+--   (kept for the connection as the table grows; before these functions, planned per call, the
+--   same shape took 15-40 ms for a batch of 100: issue 14, auto_explain).
+-- enable_hashjoin = off: without it, at 30 rows, a hash join over a full scan of messages_pkey
+--   instead of one primary-key probe per Sid.
+-- No bitmap or merge join setting: the plan was the same with or without each.
+-- plan_cache_mode = force_generic_plan: one plan per connection, no planning per call (PL/pgSQL
+-- would plan the first five calls anew, and again whenever the generic estimate looks dearer).
 create or replace function sb_record_submissions(p_sids text[], p_refs text[], p_ats timestamptz[])
   returns table (sid text)
   language plpgsql
-  set enable_seqscan = off set enable_bitmapscan = off set enable_hashjoin = off set enable_mergejoin = off
+  set enable_seqscan = off set enable_hashjoin = off
   set plan_cache_mode = force_generic_plan
 as $fn$
 #variable_conflict use_column

@@ -6,17 +6,18 @@
 -- when p_store is true (the service found no problem in the request) and the checks pass; the
 -- service answers each send from its returned row and `stored` flag, so an answer of success
 -- always means a stored row. The arguments after p_store are MESSAGE_COLUMNS in order.
--- Settings (measured, those of the check, SEND_BATCH_SETTINGS in message-store.ts): one generic plan
--- per connection, and a plan made while the tables were small could hash-join a sequential scan
--- and keep doing so as they grow (40 ms per batch at 100,000 keys for the check); with sequential
--- scans and hash or merge joins off every row is looked up through an index at any table size.
--- enable_bitmapscan is off as in the engine's functions (one probe per key, no bitmap to build).
--- test/db/hot-statements.test.ts pins the plan.
+-- Settings, those of the send batch's check (SEND_BATCH_SETTINGS in message-store.ts, the same
+-- joins): a plan made while the tables were small could hash-join a sequential scan of a table and
+-- keep it as the table grows (40 ms per batch at 100,000 idempotency keys); with sequential scans
+-- and hash or merge joins off every row is looked up through an index at any size. No bitmap
+-- scan setting: the check's plan, pinned by test/db/hot-statements.test.ts, has none without it.
+-- plan_cache_mode = force_generic_plan: one plan per connection, no planning per call (PL/pgSQL
+-- would plan the first five calls anew, and again whenever the generic estimate looks dearer).
 create or replace function sb_send_batch(p_i int[], p_check_account text[], p_check_property text[], p_owned_sender text[], p_token_hash text[], p_store boolean[],
   p_sid text[], p_account_sid text[], p_property_sid text[], p_direction text[], p_status text[], p_sender_kind text[], p_sender text[], p_recipient text[], p_text text[], p_encoding text[], p_num_segments int[], p_delivery_receipt bool[], p_dr_webhook_uri text[], p_dr_webhook_method text[], p_forward_to_sms text[], p_forward_from_sms text[], p_forward_to_email text[], p_forward_from_email text[], p_webhook_uri text[], p_webhook_method text[], p_lease_sid text[], p_scheduled_at timestamptz[], p_send_at timestamptz[], p_created_at timestamptz[])
   returns table (i int, account_token_hash text, account_sms boolean, property_sms boolean, owned boolean, stored boolean)
   language plpgsql
-  set enable_seqscan = off set enable_bitmapscan = off set enable_hashjoin = off set enable_mergejoin = off
+  set enable_seqscan = off set enable_hashjoin = off set enable_mergejoin = off
   set plan_cache_mode = force_generic_plan
 as $fn$
 #variable_conflict use_column
