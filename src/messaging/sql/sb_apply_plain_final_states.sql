@@ -1,7 +1,7 @@
 -- sb_apply_final_states for the messages that need no delivery-receipt webhook, outside a
 -- transaction (message-store.ts updatePlainFinalStates): it leaves the messages that do want one alone and returns their Sids
 -- (needs_webhook) for the engine's transaction; the others it returns are those it changed.
--- Settings, measured (issue 28: the statement's generic plan, as the function caches it per
+-- Settings, measured (bench/planner-settings.ts: the statement's generic plan, cached per
 -- connection, on PostgreSQL 15 with an analyzed messages table of 30 rows, as when a new
 -- deployment's first call makes the plan, and of 300,000 rows, 50 accounts; every setting
 -- off but one, in turn):

@@ -3,7 +3,7 @@
 -- taken here: holdExpiredClaims first. Each claimed message also returns whether its account and
 -- property are still enabled for SMS (one primary-key probe of each, in the RETURNING list), so
 -- that a message claimed after a disable fails instead of going out.
--- Settings, measured (issue 28: the statement's generic plan, as the function caches it per
+-- Settings, measured (bench/planner-settings.ts: the statement's generic plan, cached per
 -- connection, on PostgreSQL 15 with an analyzed messages table of 30 rows, as when a new
 -- deployment's first call makes the plan, and of 300,000 rows, 50 accounts; every setting
 -- off but one, in turn):

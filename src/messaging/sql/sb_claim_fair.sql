@@ -1,7 +1,7 @@
 -- The round-robin claim of a backlog (message-store.ts claimFair): each listed account's oldest
 -- due messages from its range of messages_account_queue_idx, each claimed row reached by its key;
 -- returns what sb_claim_due returns.
--- Settings, measured (issue 28: the statement's generic plan, as the function caches it per
+-- Settings, measured (bench/planner-settings.ts: the statement's generic plan, cached per
 -- connection, on PostgreSQL 15 with an analyzed messages table of 30 rows, as when a new
 -- deployment's first call makes the plan, and of 300,000 rows, 50 accounts; every setting
 -- off but one, in turn):

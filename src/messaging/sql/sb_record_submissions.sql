@@ -1,6 +1,6 @@
 -- The delivery engine's submission update (message-store.ts updateSubmissions): a round's
 -- carrier references by Sid, in one statement outside a transaction.
--- Settings, measured (issue 28: the statement's generic plan, as the function caches it per
+-- Settings, measured (bench/planner-settings.ts: the statement's generic plan, cached per
 -- connection, on PostgreSQL 15 with an analyzed messages table of 30 rows, as when a new
 -- deployment's first call makes the plan, and of 300,000 rows, 50 accounts; every setting
 -- off but one, in turn):
