@@ -12,7 +12,7 @@ import type { Clock } from "../common/clock.js";
 import { kAccount, kAdmin, kClientAddress, kLog } from "../common/context.js";
 import { apiError } from "../common/errors.js";
 import { lazyChildLoggerFactory } from "../common/logger.js";
-import { writeError } from "../transport/http-layer.js";
+import { writeError } from "../http/http-layer.js";
 import { createMetrics, type Metrics } from "./metrics.js";
 
 /** Routes that answer probes and scrapes: their completion lines are at debug, not info. */

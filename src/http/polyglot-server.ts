@@ -2,7 +2,6 @@ import { Server as HttpServer, type IncomingMessage, type ServerResponse } from 
 import type { Http2Server, Http2Session, IncomingHttpHeaders, ServerHttp2Stream } from "node:http2";
 import type { Socket } from "node:net";
 import { createServer } from "@httptoolkit/httpolyglot";
-import type { StreamHandler } from "./grpc-streams.js";
 import { continueOnlyWithinLimit, refuseConnectMethod, refusedForMissingHost } from "./early-answers.js";
 import { closeWhenIdle, http1Options, http2Options, oneRequestAtATime, type ConnectionLimits } from "./connection-limits.js";
 
@@ -14,6 +13,9 @@ interface Connection {
   /** HTTP/1.1 responses not yet closed on this connection. */
   responses: Set<ServerResponse>;
 }
+
+/** Takes an h2 stream and serves it, or returns false to leave it to Node's compatibility layer (and Fastify). */
+export type StreamHandler = (stream: ServerHttp2Stream, headers: IncomingHttpHeaders) => boolean;
 
 /** The listening server plus the two close hooks Fastify calls (with forceCloseConnections "idle"). */
 export type PolyglotServer = HttpServer & {
@@ -90,7 +92,7 @@ function withAuthority(handler: (req: IncomingMessage, res: ServerResponse) => v
  *   not sent a request yet) are closed at once; the others are closed right after their last response.
  * - closeHttp2Sessions: every h2 session gets GOAWAY; its open streams finish, new ones are refused.
  * Meanwhile server.close() refuses new connections. Whatever is still open after drainTimeoutMs is cut.
- * The connection limits (src/transport/connection-limits.ts) go to the inner servers: Fastify sets
+ * The connection limits (src/http/connection-limits.ts) go to the inner servers: Fastify sets
  * its timeouts on the outer net.Server, where they do nothing.
  */
 export function createPolyglotServer(

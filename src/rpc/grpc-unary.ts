@@ -52,7 +52,7 @@ import {
   parseTimeout,
   setTrailerStatus,
 } from "@connectrpc/connect/protocol-grpc";
-import { envelopeLength } from "./body-limit.js";
+import { envelopeLength } from "../http/body-limit.js";
 
 /** A unary method of the router: its descriptor and the function its handlers call. */
 type UnarySpec = Extract<MethodImplSpec, { kind: "unary" }>;

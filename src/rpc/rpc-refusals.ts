@@ -9,7 +9,7 @@
 import type { UniversalHandler, UniversalServerResponse } from "@connectrpc/connect/protocol";
 import type { ConnectError } from "@connectrpc/connect";
 import { apiError } from "../common/errors.js";
-import { errorAnswer, JSON_CONTENT_TYPE, unsupportedMediaType } from "./http-layer.js";
+import { errorAnswer, JSON_CONTENT_TYPE, unsupportedMediaType } from "../http/http-layer.js";
 
 /** The error a bodiless refusal of Connect stands for, or undefined for any other answer. */
 export function refusalError(handler: Pick<UniversalHandler, "allowedMethods" | "requestPath">, method: string, status: number): ConnectError | undefined {

@@ -1,7 +1,7 @@
 /**
  * Connect JSON (and gRPC/gRPC-Web with +json) read by the same rules as REST bodies: strict UTF-8
  * (400 MalformedRequest naming the byte offset, never U+FFFD), UTF-8 as the only charset (415),
- * and the one integer rule (src/transport/json-integers.ts).
+ * and the one integer rule (src/rest/json-integers.ts).
  *
  * Connect-ES decodes every JSON request message with its `jsonOptions.textDecoder`, after any
  * decompression and per message (unary and enveloped alike), so each method gets a decoder that
@@ -13,8 +13,8 @@ import { Code, ConnectError, createMethodImplSpec, type ConnectRouter, type Meth
 import type { UniversalHandler, UniversalServerResponse } from "@connectrpc/connect/protocol";
 import { errorToJsonBytes } from "@connectrpc/connect/protocol-connect";
 import { fieldErrors, type FieldProblem } from "../common/errors.js";
-import { decodeBody, rpcJsonCharset } from "./body-charset.js";
-import { integerCheck } from "./json-integers.js";
+import { decodeBody, rpcJsonCharset } from "../http/body-charset.js";
+import { integerCheck } from "../rest/json-integers.js";
 
 /** The JSON options Connect takes (Connect's own type is not exported under a stable name). */
 type JsonOptions = NonNullable<Parameters<ConnectRouter["rpc"]>[2]>["jsonOptions"];
