@@ -27,19 +27,18 @@ import { reportFailures } from "./ops/failures.js";
 import { apiDocsPlugin } from "./openapi/api-docs.js";
 import { createHealthService } from "./rpc/health.js";
 import { createReflectionServices } from "./rpc/reflection.js";
-import { documentRpcRefusals } from "./rpc/rpc-refusals.js";
-import { bodyLimitGate, limitRequestBodies } from "./http/body-limit.js";
+import { bodyLimitGate } from "./http/body-limit.js";
 import { shareCallCompleteReason } from "./rpc/call-complete.js";
 import { createObservability } from "./ops/observability.js";
 import { createClientErrorHandler } from "./http/client-errors.js";
 import { grpcStreamHandler } from "./rpc/grpc-streams.js";
-import { serveUnaryGrpcDirectly } from "./rpc/grpc-unary.js";
+import { rpcHandlerWrappers, wrapRpcHandlers } from "./rpc/handler-wrappers.js";
 import { createPolyglotServer, type PolyglotServer } from "./http/polyglot-server.js";
 import { httpLayer, httpServerOptions } from "./http/http-layer.js";
 import { restPlugin } from "./rest/rest.js";
 import { createReadGate, defaultReadLimits, gateReads } from "./rpc/read-gate.js";
-import { blameClientForUnreadableRequests, markRequestRead } from "./rpc/rpc-read-errors.js";
-import { decideRpcCharset, serviceWithJsonRules } from "./rpc/rpc-json.js";
+import { markRequestRead } from "./rpc/rpc-read-errors.js";
+import { serviceWithJsonRules } from "./rpc/rpc-json.js";
 
 /** Everything buildApp needs; nothing is read from globals. */
 export interface AppDeps {
@@ -160,14 +159,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     routes: (router) => {
       // JSON requests by REST's rules: strict UTF-8, UTF-8 only, the one integer rule (src/rpc/rpc-json.ts).
       const specs = [...services, ...operational].flatMap((s) => serviceWithJsonRules(router, s.service, s.impl, jsonOptions));
-      // Innermost, where Connect's gRPC handler sits: common unary gRPC calls answered with
-      // Connect's own pieces, without its streaming pipeline (src/rpc/grpc-unary.ts).
-      serveUnaryGrpcDirectly(router.handlers, specs, connectOptions);
-      limitRequestBodies(router.handlers, deps.config.bodyLimit);
-      decideRpcCharset(router.handlers);
-      blameClientForUnreadableRequests(router);
-      // Outermost: Connect's bodiless 405, 415 and 505 in the documented body (src/rpc/rpc-refusals.ts).
-      documentRpcRefusals(router.handlers);
+      // The layers around each handler, in their order (src/rpc/handler-wrappers.ts).
+      wrapRpcHandlers(router.handlers, rpcHandlerWrappers({ specs, connectOptions, bodyLimit: deps.config.bodyLimit }));
       rpcHandlers = router.handlers;
     },
     // The shared reason for call-complete aborts, then the declared body size.

@@ -72,28 +72,25 @@ const JSON_RPC_CONTENT_TYPE = /^\s*application\/(?:json|connect\+json|grpc\+json
 /**
  * Makes each handler answer a JSON request whose Content-Type names a charset other than UTF-8
  * with 415 and a message saying UTF-8 is expected (Connect answers a bare 415), and lets any
- * spelling of UTF-8 (`charset="UTF-8"`, `charset=utf8`) through as Connect's own. Replaces the
- * router's handlers in place.
+ * spelling of UTF-8 (`charset="UTF-8"`, `charset=utf8`) through as Connect's own. A wrapper of
+ * the router's handler list (src/rpc/handler-wrappers.ts).
  */
-export function decideRpcCharset(handlers: UniversalHandler[]): void {
-  for (let i = 0; i < handlers.length; i++) {
-    const handler = handlers[i];
-    const gated = async (req: Parameters<UniversalHandler>[0]): Promise<UniversalServerResponse> => {
-      const contentType = req.header.get("content-type");
-      if (contentType === null || !JSON_RPC_CONTENT_TYPE.test(contentType)) return handler(req);
-      try {
-        rpcJsonCharset(contentType);
-      } catch (err) {
-        return unsupportedCharset(err as ConnectError);
-      }
-      const utf8 = UTF8_SPELLING.exec(contentType);
-      if (!utf8) return handler(req);
-      const header = new Headers(req.header);
-      header.set("content-type", `${utf8[1]}; charset=utf-8`);
-      return handler({ ...req, header });
-    };
-    handlers[i] = Object.assign(gated, handler);
-  }
+export function decideRpcCharset(handler: UniversalHandler): UniversalHandler {
+  const gated = async (req: Parameters<UniversalHandler>[0]): Promise<UniversalServerResponse> => {
+    const contentType = req.header.get("content-type");
+    if (contentType === null || !JSON_RPC_CONTENT_TYPE.test(contentType)) return handler(req);
+    try {
+      rpcJsonCharset(contentType);
+    } catch (err) {
+      return unsupportedCharset(err as ConnectError);
+    }
+    const utf8 = UTF8_SPELLING.exec(contentType);
+    if (!utf8) return handler(req);
+    const header = new Headers(req.header);
+    header.set("content-type", `${utf8[1]}; charset=utf-8`);
+    return handler({ ...req, header });
+  };
+  return Object.assign(gated, handler);
 }
 
 /** 415 with a Connect error body (code invalid_argument and the UnsupportedMediaType ErrorInfo). */
