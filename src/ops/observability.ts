@@ -4,9 +4,9 @@
  * per-request record reachable from the handler's context values.
  */
 import { Code, ConnectError, createContextKey, createContextValues, type ContextValues, type Interceptor } from "@connectrpc/connect";
-import { codeToHttpStatus, codeToString } from "@connectrpc/connect/protocol-connect";
 import type { MikroORM } from "@mikro-orm/sql";
 import { LogController, type FastifyBaseLogger, type FastifyServerOptions, type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
+import { codeToHttpStatus, codeToString } from "../common/internals.js";
 import { secretsEqual } from "../accounts/auth.js";
 import type { Clock } from "../common/clock.js";
 import { kAccount, kAdmin, kClientAddress, kLog } from "../common/context.js";

@@ -30,28 +30,24 @@ import {
   type Interceptor,
   type MethodImplSpec,
 } from "@connectrpc/connect";
+import type { UniversalHandler, UniversalServerRequest, UniversalServerResponse } from "@connectrpc/connect/protocol";
 import {
   compressionNegotiate,
+  contentTypeProto,
   createMethodSerializationLookup,
   encodeEnvelope,
   envelopeCompress,
-  invokeUnaryImplementation,
-  validateUniversalHandlerOptions,
-  type UniversalHandler,
-  type UniversalServerRequest,
-  type UniversalServerResponse,
-} from "@connectrpc/connect/protocol";
-import {
-  contentTypeProto,
   grpcStatusOk,
   headerAcceptEncoding,
   headerContentType,
   headerEncoding,
   headerGrpcStatus,
   headerTimeout,
+  invokeUnaryImplementation,
   parseTimeout,
   setTrailerStatus,
-} from "@connectrpc/connect/protocol-grpc";
+  validateUniversalHandlerOptions,
+} from "../common/internals.js";
 import { envelopeLength } from "../http/body-limit.js";
 
 /** A unary method of the router: its descriptor and the function its handlers call. */

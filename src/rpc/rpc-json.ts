@@ -11,7 +11,7 @@
 import type { DescMessage, DescMethod, DescService } from "@bufbuild/protobuf";
 import { Code, ConnectError, createMethodImplSpec, type ConnectRouter, type MethodImplSpec, type ServiceImpl } from "@connectrpc/connect";
 import type { UniversalHandler, UniversalServerResponse } from "@connectrpc/connect/protocol";
-import { errorToJsonBytes } from "@connectrpc/connect/protocol-connect";
+import { errorToJsonBytes } from "../common/internals.js";
 import { fieldErrors, type FieldProblem } from "../common/errors.js";
 import { decodeBody, rpcJsonCharset } from "../http/body-charset.js";
 import { integerCheck } from "../rest/json-integers.js";

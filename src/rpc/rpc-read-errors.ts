@@ -19,9 +19,8 @@ import {
   createContextValues,
   type Interceptor,
 } from "@connectrpc/connect";
-import { encodeEnvelope, type UniversalHandler, type UniversalServerResponse } from "@connectrpc/connect/protocol";
-import { codeFromString, codeToHttpStatus, codeToString, errorToJsonBytes } from "@connectrpc/connect/protocol-connect";
-import { trailerFlag, trailerParse, trailerSerialize } from "@connectrpc/connect/protocol-grpc-web";
+import type { UniversalHandler, UniversalServerResponse } from "@connectrpc/connect/protocol";
+import { codeFromString, codeToHttpStatus, codeToString, encodeEnvelope, errorToJsonBytes, trailerFlag, trailerParse, trailerSerialize } from "../common/internals.js";
 
 /** Set by markRequestRead: the request message was read and the interceptors are about to run. */
 const kRequestRead = createContextKey<boolean>(false, { description: "request message read" });
