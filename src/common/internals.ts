@@ -22,11 +22,26 @@ import * as connectProtocolGrpc from "@connectrpc/connect/protocol-grpc";
 import * as connectProtocolGrpcWeb from "@connectrpc/connect/protocol-grpc-web";
 
 // Connect-ES's protocol internals, as the RPC layer, the error table and the metrics use them.
-export const { compressionNegotiate, createMethodSerializationLookup, encodeEnvelope, envelopeCompress, invokeUnaryImplementation, validateUniversalHandlerOptions } =
-  connectProtocol;
+export const {
+  compressionNegotiate,
+  createMethodSerializationLookup,
+  encodeEnvelope,
+  envelopeCompress,
+  invokeUnaryImplementation,
+  validateUniversalHandlerOptions,
+} = connectProtocol;
 export const { codeFromString, codeToHttpStatus, codeToString, errorToJsonBytes } = connectProtocolConnect;
-export const { contentTypeProto, grpcStatusOk, headerAcceptEncoding, headerContentType, headerEncoding, headerGrpcStatus, headerTimeout, parseTimeout, setTrailerStatus } =
-  connectProtocolGrpc;
+export const {
+  contentTypeProto,
+  grpcStatusOk,
+  headerAcceptEncoding,
+  headerContentType,
+  headerEncoding,
+  headerGrpcStatus,
+  headerTimeout,
+  parseTimeout,
+  setTrailerStatus,
+} = connectProtocolGrpc;
 export const { trailerFlag, trailerParse, trailerSerialize } = connectProtocolGrpcWeb;
 
 /** The Connect exports above by module, with the type of value each must be. */
@@ -126,7 +141,8 @@ export function checkInternals(probe: InternalsProbe = {}): void {
     const { http1, http2 } = innerServers(probe.server);
     if (!(http1 instanceof HttpServer)) missing.push("httpolyglot Server._httpServer (its inner node:http server)");
     else if (connectionsTrackingListeners(http1).length === 0) missing.push(`node:http Server's "listening" listener ${NODE_CONNECTIONS_TRACKING}`);
-    if (typeof (http2 as { listeners?: unknown } | undefined)?.listeners !== "function") missing.push("httpolyglot Server._http2Server (its inner node:http2 server)");
+    const isEmitter = typeof (http2 as { listeners?: unknown } | undefined)?.listeners === "function";
+    if (!isEmitter) missing.push("httpolyglot Server._http2Server (its inner node:http2 server)");
     else if (!compatStreamListener(http2)) missing.push(`node:http2 Server's "stream" listener ${NODE_H2_COMPAT_LISTENER}`);
   }
   const socket = probe.socket ?? new Socket();
@@ -136,6 +152,7 @@ export function checkInternals(probe: InternalsProbe = {}): void {
   if (responseOn(socket) !== res) missing.push("net.Socket._httpMessage (the response an HTTP/1.1 socket is writing)");
   res.detachSocket(socket);
   if (missing.length > 0) {
-    throw new Error(`Internals this service relies on are missing (after an upgrade of Node, httpolyglot or Connect-ES?): ${missing.join("; ")}. See src/common/internals.ts.`);
+    const what = missing.join("; ");
+    throw new Error(`Internals this service relies on are missing (after an upgrade of Node, httpolyglot or Connect-ES?): ${what}. See src/common/internals.ts.`);
   }
 }
