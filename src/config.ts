@@ -2,9 +2,9 @@ import { Resolver } from "node:dns";
 import { parseMailFromDomains } from "./mail/mail-from.js";
 import { DEFAULT_NO_ALPHA_COUNTRIES } from "./messaging/send-rules.js";
 import type { AuthFailureLimits } from "./accounts/auth-failures.js";
-import type { ConnectionLimits } from "./transport/connection-limits.js";
+import type { ConnectionLimits } from "./http/connection-limits.js";
 import { databaseKind } from "./db/orm.js";
-import { defaultReadLimits, type ReadLimits } from "./transport/read-gate.js";
+import { defaultReadLimits, type ReadLimits } from "./rpc/read-gate.js";
 import { WEBHOOK_CONCURRENCY, WEBHOOK_CONCURRENCY_PER_ACCOUNT, WEBHOOK_CONCURRENCY_PER_HOST } from "./webhooks/webhook-worker.js";
 
 /** Default sustained send rate, messages per second per account (SEND_RATE_LIMIT). */

@@ -10,7 +10,7 @@ import type { DescService } from "@bufbuild/protobuf";
 import { isOperatorService } from "../accounts/auth.js";
 import { ERRORS, type ErrorCode } from "../common/errors.js";
 import { fieldDescription, SchemaBuilder, type OpenApiObject } from "./openapi-schemas.js";
-import { queryFields, restRoutes, type RestRoute } from "./rest-routes.js";
+import { queryFields, restRoutes, type RestRoute } from "../rest/rest-routes.js";
 
 export type { OpenApiObject } from "./openapi-schemas.js";
 

@@ -15,8 +15,8 @@ import { ServerReflection } from "../../gen/grpc/reflection/v1/reflection_pb.js"
 import { ServerReflection as ServerReflectionV1Alpha } from "../../gen/grpc/reflection/v1alpha/reflection_pb.js";
 import { createOperationalServices, createServices } from "../../src/app.js";
 import { createOrm } from "../../src/db/orm.js";
-import { createHealthService } from "../../src/transport/health.js";
-import { restRoutes } from "../../src/transport/rest-routes.js";
+import { createHealthService } from "../../src/rpc/health.js";
+import { restRoutes } from "../../src/rest/rest-routes.js";
 import { createTestOrm, dbKind, type TestOrm } from "../support/db.js";
 import { ADMIN_TOKEN, createTestApp, type TestApp } from "../support/harness.js";
 
