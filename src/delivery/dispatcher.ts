@@ -2,7 +2,7 @@ import type { MikroORM } from "@mikro-orm/sql";
 import type { Logger } from "pino";
 import { type Carrier, CarrierError } from "../carriers/carrier.js";
 import type { Clock } from "../common/clock.js";
-import { isDatabaseUnavailable } from "../db/orm.js";
+import { isDatabaseUnavailable } from "../common/pg-errors.js";
 import { applyFinalState, applyFinalStates, recordSubmissions, type Submission } from "./receipts.js";
 import {
   claimFair,

@@ -2,9 +2,11 @@ import { getOption, type DescMethod } from "@bufbuild/protobuf";
 import type { Interceptor } from "@connectrpc/connect";
 import type { MikroORM } from "@mikro-orm/sql";
 import { http } from "../../gen/google/api/annotations_pb.js";
-import { kAccount, kAdmin, kEm } from "../common/context.js";
+import { kAdmin, kEm } from "../common/context.js";
+import { kAccount } from "../accounts/account-context.js";
 import { apiError } from "../common/errors.js";
-import { DEFAULT_POOL_MAX, isStatementTimeout, ormKind, withStatementTimeout } from "../db/orm.js";
+import { DEFAULT_POOL_MAX, ormKind, withStatementTimeout } from "../db/orm.js";
+import { isStatementTimeout } from "../common/pg-errors.js";
 
 /** How many reads may run at once (docs/configuration.md, READ_*). */
 export interface ReadLimits {

@@ -10,7 +10,8 @@ import {
   type SqlEntityManager,
 } from "@mikro-orm/sql";
 import { dbKind, useTestOrm } from "../support/db.js";
-import { constraintViolation, createOrm, isDatabaseReady, migrateUp, migrations } from "../../src/db/orm.js";
+import { createOrm, isDatabaseReady, migrateUp, migrations } from "../../src/db/orm.js";
+import { constraintViolation } from "../../src/common/pg-errors.js";
 import { newSid } from "../../src/common/sid.js";
 import { Account } from "../../src/accounts/account.entity.js";
 import { Property } from "../../src/accounts/property.entity.js";
