@@ -18,7 +18,7 @@ import type { Carrier } from "./carriers/carrier.js";
 import type { Clock } from "./common/clock.js";
 import { systemClock } from "./common/clock.js";
 import { rejectUnstorableStrings } from "./common/string-guard.js";
-import { DEFAULT_AUTH_FAILURE_LIMITS, DEFAULT_CONNECTION_LIMITS, DEFAULT_SEND_RATE_LIMIT, defaultSendBurst, type Config } from "./config.js";
+import { DEFAULT_AUTH_FAILURE_LIMITS, DEFAULT_CONNECTION_LIMITS, DEFAULT_SEND_RATE_LIMIT, defaultSendBurst, type Config, defaultReadLimits } from "./config.js";
 import { isDatabaseReady, ormKind } from "./db/orm.js";
 import { createMessagingService } from "./messaging/messaging-service.js";
 import { createSendRateLimiter, limitSendRate } from "./messaging/send-rate-limit.js";
@@ -37,7 +37,7 @@ import { serveUnaryGrpcDirectly } from "./transport/grpc-unary.js";
 import { createPolyglotServer, type PolyglotServer } from "./transport/polyglot-server.js";
 import { httpLayer, httpServerOptions } from "./transport/http-layer.js";
 import { restPlugin } from "./transport/rest.js";
-import { createReadGate, defaultReadLimits, gateReads } from "./transport/read-gate.js";
+import { createReadGate, gateReads } from "./transport/read-gate.js";
 import { blameClientForUnreadableRequests, markRequestRead } from "./transport/rpc-read-errors.js";
 import { decideRpcCharset, serviceWithJsonRules } from "./transport/rpc-json.js";
 

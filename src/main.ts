@@ -2,8 +2,8 @@ import { buildApp } from "./app.js";
 import { firstRunBanner, resolveAdminToken, seedDemo, seedsDemo } from "./bootstrap.js";
 import { systemClock } from "./common/clock.js";
 import { createLogger } from "./common/logger.js";
-import { loadConfig } from "./config.js";
-import { createOrm, databaseKind, migrateUp } from "./db/orm.js";
+import { loadConfig, databaseKind } from "./config.js";
+import { createOrm, migrateUp } from "./db/orm.js";
 import { createConfiguredEngine } from "./delivery/configured-engine.js";
 import { onShutdownSignal } from "./ops/shutdown.js";
 

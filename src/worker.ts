@@ -1,6 +1,6 @@
 import { createLogger } from "./common/logger.js";
-import { loadConfig } from "./config.js";
-import { createOrm, databaseKind, migrateUp } from "./db/orm.js";
+import { loadConfig, databaseKind } from "./config.js";
+import { createOrm, migrateUp } from "./db/orm.js";
 import { createConfiguredEngine } from "./delivery/configured-engine.js";
 import { onShutdownSignal } from "./ops/shutdown.js";
 

@@ -19,6 +19,7 @@ import { Migration20261127000000 } from "./migrations/Migration20261127000000.js
 import { Migration20261128000300 } from "./migrations/Migration20261128000300.js";
 import { Migration20261128070000 } from "./migrations/Migration20261128070000.js";
 import { Migration20261128090000 } from "./migrations/Migration20261128090000.js";
+import { DEFAULT_POOL_MAX, databaseKind } from "../config.js";
 
 /** Every committed migration, oldest first; listed so they run from TS source and bundles alike (no glob). */
 export const migrations = [
@@ -54,11 +55,6 @@ export interface CreateOrmOptions {
   connectTimeoutMs?: number;
   /** PostgreSQL only: the server cancels a statement running longer than this (default 30 s). */
   statementTimeoutMs?: number;
-}
-
-/** Which engine a database URL selects. */
-export function databaseKind(databaseUrl: string): "postgres" | "pglite" {
-  return /^postgres(ql)?:\/\//i.test(databaseUrl) ? "postgres" : "pglite";
 }
 
 const kinds = new WeakMap<MikroORM, "postgres" | "pglite">();
@@ -168,9 +164,6 @@ export async function migrateUp(orm: MikroORM): Promise<string[]> {
     return (await migrator.up({ transaction: trx })).map((m) => m.name);
   });
 }
-
-/** Connections in the pool by default (createOrm's poolMax). */
-export const DEFAULT_POOL_MAX = 10;
 
 /**
  * Runs a read in a transaction whose statements PostgreSQL cancels after `timeoutMs` each, and

@@ -6,7 +6,7 @@ import type { Transporter } from "nodemailer";
 import { createMailWorker } from "../mail/mail-outbox.js";
 import { createWebhookWorker, type WebhookWorker, type WebhookWorkerOptions } from "../webhooks/webhook-worker.js";
 import { createDispatcher, type Dispatcher, type DispatcherOptions } from "./dispatcher.js";
-import { DEFAULT_NO_ALPHA_COUNTRIES } from "../messaging/send-rules.js";
+import { DEFAULT_NO_ALPHA_COUNTRIES } from "../config.js";
 import { receiveInbound } from "./inbound.js";
 import { createGroupCommit } from "../common/group-commit.js";
 import { applyReportBatch, recordSubmissions, type Submission } from "./receipts.js";

@@ -11,7 +11,7 @@ import { allocateLease } from "../leases/lease-allocator.js";
 import { findLiveLeaseMatch, type LeaseMatch, wasEverLeased } from "../leases/lease-store.js";
 import { insertInboundMessage } from "../messaging/message-store.js";
 import { goesOutLeased, smsNotEnabled, textEncoding } from "../messaging/send-rules.js";
-import { NO_REPLY_EMAIL } from "../mail/mail-from.js";
+import { NO_REPLY_EMAIL } from "../config.js";
 import { enqueueEmail } from "../mail/mail-outbox.js";
 import { accountOwnsNumber } from "../numbers/number-store.js";
 import { enqueueWebhook } from "../webhooks/outbox.js";

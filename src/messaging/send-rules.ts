@@ -3,7 +3,8 @@ import UnicodeToGsmModule from "sms-segments-calculator/dist/libs/UnicodeToGSM.j
 import type { SendMessageRequest } from "../../gen/switchboard/v2/messaging_pb.js";
 import { type FieldProblem, quoted } from "../common/errors.js";
 import { isAlphanumericSender, isEmail, parseE164, type E164Info } from "../common/phone.js";
-import { DEFAULT_MAIL_FROM_DOMAINS, mailFromAllowed } from "../mail/mail-from.js";
+import { mailFromAllowed } from "../mail/mail-from.js";
+import { DEFAULT_MAIL_FROM_DOMAINS } from "../config.js";
 import { webhookUriProblem } from "../webhooks/url-guard.js";
 
 /** Schedule may be at most 14 days ahead (docs/api.md#send-sms). */
@@ -67,9 +68,6 @@ const GSM7_BASIC = (() => {
 /** GSM-7 user data: 160 septets in a lone SMS, 153 per part of a long one (a 6-octet header). */
 const GSM7_SINGLE = 160;
 const GSM7_PART = 153;
-
-/** Countries whose operators do not take alphanumeric sender IDs when NO_ALPHA_SENDER_COUNTRIES is not set. */
-export const DEFAULT_NO_ALPHA_COUNTRIES: readonly string[] = ["US", "CA"];
 
 /**
  * docs/api.md#leased-senders: whether a message goes out from a leased sender: From blank, or an alphanumeric
