@@ -14,7 +14,7 @@ import { type AccountCache, authentication, createAccountCache, type EdgeDeps } 
 import { createAuthFailureGuard } from "./accounts/auth-failures.js";
 import { createAddressService } from "./addresses/address-service.js";
 import { createAdminService } from "./admin/admin-service.js";
-import type { Carrier } from "./carriers/carrier.js";
+import type { Carrier } from "./delivery/carrier.js";
 import type { Clock } from "./common/clock.js";
 import { systemClock } from "./common/clock.js";
 import { rejectUnstorableStrings } from "./common/string-guard.js";

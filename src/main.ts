@@ -4,7 +4,7 @@ import { systemClock } from "./common/clock.js";
 import { createLogger } from "./common/logger.js";
 import { loadConfig, databaseKind } from "./config.js";
 import { createOrm, migrateUp } from "./db/orm.js";
-import { createConfiguredEngine } from "./delivery/configured-engine.js";
+import { createConfiguredEngine } from "./carriers/configured-engine.js";
 import { onShutdownSignal } from "./ops/shutdown.js";
 
 /** Starts the service: config, database and migrations, HTTP port; stops cleanly on SIGTERM/SIGINT. */

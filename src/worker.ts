@@ -1,7 +1,7 @@
 import { createLogger } from "./common/logger.js";
 import { loadConfig, databaseKind } from "./config.js";
 import { createOrm, migrateUp } from "./db/orm.js";
-import { createConfiguredEngine } from "./delivery/configured-engine.js";
+import { createConfiguredEngine } from "./carriers/configured-engine.js";
 import { onShutdownSignal } from "./ops/shutdown.js";
 
 /** A dispatcher + webhook worker process without the HTTP API, for scaling delivery out. */

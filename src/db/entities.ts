@@ -9,9 +9,9 @@ import { WebhookDelivery } from "../webhooks/webhook-delivery.entity.js";
 import { WebhookAttempt } from "../webhooks/webhook-attempt.entity.js";
 import { Email } from "../mail/email.entity.js";
 import { UnmatchedInbound } from "../delivery/unmatched-inbound.entity.js";
-import { CarrierSegment } from "../carriers/smpp/carrier-segment.entity.js";
-import { PendingReceipt } from "../carriers/smpp/pending-receipt.entity.js";
-import { InboundPart } from "../carriers/smpp/inbound-part.entity.js";
+import { CarrierSegment } from "../delivery/carrier-segment.entity.js";
+import { PendingReceipt } from "../delivery/pending-receipt.entity.js";
+import { InboundPart } from "../delivery/inbound-part.entity.js";
 
 /**
  * Every entity, listed explicitly (no folder discovery), in foreign-key order: one per table the

@@ -1,7 +1,7 @@
 import { ConnectError } from "@connectrpc/connect";
 import type { EntityManager } from "@mikro-orm/sql";
 import type { Logger } from "pino";
-import type { InboundSms } from "../carriers/carrier.js";
+import type { InboundSms } from "./carrier.js";
 import { unixSeconds } from "../common/clock.js";
 import { newSid } from "../common/sid.js";
 import { storableText } from "../common/string-guard.js";

@@ -1,5 +1,5 @@
 import type { EntityManager } from "@mikro-orm/sql";
-import type { DeliveryReport } from "../carriers/carrier.js";
+import type { DeliveryReport } from "./carrier.js";
 import { unixSeconds } from "../common/clock.js";
 import { type FinalState, type Submission, updateFinalStates, updatePlainFinalStates, updateSubmissions } from "../messaging/message-store.js";
 import { enqueueWebhook } from "../webhooks/outbox.js";

@@ -1,7 +1,7 @@
 import type { MikroORM } from "@mikro-orm/sql";
 import type { FastifyBaseLogger } from "fastify";
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
-import type { Carrier } from "../carriers/carrier.js";
+import type { Carrier } from "../delivery/carrier.js";
 import type { Clock } from "../common/clock.js";
 import { readGaugeRows } from "./metrics-store.js";
 

@@ -49,7 +49,7 @@ export interface ObservabilityDeps {
   /** Process and runtime metrics (default true). */
   processMetrics?: boolean;
   /** The carrier whose link and queue the metrics show. */
-  carrier?: import("../carriers/carrier.js").Carrier;
+  carrier?: import("../delivery/carrier.js").Carrier;
 }
 
 /** The pieces buildApp wires in: Fastify server options, the plugin, and the transports' hooks. */

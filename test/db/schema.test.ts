@@ -20,9 +20,9 @@ import { PhoneNumber } from "../../src/numbers/phone-number.entity.js";
 import { Message } from "../../src/messaging/message.entity.js";
 import { Lease } from "../../src/leases/lease.entity.js";
 import { IdempotencyKey } from "../../src/messaging/idempotency-key.entity.js";
-import { CarrierSegment } from "../../src/carriers/smpp/carrier-segment.entity.js";
-import { InboundPart } from "../../src/carriers/smpp/inbound-part.entity.js";
-import { PendingReceipt } from "../../src/carriers/smpp/pending-receipt.entity.js";
+import { CarrierSegment } from "../../src/delivery/carrier-segment.entity.js";
+import { InboundPart } from "../../src/delivery/inbound-part.entity.js";
+import { PendingReceipt } from "../../src/delivery/pending-receipt.entity.js";
 
 const T0 = new Date("2026-01-01T00:00:00.123Z");
 

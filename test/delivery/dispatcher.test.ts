@@ -10,7 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { MikroORM } from "@mikro-orm/sql";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import type { Carrier, CarrierEvents, OutboundSms } from "../../src/carriers/carrier.js";
+import type { Carrier, CarrierEvents, OutboundSms } from "../../src/delivery/carrier.js";
 import { SIMULATOR_TEST_NUMBERS } from "../../src/carriers/simulator.js";
 import { ManualClock } from "../../src/common/clock.js";
 import { createOrm, migrateUp } from "../../src/db/orm.js";

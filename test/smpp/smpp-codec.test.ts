@@ -2,7 +2,6 @@ import { describe, expect, it } from "vitest";
 import {
   concatInfo,
   formatStatus,
-  idForms,
   isTemporaryStatus,
   normalizeSmppNumber,
   parseReceiptText,
@@ -10,6 +9,7 @@ import {
   sourceAddress,
   submitParts,
 } from "../../src/carriers/smpp/smpp-codec.js";
+import { idForms } from "../../src/delivery/segment-store.js";
 import { textEncoding } from "../../src/messaging/send-rules.js";
 import { smppConfig } from "../../src/config.js";
 import { createPacer } from "../../src/carriers/pacer.js";

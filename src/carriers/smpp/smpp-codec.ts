@@ -107,19 +107,6 @@ export function messageStateName(state: number): string {
 }
 
 /**
- * The forms an SMSC message id may take in a receipt: `key`, lower case without leading zeros, and
- * `hexValue`, the id read as hexadecimal written in decimal (null when it is not hex). A submit id
- * "1A2B" (hex) is named "6699" in a receipt that writes it in decimal: its hexValue; a submit id
- * "6699" named "1a2b" in hex: the receipt's hexValue is the submit's key.
- */
-export function idForms(id: string): { key: string; hexValue: string | null } {
-  const t = id.trim().toLowerCase();
-  const key = t.replace(/^0+(?=.)/, "");
-  const hexValue = /^[0-9a-f]{1,30}$/.test(t) ? BigInt(`0x${t}`).toString() : null;
-  return { key, hexValue };
-}
-
-/**
  * A number as the SMSC gave it, in E164 where that is certain: TON 1 (international) → `+digits`;
  * TON 2 (national) read with the SMSC's country; TON 0 (unknown): `+`/`00` prefixes, or 8 to 15
  * bare digits as international; anything else (short codes, alphanumeric senders) as given.
