@@ -10,7 +10,7 @@ import {
   submitParts,
 } from "../../src/carriers/smpp/smpp-codec.js";
 import { idForms } from "../../src/delivery/segment-store.js";
-import { textEncoding } from "../../src/messaging/send-rules.js";
+import { textEncoding } from "../../src/common/sms-text.js";
 import { smppConfig } from "../../src/config.js";
 import { createPacer } from "../../src/carriers/pacer.js";
 

@@ -1,7 +1,7 @@
 import { SegmentedMessage } from "sms-segments-calculator";
 import smpp from "smpp";
 import { parsePhoneNumberFromString, type CountryCode } from "libphonenumber-js";
-import { textEncoding } from "../../messaging/send-rules.js";
+import { textEncoding } from "../../common/sms-text.js";
 
 /** SMPP 3.4 command statuses this carrier acts on. */
 export const STATUS = {
