@@ -1,6 +1,7 @@
 import { createLogger } from "./common/logger.js";
 import { loadConfig, databaseKind } from "./config.js";
 import { createOrm, migrateUp } from "./db/orm.js";
+import { entities } from "./entities.js";
 import { createConfiguredEngine } from "./carriers/configured-engine.js";
 import { onShutdownSignal } from "./ops/shutdown.js";
 
@@ -11,7 +12,7 @@ async function main(): Promise<void> {
   if (databaseKind(config.databaseUrl) !== "postgres") {
     throw new Error("the separate worker needs a shared PostgreSQL database: set DATABASE_URL=postgres://…");
   }
-  const orm = await createOrm({ databaseUrl: config.databaseUrl });
+  const orm = await createOrm({ entities, databaseUrl: config.databaseUrl });
   await migrateUp(orm);
   const { carrier, engine } = await createConfiguredEngine(config, orm, log);
   // Installed before the "running" line: until a handler exists, SIGTERM kills the process outright.

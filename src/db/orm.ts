@@ -2,7 +2,6 @@ import { mkdirSync } from "node:fs";
 import { resolve } from "node:path";
 import type { EntityManager, MikroORM, Options } from "@mikro-orm/sql";
 import { Migrator } from "@mikro-orm/migrations";
-import { entities } from "./entities.js";
 import { Migration20261122000000 } from "./migrations/Migration20261122000000.js";
 import { Migration20261122010000 } from "./migrations/Migration20261122010000.js";
 import { Migration20261122020000 } from "./migrations/Migration20261122020000.js";
@@ -43,6 +42,11 @@ export const migrations = [
 
 /** Options of createOrm. */
 export interface CreateOrmOptions {
+  /**
+   * Every entity, in foreign-key order (src/entities.ts lists them): passed in because they live
+   * in the domain folders above this layer.
+   */
+  entities: NonNullable<Options["entities"]>;
   /** postgres:// or postgresql:// for a server; memory:// for in-memory PGlite; any other value is a PGlite data folder. */
   databaseUrl: string;
   /** Logs every query through MikroORM's logger. */
@@ -78,7 +82,7 @@ export async function createOrm(opts: CreateOrmOptions): Promise<MikroORM> {
 
 async function initOrm(opts: CreateOrmOptions): Promise<MikroORM> {
   const common: Options = {
-    entities,
+    entities: opts.entities,
     extensions: [Migrator],
     allowGlobalContext: false,
     debug: opts.debug ?? false,

@@ -14,6 +14,7 @@ import type { MikroORM } from "@mikro-orm/sql";
 import type { PgliteConnection } from "@mikro-orm/pglite";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createOrm, migrateUp } from "../../src/db/orm.js";
+import { entities } from "../../src/entities.js";
 import { createTestOrm, dbKind } from "../support/db.js";
 import { type PrivatePostgres, startPrivatePostgres } from "../support/private-postgres.js";
 import { without } from "../support/system-packages.js";
@@ -33,11 +34,11 @@ interface OutageDb {
 async function privateClusterDb(): Promise<OutageDb> {
   const pg: PrivatePostgres = await startPrivatePostgres({ noFsync: true });
   try {
-    const admin = await createOrm({ databaseUrl: pg.url(), poolMax: 2 });
+    const admin = await createOrm({ entities, databaseUrl: pg.url(), poolMax: 2 });
     await admin.em.fork().execute(`create database switchboard`);
     await admin.close(true);
     // A short connect timeout: during the outage each attempt fails at once anyway (refused).
-    const orm = await createOrm({ databaseUrl: pg.url("switchboard"), poolMax: 4, connectTimeoutMs: 2000 });
+    const orm = await createOrm({ entities, databaseUrl: pg.url("switchboard"), poolMax: 4, connectTimeoutMs: 2000 });
     await migrateUp(orm);
     let isDown = false;
     return {
