@@ -9,7 +9,6 @@ import {
   type Message as MessagePb,
   MessageRecordSchema,
   type MessageRecord,
-  MessageSchema,
   type MessagingService,
   type SendBatchRequest,
   SendBatchRequestSchema,
@@ -60,11 +59,6 @@ const DIRECTIONS = ["Transmit", "Receive"];
 /** The fields of the six-field Message resource (docs/api.md#send-sms), which the full record starts with. */
 function resourceFields(m: Message) {
   return { messageSid: m.sid, accountSid: m.accountSid, propertySid: m.propertySid, from: m.sender, to: m.recipient, text: m.text };
-}
-
-/** The six-field Message resource (docs/api.md#send-sms). */
-export function toMessagePb(m: Message): MessagePb {
-  return create(MessageSchema, resourceFields(m));
 }
 
 /** The full message record (docs/api.md#message-record). */

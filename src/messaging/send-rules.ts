@@ -13,12 +13,6 @@ export const PAST_TOLERANCE_SECONDS = 3600;
 /** Longest accepted Text, in characters (docs/api.md#send-sms). */
 export const MAX_TEXT_CHARS = 1600;
 
-/** How the message will be sent, before a leased sender is allocated. */
-export type SenderPlan =
-  | { kind: "E164"; from: string }
-  | { kind: "Alphanumeric"; from: string }
-  | { kind: "Leased"; requestedFrom: string };
-
 /** The checked and normalized form of a send request. */
 export interface ValidSend {
   to: E164Info;
