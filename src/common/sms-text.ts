@@ -23,7 +23,7 @@ const GSM7_PART = 153;
 /** Text encoding and segment count, as the carrier will bill it. */
 export function textEncoding(text: string): { encoding: "GSM7" | "UCS2"; numSegments: number } {
   // Fast path for the usual text, only basic GSM-7 characters: the calculator's answer is then
-  // one septet per character (test/messaging/text-encoding.test.ts checks they agree).
+  // one septet per character (test/common/sms-text.test.ts checks they agree).
   let basic = true;
   for (let i = 0; i < text.length; i++) {
     if (GSM7_BASIC[text.charCodeAt(i)] !== 1) {

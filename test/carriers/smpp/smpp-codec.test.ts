@@ -8,11 +8,11 @@ import {
   receiptOutcome,
   sourceAddress,
   submitParts,
-} from "../../src/carriers/smpp/smpp-codec.js";
-import { idForms } from "../../src/delivery/segment-store.js";
-import { textEncoding } from "../../src/common/sms-text.js";
-import { smppConfig } from "../../src/config.js";
-import { createPacer } from "../../src/carriers/pacer.js";
+} from "../../../src/carriers/smpp/smpp-codec.js";
+import { idForms } from "../../../src/delivery/segment-store.js";
+import { textEncoding } from "../../../src/common/sms-text.js";
+import { smppConfig } from "../../../src/config.js";
+import { createPacer } from "../../../src/carriers/pacer.js";
 
 describe("SMPP codec", () => {
   it("matches a message id in every form SMSCs write it: hex, decimal, leading zeros, case", () => {
