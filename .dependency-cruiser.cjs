@@ -10,7 +10,7 @@
  *   2 domain   src/accounts, addresses, numbers, leases, messaging, mail, webhooks, admin
  *   3 delivery src/delivery/ (owns the Carrier interface and segment tracking)
  *   4 carriers src/carriers/
- *   5 edge     src/transport, http, rpc, rest, openapi, ops
+ *   5 edge     src/http, rpc, rest, openapi, ops
  *   6 top      src/app.ts, main.ts, worker.ts, bootstrap.ts, entities.ts (the ORM's entity list), src/cli/
  */
 const common = '^src/(common/|config\\.ts$)';
@@ -18,7 +18,7 @@ const db = '^src/db/';
 const domain = '^src/(accounts|addresses|numbers|leases|messaging|mail|webhooks|admin)/';
 const delivery = '^src/delivery/';
 const carriers = '^src/carriers/';
-const edge = '^src/(transport|http|rpc|rest|openapi|ops)/';
+const edge = '^src/(http|rpc|rest|openapi|ops)/';
 const top = '^src/(app|main|worker|bootstrap|entities)\\.ts$|^src/cli/';
 
 /** The higher layers' patterns as one path pattern. */
@@ -32,6 +32,13 @@ module.exports = {
       comment: 'An import cycle (type-only imports count): move the shared piece one layer down.',
       from: { path: '^src/' },
       to: { circular: true },
+    },
+    {
+      name: 'every-module-has-a-layer',
+      severity: 'error',
+      comment: 'A new folder under src/ takes its place in one of the layers above before it imports anything.',
+      from: { path: '^src/', pathNot: [common, db, domain, delivery, carriers, edge, top].join('|') },
+      to: {},
     },
     {
       name: 'config-is-a-leaf',

@@ -7,7 +7,7 @@
 // One bundle per entry, dist/src/main.js and dist/src/worker.js: the project's own modules inlined,
 // packages left to node_modules (`packages: "external"`: PGlite finds its .wasm beside its own
 // module, MikroORM loads its drivers by name). The bundles sit two folders below the project root,
-// as src/transport/*.ts do, so `new URL("../../…", import.meta.url)` finds the same files
+// as src/openapi/*.ts do, so `new URL("../../…", import.meta.url)` finds the same files
 // (package.json, gen/descriptors.binpb) from either. No keepNames (it wraps every function in a
 // defineProperty call); linked source maps on disk, read only under --enable-source-maps.
 // Unchanged outputs are not rewritten, and changed ones are replaced by rename, so a build never

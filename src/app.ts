@@ -24,22 +24,21 @@ import { createMessagingService } from "./messaging/messaging-service.js";
 import { createSendRateLimiter, limitSendRate } from "./messaging/send-rate-limit.js";
 import { createNumberService } from "./numbers/number-service.js";
 import { reportFailures } from "./ops/failures.js";
-import { apiDocsPlugin } from "./transport/api-docs.js";
-import { createHealthService } from "./transport/health.js";
-import { createReflectionServices } from "./transport/reflection.js";
-import { documentRpcRefusals } from "./transport/rpc-refusals.js";
-import { bodyLimitGate, limitRequestBodies } from "./transport/body-limit.js";
-import { shareCallCompleteReason } from "./transport/call-complete.js";
+import { apiDocsPlugin } from "./openapi/api-docs.js";
+import { createHealthService } from "./rpc/health.js";
+import { createReflectionServices } from "./rpc/reflection.js";
+import { bodyLimitGate } from "./http/body-limit.js";
+import { shareCallCompleteReason } from "./rpc/call-complete.js";
 import { createObservability } from "./ops/observability.js";
-import { createClientErrorHandler } from "./transport/client-errors.js";
-import { grpcStreamHandler } from "./transport/grpc-streams.js";
-import { serveUnaryGrpcDirectly } from "./transport/grpc-unary.js";
-import { createPolyglotServer, type PolyglotServer } from "./transport/polyglot-server.js";
-import { httpLayer, httpServerOptions } from "./transport/http-layer.js";
-import { restPlugin } from "./transport/rest.js";
-import { createReadGate, gateReads } from "./transport/read-gate.js";
-import { blameClientForUnreadableRequests, markRequestRead } from "./transport/rpc-read-errors.js";
-import { decideRpcCharset, serviceWithJsonRules } from "./transport/rpc-json.js";
+import { createClientErrorHandler } from "./http/client-errors.js";
+import { grpcStreamHandler } from "./rpc/grpc-streams.js";
+import { rpcHandlerWrappers, wrapRpcHandlers } from "./rpc/handler-wrappers.js";
+import { createPolyglotServer, type PolyglotServer } from "./http/polyglot-server.js";
+import { httpLayer, httpServerOptions } from "./http/http-layer.js";
+import { restPlugin } from "./rest/rest.js";
+import { createReadGate, gateReads } from "./rpc/read-gate.js";
+import { markRequestRead } from "./rpc/rpc-read-errors.js";
+import { serviceWithJsonRules } from "./rpc/rpc-json.js";
 
 /** Everything buildApp needs; nothing is read from globals. */
 export interface AppDeps {
@@ -124,7 +123,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const limits = deps.config.connections ?? DEFAULT_CONNECTION_LIMITS;
   const ops = createObservability({ orm: deps.orm, clock: deps.clock ?? systemClock, metricsToken: deps.config.metricsToken, carrier: deps.carrier });
   const app = fastify({
-    // HTTP/1.1 and h2c on one port, with the connection limits and a graceful close (src/transport/polyglot-server.ts).
+    // HTTP/1.1 and h2c on one port, with the connection limits and a graceful close (src/http/polyglot-server.ts).
     serverFactory: (handler) => createPolyglotServer(handler, { limits, bodyLimit: deps.config.bodyLimit }),
     ...ops.serverOptions,
     ...(isInstance ? { loggerInstance: loggerOpt as FastifyServerOptions["loggerInstance"] } : { logger: loggerOpt as FastifyServerOptions["logger"] }),
@@ -158,16 +157,10 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   // The plugin's options, read back by the unary gRPC fast path once the plugin has completed them.
   const connectOptions: Parameters<typeof fastifyConnectPlugin>[1] = {
     routes: (router) => {
-      // JSON requests by REST's rules: strict UTF-8, UTF-8 only, the one integer rule (src/transport/rpc-json.ts).
+      // JSON requests by REST's rules: strict UTF-8, UTF-8 only, the one integer rule (src/rpc/rpc-json.ts).
       const specs = [...services, ...operational].flatMap((s) => serviceWithJsonRules(router, s.service, s.impl, jsonOptions));
-      // Innermost, where Connect's gRPC handler sits: common unary gRPC calls answered with
-      // Connect's own pieces, without its streaming pipeline (src/transport/grpc-unary.ts).
-      serveUnaryGrpcDirectly(router.handlers, specs, connectOptions);
-      limitRequestBodies(router.handlers, deps.config.bodyLimit);
-      decideRpcCharset(router.handlers);
-      blameClientForUnreadableRequests(router);
-      // Outermost: Connect's bodiless 405, 415 and 505 in the documented body (src/transport/rpc-refusals.ts).
-      documentRpcRefusals(router.handlers);
+      // The layers around each handler, in their order (src/rpc/handler-wrappers.ts).
+      wrapRpcHandlers(router.handlers, rpcHandlerWrappers({ specs, connectOptions, bodyLimit: deps.config.bodyLimit }));
       rpcHandlers = router.handlers;
     },
     // The shared reason for call-complete aborts, then the declared body size.
@@ -177,7 +170,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     },
     // Decompressed messages too (the wrapper above counts the bytes as sent).
     readMaxBytes: deps.config.bodyLimit,
-    // markRequestRead first: Connect has read the message (src/transport/rpc-read-errors.ts).
+    // markRequestRead first: Connect has read the message (src/rpc/rpc-read-errors.ts).
     interceptors: [markRequestRead, ...interceptors],
     contextValues: ops.rpcContextValues,
     jsonOptions,
@@ -185,7 +178,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   };
   await app.register(fastifyConnectPlugin, connectOptions);
   // gRPC over h2c: the same handlers on the native HTTP/2 streams, without Node's compatibility
-  // objects and Fastify routing in between (src/transport/grpc-streams.ts).
+  // objects and Fastify routing in between (src/rpc/grpc-streams.ts).
   (app.server as PolyglotServer).serveStreams(grpcStreamHandler({ handlers: rpcHandlers, log: app.log, startCall: ops.startCall }));
   await app.register(restPlugin, {
     services,

@@ -16,7 +16,7 @@ export const AccountEntity = defineEntity({
     // Only the sha256 hex of the token is kept: the token is shown once and never stored.
     tokenHash: p.string().length(64),
     webhookSecret: p.string(),
-    // REST response format of the message methods (src/transport/rest-compat.ts).
+    // REST response format of the message methods (src/rest/rest-compat.ts).
     restCompatibility: p.text().$type<RestCompatibility>().default("None"),
     createdAt: p.datetime(),
   },

@@ -10,7 +10,7 @@
 import { getOption, ScalarType, type DescField, type DescMethod, type DescMethodUnary, type JsonValue } from "@bufbuild/protobuf";
 import { http } from "../../gen/google/api/annotations_pb.js";
 import { AdminService } from "../../gen/switchboard/admin/v1/admin_pb.js";
-import { loadProtoComments } from "../transport/proto-comments.js";
+import { loadProtoComments } from "../openapi/proto-comments.js";
 
 /** What the proto comments cannot say about one AdminService method, by the method's proto name. */
 interface MethodNotes {

@@ -13,7 +13,7 @@ import { BadRequestSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { AdminService } from "../../gen/switchboard/admin/v1/admin_pb.js";
 import { ResponseStatusSchema } from "../../gen/switchboard/v2/common_pb.js";
 import { errorCodeOf } from "../common/errors.js";
-import { int64Fixer } from "../transport/rest-response.js";
+import { int64Fixer } from "../rest/rest-response.js";
 import { adminCommands, type Command } from "./commands.js";
 
 /** Exit codes: success, an error answer from the service, a bad command line, no answer at all. */

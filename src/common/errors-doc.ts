@@ -2,7 +2,7 @@
  * The documented error table, generated from the one error table (ERRORS): `npm run docs:errors`
  * writes it into the docs between its markers, and a test checks the committed docs match.
  */
-import { codeToString } from "@connectrpc/connect/protocol-connect";
+import { codeToString } from "./internals.js";
 import { ERRORS, type ErrorCode, type ErrorSpec } from "./errors.js";
 
 /** The file the table is documented in, from the repository root. */

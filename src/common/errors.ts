@@ -1,6 +1,6 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import { create } from "@bufbuild/protobuf";
-import { codeToHttpStatus } from "@connectrpc/connect/protocol-connect";
+import { codeToHttpStatus } from "./internals.js";
 import {
   BadRequestSchema,
   BadRequest_FieldViolationSchema,

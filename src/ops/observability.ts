@@ -4,16 +4,16 @@
  * per-request record reachable from the handler's context values.
  */
 import { Code, ConnectError, createContextKey, createContextValues, type ContextValues, type Interceptor } from "@connectrpc/connect";
-import { codeToHttpStatus, codeToString } from "@connectrpc/connect/protocol-connect";
 import type { MikroORM } from "@mikro-orm/sql";
 import { LogController, type FastifyBaseLogger, type FastifyServerOptions, type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
+import { codeToHttpStatus, codeToString } from "../common/internals.js";
 import { secretsEqual } from "../accounts/auth.js";
 import type { Clock } from "../common/clock.js";
 import { kAdmin, kClientAddress, kLog } from "../common/context.js";
 import { kAccount } from "../accounts/account-context.js";
 import { apiError } from "../common/errors.js";
 import { lazyChildLoggerFactory } from "../common/logger.js";
-import { writeError } from "../transport/http-layer.js";
+import { writeError } from "../http/http-layer.js";
 import { createMetrics, type Metrics } from "./metrics.js";
 
 /** Routes that answer probes and scrapes: their completion lines are at debug, not info. */

@@ -13,7 +13,7 @@ import type { AddressInfo } from "node:net";
 import { create, toJson, type DescField, type JsonObject } from "@bufbuild/protobuf";
 import { Code, ConnectError, createClient, type Client } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { RestRoute } from "../../src/transport/rest-routes.js";
+import type { RestRoute } from "../../src/rest/rest-routes.js";
 import { dbKind } from "../support/db.js";
 import { basic, createTestApp, type TestApp } from "../support/harness.js";
 import {

@@ -13,7 +13,7 @@ import { join, resolve } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AdminService } from "../../gen/switchboard/admin/v1/admin_pb.js";
 import { adminCommands, kebab, methodKey, summaryOf } from "../../src/cli/commands.js";
-import { loadProtoComments } from "../../src/transport/proto-comments.js";
+import { loadProtoComments } from "../../src/openapi/proto-comments.js";
 import { ADMIN_TOKEN, basic, createTestApp, type TestApp } from "../support/harness.js";
 import { freePort } from "../support/kannel.js";
 

@@ -241,7 +241,7 @@ describe("RPC requests Connect cannot read", () => {
     const before = await dbDigest(t.db.orm);
     // Pool is a bool: protobuf-es quotes the string it got in its message, lone surrogate and all.
     const json = new TextEncoder().encode(`{"AccountSid":"${a.accountSid}","Pool":"x\\ud800"}`);
-    // An integer given so is refused by the integer rule first (src/transport/json-integers.ts), in words Connect can write.
+    // An integer given so is refused by the integer rule first (src/rest/json-integers.ts), in words Connect can write.
     const integer = new TextEncoder().encode(`{"AccountSid":"${a.accountSid}","Results_Count":"x\\ud800"}`);
     for (const protocol of ["grpc", "grpc-web"] as const) {
       const ct = { "content-type": protocol === "grpc" ? "application/grpc+json" : "application/grpc-web+json", te: "trailers" };

@@ -12,7 +12,7 @@
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createServices } from "../../src/app.js";
-import type { RestRoute } from "../../src/transport/rest-routes.js";
+import type { RestRoute } from "../../src/rest/rest-routes.js";
 import { ADMIN_TOKEN, createTestApp, type TestApp } from "../support/harness.js";
 import {
   apiRestRoutes,

@@ -12,7 +12,7 @@ import { AddressService } from "../../gen/switchboard/v2/addresses_pb.js";
 import { MessagingService } from "../../gen/switchboard/v2/messaging_pb.js";
 import { NumberService } from "../../gen/switchboard/v2/numbers_pb.js";
 import { loadConfig } from "../../src/config.js";
-import { createReadGate, isReadMethod } from "../../src/transport/read-gate.js";
+import { createReadGate, isReadMethod } from "../../src/rpc/read-gate.js";
 import { dbKind } from "../support/db.js";
 import { ADMIN_TOKEN, createTenant, createTestApp, type Tenant, type TestApp } from "../support/harness.js";
 

@@ -17,9 +17,9 @@ import type { LightMyRequestResponse } from "fastify";
 import { chromium, type Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createServices } from "../../src/app.js";
-import type { OpenApiDocument, OpenApiObject, OpenApiOperation } from "../../src/transport/openapi.js";
-import { loadProtoComments } from "../../src/transport/proto-comments.js";
-import { restRoutes, type RestRoute } from "../../src/transport/rest-routes.js";
+import type { OpenApiDocument, OpenApiObject, OpenApiOperation } from "../../src/openapi/openapi.js";
+import { loadProtoComments } from "../../src/openapi/proto-comments.js";
+import { restRoutes, type RestRoute } from "../../src/rest/rest-routes.js";
 import { ADMIN_TOKEN, createTenant, createTestApp, type Tenant, type TestApp } from "../support/harness.js";
 import { without } from "../support/system-packages.js";
 

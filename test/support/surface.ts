@@ -17,7 +17,7 @@ import {
 } from "@connectrpc/connect-node";
 import type { MikroORM } from "@mikro-orm/sql";
 import { BadRequestSchema, ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
-import { restRoutes, type RestRoute } from "../../src/transport/rest-routes.js";
+import { restRoutes, type RestRoute } from "../../src/rest/rest-routes.js";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 

@@ -6,8 +6,8 @@
 import { create, type DescMessage } from "@bufbuild/protobuf";
 import type { FastifyRequest } from "fastify";
 import { apiError, fieldErrors, type FieldProblem } from "../common/errors.js";
-import { type DefaultCharset, jsonBodyText } from "./body-charset.js";
-import { unsupportedMediaType } from "./http-layer.js";
+import { type DefaultCharset, jsonBodyText } from "../http/body-charset.js";
+import { unsupportedMediaType } from "../http/http-layer.js";
 import { isJsonObject, isWellKnown } from "./proto-json.js";
 import { assign, fieldReader, INVALID, messageConverter, queryReader, type FieldReader, type MessageConverter } from "./rest-fields.js";
 import { queryFields, type RestRoute } from "./rest-routes.js";

@@ -1,6 +1,6 @@
 /**
  * The OpenAPI schemas of the Fone Dynamics compatible REST format, derived from the descriptors by
- * the same rule the response writer applies (src/transport/rest-compat.ts): a compat_resource is
+ * the same rule the response writer applies (src/rest/rest-compat.ts): a compat_resource is
  * wrapped under its key, a compat_unwrap list is answered bare with flat failed items, and a
  * compat_alias field is repeated under its alias.
  */
@@ -8,7 +8,7 @@ import { getOption, type DescField, type DescMessage, type DescMethod } from "@b
 import { compat_alias } from "../../gen/switchboard/v2/rest_compat_pb.js";
 /** A JSON Schema (2020-12, the dialect of OpenAPI 3.1) or any other OpenAPI object. */
 export type OpenApiObject = { [key: string]: unknown };
-import { compatPlan } from "./rest-compat.js";
+import { compatPlan } from "../rest/rest-compat.js";
 
 /** What the schema builder lends: response schemas of messages and fields, and named components. */
 export interface CompatSchemaParts {

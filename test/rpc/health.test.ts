@@ -16,8 +16,8 @@ import { ServerReflection as ServerReflectionV1Alpha } from "../../gen/grpc/refl
 import { createOperationalServices, createServices } from "../../src/app.js";
 import { createOrm } from "../../src/db/orm.js";
 import { entities } from "../../src/entities.js";
-import { createHealthService } from "../../src/transport/health.js";
-import { restRoutes } from "../../src/transport/rest-routes.js";
+import { createHealthService } from "../../src/rpc/health.js";
+import { restRoutes } from "../../src/rest/rest-routes.js";
 import { createTestOrm, dbKind, type TestOrm } from "../support/db.js";
 import { ADMIN_TOKEN, createTestApp, type TestApp } from "../support/harness.js";
 

@@ -9,7 +9,7 @@ import { compatShaper } from "./rest-compat.js";
 /**
  * The writer of one route's response: the method's output (a message or its init shape) as the
  * JSON body text; with `requestBody` (the request as the client sent it), in the Fone Dynamics
- * compatible shape (src/transport/rest-compat.ts) where the method has one.
+ * compatible shape (src/rest/rest-compat.ts) where the method has one.
  */
 export type ResponseWriter = (response: unknown, compatible?: { requestBody: unknown }) => string;
 

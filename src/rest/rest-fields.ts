@@ -187,7 +187,7 @@ function jsonEnum(e: DescEnum, value: unknown, name: string, problems: FieldProb
 const INT32_MIN = -0x80000000;
 const INT32_MAX = 0x7fffffff;
 
-/** An integer by the one rule of src/transport/json-integers.ts, as the init shape wants it. */
+/** An integer by the one rule of src/rest/json-integers.ts, as the init shape wants it. */
 function integer(
   scalar: ScalarType,
   longAsString: boolean,

@@ -1,5 +1,5 @@
 /**
- * The unary gRPC fast path (src/transport/grpc-unary.ts) against Connect's full gRPC handler for
+ * The unary gRPC fast path (src/rpc/grpc-unary.ts) against Connect's full gRPC handler for
  * the same method, options and request: the same status, headers, body and trailers byte for
  * byte, the same interceptors run in the same order (a refusal with details and metadata, a
  * deadline), and every request not of the common shape handed to Connect's handler unchanged.
@@ -18,9 +18,9 @@ import { compressionGzip } from "@connectrpc/connect-node";
 import { describe, expect, it } from "vitest";
 import { ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { Health, HealthCheckRequestSchema, HealthCheckResponse_ServingStatus, HealthCheckResponseSchema } from "../../gen/grpc/health/v1/health_pb.js";
-import { bodyLimitGate } from "../../src/transport/body-limit.js";
-import { shareCallCompleteReason } from "../../src/transport/call-complete.js";
-import { serveUnaryGrpcDirectly } from "../../src/transport/grpc-unary.js";
+import { bodyLimitGate } from "../../src/http/body-limit.js";
+import { shareCallCompleteReason } from "../../src/rpc/call-complete.js";
+import { serveUnaryGrpcDirectly } from "../../src/rpc/grpc-unary.js";
 
 const READ_MAX = 256;
 

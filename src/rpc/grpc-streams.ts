@@ -5,7 +5,7 @@
  * and no Fastify routing in between. A gRPC Send SMS spent about as much CPU in those layers as
  * in Connect and the send itself (docs/benchmarks.md, "gRPC through Connect"). A unary call in
  * the common shape is then answered by the handler's innermost layer without Connect's streaming
- * pipeline, still with Connect's own pieces (src/transport/grpc-unary.ts).
+ * pipeline, still with Connect's own pieces (src/rpc/grpc-unary.ts).
  *
  * Only gRPC calls are taken (POST, a Connect route, a gRPC Content-Type that Fastify would have
  * handed to Connect untouched); every other h2 request (REST, Connect and gRPC-Web over h2, an
@@ -21,10 +21,8 @@ import type { UniversalHandler, UniversalServerResponse } from "@connectrpc/conn
 import type { FastifyBaseLogger } from "fastify";
 import { lazyChildLoggerFactory } from "../common/logger.js";
 import type { Observability } from "../ops/observability.js";
-import { REQUEST_ID_HEADER, requestIdOf, webHeaders } from "./http-layer.js";
-
-/** Takes an h2 stream and serves it, or returns false to leave it to Node's compatibility layer (and Fastify). */
-export type StreamHandler = (stream: ServerHttp2Stream, headers: IncomingHttpHeaders) => boolean;
+import { REQUEST_ID_HEADER, requestIdOf, webHeaders } from "../http/http-layer.js";
+import type { StreamHandler } from "../http/polyglot-server.js";
 
 /** The Content-Types Connect's gRPC handler serves; the Fastify plugin passes exactly these through unparsed. */
 const GRPC_CONTENT_TYPE = /^application\/grpc(?:\+(?:(json)(?:; ?charset=utf-?8)?|proto))?$/i;
@@ -90,7 +88,7 @@ function serve(opts: GrpcStreamOptions, handler: UniversalHandler, stream: Serve
   stream.once("close", () => {
     // Served when the client got the whole answer (its trailers went out, or it ended and the
     // stream closed cleanly). Else the client reset the stream: the abort stops the call at its
-    // next step (src/transport/grpc-unary.ts), its answer is never written, and it counts as cut off.
+    // next step (src/rpc/grpc-unary.ts), its answer is never written, and it counts as cut off.
     if (answer.trailersSent || (answer.ended && stream.rstCode === constants.NGHTTP2_NO_ERROR)) return call.finish(status, false);
     abort.abort(new ConnectError(`the client closed the stream (HTTP/2 code ${stream.rstCode ?? 0})`, Code.Canceled));
     call.finish(status, true);

@@ -6,10 +6,10 @@ import { ScalarType, type DescEnum, type DescField, type DescMessage, type DescM
 import { FeatureSet_FieldPresence } from "@bufbuild/protobuf/wkt";
 import { ResponseStatusSchema } from "../../gen/switchboard/v2/common_pb.js";
 import { isOperatorService } from "../accounts/auth.js";
-import { DECIMAL_INTEGER } from "./json-integers.js";
+import { DECIMAL_INTEGER } from "../rest/json-integers.js";
 import { compatResponseSchema, type OpenApiObject } from "./openapi-compat.js";
-import { is64 } from "./proto-json.js";
-import type { RestRoute } from "./rest-routes.js";
+import { is64 } from "../rest/proto-json.js";
+import type { RestRoute } from "../rest/rest-routes.js";
 
 function fieldKey(field: DescField): string {
   return `${field.parent.typeName}.${field.name}`;
@@ -88,7 +88,7 @@ export class SchemaBuilder {
   }
 
   /** `{"ResponseStatus": {...}}`, the body of every error. */
-  /** The 200 body a RestCompatibility FoneDynamics account gets (src/transport/openapi-compat.ts); undefined when the same. */
+  /** The 200 body a RestCompatibility FoneDynamics account gets (src/openapi/openapi-compat.ts); undefined when the same. */
   compatResponse(rpc: DescMethod): OpenApiObject | undefined {
     return compatResponseSchema(rpc, {
       message: (d) => this.message(d, "response"),
@@ -261,7 +261,7 @@ export function fieldDescription(field: DescField, comments: ReadonlyMap<string,
 
 /**
  * A scalar in request JSON: what the answers carry, and for a 64-bit integer also a string of
- * decimal digits (the one integer rule, src/transport/json-integers.ts).
+ * decimal digits (the one integer rule, src/rest/json-integers.ts).
  */
 function requestScalarSchema(scalar: ScalarType): OpenApiObject {
   const schema = responseScalarSchema(scalar);

@@ -1,5 +1,5 @@
 /**
- * gRPC on the native HTTP/2 streams of the one port (src/transport/grpc-streams.ts): a gRPC call
+ * gRPC on the native HTTP/2 streams of the one port (src/rpc/grpc-streams.ts): a gRPC call
  * is served by Connect without Fastify, every other h2 request still by Fastify; a client that
  * goes away mid-body is reported as aborted (499).
  */

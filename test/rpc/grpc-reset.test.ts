@@ -14,7 +14,7 @@ import type { FastifyBaseLogger } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { rapidResetFlood } from "../../bench/rapid-reset.js";
 import { MessagingService, SendMessageRequestSchema } from "../../gen/switchboard/v2/messaging_pb.js";
-import { grpcStreamHandler } from "../../src/transport/grpc-streams.js";
+import { grpcStreamHandler } from "../../src/rpc/grpc-streams.js";
 import { dbKind } from "../support/db.js";
 import { createTenant, createTestApp, type Tenant, type TestApp } from "../support/harness.js";
 

@@ -11,7 +11,7 @@ import { isOperatorService } from "../accounts/auth.js";
 import { ERRORS, type ErrorCode } from "../common/errors.js";
 import { fieldDescription, SchemaBuilder } from "./openapi-schemas.js";
 import type { OpenApiObject } from "./openapi-compat.js";
-import { queryFields, restRoutes, type RestRoute } from "./rest-routes.js";
+import { queryFields, restRoutes, type RestRoute } from "../rest/rest-routes.js";
 
 export type { OpenApiObject } from "./openapi-compat.js";
 

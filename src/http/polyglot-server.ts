@@ -2,7 +2,7 @@ import { Server as HttpServer, type IncomingMessage, type ServerResponse } from 
 import type { Http2Server, Http2Session, IncomingHttpHeaders, ServerHttp2Stream } from "node:http2";
 import type { Socket } from "node:net";
 import { createServer } from "@httptoolkit/httpolyglot";
-import type { StreamHandler } from "./grpc-streams.js";
+import { checkInternals, compatStreamListener, connectionsTrackingListeners, innerServers, unmarkStreamBase } from "../common/internals.js";
 import { continueOnlyWithinLimit, refuseConnectMethod, refusedForMissingHost } from "./early-answers.js";
 import { closeWhenIdle, http1Options, http2Options, oneRequestAtATime } from "./connection-limits.js";
 import { type ConnectionLimits } from "../config.js";
@@ -15,6 +15,9 @@ interface Connection {
   /** HTTP/1.1 responses not yet closed on this connection. */
   responses: Set<ServerResponse>;
 }
+
+/** Takes an h2 stream and serves it, or returns false to leave it to Node's compatibility layer (and Fastify). */
+export type StreamHandler = (stream: ServerHttp2Stream, headers: IncomingHttpHeaders) => boolean;
 
 /** The listening server plus the two close hooks Fastify calls (with forceCloseConnections "idle"). */
 export type PolyglotServer = HttpServer & {
@@ -38,26 +41,20 @@ function endSocket(socket: Socket): void {
  * HTTP/2 connection listener sees the socket.
  */
 function nativeH2c(server: object): void {
-  const h2 = (server as { _http2Server?: import("node:events").EventEmitter })._http2Server;
-  h2?.prependListener("connection", (socket: { _handle?: { constructor: { name: string }; isStreamBase?: boolean } }) => {
-    const handle = socket._handle;
-    if (handle?.constructor.name === "TCP" && Object.hasOwn(handle, "isStreamBase")) delete handle.isStreamBase;
-  });
+  innerServers(server).http2.prependListener("connection", unmarkStreamBase);
 }
 
 /**
  * Puts `take` in front of Node's HTTP/2 compatibility layer: each new stream is offered to it
  * first, and only the streams it leaves become request/response objects for Fastify. The
  * compatibility layer is the 'stream' listener Node adds when the h2 server gets its request
- * listener; if Node ever adds it differently, every stream simply goes on to Fastify.
+ * listener (checkInternals has made sure it is there).
  */
 function divertStreams(server: object): (take: StreamHandler) => void {
-  const h2 = (server as { _http2Server?: Http2Server })._http2Server;
-  const compat = h2?.listeners("stream").find((l) => l.name.includes("onServerStream")) as
-    | ((this: Http2Server, stream: ServerHttp2Stream, headers: IncomingHttpHeaders, ...rest: unknown[]) => void)
-    | undefined;
+  const h2 = innerServers(server).http2;
+  const compat = compatStreamListener(h2);
   return (take) => {
-    if (!h2 || !compat) return;
+    if (!compat) return;
     const listener = function (this: Http2Server, stream: ServerHttp2Stream, headers: IncomingHttpHeaders, ...rest: unknown[]) {
       if (!take(stream, headers)) compat.call(this, stream, headers, ...rest);
     };
@@ -91,7 +88,7 @@ function withAuthority(handler: (req: IncomingMessage, res: ServerResponse) => v
  *   not sent a request yet) are closed at once; the others are closed right after their last response.
  * - closeHttp2Sessions: every h2 session gets GOAWAY; its open streams finish, new ones are refused.
  * Meanwhile server.close() refuses new connections. Whatever is still open after drainTimeoutMs is cut.
- * The connection limits (src/transport/connection-limits.ts) go to the inner servers: Fastify sets
+ * The connection limits (src/http/connection-limits.ts) go to the inner servers: Fastify sets
  * its timeouts on the outer net.Server, where they do nothing.
  */
 export function createPolyglotServer(
@@ -103,11 +100,13 @@ export function createPolyglotServer(
     { http: http1Options(limits), http2: http2Options(limits) },
     oneRequestAtATime(withAuthority(handler), limits.maxPipelinedRequests),
   );
+  // Before anything relies on them: an upgrade that removed one stops the service here, by name.
+  checkInternals({ server });
   nativeH2c(server);
   const serveStreams = divertStreams(server);
   // Node enforces headersTimeout/requestTimeout from a timer that an HTTP server starts when it
   // emits "listening", which the inner one never does: it is handed connections, not a port.
-  const inner = (server as unknown as { _httpServer: HttpServer })._httpServer;
+  const inner = innerServers(server).http1;
   // On the inner server itself: httpolyglot would add listeners of the outer one to the h2 server too.
   refuseConnectMethod(inner);
   continueOnlyWithinLimit(inner, opts.bodyLimit);
@@ -118,10 +117,8 @@ export function createPolyglotServer(
     tracking = true;
     // Only Node's own listener, which starts that timer: the inner server also holds copies of
     // the outer server's listeners (Fastify's "Server listening at" line among them), and those
-    // must not run a second time. If Node ever renames it, emitting still works (a duplicate log line).
-    const own = inner.listeners("listening").filter((l) => l.name === "setupConnectionsTracking");
-    if (own.length === 0) inner.emit("listening");
-    for (const l of own) (l as () => void).call(inner);
+    // must not run a second time.
+    for (const l of connectionsTrackingListeners(inner)) l.call(inner);
   });
   // Stops that timer (the inner server holds no port, so close() frees nothing else).
   server.on("close", () => {

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { AddressService } from "../../gen/switchboard/v2/addresses_pb.js";
 import { MessagingService } from "../../gen/switchboard/v2/messaging_pb.js";
 import { NumberService } from "../../gen/switchboard/v2/numbers_pb.js";
-import { compatPlan, compatShaper } from "../../src/transport/rest-compat.js";
+import { compatPlan, compatShaper } from "../../src/rest/rest-compat.js";
 
 const m = MessagingService.method;
 

@@ -17,12 +17,10 @@ import {
   ConnectError,
   createContextKey,
   createContextValues,
-  type ConnectRouter,
   type Interceptor,
 } from "@connectrpc/connect";
-import { encodeEnvelope, type UniversalHandler, type UniversalServerResponse } from "@connectrpc/connect/protocol";
-import { codeFromString, codeToHttpStatus, codeToString, errorToJsonBytes } from "@connectrpc/connect/protocol-connect";
-import { trailerFlag, trailerParse, trailerSerialize } from "@connectrpc/connect/protocol-grpc-web";
+import type { UniversalHandler, UniversalServerResponse } from "@connectrpc/connect/protocol";
+import { codeFromString, codeToHttpStatus, codeToString, encodeEnvelope, errorToJsonBytes, trailerFlag, trailerParse, trailerSerialize } from "../common/internals.js";
 
 /** Set by markRequestRead: the request message was read and the interceptors are about to run. */
 const kRequestRead = createContextKey<boolean>(false, { description: "request message read" });
@@ -39,12 +37,6 @@ export const markRequestRead: Interceptor = (next) => (req) => {
 /** Codes that put the fault on the server, which Connect uses for some unreadable requests. */
 const SERVER_CODES = new Set<Code>([Code.Internal, Code.Unknown, Code.Unimplemented, Code.DataLoss]);
 
-/** Wraps every handler of the router (call it after registering the services). */
-export function blameClientForUnreadableRequests(router: ConnectRouter): void {
-  const handlers = router.handlers;
-  for (let i = 0; i < handlers.length; i++) handlers[i] = wrap(handlers[i]);
-}
-
 type Protocol = "connect" | "grpc" | "grpc-web";
 
 function protocolOf(contentType: string): Protocol {
@@ -53,7 +45,8 @@ function protocolOf(contentType: string): Protocol {
   return "connect";
 }
 
-function wrap(handler: UniversalHandler): UniversalHandler {
+/** A wrapper of the router's handler list (src/rpc/handler-wrappers.ts). */
+export function blameClientForUnreadableRequests(handler: UniversalHandler): UniversalHandler {
   const wrapped = async (request: Parameters<UniversalHandler>[0]): Promise<UniversalServerResponse> => {
     // The Connect plugin always passes its contextValues: no copy of the request then.
     const values = request.contextValues ?? createContextValues();

@@ -11,6 +11,7 @@ import type { Socket } from "node:net";
 import { ConnectError } from "@connectrpc/connect";
 import type { FastifyInstance } from "fastify";
 import { apiError } from "../common/errors.js";
+import { responseOn } from "../common/internals.js";
 import type { ConnectionLimits } from "../config.js";
 import { errorAnswer, JSON_CONTENT_TYPE, REQUEST_ID_HEADER } from "./http-layer.js";
 
@@ -66,11 +67,6 @@ export function rawErrorResponse(reason: unknown, givenId?: string): { text: str
   const { httpStatus, headers, body, requestId } = closingErrorResponse(reason, givenId);
   const lines = Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`);
   return { text: `HTTP/1.1 ${httpStatus} ${STATUS_CODES[httpStatus] ?? "Error"}\r\n${lines.join("")}\r\n${body}`, httpStatus, requestId };
-}
-
-/** The response Node is writing (or will write next) on an HTTP/1.1 socket, if any. */
-function responseOn(socket: Socket): ServerResponse | undefined {
-  return (socket as Socket & { _httpMessage?: ServerResponse | null })._httpMessage ?? undefined;
 }
 
 /**

@@ -1,7 +1,7 @@
 /**
  * Connect JSON (and gRPC/gRPC-Web with +json) read by the same rules as REST bodies: strict UTF-8
  * (400 MalformedRequest naming the byte offset, never U+FFFD), UTF-8 as the only charset (415),
- * and the one integer rule (src/transport/json-integers.ts).
+ * and the one integer rule (src/rest/json-integers.ts).
  *
  * Connect-ES decodes every JSON request message with its `jsonOptions.textDecoder`, after any
  * decompression and per message (unary and enveloped alike), so each method gets a decoder that
@@ -11,10 +11,10 @@
 import type { DescMessage, DescMethod, DescService } from "@bufbuild/protobuf";
 import { Code, ConnectError, createMethodImplSpec, type ConnectRouter, type MethodImplSpec, type ServiceImpl } from "@connectrpc/connect";
 import type { UniversalHandler, UniversalServerResponse } from "@connectrpc/connect/protocol";
-import { errorToJsonBytes } from "@connectrpc/connect/protocol-connect";
+import { errorToJsonBytes } from "../common/internals.js";
 import { fieldErrors, type FieldProblem } from "../common/errors.js";
-import { decodeBody, rpcJsonCharset } from "./body-charset.js";
-import { integerCheck } from "./json-integers.js";
+import { decodeBody, rpcJsonCharset } from "../http/body-charset.js";
+import { integerCheck } from "../rest/json-integers.js";
 
 /** The JSON options Connect takes (Connect's own type is not exported under a stable name). */
 type JsonOptions = NonNullable<Parameters<ConnectRouter["rpc"]>[2]>["jsonOptions"];
@@ -72,28 +72,25 @@ const JSON_RPC_CONTENT_TYPE = /^\s*application\/(?:json|connect\+json|grpc\+json
 /**
  * Makes each handler answer a JSON request whose Content-Type names a charset other than UTF-8
  * with 415 and a message saying UTF-8 is expected (Connect answers a bare 415), and lets any
- * spelling of UTF-8 (`charset="UTF-8"`, `charset=utf8`) through as Connect's own. Replaces the
- * router's handlers in place.
+ * spelling of UTF-8 (`charset="UTF-8"`, `charset=utf8`) through as Connect's own. A wrapper of
+ * the router's handler list (src/rpc/handler-wrappers.ts).
  */
-export function decideRpcCharset(handlers: UniversalHandler[]): void {
-  for (let i = 0; i < handlers.length; i++) {
-    const handler = handlers[i];
-    const gated = async (req: Parameters<UniversalHandler>[0]): Promise<UniversalServerResponse> => {
-      const contentType = req.header.get("content-type");
-      if (contentType === null || !JSON_RPC_CONTENT_TYPE.test(contentType)) return handler(req);
-      try {
-        rpcJsonCharset(contentType);
-      } catch (err) {
-        return unsupportedCharset(err as ConnectError);
-      }
-      const utf8 = UTF8_SPELLING.exec(contentType);
-      if (!utf8) return handler(req);
-      const header = new Headers(req.header);
-      header.set("content-type", `${utf8[1]}; charset=utf-8`);
-      return handler({ ...req, header });
-    };
-    handlers[i] = Object.assign(gated, handler);
-  }
+export function decideRpcCharset(handler: UniversalHandler): UniversalHandler {
+  const gated = async (req: Parameters<UniversalHandler>[0]): Promise<UniversalServerResponse> => {
+    const contentType = req.header.get("content-type");
+    if (contentType === null || !JSON_RPC_CONTENT_TYPE.test(contentType)) return handler(req);
+    try {
+      rpcJsonCharset(contentType);
+    } catch (err) {
+      return unsupportedCharset(err as ConnectError);
+    }
+    const utf8 = UTF8_SPELLING.exec(contentType);
+    if (!utf8) return handler(req);
+    const header = new Headers(req.header);
+    header.set("content-type", `${utf8[1]}; charset=utf-8`);
+    return handler({ ...req, header });
+  };
+  return Object.assign(gated, handler);
 }
 
 /** 415 with a Connect error body (code invalid_argument and the UnsupportedMediaType ErrorInfo). */

@@ -11,7 +11,7 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import { errorFromJsonBytes } from "@connectrpc/connect/protocol-connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BadRequestSchema, ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
-import { invalidUtf8Offset, jsonBodyCharset } from "../../src/transport/body-charset.js";
+import { invalidUtf8Offset, jsonBodyCharset } from "../../src/http/body-charset.js";
 import { createTenant, createTestApp, type Tenant, type TestApp } from "../support/harness.js";
 import { changedTables, dbDigest } from "../support/surface.js";
 

@@ -29,8 +29,8 @@ import {
 } from "../../gen/switchboard/v2/messaging_pb.js";
 import { apiError, fieldError } from "../../src/common/errors.js";
 import { reportFailures } from "../../src/ops/failures.js";
-import { restPlugin, restService } from "../../src/transport/rest.js";
-import { restRoutes } from "../../src/transport/rest-routes.js";
+import { restPlugin, restService } from "../../src/rest/rest.js";
+import { restRoutes } from "../../src/rest/rest-routes.js";
 
 const AUTH = "Basic QUMxOnNlY3JldA==";
 const kAccount = createContextKey<string>("", { description: "authenticated account" });

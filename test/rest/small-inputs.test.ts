@@ -13,7 +13,7 @@ import type { FieldProblem } from "../../src/common/errors.js";
 import { isEmail } from "../../src/common/phone.js";
 import { Message } from "../../src/messaging/message.entity.js";
 import { validateSend } from "../../src/messaging/send-rules.js";
-import { messageConverter } from "../../src/transport/rest-fields.js";
+import { messageConverter } from "../../src/rest/rest-fields.js";
 import { admin, createTenant, createTestApp, type Tenant, type TestApp } from "../support/harness.js";
 
 let t: TestApp;

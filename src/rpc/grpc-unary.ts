@@ -30,29 +30,25 @@ import {
   type Interceptor,
   type MethodImplSpec,
 } from "@connectrpc/connect";
+import type { UniversalHandler, UniversalServerRequest, UniversalServerResponse } from "@connectrpc/connect/protocol";
 import {
   compressionNegotiate,
+  contentTypeProto,
   createMethodSerializationLookup,
   encodeEnvelope,
   envelopeCompress,
-  invokeUnaryImplementation,
-  validateUniversalHandlerOptions,
-  type UniversalHandler,
-  type UniversalServerRequest,
-  type UniversalServerResponse,
-} from "@connectrpc/connect/protocol";
-import {
-  contentTypeProto,
   grpcStatusOk,
   headerAcceptEncoding,
   headerContentType,
   headerEncoding,
   headerGrpcStatus,
   headerTimeout,
+  invokeUnaryImplementation,
   parseTimeout,
   setTrailerStatus,
-} from "@connectrpc/connect/protocol-grpc";
-import { envelopeLength } from "./body-limit.js";
+  validateUniversalHandlerOptions,
+} from "../common/internals.js";
+import { envelopeLength } from "../http/body-limit.js";
 
 /** A unary method of the router: its descriptor and the function its handlers call. */
 type UnarySpec = Extract<MethodImplSpec, { kind: "unary" }>;
@@ -60,23 +56,28 @@ type UnarySpec = Extract<MethodImplSpec, { kind: "unary" }>;
 /**
  * Puts the unary fast path in front of Connect's handler of each unary method in `specs`.
  * `options` is the object the Connect plugin was given, read once the plugin has completed it
- * (call this inside its `routes` callback, before any other wrapper: the fast path must be the
- * innermost). Replaces the handlers in place.
+ * (call this inside its `routes` callback). The innermost wrapper of the router's handler list
+ * (src/rpc/handler-wrappers.ts); other handlers are returned as they are.
  */
-export function serveUnaryGrpcDirectly(handlers: UniversalHandler[], specs: readonly MethodImplSpec[], options: ConnectRouterOptions & { shutdownTimeoutMs?: number }): void {
+export function unaryGrpcFastPath(specs: readonly MethodImplSpec[], options: ConnectRouterOptions & { shutdownTimeoutMs?: number }): (handler: UniversalHandler) => UniversalHandler {
   // The plugin makes the shutdown signal from shutdownTimeoutMs before it calls `routes`: the
   // fast path must see the one the full handlers got.
   if (options.shutdownTimeoutMs !== undefined && options.shutdownSignal === undefined) {
-    throw new Error("serveUnaryGrpcDirectly: the Connect plugin has not set its shutdown signal yet (call it from the plugin's routes callback)");
+    throw new Error("unaryGrpcFastPath: the Connect plugin has not set its shutdown signal yet (call it from the plugin's routes callback)");
   }
   const opt = validateUniversalHandlerOptions(options);
   const byMethod = new Map(specs.map((s) => [s.method, s]));
-  for (let i = 0; i < handlers.length; i++) {
-    const full = handlers[i];
+  return (full) => {
     const spec = byMethod.get(full.method);
-    if (spec?.kind !== "unary") continue;
-    handlers[i] = Object.assign(unaryFastPath(full, spec, opt), full);
-  }
+    if (spec?.kind !== "unary") return full;
+    return Object.assign(unaryFastPath(full, spec, opt), full);
+  };
+}
+
+/** The fast path alone in front of `handlers` (in place), for tests that compare it with Connect's handler. */
+export function serveUnaryGrpcDirectly(handlers: UniversalHandler[], specs: readonly MethodImplSpec[], options: ConnectRouterOptions & { shutdownTimeoutMs?: number }): void {
+  const wrap = unaryGrpcFastPath(specs, options);
+  for (let i = 0; i < handlers.length; i++) handlers[i] = wrap(handlers[i]);
 }
 
 type Options = ReturnType<typeof validateUniversalHandlerOptions>;

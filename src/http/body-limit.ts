@@ -17,14 +17,13 @@ export function bodyLimitGate(limit: number): (ctx: HandlerContext) => void {
  * header counts) over `limit` bytes with PayloadTooLarge as soon as it passes the limit, before
  * the method runs. Connect reads the raw stream itself, so Fastify's bodyLimit never sees these
  * bodies; Connect's own readMaxBytes (set to the same limit) still guards decompressed sizes.
- * Replaces the router's handlers in place, inside the plugin's `routes` callback.
+ * A wrapper of the router's handler list (src/rpc/handler-wrappers.ts).
  */
-export function limitRequestBodies(handlers: UniversalHandler[], limit: number): void {
-  for (let i = 0; i < handlers.length; i++) {
-    const handler = handlers[i];
+export function limitRequestBody(limit: number): (handler: UniversalHandler) => UniversalHandler {
+  return (handler) => {
     const limited = (req: UniversalServerRequest) => handler({ ...req, body: capped(req, limit) });
-    handlers[i] = Object.assign(limited, handler);
-  }
+    return Object.assign(limited, handler);
+  };
 }
 
 /** Content-Types whose body is 5-byte-framed messages (gRPC, gRPC-Web binary, Connect streaming); not gRPC-Web's base64 text. */

@@ -36,7 +36,7 @@ export function http1Options(limits: ConnectionLimits): HttpServerOptions {
     // Node checks both timeouts on this period (30 s by default, which would let a slow client
     // hold a connection up to 30 s past them).
     connectionsCheckingInterval: Math.max(100, Math.min(1000, limits.headersTimeoutMs)),
-    // Node answers a missing Host with a bare 400; src/transport/early-answers.ts answers it documented.
+    // Node answers a missing Host with a bare 400; src/http/early-answers.ts answers it documented.
     requireHostHeader: false,
   };
 }

@@ -9,7 +9,7 @@
 import type { UniversalHandler, UniversalServerResponse } from "@connectrpc/connect/protocol";
 import type { ConnectError } from "@connectrpc/connect";
 import { apiError } from "../common/errors.js";
-import { errorAnswer, JSON_CONTENT_TYPE, unsupportedMediaType } from "./http-layer.js";
+import { errorAnswer, JSON_CONTENT_TYPE, unsupportedMediaType } from "../http/http-layer.js";
 
 /** The error a bodiless refusal of Connect stands for, or undefined for any other answer. */
 export function refusalError(handler: Pick<UniversalHandler, "allowedMethods" | "requestPath">, method: string, status: number): ConnectError | undefined {
@@ -51,19 +51,16 @@ function documented(err: ConnectError, given: UniversalServerResponse["header"])
 
 /**
  * Makes each handler answer Connect's bodiless refusals (405, 415, 505) in the documented body.
- * Replaces the router's handlers in place; an answer with a Content-Type (every RPC answer,
- * including Connect's own errors) passes through untouched.
+ * A wrapper of the router's handler list (src/rpc/handler-wrappers.ts); an answer with a
+ * Content-Type (every RPC answer, including Connect's own errors) passes through untouched.
  */
-export function documentRpcRefusals(handlers: UniversalHandler[]): void {
-  for (let i = 0; i < handlers.length; i++) {
-    const handler = handlers[i];
-    const documenting = async (req: Parameters<UniversalHandler>[0]): Promise<UniversalServerResponse> => {
-      const res = await handler(req);
-      // Connect's refusals carry no Content-Type (a wrapper may have given them an empty body); its answers always do.
-      if (res.header?.has("content-type")) return res;
-      const err = refusalError(handler, req.method, res.status);
-      return err ? documented(err, res.header) : res;
-    };
-    handlers[i] = Object.assign(documenting, handler);
-  }
+export function documentRpcRefusals(handler: UniversalHandler): UniversalHandler {
+  const documenting = async (req: Parameters<UniversalHandler>[0]): Promise<UniversalServerResponse> => {
+    const res = await handler(req);
+    // Connect's refusals carry no Content-Type (a wrapper may have given them an empty body); its answers always do.
+    if (res.header?.has("content-type")) return res;
+    const err = refusalError(handler, req.method, res.status);
+    return err ? documented(err, res.header) : res;
+  };
+  return Object.assign(documenting, handler);
 }
