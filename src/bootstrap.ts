@@ -7,8 +7,8 @@ import { Property } from "./accounts/property.entity.js";
 import { newWebhookSecret, TOKEN_LENGTH } from "./admin/admin-service.js";
 import type { Clock } from "./common/clock.js";
 import { newSid, randomSecret } from "./common/sid.js";
-import { checkSecret, type Config } from "./config.js";
-import { databaseKind } from "./db/orm.js";
+import { checkSecret, type Config, databaseKind } from "./config.js";
+
 import { PhoneNumber } from "./numbers/phone-number.entity.js";
 
 /** The fictional pool number the demo data leases senders from. */
