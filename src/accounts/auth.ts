@@ -199,7 +199,15 @@ function operatorUnauthorized() {
 async function verifyAccount(deps: EdgeDeps, user: string, presented: string, address: string, requestEm: () => ReturnType<MikroORM["em"]["fork"]>): Promise<Account> {
   const sid = isSid(user, "AC") ? user : undefined;
   const attempt = await deps.failures?.attempt(address, sid);
-  const account = sid ? await requestEm().findOne(Account, { sid }, { disableIdentityMap: true }) : null;
+  let account: Account | null;
+  try {
+    account = sid ? await requestEm().findOne(Account, { sid }, { disableIdentityMap: true }) : null;
+  } catch (e) {
+    // The credential was not checked (the database is down, say): not a failed guess, so the
+    // client gets that error (503) and not, after a few, 429 for failures it never made.
+    attempt?.succeeded();
+    throw e;
+  }
   // Compare even when the account is unknown so that timing does not reveal which Sids exist.
   const ok = secretsEqual(presented, account?.tokenHash ?? "0".repeat(64));
   if (!account || !ok) throw wrongCredentials();
