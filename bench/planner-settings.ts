@@ -9,6 +9,7 @@
  *   DATABASE_URL=postgres://postgres@127.0.0.1:5432/postgres MESSAGES=30 npx tsx bench/planner-settings.ts
  */
 import { executeBound } from "../src/db/bound-sql.js";
+import { entities } from "../src/entities.js";
 import { createOrm, migrateUp } from "../src/db/orm.js";
 
 const SETTINGS = ["enable_seqscan", "enable_bitmapscan", "enable_hashjoin", "enable_mergejoin"];
@@ -39,11 +40,11 @@ const server = process.env.DATABASE_URL ?? "";
 if (!/^postgres(ql)?:\/\//.test(server)) throw new Error("DATABASE_URL must name a PostgreSQL server");
 const total = Number(process.env.MESSAGES ?? 300_000);
 const scratch = `sb_planner_settings_${process.pid}`;
-const admin = await createOrm({ databaseUrl: server });
+const admin = await createOrm({ entities, databaseUrl: server });
 await admin.em.fork().execute(`create database "${scratch}"`);
 const url = new URL(server);
 url.pathname = `/${scratch}`;
-const orm = await createOrm({ databaseUrl: url.toString() });
+const orm = await createOrm({ entities, databaseUrl: url.toString() });
 try {
   await migrateUp(orm);
   const em = orm.em.fork();

@@ -1,6 +1,6 @@
 /**
  * `BENCH_ONLY=smpp npm run bench`: the SMPP carrier's pacing as the SMSC sees it, against the Perl
- * Net::SMPP SMSC of the tests (test/smpp/smsc.pl). Switchboard runs in this process (the delivery
+ * Net::SMPP SMSC of the tests (test/carriers/smpp/smsc.pl). Switchboard runs in this process (the delivery
  * engine with its loops; embedded PGlite unless DATABASE_URL names a PostgreSQL server) and sends
  * BENCH_SMPP_MESSAGES messages queued at once, twice:
  * - the rate: SMPP_TPS (default 50), SMPP_WINDOW (default 10), an SMSC answering at once;
@@ -16,7 +16,7 @@ import { createSmppCarrier } from "../src/carriers/smpp/smpp-carrier.js";
 import { createDeliveryEngine } from "../src/delivery/engine.js";
 import { createTestOrm } from "../test/support/db.js";
 import { ADMIN_TOKEN, createTenant } from "../test/support/harness.js";
-import { acceptedSubmits, startSmsc } from "../test/smpp/smsc.js";
+import { acceptedSubmits, startSmsc } from "../test/carriers/smpp/smsc.js";
 
 interface Run {
   tps: number;

@@ -14,11 +14,11 @@ import { type AccountCache, authentication, createAccountCache, type EdgeDeps } 
 import { createAuthFailureGuard } from "./accounts/auth-failures.js";
 import { createAddressService } from "./addresses/address-service.js";
 import { createAdminService } from "./admin/admin-service.js";
-import type { Carrier } from "./carriers/carrier.js";
+import type { Carrier } from "./delivery/carrier.js";
 import type { Clock } from "./common/clock.js";
 import { systemClock } from "./common/clock.js";
 import { rejectUnstorableStrings } from "./common/string-guard.js";
-import { DEFAULT_AUTH_FAILURE_LIMITS, DEFAULT_CONNECTION_LIMITS, DEFAULT_SEND_RATE_LIMIT, defaultSendBurst, type Config } from "./config.js";
+import { DEFAULT_AUTH_FAILURE_LIMITS, DEFAULT_CONNECTION_LIMITS, DEFAULT_SEND_RATE_LIMIT, defaultSendBurst, type Config, defaultReadLimits } from "./config.js";
 import { isDatabaseReady, ormKind } from "./db/orm.js";
 import { createMessagingService } from "./messaging/messaging-service.js";
 import { createSendRateLimiter, limitSendRate } from "./messaging/send-rate-limit.js";
@@ -36,7 +36,7 @@ import { rpcHandlerWrappers, wrapRpcHandlers } from "./rpc/handler-wrappers.js";
 import { createPolyglotServer, type PolyglotServer } from "./http/polyglot-server.js";
 import { httpLayer, httpServerOptions } from "./http/http-layer.js";
 import { restPlugin } from "./rest/rest.js";
-import { createReadGate, defaultReadLimits, gateReads } from "./rpc/read-gate.js";
+import { createReadGate, gateReads } from "./rpc/read-gate.js";
 import { markRequestRead } from "./rpc/rpc-read-errors.js";
 import { serviceWithJsonRules } from "./rpc/rpc-json.js";
 

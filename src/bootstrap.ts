@@ -6,8 +6,7 @@ import { hashToken } from "./accounts/auth.js";
 import { newWebhookSecret, TOKEN_LENGTH } from "./admin/admin-service.js";
 import type { Clock } from "./common/clock.js";
 import { newSid, randomSecret } from "./common/sid.js";
-import { checkSecret, type Config } from "./config.js";
-import { databaseKind } from "./db/orm.js";
+import { checkSecret, type Config, databaseKind } from "./config.js";
 import { addNumber, findNumber } from "./numbers/number-store.js";
 
 /** The fictional pool number the demo data leases senders from. */

@@ -1,11 +1,104 @@
 import { Resolver } from "node:dns";
-import { parseMailFromDomains } from "./mail/mail-from.js";
-import { DEFAULT_NO_ALPHA_COUNTRIES } from "./messaging/send-rules.js";
-import type { AuthFailureLimits } from "./accounts/auth-failures.js";
-import type { ConnectionLimits } from "./http/connection-limits.js";
-import { databaseKind } from "./db/orm.js";
-import { defaultReadLimits, type ReadLimits } from "./rpc/read-gate.js";
-import { WEBHOOK_CONCURRENCY, WEBHOOK_CONCURRENCY_PER_ACCOUNT, WEBHOOK_CONCURRENCY_PER_HOST } from "./webhooks/webhook-worker.js";
+
+/** Sender of forwarded e-mails when the message named no ForwardFromEmail. */
+export const NO_REPLY_EMAIL = "no-reply@switchboard.invalid";
+
+/** The domains a ForwardFromEmail may use when MAIL_FROM_DOMAINS is not set: the no-reply address's. */
+export const DEFAULT_MAIL_FROM_DOMAINS: readonly string[] = [NO_REPLY_EMAIL.slice(NO_REPLY_EMAIL.lastIndexOf("@") + 1)];
+
+/** Parses MAIL_FROM_DOMAINS: comma-separated domains, any case; `*` allows any domain. */
+export function parseMailFromDomains(value: string | undefined): string[] {
+  const domains = (value ?? "")
+    .split(",")
+    .map((d) => d.trim().toLowerCase())
+    .filter(Boolean);
+  return domains.length > 0 ? domains : [...DEFAULT_MAIL_FROM_DOMAINS];
+}
+
+/** Countries whose operators do not take alphanumeric sender IDs when NO_ALPHA_SENDER_COUNTRIES is not set. */
+export const DEFAULT_NO_ALPHA_COUNTRIES: readonly string[] = ["US", "CA"];
+
+/** How many failed authentications a window allows (0 turns that limit off). */
+export interface AuthFailureLimits {
+  /** Per client address (the socket's remote address), whatever the credential. */
+  perAddress: number;
+  /** Per AccountSid named in HTTP Basic, from any address not yet known good for it. */
+  perAccount: number;
+  /** Length of a window, ms; windows are aligned to the clock (multiples of windowMs since the epoch). */
+  windowMs: number;
+}
+
+/** What one client connection may hold (docs/configuration.md). */
+export interface ConnectionLimits {
+  /** HTTP/2: streams one session may have open at once (SETTINGS_MAX_CONCURRENT_STREAMS). */
+  maxStreamsPerConnection: number;
+  /** HTTP/1.1: pipelined requests that may wait behind the one being served. */
+  maxPipelinedRequests: number;
+  /** HTTP/1.1: time to receive a request's headers. */
+  headersTimeoutMs: number;
+  /** HTTP/1.1: time to receive a whole request, headers and body. */
+  requestTimeoutMs: number;
+  /** Largest header block, bytes (HTTP/1.1 header section; HTTP/2 header list). */
+  maxHeaderBytes: number;
+  /** HTTP/2: a session with no stream open and no frame for this long gets GOAWAY and is closed. */
+  idleTimeoutMs: number;
+}
+
+/** Which engine a database URL selects. */
+export function databaseKind(databaseUrl: string): "postgres" | "pglite" {
+  return /^postgres(ql)?:\/\//i.test(databaseUrl) ? "postgres" : "pglite";
+}
+
+/** Connections in the pool by default (createOrm's poolMax). */
+export const DEFAULT_POOL_MAX = 10;
+
+/** How many reads may run at once (docs/configuration.md, READ_*). */
+export interface ReadLimits {
+  /** Reads in flight at once per account (the operator counts as one account). */
+  perAccount: number;
+  /** Reads of one account that may wait for a slot; one more is 429 RateLimited. */
+  queuePerAccount: number;
+  /** Reads in flight at once in this process, all accounts together: below the pool size, so sends keep connections. */
+  global: number;
+  /** PostgreSQL cancels a read's statement running longer than this, ms (PGlite cannot cancel a statement). */
+  statementTimeoutMs: number;
+}
+
+/**
+ * Reads in flight per account by default (READ_CONCURRENCY_PER_ACCOUNT). One: a 1,000-row page of
+ * a large account costs hundreds of ms of database and Node CPU, and a flood of them 4 at a time
+ * slowed another account's sends 9-13 × on a 2-core machine, 2 at a time 2.7-3.5 ×, one at a
+ * time 1.5 × (docs/benchmarks.md, Hostile load), while the flooding account got nearly as many
+ * pages through (58 against 74 in 20 s). Further reads queue (READ_QUEUE_PER_ACCOUNT) rather than fail.
+ */
+export const READ_CONCURRENCY_PER_ACCOUNT = 1;
+/** Reads of one account waiting by default (READ_QUEUE_PER_ACCOUNT). */
+export const READ_QUEUE_PER_ACCOUNT = 8;
+/** Connections of the pool no read may take: sends, the dispatcher, receipts and webhooks keep them. */
+export const POOL_RESERVED_FOR_WRITES = 4;
+/** A read's statement timeout by default, ms (READ_STATEMENT_TIMEOUT_MS). */
+export const READ_STATEMENT_TIMEOUT_MS = 5000;
+
+/**
+ * The read limits when the environment does not say. On PostgreSQL reads may take the pool less
+ * the connections kept for writes; PGlite has one connection, which runs one statement at a time
+ * whatever the caps: there one read at a time takes turns with sends on it.
+ */
+export function defaultReadLimits(kind: "postgres" | "pglite"): ReadLimits {
+  return {
+    perAccount: READ_CONCURRENCY_PER_ACCOUNT,
+    queuePerAccount: READ_QUEUE_PER_ACCOUNT,
+    global: kind === "postgres" ? DEFAULT_POOL_MAX - POOL_RESERVED_FOR_WRITES : 1,
+    statementTimeoutMs: READ_STATEMENT_TIMEOUT_MS,
+  };
+}
+
+/** Default calls in flight per process (WEBHOOK_CONCURRENCY). */
+export const WEBHOOK_CONCURRENCY = 64;
+/** Default calls in flight per (account, destination host) per process (WEBHOOK_CONCURRENCY_PER_HOST). */
+export const WEBHOOK_CONCURRENCY_PER_HOST = 4;
+/** Default calls in flight per account, all its hosts together, per process (WEBHOOK_CONCURRENCY_PER_ACCOUNT): a quarter of the default pool. */
+export const WEBHOOK_CONCURRENCY_PER_ACCOUNT = 16;
 
 /** Default sustained send rate, messages per second per account (SEND_RATE_LIMIT). */
 export const DEFAULT_SEND_RATE_LIMIT = 50;

@@ -2,9 +2,10 @@ import { buildApp } from "./app.js";
 import { firstRunBanner, resolveAdminToken, seedDemo, seedsDemo } from "./bootstrap.js";
 import { systemClock } from "./common/clock.js";
 import { createLogger } from "./common/logger.js";
-import { loadConfig } from "./config.js";
-import { createOrm, databaseKind, migrateUp } from "./db/orm.js";
-import { createConfiguredEngine } from "./delivery/configured-engine.js";
+import { loadConfig, databaseKind } from "./config.js";
+import { createOrm, migrateUp } from "./db/orm.js";
+import { entities } from "./entities.js";
+import { createConfiguredEngine } from "./carriers/configured-engine.js";
 import { onShutdownSignal } from "./ops/shutdown.js";
 
 /** Starts the service: config, database and migrations, HTTP port; stops cleanly on SIGTERM/SIGINT. */
@@ -15,7 +16,7 @@ async function main(): Promise<void> {
   // Created once the operator token is known, so that it is among the secrets scrubbed from every line.
   const log = createLogger(config);
   log.info({ database: databaseKind(config.databaseUrl) === "postgres" ? "postgresql" : `pglite:${config.databaseUrl}` }, "opening database");
-  const orm = await createOrm({ databaseUrl: config.databaseUrl });
+  const orm = await createOrm({ entities, databaseUrl: config.databaseUrl });
   await migrateUp(orm);
   const demo = seedsDemo(config.databaseUrl) ? await seedDemo(orm, systemClock) : undefined;
   const { carrier, engine } = await createConfiguredEngine(config, orm, log);

@@ -1,7 +1,8 @@
 import { createLogger } from "./common/logger.js";
-import { loadConfig } from "./config.js";
-import { createOrm, databaseKind, migrateUp } from "./db/orm.js";
-import { createConfiguredEngine } from "./delivery/configured-engine.js";
+import { loadConfig, databaseKind } from "./config.js";
+import { createOrm, migrateUp } from "./db/orm.js";
+import { entities } from "./entities.js";
+import { createConfiguredEngine } from "./carriers/configured-engine.js";
 import { onShutdownSignal } from "./ops/shutdown.js";
 
 /** A dispatcher + webhook worker process without the HTTP API, for scaling delivery out. */
@@ -11,7 +12,7 @@ async function main(): Promise<void> {
   if (databaseKind(config.databaseUrl) !== "postgres") {
     throw new Error("the separate worker needs a shared PostgreSQL database: set DATABASE_URL=postgres://…");
   }
-  const orm = await createOrm({ databaseUrl: config.databaseUrl });
+  const orm = await createOrm({ entities, databaseUrl: config.databaseUrl });
   await migrateUp(orm);
   const { carrier, engine } = await createConfiguredEngine(config, orm, log);
   // Installed before the "running" line: until a handler exists, SIGTERM kills the process outright.

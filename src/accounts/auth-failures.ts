@@ -2,16 +2,7 @@ import { RateLimiterMemory, RateLimiterRes } from "rate-limiter-flexible";
 import type { Clock } from "../common/clock.js";
 import { createBoundedMemo } from "../common/bounded-memo.js";
 import { apiError } from "../common/errors.js";
-
-/** How many failed authentications a window allows (0 turns that limit off). */
-export interface AuthFailureLimits {
-  /** Per client address (the socket's remote address), whatever the credential. */
-  perAddress: number;
-  /** Per AccountSid named in HTTP Basic, from any address not yet known good for it. */
-  perAccount: number;
-  /** Length of a window, ms; windows are aligned to the clock (multiples of windowMs since the epoch). */
-  windowMs: number;
-}
+import type { AuthFailureLimits } from "../config.js";
 
 /** An attempt counted before its credential is checked. */
 export interface AuthAttempt {

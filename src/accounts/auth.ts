@@ -4,7 +4,8 @@ import type { DescService } from "@bufbuild/protobuf";
 import type { EntityManager, MikroORM } from "@mikro-orm/sql";
 import { AdminService } from "../../gen/switchboard/admin/v1/admin_pb.js";
 import { apiError, fieldError } from "../common/errors.js";
-import { kAccount, kAdmin, kClientAddress, kEm, kIdempotencyKey } from "../common/context.js";
+import { kAdmin, kClientAddress, kEm, kIdempotencyKey } from "../common/context.js";
+import { kAccount } from "./account-context.js";
 import { isSid } from "../common/sid.js";
 import { Account } from "./account.entity.js";
 import { readAccountFresh, tokenHashForShare } from "./account-store.js";
@@ -198,7 +199,15 @@ function operatorUnauthorized() {
 async function verifyAccount(deps: EdgeDeps, user: string, presented: string, address: string, requestEm: () => ReturnType<MikroORM["em"]["fork"]>): Promise<Account> {
   const sid = isSid(user, "AC") ? user : undefined;
   const attempt = await deps.failures?.attempt(address, sid);
-  const account = sid ? await readAccountFresh(requestEm(), sid) : null;
+  let account: Account | null;
+  try {
+    account = sid ? await readAccountFresh(requestEm(), sid) : null;
+  } catch (e) {
+    // The credential was not checked (the database is down, say): not a failed guess, so the
+    // client gets that error (503) and not, after a few, 429 for failures it never made.
+    attempt?.succeeded();
+    throw e;
+  }
   // Compare even when the account is unknown so that timing does not reveal which Sids exist.
   const ok = secretsEqual(presented, account?.tokenHash ?? "0".repeat(64));
   if (!account || !ok) throw wrongCredentials();

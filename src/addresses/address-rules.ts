@@ -2,7 +2,7 @@ import countries from "i18n-iso-countries";
 import { postcodeValidator, postcodeValidatorExistsForCountry } from "postcode-validator";
 import type { CreateAddressRequest } from "../../gen/switchboard/v2/addresses_pb.js";
 import { type FieldProblem, quoted } from "../common/errors.js";
-import { codePoints } from "../messaging/send-rules.js";
+import { codePoints } from "../common/sms-text.js";
 
 /** Longest accepted address text field (docs/api.md#add-an-address). */
 export const MAX_ADDRESS_FIELD = 255;

@@ -15,7 +15,8 @@ import {
 import type { Account } from "../accounts/account.entity.js";
 import { recheckCredentials } from "../accounts/auth.js";
 import type { Clock } from "../common/clock.js";
-import { requestEm, requireAccount } from "../common/context.js";
+import { requestEm } from "../common/context.js";
+import { requireAccount } from "../accounts/account-context.js";
 import { addressInUse, fieldErrors, notFound } from "../common/errors.js";
 import { pageOf } from "../common/paging.js";
 import { isSid, newSid } from "../common/sid.js";

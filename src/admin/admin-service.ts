@@ -25,8 +25,6 @@ import {
   ListEmailsResponseSchema,
   CarrierStatusSchema,
 } from "../../gen/switchboard/admin/v1/admin_pb.js";
-import type { Carrier } from "../carriers/carrier.js";
-import type { SimulatorCarrier } from "../carriers/simulator.js";
 import { unixSeconds } from "../common/clock.js";
 import { REST_COMPATIBILITIES, type RestCompatibility } from "../accounts/account.entity.js";
 import { addAccount, addProperty, findAccountBySid, findProperty } from "../accounts/account-store.js";
@@ -81,13 +79,29 @@ function checkRestCompatibility(value: string | undefined): RestCompatibility | 
   return known;
 }
 
+/**
+ * What the operator API reads of the running carrier: its name and link state. Declared here
+ * rather than imported from delivery so that this service stays below the delivery layer;
+ * delivery's Carrier satisfies it as it is.
+ */
+export interface OperatorCarrier {
+  readonly name: string;
+  status?(): { link: string; since: Date | null; lastError: string; inFlight: number; window: number; tps: number; queued: number };
+}
+
+/** What the operator API drives of the simulator carrier (CARRIER=simulator): its handsets. */
+interface SimulatorControls extends OperatorCarrier {
+  handsetMessages(number: string): { messageSid: string; from: string; to: string; text: string; at: Date }[];
+  injectInbound(sms: { from: string; to: string; text: string }): Promise<{ messageSid: string; inReplyTo: string }>;
+}
+
 /** Creates the operator's AdminService implementation. */
-export function createAdminService(deps: { clock: Clock; carrier?: Carrier; accounts?: AccountCache }): ServiceImpl<typeof AdminService> {
-  const simulator = (): SimulatorCarrier => {
+export function createAdminService(deps: { clock: Clock; carrier?: OperatorCarrier; accounts?: AccountCache }): ServiceImpl<typeof AdminService> {
+  const simulator = (): SimulatorControls => {
     if (deps.carrier?.name !== "simulator") {
       throw apiError("InvalidParameter", "The simulator endpoints work only with CARRIER=simulator.");
     }
-    return deps.carrier as SimulatorCarrier;
+    return deps.carrier as SimulatorControls;
   };
   return {
     ...createAdminLists({ clock: deps.clock, em: requireAdmin }),

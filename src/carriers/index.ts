@@ -1,7 +1,7 @@
 import type { Logger } from "pino";
 import type { Clock } from "../common/clock.js";
 import type { Config } from "../config.js";
-import type { Carrier } from "./carrier.js";
+import type { Carrier } from "../delivery/carrier.js";
 import { createSimulatorCarrier } from "./simulator.js";
 
 /** The carrier CARRIER names, built from configuration. */

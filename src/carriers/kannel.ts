@@ -2,9 +2,9 @@ import { createHash, timingSafeEqual } from "node:crypto";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { Clock } from "../common/clock.js";
 import type { KannelConfig } from "../config.js";
-import { textEncoding } from "../messaging/send-rules.js";
+import { textEncoding } from "../common/sms-text.js";
 import { createPacer } from "./pacer.js";
-import { type Carrier, CarrierError, type CarrierEvents, type DeliveryReport, type OutboundSms } from "./carrier.js";
+import { type Carrier, CarrierError, type CarrierEvents, type DeliveryReport, type OutboundSms } from "../delivery/carrier.js";
 
 /** Options of the Kannel carrier. */
 export interface KannelCarrierOptions extends Omit<KannelConfig, "confirmWaitMs" | "tps"> {

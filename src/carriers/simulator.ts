@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import type { Clock } from "../common/clock.js";
-import { type Carrier, CarrierError, type CarrierEvents, type InboundSms, type OutboundSms } from "./carrier.js";
+import { type Carrier, CarrierError, type CarrierEvents, type InboundSms, type OutboundSms } from "../delivery/carrier.js";
 
 /** Documented test recipients of the simulator (docs/carriers.md#carriersimulator-default). */
 export const SIMULATOR_TEST_NUMBERS = {

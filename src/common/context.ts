@@ -1,11 +1,6 @@
 import { createContextKey, type HandlerContext } from "@connectrpc/connect";
 import type { EntityManager } from "@mikro-orm/sql";
-import type { Account } from "../accounts/account.entity.js";
-import { apiError } from "./errors.js";
 import { Code, ConnectError } from "@connectrpc/connect";
-
-/** The authenticated account of an account-facing call; set by the edge, undefined elsewhere. */
-export const kAccount = createContextKey<Account | undefined>(undefined, { description: "authenticated account" });
 
 /** True when the call carried the operator's bearer token; set by the edge. */
 export const kAdmin = createContextKey<boolean>(false, { description: "operator call" });
@@ -33,13 +28,6 @@ export interface CallLogger {
 
 /** The request's logger; set by the transports' context values. */
 export const kLog = createContextKey<CallLogger | undefined>(undefined, { description: "request logger" });
-
-/** The account of the call, or a 401 if the edge did not authenticate one. */
-export function requireAccount(ctx: HandlerContext): Account {
-  const account = ctx.values.get(kAccount);
-  if (!account) throw apiError("Unauthorized", "Authentication required: use HTTP Basic with your AccountSid and token.");
-  return account;
-}
 
 /** The request's EntityManager; the edge always sets one. */
 export function requestEm(ctx: HandlerContext): EntityManager {

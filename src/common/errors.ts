@@ -7,7 +7,7 @@ import {
   ErrorInfoSchema,
 } from "../../gen/google/rpc/error_details_pb.js";
 import { type ResponseStatus, ResponseStatusSchema } from "../../gen/switchboard/v2/common_pb.js";
-import { type ConstraintViolation, constraintViolation, isDatabaseUnavailable } from "../db/orm.js";
+import { type ConstraintViolation, constraintViolation, isDatabaseUnavailable } from "./pg-errors.js";
 
 /** The error domain carried in every google.rpc.ErrorInfo detail. */
 export const ERROR_DOMAIN = "switchboard";

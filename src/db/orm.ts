@@ -3,7 +3,6 @@ import { resolve } from "node:path";
 import type { EntityManager, MikroORM, Options } from "@mikro-orm/sql";
 import { Migrator } from "@mikro-orm/migrations";
 import { CompiledQuery } from "kysely";
-import { entities } from "./entities.js";
 import { Migration20261122000000 } from "./migrations/Migration20261122000000.js";
 import { Migration20261122010000 } from "./migrations/Migration20261122010000.js";
 import { Migration20261122020000 } from "./migrations/Migration20261122020000.js";
@@ -22,6 +21,7 @@ import { Migration20261128070000 } from "./migrations/Migration20261128070000.js
 import { Migration20261128090000 } from "./migrations/Migration20261128090000.js";
 import { Migration20261129000000 } from "./migrations/Migration20261129000000.js";
 import { applyRepeatableSql } from "./repeatable-sql.js";
+import { DEFAULT_POOL_MAX, databaseKind } from "../config.js";
 
 /** Every committed migration, oldest first; listed so they run from TS source and bundles alike (no glob). */
 export const migrations = [
@@ -46,6 +46,11 @@ export const migrations = [
 
 /** Options of createOrm. */
 export interface CreateOrmOptions {
+  /**
+   * Every entity, in foreign-key order (src/entities.ts lists them): passed in because they live
+   * in the domain folders above this layer.
+   */
+  entities: NonNullable<Options["entities"]>;
   /** postgres:// or postgresql:// for a server; memory:// for in-memory PGlite; any other value is a PGlite data folder. */
   databaseUrl: string;
   /** Logs every query through MikroORM's logger. */
@@ -58,11 +63,6 @@ export interface CreateOrmOptions {
   connectTimeoutMs?: number;
   /** PostgreSQL only: the server cancels a statement running longer than this (default 30 s). */
   statementTimeoutMs?: number;
-}
-
-/** Which engine a database URL selects. */
-export function databaseKind(databaseUrl: string): "postgres" | "pglite" {
-  return /^postgres(ql)?:\/\//i.test(databaseUrl) ? "postgres" : "pglite";
 }
 
 const kinds = new WeakMap<MikroORM, "postgres" | "pglite">();
@@ -86,7 +86,7 @@ export async function createOrm(opts: CreateOrmOptions): Promise<MikroORM> {
 
 async function initOrm(opts: CreateOrmOptions): Promise<MikroORM> {
   const common: Options = {
-    entities,
+    entities: opts.entities,
     extensions: [Migrator],
     allowGlobalContext: false,
     debug: opts.debug ?? false,
@@ -180,9 +180,6 @@ async function migrateVersioned(orm: MikroORM): Promise<string[]> {
   });
 }
 
-/** Connections in the pool by default (createOrm's poolMax). */
-export const DEFAULT_POOL_MAX = 10;
-
 /**
  * Runs a read in a transaction whose statements PostgreSQL cancels after `timeoutMs` each, and
  * without parallel workers, so one read is one backend's work and a cap on reads is a cap on the
@@ -196,13 +193,6 @@ export function withStatementTimeout<T>(em: EntityManager, timeoutMs: number, fn
     await tx.getKysely().executeQuery(CompiledQuery.raw(settings, [String(Math.max(1, Math.floor(timeoutMs)))]));
     return fn(tx);
   });
-}
-
-/** Whether an error is PostgreSQL cancelling a statement (57014: statement_timeout), looking through wrapped causes. */
-export function isStatementTimeout(e: unknown, depth = 0): boolean {
-  if (typeof e !== "object" || e === null || depth > 5) return false;
-  const { code, cause } = e as { code?: unknown; cause?: unknown };
-  return code === "57014" || (cause !== undefined && isStatementTimeout(cause, depth + 1));
 }
 
 /** Whether the database answers `select 1` within timeoutMs (for /readyz); never throws. */
@@ -220,75 +210,4 @@ export async function isDatabaseReady(orm: MikroORM, timeoutMs = 2000): Promise<
   } finally {
     clearTimeout(timer);
   }
-}
-
-/** Node network error codes of a connection that could not be made or was lost. */
-const NETWORK_ERRORS = new Set(["ECONNREFUSED", "ECONNRESET", "ECONNABORTED", "ETIMEDOUT", "EPIPE", "EHOSTUNREACH", "ENETUNREACH", "ENOTFOUND", "EAI_AGAIN"]);
-
-/**
- * SQLSTATEs of a server that cannot serve now: class 08 (connection exception), 57P01-57P03
- * (shut down by the operator, crashed, starting up), 53300 (too many connections) and 57014
- * (a statement cancelled, here by statement_timeout).
- */
-const UNAVAILABLE_SQLSTATE = /^(08[0-9A-Z]{3}|57P0[1-3]|53300|57014)$/;
-
-/** What the pg client and pool say, without a code, when the server went away or never answered. */
-const UNAVAILABLE_MESSAGE =
-  /Connection terminated|timeout exceeded when trying to connect|Query read timeout|Client has encountered a connection error|Client was closed and is not queryable|Cannot use a pool after calling end/i;
-
-/**
- * Whether an error means the database cannot be reached or cannot answer now (refused, dropped or
- * timed-out connections, a server shutting down or starting up), rather than a bug or a bad query.
- * Such errors are the API's ServiceUnavailable; looks through wrapped causes.
- */
-export function isDatabaseUnavailable(e: unknown, depth = 0): boolean {
-  if (typeof e !== "object" || e === null || depth > 5) return false;
-  const { code, message, cause, errors } = e as { code?: unknown; message?: unknown; cause?: unknown; errors?: unknown };
-  if (typeof code === "string" && (NETWORK_ERRORS.has(code) || UNAVAILABLE_SQLSTATE.test(code))) return true;
-  if (typeof message === "string" && UNAVAILABLE_MESSAGE.test(message)) return true;
-  if (Array.isArray(errors) && errors.some((x) => isDatabaseUnavailable(x, depth + 1))) return true;
-  return cause !== undefined && isDatabaseUnavailable(cause, depth + 1);
-}
-
-/** A database constraint failure, by kind and constraint name. */
-export interface ConstraintViolation {
-  kind: "unique" | "foreign-key" | "check" | "not-null";
-  constraint: string;
-  /**
-   * For a foreign key, which end broke it: "referencing" when a row was written that names a
-   * missing row (insert or update, raised at commit for a deferred key), "referenced" when a row
-   * still named was deleted or changed.
-   */
-  side?: "referencing" | "referenced";
-  /** The offending key value, as the server's detail quotes it ("Key (number)=(+1…) already exists."). */
-  key?: string;
-}
-
-const VIOLATION_KINDS: Record<string, ConstraintViolation["kind"]> = {
-  "23505": "unique",
-  "23503": "foreign-key",
-  // ON DELETE RESTRICT reports restrict_violation on PGlite (PostgreSQL 17) but 23503 on PostgreSQL 15.
-  "23001": "foreign-key",
-  "23514": "check",
-  "23502": "not-null",
-};
-
-/**
- * Classifies a constraint error, whether MikroORM converted it (a DriverException subclass) or it
- * came raw from COMMIT (deferred foreign keys are checked there, and MikroORM does not convert those).
- */
-export function constraintViolation(e: unknown): ConstraintViolation | undefined {
-  if (typeof e !== "object" || e === null) return undefined;
-  const { code, constraint, message, detail } = e as { code?: unknown; constraint?: unknown; message?: unknown; detail?: unknown };
-  const kind = typeof code === "string" ? VIOLATION_KINDS[code] : undefined;
-  if (!kind) return undefined;
-  const v: ConstraintViolation = { kind, constraint: typeof constraint === "string" ? constraint : "" };
-  if (kind === "foreign-key") {
-    // PostgreSQL words the two ends differently: "insert or update on table …" names the writer of
-    // the reference; "update or delete on table … on table …" (or 23001) the row still referenced.
-    v.side = code === "23503" && typeof message === "string" && message.includes("insert or update on table") ? "referencing" : "referenced";
-  }
-  const key = typeof detail === "string" ? /^Key \([^)]*\)=\((.*)\) (?:already exists|is not present|is (?:still )?referenced)/.exec(detail)?.[1] : undefined;
-  if (key !== undefined) v.key = key;
-  return v;
 }

@@ -1,8 +1,8 @@
 import type { MikroORM } from "@mikro-orm/sql";
 import type { Logger } from "pino";
-import { type Carrier, CarrierError } from "../carriers/carrier.js";
+import { type Carrier, CarrierError } from "./carrier.js";
 import type { Clock } from "../common/clock.js";
-import { isDatabaseUnavailable } from "../db/orm.js";
+import { isDatabaseUnavailable } from "../common/pg-errors.js";
 import { applyFinalState, applyFinalStates, recordSubmissions, type Submission } from "./receipts.js";
 import {
   claimFair,
@@ -13,7 +13,7 @@ import {
   listDueAccounts,
   scheduleRetry,
 } from "../messaging/message-store.js";
-import { recordSegments } from "../carriers/smpp/receipt-store.js";
+import { recordSegments } from "./segment-store.js";
 
 /** How long the list of accounts with due messages is reused by the round-robin claim, ms. */
 const DUE_ACCOUNTS_TTL_MS = 250;

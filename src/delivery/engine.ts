@@ -1,17 +1,17 @@
 import type { MikroORM } from "@mikro-orm/sql";
 import type { Logger } from "pino";
-import type { Carrier, CarrierEvents } from "../carriers/carrier.js";
+import type { Carrier, CarrierEvents } from "./carrier.js";
 import type { Clock } from "../common/clock.js";
 import type { Transporter } from "nodemailer";
 import { createMailWorker } from "../mail/mail-outbox.js";
 import { createWebhookWorker, type WebhookWorker, type WebhookWorkerOptions } from "../webhooks/webhook-worker.js";
 import { createDispatcher, type Dispatcher, type DispatcherOptions } from "./dispatcher.js";
-import { DEFAULT_NO_ALPHA_COUNTRIES } from "../messaging/send-rules.js";
+import { DEFAULT_NO_ALPHA_COUNTRIES } from "../config.js";
 import { receiveInbound } from "./inbound.js";
 import { createGroupCommit } from "../common/group-commit.js";
 import { applyReportBatch, recordSubmissions, type Submission } from "./receipts.js";
 import { createWorkerLoop, type WorkerLoop } from "./worker-loop.js";
-import { applyPendingReceipts, applySegmentReceipt, flushInboundParts, storeInboundPart } from "../carriers/smpp/receipt-store.js";
+import { applyPendingReceipts, applySegmentReceipt, flushInboundParts, storeInboundPart } from "./segment-store.js";
 import { createReceiptSweep, listAwaitingReports, type ReceiptSweep } from "./receipt-timeout.js";
 
 /** Options of the delivery engine. */

@@ -1,5 +1,5 @@
 import type { EntityManager } from "@mikro-orm/sql";
-import type { DeliveryReport } from "../carriers/carrier.js";
+import type { DeliveryReport } from "./carrier.js";
 import { unixSeconds } from "../common/clock.js";
 import { type FinalState, type Submission, updateFinalStates, updatePlainFinalStates, updateSubmissions } from "../messaging/message-store.js";
 import { enqueueWebhook } from "../webhooks/outbox.js";
@@ -108,22 +108,15 @@ function finalState(r: Report): FinalState {
   return { messageSid: r.messageSid, status: r.status, deliveredAt: r.status === "Delivered" ? r.at : null, errorCode: r.errorCode, carrierError: r.carrierError ?? "" };
 }
 
-/**
- * Records that the carrier holds a message: from the dispatcher once the carrier accepted it, or
- * from the carrier's own Submitted report (which may come first, or be the only word after a crash
- * lost the dispatcher's answer). Processing becomes Submitted; a message already Delivered or
- * Failed by an earlier report keeps that status but gets its submission time. The claim ends, so
- * the message is never submitted again. Returns whether a row changed.
- */
-export async function recordSubmission(em: EntityManager, s: Submission): Promise<boolean> {
-  return (await recordSubmissions(em, [s]))[0];
-}
-
 /** One submission the carrier holds: the message, when, and the carrier's reference if known. */
 export type { Submission };
 
 /**
- * recordSubmission for many messages with one UPDATE (a dispatcher round): returns, per
+ * Records that the carrier holds messages, with one UPDATE for many (a dispatcher round): from the
+ * dispatcher once the carrier accepted them, or from the carrier's own Submitted report (which may
+ * come first, or be the only word after a crash lost the dispatcher's answer). Processing becomes
+ * Submitted; a message already Delivered or Failed by an earlier report keeps that status but gets
+ * its submission time. The claim ends, so the message is never submitted again. Returns, per
  * submission, whether it changed its message. Sids are unique within a round.
  */
 export async function recordSubmissions(em: EntityManager, subs: Submission[]): Promise<boolean[]> {

@@ -12,7 +12,7 @@ import { ConnectError } from "@connectrpc/connect";
 import type { FastifyInstance } from "fastify";
 import { apiError } from "../common/errors.js";
 import { responseOn } from "../common/internals.js";
-import type { ConnectionLimits } from "./connection-limits.js";
+import type { ConnectionLimits } from "../config.js";
 import { errorAnswer, JSON_CONTENT_TYPE, REQUEST_ID_HEADER } from "./http-layer.js";
 
 /** What Node passes with `clientError`: llhttp's code (HPE_…) or Node's, and llhttp's reason. */

@@ -4,22 +4,7 @@ import type { Socket } from "node:net";
 import { apiError } from "../common/errors.js";
 import { closingErrorResponse } from "./client-errors.js";
 import { requestIdOf } from "./http-layer.js";
-
-/** What one client connection may hold (docs/configuration.md). */
-export interface ConnectionLimits {
-  /** HTTP/2: streams one session may have open at once (SETTINGS_MAX_CONCURRENT_STREAMS). */
-  maxStreamsPerConnection: number;
-  /** HTTP/1.1: pipelined requests that may wait behind the one being served. */
-  maxPipelinedRequests: number;
-  /** HTTP/1.1: time to receive a request's headers. */
-  headersTimeoutMs: number;
-  /** HTTP/1.1: time to receive a whole request, headers and body. */
-  requestTimeoutMs: number;
-  /** Largest header block, bytes (HTTP/1.1 header section; HTTP/2 header list). */
-  maxHeaderBytes: number;
-  /** HTTP/2: a session with no stream open and no frame for this long gets GOAWAY and is closed. */
-  idleTimeoutMs: number;
-}
+import type { ConnectionLimits } from "../config.js";
 
 /**
  * Streams a client may reset on one HTTP/2 connection at once (nghttp2's token bucket: this many,

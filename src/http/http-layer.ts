@@ -12,7 +12,7 @@ import { ConnectError } from "@connectrpc/connect";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { ResponseStatusSchema } from "../../gen/switchboard/v2/common_pb.js";
 import { apiError, ERRORS, isClientError, toConnectError, toResponseStatus } from "../common/errors.js";
-import { isDatabaseUnavailable } from "../db/orm.js";
+import { isDatabaseUnavailable } from "../common/pg-errors.js";
 
 /** The content type of every JSON answer the HTTP layer and REST write. */
 export const JSON_CONTENT_TYPE = "application/json; charset=utf-8";

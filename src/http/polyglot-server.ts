@@ -4,7 +4,8 @@ import type { Socket } from "node:net";
 import { createServer } from "@httptoolkit/httpolyglot";
 import { checkInternals, compatStreamListener, connectionsTrackingListeners, innerServers, unmarkStreamBase } from "../common/internals.js";
 import { continueOnlyWithinLimit, refuseConnectMethod, refusedForMissingHost } from "./early-answers.js";
-import { closeWhenIdle, http1Options, http2Options, oneRequestAtATime, type ConnectionLimits } from "./connection-limits.js";
+import { closeWhenIdle, http1Options, http2Options, oneRequestAtATime } from "./connection-limits.js";
+import { type ConnectionLimits } from "../config.js";
 
 /** How long requests in flight get to finish once the server drains before their connections are cut, ms. */
 export const DRAIN_TIMEOUT_MS = 5000;

@@ -4,17 +4,7 @@ import type { Logger } from "pino";
 import type { Transporter } from "nodemailer";
 import type { Clock } from "../common/clock.js";
 import { claimDueEmails, insertEmail, markEmailFailed, markEmailKept, markEmailSent } from "./mail-store.js";
-
-/** An e-mail to send, written to the outbox in the caller's transaction. */
-export interface OutgoingEmail {
-  accountSid: string;
-  messageSid: string;
-  from: string;
-  to: string;
-  subject: string;
-  body: string;
-  now: Date;
-}
+import type { OutgoingEmail } from "./mail-store.js";
 
 /** Queues an e-mail; the mail worker sends it (or keeps it when no SMTP server is configured). */
 export async function enqueueEmail(em: EntityManager, mail: OutgoingEmail): Promise<string> {

@@ -5,8 +5,18 @@
 import { raw } from "@mikro-orm/core";
 import type { EntityManager } from "@mikro-orm/sql";
 import { Email } from "./email.entity.js";
-import type { OutgoingEmail } from "./mail-outbox.js";
 import { executeBound } from "../db/bound-sql.js";
+
+/** An e-mail to send, written to the outbox in the caller's transaction. */
+export interface OutgoingEmail {
+  accountSid: string;
+  messageSid: string;
+  from: string;
+  to: string;
+  subject: string;
+  body: string;
+  now: Date;
+}
 
 /** An e-mail as it enters the outbox, with its id. */
 export interface NewEmail extends OutgoingEmail {

@@ -2,8 +2,10 @@ import { defineEntity, p } from "@mikro-orm/core";
 
 /** Whether a message goes out to a handset or came in from one. */
 export type MessageDirection = "Transmit" | "Receive";
-/** Lifecycle state of a message (docs/api.md#message-record). */
-export type MessageStatus = "Scheduled" | "Processing" | "Submitted" | "Delivered" | "Failed" | "Canceled" | "Received";
+/** Every lifecycle state of a message (docs/api.md#message-record), in lifecycle order: the one list. */
+export const MESSAGE_STATUSES = ["Scheduled", "Processing", "Submitted", "Delivered", "Failed", "Canceled", "Received"] as const;
+/** Lifecycle state of a message. */
+export type MessageStatus = (typeof MESSAGE_STATUSES)[number];
 /** How the sender was chosen; "" for inbound messages. */
 export type SenderKind = "E164" | "Alphanumeric" | "Leased" | "";
 /** Character set the text is sent in. */

@@ -9,7 +9,6 @@ import {
   type Message as MessagePb,
   MessageRecordSchema,
   type MessageRecord,
-  MessageSchema,
   type MessagingService,
   type SendBatchRequest,
   SendBatchRequestSchema,
@@ -26,15 +25,16 @@ import { findProperty } from "../accounts/account-store.js";
 import type { Property } from "../accounts/property.entity.js";
 import type { Clock } from "../common/clock.js";
 import { unixSeconds } from "../common/clock.js";
-import { kIdempotencyKey, requestEm, requireAccount } from "../common/context.js";
+import { kIdempotencyKey, requestEm } from "../common/context.js";
+import { requireAccount } from "../accounts/account-context.js";
 import { fieldError, fieldErrors, notFound, apiError, toResponseStatus } from "../common/errors.js";
 import { pageOf } from "../common/paging.js";
 import { isSid, newSid } from "../common/sid.js";
-import { constraintViolation } from "../db/orm.js";
+import { constraintViolation } from "../common/pg-errors.js";
 import type { ItemOutcome } from "../common/group-commit.js";
 import { releaseLease } from "../leases/lease-allocator.js";
 import { cancelScheduledMessage, findAccountMessage, listMessages, reloadMessage } from "./message-api-store.js";
-import type { Message, MessageDirection, MessageStatus } from "./message.entity.js";
+import { MESSAGE_STATUSES, type Message, type MessageDirection, type MessageStatus } from "./message.entity.js";
 import { goesOutLeased, validateSend } from "./send-rules.js";
 import { createSendWriter, IDEMPOTENCY_TTL_MS, requestHash, type SendItem, type SendOutcome, writeKeyedBatch } from "./send-writer.js";
 
@@ -56,17 +56,11 @@ export interface MessagingDeps {
 export const MAX_BATCH = 100;
 /** How long an Idempotency-Key is remembered (docs/api.md#idempotency-key). */
 export { IDEMPOTENCY_TTL_MS };
-const STATUSES = ["Scheduled", "Processing", "Submitted", "Delivered", "Failed", "Canceled", "Received"];
 const DIRECTIONS = ["Transmit", "Receive"];
 
 /** The fields of the six-field Message resource (docs/api.md#send-sms), which the full record starts with. */
 function resourceFields(m: Message) {
   return { messageSid: m.sid, accountSid: m.accountSid, propertySid: m.propertySid, from: m.sender, to: m.recipient, text: m.text };
-}
-
-/** The six-field Message resource (docs/api.md#send-sms). */
-export function toMessagePb(m: Message): MessagePb {
-  return create(MessageSchema, resourceFields(m));
 }
 
 /** The full message record (docs/api.md#message-record). */
@@ -201,8 +195,8 @@ export function createMessagingService(deps: MessagingDeps): ServiceImpl<typeof 
       const property = await ownedProperty(em, account, req.propertySid);
       const page = pageOf(req);
       const problems = [...page.problems];
-      if (req.status !== "" && !STATUSES.includes(req.status)) {
-        problems.push({ field: "Status", code: "InvalidParameter", message: `Status must be one of ${STATUSES.join(", ")}.` });
+      if (req.status !== "" && !(MESSAGE_STATUSES as readonly string[]).includes(req.status)) {
+        problems.push({ field: "Status", code: "InvalidParameter", message: `Status must be one of ${MESSAGE_STATUSES.join(", ")}.` });
       }
       if (req.direction !== "" && !DIRECTIONS.includes(req.direction)) {
         problems.push({ field: "Direction", code: "InvalidParameter", message: "Direction must be Transmit or Receive." });

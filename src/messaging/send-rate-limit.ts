@@ -1,7 +1,7 @@
 import type { Interceptor } from "@connectrpc/connect";
 import { MessagingService, type SendBatchRequest } from "../../gen/switchboard/v2/messaging_pb.js";
 import type { Clock } from "../common/clock.js";
-import { kAccount } from "../common/context.js";
+import { kAccount } from "../accounts/account-context.js";
 import { apiError } from "../common/errors.js";
 import { MAX_BATCH } from "./messaging-service.js";
 

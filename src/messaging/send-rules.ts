@@ -1,9 +1,9 @@
-import { SegmentedMessage } from "sms-segments-calculator";
-import UnicodeToGsmModule from "sms-segments-calculator/dist/libs/UnicodeToGSM.js";
 import type { SendMessageRequest } from "../../gen/switchboard/v2/messaging_pb.js";
 import { type FieldProblem, quoted } from "../common/errors.js";
+import { codePoints, textEncoding } from "../common/sms-text.js";
 import { isAlphanumericSender, isEmail, parseE164, type E164Info } from "../common/phone.js";
-import { DEFAULT_MAIL_FROM_DOMAINS, mailFromAllowed } from "../mail/mail-from.js";
+import { mailFromAllowed } from "../mail/mail-from.js";
+import { DEFAULT_MAIL_FROM_DOMAINS } from "../config.js";
 import { webhookUriProblem } from "../webhooks/url-guard.js";
 
 /** Schedule may be at most 14 days ahead (docs/api.md#send-sms). */
@@ -12,12 +12,6 @@ export const SCHEDULE_HORIZON_SECONDS = 14 * 24 * 3600;
 export const PAST_TOLERANCE_SECONDS = 3600;
 /** Longest accepted Text, in characters (docs/api.md#send-sms). */
 export const MAX_TEXT_CHARS = 1600;
-
-/** How the message will be sent, before a leased sender is allocated. */
-export type SenderPlan =
-  | { kind: "E164"; from: string }
-  | { kind: "Alphanumeric"; from: string }
-  | { kind: "Leased"; requestedFrom: string };
 
 /** The checked and normalized form of a send request. */
 export interface ValidSend {
@@ -50,28 +44,6 @@ function method(value: string): "POST" | "GET" | undefined {
 }
 
 /**
- * Code units of the GSM-7 basic character set (one septet each), from the calculator's own table;
- * CR is left out because the calculator counts CR LF as one two-unit grapheme and so as UCS-2.
- */
-const GSM7_BASIC = (() => {
-  // A CommonJS module with __esModule: imported from ESM, its exports object is the default.
-  const mod = UnicodeToGsmModule as unknown as { default?: Record<string, number[]> } & Record<string, number[]>;
-  const table: Record<string, number[]> = mod.default ?? mod;
-  const basic = new Uint8Array(0x10000);
-  for (const [code, septets] of Object.entries(table)) {
-    if (septets.length === 1 && Number(code) !== 0x0d) basic[Number(code)] = 1;
-  }
-  return basic;
-})();
-
-/** GSM-7 user data: 160 septets in a lone SMS, 153 per part of a long one (a 6-octet header). */
-const GSM7_SINGLE = 160;
-const GSM7_PART = 153;
-
-/** Countries whose operators do not take alphanumeric sender IDs when NO_ALPHA_SENDER_COUNTRIES is not set. */
-export const DEFAULT_NO_ALPHA_COUNTRIES: readonly string[] = ["US", "CA"];
-
-/**
  * docs/api.md#leased-senders: whether a message goes out from a leased sender: From blank, or an alphanumeric
  * From to a country whose operators do not take alphanumeric IDs. Sends and forwarded replies alike.
  */
@@ -100,46 +72,6 @@ export function senderNotOwned(field: "From" | "ForwardFromSms", number: string)
  */
 export function forwardLoop(number: string): string {
   return `ForwardToSms ${number} is one of this service's own numbers: a reply forwarded there would come back as a new reply and be forwarded again without end. Forward to a number outside this service, or leave ForwardToSms blank.`;
-}
-
-/** Text encoding and segment count, as the carrier will bill it. */
-export function textEncoding(text: string): { encoding: "GSM7" | "UCS2"; numSegments: number } {
-  // Fast path for the usual text, only basic GSM-7 characters: the calculator's answer is then
-  // one septet per character (test/messaging/text-encoding.test.ts checks they agree).
-  let basic = true;
-  for (let i = 0; i < text.length; i++) {
-    if (GSM7_BASIC[text.charCodeAt(i)] !== 1) {
-      basic = false;
-      break;
-    }
-  }
-  if (basic) {
-    const n = text.length;
-    return { encoding: "GSM7", numSegments: n <= GSM7_SINGLE ? 1 : Math.ceil(n / GSM7_PART) };
-  }
-  return textEncodingSlow(text);
-}
-
-/** The calculator itself (graphemes, extension characters, UCS-2). */
-export function textEncodingSlow(text: string): { encoding: "GSM7" | "UCS2"; numSegments: number } {
-  const m = new SegmentedMessage(text);
-  return { encoding: m.encodingName === "GSM-7" ? "GSM7" : "UCS2", numSegments: m.segmentsCount };
-}
-
-/** Code points in a string (a surrogate pair is one character; an unpaired surrogate counts as one). */
-export function codePoints(text: string): number {
-  let n = text.length;
-  for (let i = 0; i < text.length - 1; i++) {
-    const c = text.charCodeAt(i);
-    if (c >= 0xd800 && c <= 0xdbff) {
-      const d = text.charCodeAt(i + 1);
-      if (d >= 0xdc00 && d <= 0xdfff) {
-        n--;
-        i++;
-      }
-    }
-  }
-  return n;
 }
 
 /**

@@ -7,7 +7,7 @@ import type { Account } from "../accounts/account.entity.js";
 import { wrongCredentials } from "../accounts/auth.js";
 import { apiError, fieldError, fieldErrors, type FieldProblem, idempotencyKeyReused, notFound } from "../common/errors.js";
 import { createGroupCommit, type GroupCommit, type ItemOutcome } from "../common/group-commit.js";
-import { constraintViolation } from "../db/orm.js";
+import { constraintViolation } from "../common/pg-errors.js";
 import { allocateLease } from "../leases/lease-allocator.js";
 import {
   type CheckRow,

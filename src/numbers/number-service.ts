@@ -11,7 +11,8 @@ import {
 import { recheckCredentials } from "../accounts/auth.js";
 import { findAddress } from "../addresses/address-store.js";
 import { ownAccountPath } from "../addresses/address-service.js";
-import { requestEm, requireAccount } from "../common/context.js";
+import { requestEm } from "../common/context.js";
+import { requireAccount } from "../accounts/account-context.js";
 import { addressNotOfAccount, fieldError, fieldErrors, notFound } from "../common/errors.js";
 import { pageOf } from "../common/paging.js";
 import { isSid } from "../common/sid.js";

@@ -6,7 +6,8 @@
  */
 import { getOption, type DescField, type DescMessage, type DescMethod } from "@bufbuild/protobuf";
 import { compat_alias } from "../../gen/switchboard/v2/rest_compat_pb.js";
-import type { OpenApiObject } from "./openapi-schemas.js";
+/** A JSON Schema (2020-12, the dialect of OpenAPI 3.1) or any other OpenAPI object. */
+export type OpenApiObject = { [key: string]: unknown };
 import { compatPlan } from "../rest/rest-compat.js";
 
 /** What the schema builder lends: response schemas of messages and fields, and named components. */

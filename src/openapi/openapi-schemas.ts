@@ -7,12 +7,9 @@ import { FeatureSet_FieldPresence } from "@bufbuild/protobuf/wkt";
 import { ResponseStatusSchema } from "../../gen/switchboard/v2/common_pb.js";
 import { isOperatorService } from "../accounts/auth.js";
 import { DECIMAL_INTEGER } from "../rest/json-integers.js";
-import { compatResponseSchema } from "./openapi-compat.js";
+import { compatResponseSchema, type OpenApiObject } from "./openapi-compat.js";
 import { is64 } from "../rest/proto-json.js";
 import type { RestRoute } from "../rest/rest-routes.js";
-
-/** A JSON Schema (2020-12, the dialect of OpenAPI 3.1) or any other OpenAPI object. */
-export type OpenApiObject = { [key: string]: unknown };
 
 function fieldKey(field: DescField): string {
   return `${field.parent.typeName}.${field.name}`;

@@ -9,10 +9,11 @@ import { STATUS_CODES } from "node:http";
 import type { DescService } from "@bufbuild/protobuf";
 import { isOperatorService } from "../accounts/auth.js";
 import { ERRORS, type ErrorCode } from "../common/errors.js";
-import { fieldDescription, SchemaBuilder, type OpenApiObject } from "./openapi-schemas.js";
+import { fieldDescription, SchemaBuilder } from "./openapi-schemas.js";
+import type { OpenApiObject } from "./openapi-compat.js";
 import { queryFields, restRoutes, type RestRoute } from "../rest/rest-routes.js";
 
-export type { OpenApiObject } from "./openapi-schemas.js";
+export type { OpenApiObject } from "./openapi-compat.js";
 
 /** The parts of the document tests and callers look into; the rest stays loosely typed. */
 export interface OpenApiDocument {

@@ -1,7 +1,7 @@
 import type { Interceptor } from "@connectrpc/connect";
 import { kLog } from "../common/context.js";
 import { isClientError, toConnectError } from "../common/errors.js";
-import { isDatabaseUnavailable } from "../db/orm.js";
+import { isDatabaseUnavailable } from "../common/pg-errors.js";
 
 /**
  * The interceptor that answers every failure of a call as the ConnectError a client gets

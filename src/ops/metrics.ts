@@ -1,12 +1,11 @@
 import type { MikroORM } from "@mikro-orm/sql";
 import type { FastifyBaseLogger } from "fastify";
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
-import type { Carrier } from "../carriers/carrier.js";
+import type { Carrier } from "../delivery/carrier.js";
 import type { Clock } from "../common/clock.js";
 import { readGaugeRows } from "./metrics-store.js";
+import { MESSAGE_STATUSES } from "../messaging/message.entity.js";
 
-/** Every message status (the CHECK of messages.status), so a status with no rows reads 0, not absent. */
-export const MESSAGE_STATUSES = ["Scheduled", "Processing", "Submitted", "Delivered", "Failed", "Canceled", "Received"] as const;
 
 /** Labels of one finished HTTP request (REST or RPC). */
 export interface RequestLabels {
@@ -86,6 +85,7 @@ export function createMetrics(opts: MetricsOptions): Metrics {
     try {
       const rows = await readGaugeRows(opts.orm.em.fork(), now, opts.queryTimeoutMs ?? 2000);
       messages.reset();
+      // Every status, so that a status with no rows reads 0, not absent.
       for (const s of MESSAGE_STATUSES) messages.set({ status: s }, 0);
       for (const r of rows) {
         const value = Number(r.value ?? 0);

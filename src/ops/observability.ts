@@ -9,7 +9,8 @@ import { LogController, type FastifyBaseLogger, type FastifyServerOptions, type 
 import { codeToHttpStatus, codeToString } from "../common/internals.js";
 import { secretsEqual } from "../accounts/auth.js";
 import type { Clock } from "../common/clock.js";
-import { kAccount, kAdmin, kClientAddress, kLog } from "../common/context.js";
+import { kAdmin, kClientAddress, kLog } from "../common/context.js";
+import { kAccount } from "../accounts/account-context.js";
 import { apiError } from "../common/errors.js";
 import { lazyChildLoggerFactory } from "../common/logger.js";
 import { writeError } from "../http/http-layer.js";
@@ -48,7 +49,7 @@ export interface ObservabilityDeps {
   /** Process and runtime metrics (default true). */
   processMetrics?: boolean;
   /** The carrier whose link and queue the metrics show. */
-  carrier?: import("../carriers/carrier.js").Carrier;
+  carrier?: import("../delivery/carrier.js").Carrier;
 }
 
 /** The pieces buildApp wires in: Fastify server options, the plugin, and the transports' hooks. */

@@ -22,7 +22,8 @@ import {
   type UnaryResponse,
 } from "@connectrpc/connect";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
-import { CALL_COMPLETE, kAccount, kLog } from "../common/context.js";
+import { CALL_COMPLETE, kLog } from "../common/context.js";
+import { kAccount } from "../accounts/account-context.js";
 import { copyHeaders, httpErrorHandler, JSON_CONTENT_TYPE, methodNotAllowedRoutes, notFoundRoutes, sendError, webHeaders, writeError } from "../http/http-layer.js";
 import { requestDecoder, type RequestDecoder } from "./rest-request.js";
 import { type ResponseWriter, responseWriter } from "./rest-response.js";

@@ -2,50 +2,12 @@ import { getOption, type DescMethod } from "@bufbuild/protobuf";
 import type { Interceptor } from "@connectrpc/connect";
 import type { MikroORM } from "@mikro-orm/sql";
 import { http } from "../../gen/google/api/annotations_pb.js";
-import { kAccount, kAdmin, kEm } from "../common/context.js";
+import { kAdmin, kEm } from "../common/context.js";
+import { kAccount } from "../accounts/account-context.js";
 import { apiError } from "../common/errors.js";
-import { DEFAULT_POOL_MAX, isStatementTimeout, ormKind, withStatementTimeout } from "../db/orm.js";
-
-/** How many reads may run at once (docs/configuration.md, READ_*). */
-export interface ReadLimits {
-  /** Reads in flight at once per account (the operator counts as one account). */
-  perAccount: number;
-  /** Reads of one account that may wait for a slot; one more is 429 RateLimited. */
-  queuePerAccount: number;
-  /** Reads in flight at once in this process, all accounts together: below the pool size, so sends keep connections. */
-  global: number;
-  /** PostgreSQL cancels a read's statement running longer than this, ms (PGlite cannot cancel a statement). */
-  statementTimeoutMs: number;
-}
-
-/**
- * Reads in flight per account by default (READ_CONCURRENCY_PER_ACCOUNT). One: a 1,000-row page of
- * a large account costs hundreds of ms of database and Node CPU, and a flood of them 4 at a time
- * slowed another account's sends 9-13 × on a 2-core machine, 2 at a time 2.7-3.5 ×, one at a
- * time 1.5 × (docs/benchmarks.md, Hostile load), while the flooding account got nearly as many
- * pages through (58 against 74 in 20 s). Further reads queue (READ_QUEUE_PER_ACCOUNT) rather than fail.
- */
-export const READ_CONCURRENCY_PER_ACCOUNT = 1;
-/** Reads of one account waiting by default (READ_QUEUE_PER_ACCOUNT). */
-export const READ_QUEUE_PER_ACCOUNT = 8;
-/** Connections of the pool no read may take: sends, the dispatcher, receipts and webhooks keep them. */
-export const POOL_RESERVED_FOR_WRITES = 4;
-/** A read's statement timeout by default, ms (READ_STATEMENT_TIMEOUT_MS). */
-export const READ_STATEMENT_TIMEOUT_MS = 5000;
-
-/**
- * The read limits when the environment does not say. On PostgreSQL reads may take the pool less
- * the connections kept for writes; PGlite has one connection, which runs one statement at a time
- * whatever the caps: there one read at a time takes turns with sends on it.
- */
-export function defaultReadLimits(kind: "postgres" | "pglite"): ReadLimits {
-  return {
-    perAccount: READ_CONCURRENCY_PER_ACCOUNT,
-    queuePerAccount: READ_QUEUE_PER_ACCOUNT,
-    global: kind === "postgres" ? DEFAULT_POOL_MAX - POOL_RESERVED_FOR_WRITES : 1,
-    statementTimeoutMs: READ_STATEMENT_TIMEOUT_MS,
-  };
-}
+import { ormKind, withStatementTimeout } from "../db/orm.js";
+import { isStatementTimeout } from "../common/pg-errors.js";
+import type { ReadLimits } from "../config.js";
 
 /** Holds per-account and process-wide read slots; `acquire` waits for both, or throws RateLimited. */
 export interface ReadGate {

@@ -1,17 +1,7 @@
 import { randomBytes } from "node:crypto";
 import type { EntityManager } from "@mikro-orm/sql";
 import { insertWebhookDelivery } from "./webhook-store.js";
-
-/** A webhook call to make, written to the outbox in the caller's transaction. */
-export interface WebhookCall {
-  accountSid: string;
-  messageSid: string;
-  eventType: "DeliveryReceipt" | "Response";
-  url: string;
-  method: "POST" | "GET";
-  payload: Record<string, string | number>;
-  now: Date;
-}
+import type { WebhookCall } from "./webhook-store.js";
 
 /** A Standard Webhooks message id; it stays the same across retries of one call. */
 export function newWebhookId(): string {

@@ -6,8 +6,18 @@
 import type { EntityManager } from "@mikro-orm/sql";
 import { WebhookAttempt as AttemptRecord } from "./webhook-attempt.entity.js";
 import { WebhookDelivery } from "./webhook-delivery.entity.js";
-import type { WebhookCall } from "./outbox.js";
 import { executeBound } from "../db/bound-sql.js";
+
+/** A webhook call to make, written to the outbox in the caller's transaction. */
+export interface WebhookCall {
+  accountSid: string;
+  messageSid: string;
+  eventType: "DeliveryReceipt" | "Response";
+  url: string;
+  method: "POST" | "GET";
+  payload: Record<string, string | number>;
+  now: Date;
+}
 
 /** A webhook call as it enters the outbox, with its id and the host it counts against. */
 export interface NewWebhookDelivery extends WebhookCall {

@@ -4,6 +4,7 @@ import { Webhook } from "standardwebhooks";
 import type { Clock } from "../common/clock.js";
 import { claimDueWebhooks, recordWebhookAttempt, type DueWebhook } from "./webhook-store.js";
 import { callWebhook, PrivateTargetError, systemResolver, type ResolveHost, type WebhookHttpRequest } from "./webhook-client.js";
+import { WEBHOOK_CONCURRENCY, WEBHOOK_CONCURRENCY_PER_ACCOUNT, WEBHOOK_CONCURRENCY_PER_HOST } from "../config.js";
 
 /** Options of the webhook sender. */
 export interface WebhookWorkerOptions {
@@ -31,13 +32,6 @@ export interface WebhookWorkerOptions {
 export const WEBHOOK_TIMEOUT_MS = 10_000;
 /** Retries go on for at least 24 hours (docs/api.md#delivery-receipts-and-webhooks). */
 export const WEBHOOK_RETRY_FOR_MS = 24 * 3600 * 1000;
-/** Default calls in flight per process (WEBHOOK_CONCURRENCY). */
-export const WEBHOOK_CONCURRENCY = 64;
-/** Default calls in flight per (account, destination host) per process (WEBHOOK_CONCURRENCY_PER_HOST). */
-export const WEBHOOK_CONCURRENCY_PER_HOST = 4;
-/** Default calls in flight per account, all its hosts together, per process (WEBHOOK_CONCURRENCY_PER_ACCOUNT): a quarter of the default pool. */
-export const WEBHOOK_CONCURRENCY_PER_ACCOUNT = 16;
-
 /** Delay after failed attempt n (1-based): 5 s doubling to at most 1 hour. */
 export function webhookBackoffMs(attempt: number): number {
   return Math.min(3_600_000, 5000 * 2 ** Math.max(0, attempt - 1));

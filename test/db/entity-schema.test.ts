@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { ReferenceKind } from "@mikro-orm/core";
 import { dbKind, useTestOrm } from "../support/db.js";
-import { entities } from "../../src/db/entities.js";
+import { entities } from "../../src/entities.js";
 
 /** One column as "table.column: type null|not null [generated] [serial]", the form both sides are compared in. */
 function column(table: string, name: string, type: string, c: { nullable: boolean; generated: boolean; serial: boolean }): string {
@@ -60,7 +60,7 @@ describe(`entities and the migrated schema (${dbKind()})`, () => {
     expect(inEntities.sort()).toEqual(inDatabase.sort());
   });
 
-  it("lists every entity in src/db/entities.ts, the one place the ORM takes them from", () => {
+  it("lists every entity in src/entities.ts, the one place the ORM takes them from", () => {
     const tables = [...db.orm.getMetadata().getAll().values()].filter((meta) => !meta.embeddable && !meta.abstract).map((meta) => meta.className);
     expect(tables.sort()).toEqual(entities.map((e) => e.name).sort());
   });

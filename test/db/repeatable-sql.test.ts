@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import { executeBound } from "../../src/db/bound-sql.js";
+import { entities } from "../../src/entities.js";
 import { createOrm, migrateUp, ormKind } from "../../src/db/orm.js";
 import { applyRepeatableSql, repeatableSqlFiles, sqlFile } from "../../src/db/repeatable-sql.js";
 import { MESSAGE_COLUMNS } from "../../src/messaging/message-store.js";
@@ -67,11 +68,11 @@ describe(`repeatable SQL files (${dbKind()})`, () => {
   it.runIf(dbKind() === "postgres")("lets concurrent starters apply the files once, all of them succeeding", async () => {
     const server = process.env.DATABASE_URL!;
     const name = `sb_test_repeatable_${randomBytes(6).toString("hex")}`;
-    const admin = await createOrm({ databaseUrl: server });
+    const admin = await createOrm({ entities, databaseUrl: server });
     await admin.em.fork().execute(`create database "${name}"`);
     const url = new URL(server);
     url.pathname = `/${name}`;
-    const orms = await Promise.all([1, 2, 3].map(() => createOrm({ databaseUrl: url.toString(), poolMax: 2 })));
+    const orms = await Promise.all([1, 2, 3].map(() => createOrm({ entities, databaseUrl: url.toString(), poolMax: 2 })));
     try {
       // Three starters at once on a new database: migrations and files, each applied by one of them.
       await Promise.all(orms.map((o) => migrateUp(o)));

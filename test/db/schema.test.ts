@@ -10,7 +10,9 @@ import {
   type SqlEntityManager,
 } from "@mikro-orm/sql";
 import { dbKind, useTestOrm } from "../support/db.js";
-import { constraintViolation, createOrm, isDatabaseReady, migrateUp, migrations } from "../../src/db/orm.js";
+import { createOrm, isDatabaseReady, migrateUp, migrations } from "../../src/db/orm.js";
+import { entities } from "../../src/entities.js";
+import { constraintViolation } from "../../src/common/pg-errors.js";
 import { newSid } from "../../src/common/sid.js";
 import { Account } from "../../src/accounts/account.entity.js";
 import { Property } from "../../src/accounts/property.entity.js";
@@ -19,9 +21,9 @@ import { PhoneNumber } from "../../src/numbers/phone-number.entity.js";
 import { Message } from "../../src/messaging/message.entity.js";
 import { Lease } from "../../src/leases/lease.entity.js";
 import { IdempotencyKey } from "../../src/messaging/idempotency-key.entity.js";
-import { CarrierSegment } from "../../src/carriers/smpp/carrier-segment.entity.js";
-import { InboundPart } from "../../src/carriers/smpp/inbound-part.entity.js";
-import { PendingReceipt } from "../../src/carriers/smpp/pending-receipt.entity.js";
+import { CarrierSegment } from "../../src/delivery/carrier-segment.entity.js";
+import { InboundPart } from "../../src/delivery/inbound-part.entity.js";
+import { PendingReceipt } from "../../src/delivery/pending-receipt.entity.js";
 
 const T0 = new Date("2026-01-01T00:00:00.123Z");
 
@@ -371,7 +373,7 @@ describe(`database schema (${dbKind()})`, () => {
 describe("createOrm and migrateUp", () => {
   it("reports an unreachable database as not ready", async () => {
     // Init does not connect, so an unreachable server only shows in the probe.
-    const down = await createOrm({ databaseUrl: "postgres://postgres@127.0.0.1:1/postgres" });
+    const down = await createOrm({ entities, databaseUrl: "postgres://postgres@127.0.0.1:1/postgres" });
     expect(await isDatabaseReady(down, 1000)).toBe(false);
     await down.close(true);
   });
@@ -380,11 +382,11 @@ describe("createOrm and migrateUp", () => {
     const root = mkdtempSync(join(tmpdir(), "sb-pglite-"));
     const dir = join(root, "nested", "data");
     try {
-      const first = await createOrm({ databaseUrl: dir });
+      const first = await createOrm({ entities, databaseUrl: dir });
       expect(await migrateUp(first)).toEqual(migrations.map((m) => m.name));
       await first.em.fork().execute("insert into accounts (sid, token_hash, webhook_secret) values ('AC1', 'h', 's')");
       await first.close();
-      const second = await createOrm({ databaseUrl: dir });
+      const second = await createOrm({ entities, databaseUrl: dir });
       expect(await migrateUp(second)).toEqual([]);
       expect(await second.em.fork().execute("select sid from accounts")).toEqual([{ sid: "AC1" }]);
       await second.close();
@@ -396,11 +398,11 @@ describe("createOrm and migrateUp", () => {
   it.runIf(dbKind() === "postgres")("lets concurrent starters migrate one PostgreSQL database exactly once", async () => {
     const server = process.env.DATABASE_URL!;
     const name = `sb_test_migrate_${randomBytes(6).toString("hex")}`;
-    const admin = await createOrm({ databaseUrl: server });
+    const admin = await createOrm({ entities, databaseUrl: server });
     await admin.em.fork().execute(`create database "${name}"`);
     const url = new URL(server);
     url.pathname = `/${name}`;
-    const orms = await Promise.all([1, 2, 3].map(() => createOrm({ databaseUrl: url.toString(), poolMax: 2 })));
+    const orms = await Promise.all([1, 2, 3].map(() => createOrm({ entities, databaseUrl: url.toString(), poolMax: 2 })));
     try {
       const applied = await Promise.all(orms.map((o) => migrateUp(o)));
       // Each migration ran once, all in the one starter that got the lock first.

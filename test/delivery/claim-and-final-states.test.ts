@@ -7,7 +7,7 @@
 import type { EntityManager } from "@mikro-orm/sql";
 import pg from "pg";
 import { beforeEach, describe, expect, it } from "vitest";
-import type { Carrier, OutboundSms } from "../../src/carriers/carrier.js";
+import type { Carrier, OutboundSms } from "../../src/delivery/carrier.js";
 import { ManualClock } from "../../src/common/clock.js";
 import { executeBound } from "../../src/db/bound-sql.js";
 import { createDispatcher } from "../../src/delivery/dispatcher.js";

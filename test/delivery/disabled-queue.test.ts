@@ -5,7 +5,7 @@
  * to a carrier.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { Carrier } from "../../src/carriers/carrier.js";
+import type { Carrier } from "../../src/delivery/carrier.js";
 import type { SimulatorCarrier } from "../../src/carriers/simulator.js";
 import { dbKind } from "../support/db.js";
 import { ADMIN_TOKEN, admin, createTenant, createTestApp, type Tenant, type TestApp } from "../support/harness.js";

@@ -5,7 +5,7 @@
  * B's one comes due.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { Carrier } from "../../src/carriers/carrier.js";
+import type { Carrier } from "../../src/delivery/carrier.js";
 import { createSimulatorCarrier } from "../../src/carriers/simulator.js";
 import { ManualClock } from "../../src/common/clock.js";
 import { dbKind } from "../support/db.js";

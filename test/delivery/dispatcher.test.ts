@@ -10,10 +10,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { MikroORM } from "@mikro-orm/sql";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import type { Carrier, CarrierEvents, OutboundSms } from "../../src/carriers/carrier.js";
+import type { Carrier, CarrierEvents, OutboundSms } from "../../src/delivery/carrier.js";
 import { SIMULATOR_TEST_NUMBERS } from "../../src/carriers/simulator.js";
 import { ManualClock } from "../../src/common/clock.js";
 import { createOrm, migrateUp } from "../../src/db/orm.js";
+import { entities } from "../../src/entities.js";
 import { createDispatcher, type Dispatcher } from "../../src/delivery/dispatcher.js";
 import { dbKind, type TestOrm } from "../support/db.js";
 import { createTenant, createTestApp, type Tenant, type TestApp } from "../support/harness.js";
@@ -119,12 +120,12 @@ async function reopenableDb(): Promise<ReopenableDb> {
     const url = u.toString();
     return {
       async open(poolMax = 4) {
-        const orm = await createOrm({ databaseUrl: url, poolMax });
+        const orm = await createOrm({ entities, databaseUrl: url, poolMax });
         await migrateUp(orm);
         return orm;
       },
       async dispose() {
-        const adminOrm = await createOrm({ databaseUrl: server, poolMax: 2 });
+        const adminOrm = await createOrm({ entities, databaseUrl: server, poolMax: 2 });
         try {
           await adminOrm.em.fork().execute(`drop database if exists "${name}" with (force)`);
         } finally {
@@ -136,7 +137,7 @@ async function reopenableDb(): Promise<ReopenableDb> {
   const dir = await mkdtemp(join(tmpdir(), "switchboard-restart-"));
   return {
     async open() {
-      const orm = await createOrm({ databaseUrl: dir });
+      const orm = await createOrm({ entities, databaseUrl: dir });
       await migrateUp(orm);
       return orm;
     },

@@ -4,7 +4,7 @@
  * come RECEIPT_TIMEOUT_HOURS after its submission gets ErrorCode ReceiptTimeout (still Submitted).
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { Carrier, CarrierEvents } from "../../src/carriers/carrier.js";
+import type { Carrier, CarrierEvents } from "../../src/delivery/carrier.js";
 import { createSimulatorCarrier, SIMULATOR_TEST_NUMBERS } from "../../src/carriers/simulator.js";
 import { ManualClock } from "../../src/common/clock.js";
 import { createTestOrm, dbKind, type TestOrm } from "../support/db.js";

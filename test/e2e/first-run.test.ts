@@ -16,6 +16,7 @@ import { createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-no
 import { afterAll, describe, expect, it } from "vitest";
 import { MessagingService } from "../../gen/switchboard/v2/messaging_pb.js";
 import { createOrm } from "../../src/db/orm.js";
+import { entities } from "../../src/entities.js";
 import { dbKind } from "../support/db.js";
 import { npmStartArgs } from "../support/service.js";
 
@@ -226,7 +227,7 @@ describe.skipIf(dbKind() !== "postgres")("first run on an empty PostgreSQL datab
     try {
       await waitForStdout(svc, /SWITCHBOARD_ADMIN_TOKEN is not set; operator token for this run: \S+/);
       expect(svc.stdout()).not.toMatch(/first run|Demo account|curl /);
-      const orm = await createOrm({ databaseUrl: url.toString(), poolMax: 1 });
+      const orm = await createOrm({ entities, databaseUrl: url.toString(), poolMax: 1 });
       try {
         const counts = await orm.em.fork().execute<{ accounts: string; numbers: string }[]>(
           "select (select count(*) from accounts) as accounts, (select count(*) from numbers) as numbers",
@@ -237,7 +238,7 @@ describe.skipIf(dbKind() !== "postgres")("first run on an empty PostgreSQL datab
       }
       expect((await stop(svc)).code).toBe(0);
     } finally {
-      const admin = await createOrm({ databaseUrl: server.toString(), poolMax: 1 });
+      const admin = await createOrm({ entities, databaseUrl: server.toString(), poolMax: 1 });
       await admin.em.fork().execute(`drop database if exists "${url.pathname.slice(1)}" with (force)`);
       await admin.close(true);
     }

@@ -23,7 +23,7 @@ import { create, toBinary } from "@bufbuild/protobuf";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AddressService, ListAddressesRequestSchema } from "../../gen/switchboard/v2/addresses_pb.js";
-import type { Carrier } from "../../src/carriers/carrier.js";
+import type { Carrier } from "../../src/delivery/carrier.js";
 import { createKannelCarrier } from "../../src/carriers/kannel.js";
 import { ManualClock } from "../../src/common/clock.js";
 import { ADMIN_TOKEN, createTenant, createTestApp, type Tenant, type TestApp } from "../support/harness.js";

@@ -17,7 +17,7 @@ import { AdminService } from "../../gen/switchboard/admin/v1/admin_pb.js";
 import { buildApp } from "../../src/app.js";
 import { ManualClock } from "../../src/common/clock.js";
 import { DEFAULT_CONNECTION_LIMITS, loadConfig } from "../../src/config.js";
-import type { ConnectionLimits } from "../../src/http/connection-limits.js";
+import type { ConnectionLimits } from "../../src/config.js";
 import { createTestOrm, dbKind, type TestOrm } from "../support/db.js";
 import { ADMIN_TOKEN } from "../support/harness.js";
 

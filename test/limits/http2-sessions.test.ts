@@ -14,7 +14,8 @@ import { rapidResetFlood } from "../../bench/rapid-reset.js";
 import { AdminService } from "../../gen/switchboard/admin/v1/admin_pb.js";
 import { buildApp } from "../../src/app.js";
 import { ManualClock } from "../../src/common/clock.js";
-import { type ConnectionLimits, STREAM_RESET_RATE, streamResetBurst } from "../../src/http/connection-limits.js";
+import { STREAM_RESET_RATE, streamResetBurst } from "../../src/http/connection-limits.js";
+import { type ConnectionLimits } from "../../src/config.js";
 import { createTestOrm, dbKind, type TestOrm } from "../support/db.js";
 import { ADMIN_TOKEN } from "../support/harness.js";
 

@@ -22,6 +22,7 @@ import { join } from "node:path";
 import type { MikroORM } from "@mikro-orm/sql";
 import { describe, expect, it } from "vitest";
 import { createOrm } from "../../src/db/orm.js";
+import { entities } from "../../src/entities.js";
 import { dbKind } from "../support/db.js";
 import { freePort, KANNEL_USER, type RunningKannel, startKannel } from "../support/kannel.js";
 import { type Service, startService } from "../support/service.js";
@@ -76,13 +77,13 @@ async function testDatabase(): Promise<Database> {
   if (dbKind() === "postgres") {
     const server = process.env.DATABASE_URL!;
     const name = `sb_crash_${process.pid}_${randomBytes(5).toString("hex")}`;
-    const admin = await createOrm({ databaseUrl: server, poolMax: 2 });
+    const admin = await createOrm({ entities, databaseUrl: server, poolMax: 2 });
     await admin.em.fork().execute(`create database "${name}"`);
     const u = new URL(server);
     u.pathname = `/${name}`;
     return {
       url: u.toString(),
-      open: () => createOrm({ databaseUrl: u.toString(), poolMax: 2 }),
+      open: () => createOrm({ entities, databaseUrl: u.toString(), poolMax: 2 }),
       async dispose() {
         await admin.em.fork().execute(`drop database if exists "${name}" with (force)`);
         await admin.close(true);
@@ -90,7 +91,7 @@ async function testDatabase(): Promise<Database> {
     };
   }
   const dir = await mkdtemp(join(tmpdir(), "switchboard-crash-"));
-  return { url: dir, open: () => createOrm({ databaseUrl: dir }), dispose: () => rm(dir, { recursive: true, force: true }) };
+  return { url: dir, open: () => createOrm({ entities, databaseUrl: dir }), dispose: () => rm(dir, { recursive: true, force: true }) };
 }
 
 describe.skipIf(without("kannel"))("crash safety: SIGKILL under load, CARRIER=kannel", () => {

@@ -17,7 +17,9 @@ import { describe, expect, it } from "vitest";
 import { ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { MessagingService } from "../../gen/switchboard/v2/messaging_pb.js";
 import { toResponseStatus } from "../../src/common/errors.js";
-import { createOrm, isDatabaseUnavailable } from "../../src/db/orm.js";
+import { createOrm } from "../../src/db/orm.js";
+import { entities } from "../../src/entities.js";
+import { isDatabaseUnavailable } from "../../src/common/pg-errors.js";
 import { freePort } from "../support/kannel.js";
 import { dbKind } from "../support/db.js";
 import { type PrivatePostgres, startPrivatePostgres } from "../support/private-postgres.js";
@@ -80,7 +82,7 @@ describe.skipIf(dbKind() !== "postgres" || without("postgresServer"))("database 
     let workerTickFailures = 0;
     try {
       pg = await startPrivatePostgres();
-      const admin = await createOrm({ databaseUrl: pg.url(), poolMax: 2 });
+      const admin = await createOrm({ entities, databaseUrl: pg.url(), poolMax: 2 });
       await admin.em.fork().execute(`create database switchboard`);
       await admin.close(true);
       const port = await freePort();

@@ -15,6 +15,7 @@ import { ServerReflection } from "../../gen/grpc/reflection/v1/reflection_pb.js"
 import { ServerReflection as ServerReflectionV1Alpha } from "../../gen/grpc/reflection/v1alpha/reflection_pb.js";
 import { createOperationalServices, createServices } from "../../src/app.js";
 import { createOrm } from "../../src/db/orm.js";
+import { entities } from "../../src/entities.js";
 import { createHealthService } from "../../src/rpc/health.js";
 import { restRoutes } from "../../src/rest/rest-routes.js";
 import { createTestOrm, dbKind, type TestOrm } from "../support/db.js";
@@ -48,7 +49,7 @@ async function checkError(client: Client<typeof Health>, service: string): Promi
 beforeAll(async () => {
   db = await createTestOrm();
   // Nothing listens on port 1: the same ORM a server gets when its database is down.
-  down = await createOrm({ databaseUrl: "postgres://postgres@127.0.0.1:1/postgres" });
+  down = await createOrm({ entities, databaseUrl: "postgres://postgres@127.0.0.1:1/postgres" });
 });
 
 afterAll(async () => {
@@ -129,7 +130,7 @@ describe(`Health.Watch (${dbKind()})`, () => {
     const relay = await startRelay(server.hostname, Number(server.port || 5432));
     const url = new URL(server);
     url.host = `127.0.0.1:${relay.port}`;
-    const orm = await createOrm({ databaseUrl: url.toString(), poolMax: 2 });
+    const orm = await createOrm({ entities, databaseUrl: url.toString(), poolMax: 2 });
     try {
       const seen = await firstMessages(healthClient(orm, 100), "switchboard.v2.MessagingService", 3, async (i) => {
         if (i === 1) await relay.cut();

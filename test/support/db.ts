@@ -3,6 +3,7 @@ import type { MikroORM } from "@mikro-orm/sql";
 import { afterAll, beforeAll } from "vitest";
 import type { PgliteConnection } from "@mikro-orm/pglite";
 import { createOrm, migrateUp } from "../../src/db/orm.js";
+import { entities } from "../../src/entities.js";
 
 /** An isolated, migrated database for one test file or test, and how to dispose of it. */
 export interface TestOrm {
@@ -42,7 +43,7 @@ async function createPostgresTestOrm(serverUrl: string): Promise<TestOrm> {
   const url = new URL(serverUrl);
   url.pathname = `/${name}`;
   // The ORM creates the missing database itself on connect (MikroORM's ensureDatabase).
-  const orm = await createOrm({ databaseUrl: url.toString(), poolMax: 4 });
+  const orm = await createOrm({ entities, databaseUrl: url.toString(), poolMax: 4 });
   try {
     await migrateUp(orm);
   } catch (e) {
@@ -60,7 +61,7 @@ async function createPostgresTestOrm(serverUrl: string): Promise<TestOrm> {
 }
 
 async function dropDatabase(serverUrl: string, name: string): Promise<void> {
-  const admin = await createOrm({ databaseUrl: serverUrl, poolMax: 2 });
+  const admin = await createOrm({ entities, databaseUrl: serverUrl, poolMax: 2 });
   try {
     // WITH (FORCE) ends connections a test leaked instead of failing the drop (PostgreSQL 13+).
     await admin.em.fork().execute(`drop database if exists "${name}" with (force)`);
@@ -75,7 +76,7 @@ async function dropDatabase(serverUrl: string, name: string): Promise<void> {
 let pgliteImage: Promise<Blob> | undefined;
 
 async function buildPgliteImage(): Promise<Blob> {
-  const template = await createOrm({ databaseUrl: "memory://" });
+  const template = await createOrm({ entities, databaseUrl: "memory://" });
   try {
     await migrateUp(template);
     const pglite = await (template.driver.getConnection() as unknown as PgliteConnection).getNativeClient();
@@ -91,6 +92,6 @@ async function createPgliteTestOrm(): Promise<TestOrm> {
     pgliteImage = undefined;
     throw e;
   });
-  const orm = await createOrm({ databaseUrl: "memory://", pgliteImage: image });
+  const orm = await createOrm({ entities, databaseUrl: "memory://", pgliteImage: image });
   return { orm, close: () => orm.close(true) };
 }

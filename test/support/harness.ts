@@ -1,6 +1,6 @@
 import type { FastifyInstance } from "fastify";
 import { buildApp, type AppDeps } from "../../src/app.js";
-import type { Carrier } from "../../src/carriers/carrier.js";
+import type { Carrier } from "../../src/delivery/carrier.js";
 import { createSimulatorCarrier } from "../../src/carriers/simulator.js";
 import { ManualClock } from "../../src/common/clock.js";
 import { createDeliveryEngine, type DeliveryEngine, type DeliveryEngineOptions } from "../../src/delivery/engine.js";

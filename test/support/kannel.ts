@@ -34,7 +34,7 @@ import { createDeliveryEngine, type DeliveryEngine } from "../../src/delivery/en
 import { createTestOrm, type TestOrm } from "./db.js";
 import { ADMIN_TOKEN } from "./harness.js";
 
-const TEMPLATE = join(dirname(fileURLToPath(import.meta.url)), "..", "kannel", "kannel.conf.template");
+const TEMPLATE = join(dirname(fileURLToPath(import.meta.url)), "kannel.conf.template");
 
 /** The sendsms account the template configures. */
 export const KANNEL_USER = { username: "switchboard", password: "switchboard" } as const;

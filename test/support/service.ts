@@ -13,6 +13,7 @@ import type { MikroORM } from "@mikro-orm/sql";
 import { seedDemo } from "../../src/bootstrap.js";
 import { systemClock } from "../../src/common/clock.js";
 import { createOrm, migrateUp } from "../../src/db/orm.js";
+import { entities } from "../../src/entities.js";
 import { dbKind } from "./db.js";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
@@ -77,9 +78,9 @@ export async function serviceDatabase(opts: { password?: string } = {}): Promise
     db = {
       kind: "postgres",
       url: url.toString(),
-      open: () => createOrm({ databaseUrl: url.toString(), poolMax: 2 }),
+      open: () => createOrm({ entities, databaseUrl: url.toString(), poolMax: 2 }),
       async drop() {
-        const admin = await createOrm({ databaseUrl: server.toString(), poolMax: 2 });
+        const admin = await createOrm({ entities, databaseUrl: server.toString(), poolMax: 2 });
         try {
           await admin.em.fork().execute(`drop database if exists "${name}" with (force)`);
         } finally {
@@ -90,7 +91,7 @@ export async function serviceDatabase(opts: { password?: string } = {}): Promise
   } else {
     const dir = mkdtempSync(join(tmpdir(), "switchboard-ops-"));
     const url = join(dir, "data");
-    db = { kind: "pglite", url, open: () => createOrm({ databaseUrl: url }), drop: async () => rmSync(dir, { recursive: true, force: true }) };
+    db = { kind: "pglite", url, open: () => createOrm({ entities, databaseUrl: url }), drop: async () => rmSync(dir, { recursive: true, force: true }) };
   }
   const orm = await db.open(); // MikroORM creates a missing PostgreSQL database on connect
   try {

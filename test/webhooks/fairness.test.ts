@@ -10,6 +10,7 @@ import type { AddressInfo } from "node:net";
 import type { MikroORM } from "@mikro-orm/sql";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { createOrm } from "../../src/db/orm.js";
+import { entities } from "../../src/entities.js";
 import { createWebhookWorker, webhookBackoffMs, type WebhookWorkerOptions } from "../../src/webhooks/webhook-worker.js";
 import { dbKind } from "../support/db.js";
 import { createTenant, createTestApp, type Tenant, type TestApp } from "../support/harness.js";
@@ -222,7 +223,7 @@ describe("the claim, driven by hand", () => {
     if (dbKind() === "postgres") {
       const url = new URL(process.env.DATABASE_URL!);
       url.pathname = `/${t.db.orm.config.get("dbName")}`;
-      for (let i = 0; i < 3; i++) orms.push(await createOrm({ databaseUrl: url.toString(), poolMax: 4 }));
+      for (let i = 0; i < 3; i++) orms.push(await createOrm({ entities, databaseUrl: url.toString(), poolMax: 4 }));
     } else orms.push(t.db.orm, t.db.orm, t.db.orm);
     try {
       const workers = orms.map((orm) => createWebhookWorker({ orm, clock: t.clock, allowPrivate: true, concurrency: 8, concurrencyPerHost: 8 }));

@@ -4,7 +4,7 @@ import smpp from "smpp";
 import type { PDU, Session } from "smpp";
 import type { Clock } from "../../common/clock.js";
 import type { SmppConfig } from "../../config.js";
-import { type Carrier, CarrierError, type CarrierEvents, type CarrierStatusInfo, type OutboundSms } from "../carrier.js";
+import { type Carrier, CarrierError, type CarrierEvents, type CarrierStatusInfo, type OutboundSms } from "../../delivery/carrier.js";
 import { createPacer } from "../pacer.js";
 import {
   concatInfo,

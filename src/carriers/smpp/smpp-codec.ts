@@ -1,7 +1,7 @@
 import { SegmentedMessage } from "sms-segments-calculator";
 import smpp from "smpp";
 import { parsePhoneNumberFromString, type CountryCode } from "libphonenumber-js";
-import { textEncoding } from "../../messaging/send-rules.js";
+import { textEncoding } from "../../common/sms-text.js";
 
 /** SMPP 3.4 command statuses this carrier acts on. */
 export const STATUS = {
@@ -104,19 +104,6 @@ export function receiptOutcome(stat: string | number): "Delivered" | "Failed" | 
 /** The state name of a message_state TLV value. */
 export function messageStateName(state: number): string {
   return MESSAGE_STATES[state] ?? String(state);
-}
-
-/**
- * The forms an SMSC message id may take in a receipt: `key`, lower case without leading zeros, and
- * `hexValue`, the id read as hexadecimal written in decimal (null when it is not hex). A submit id
- * "1A2B" (hex) is named "6699" in a receipt that writes it in decimal: its hexValue; a submit id
- * "6699" named "1a2b" in hex: the receipt's hexValue is the submit's key.
- */
-export function idForms(id: string): { key: string; hexValue: string | null } {
-  const t = id.trim().toLowerCase();
-  const key = t.replace(/^0+(?=.)/, "");
-  const hexValue = /^[0-9a-f]{1,30}$/.test(t) ? BigInt(`0x${t}`).toString() : null;
-  return { key, hexValue };
 }
 
 /**

@@ -13,7 +13,7 @@ export interface SmscEvent {
   at: number;
 }
 
-/** The Perl Net::SMPP SMSC of test/smpp/smsc.pl, driven over stdin/stdout. */
+/** The Perl Net::SMPP SMSC of test/carriers/smpp/smsc.pl, driven over stdin/stdout. */
 export interface TestSmsc {
   port: number;
   events: SmscEvent[];

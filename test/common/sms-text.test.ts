@@ -4,7 +4,7 @@
  */
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { codePoints, textEncoding, textEncodingSlow } from "../../src/messaging/send-rules.js";
+import { codePoints, textEncoding, textEncodingSlow } from "../../src/common/sms-text.js";
 
 // Basic GSM-7 characters (letters, digits, @ £ $ ¥ è é ù ì ò Ç Ø å Æ ß É Ä Ö Ñ Ü § ¿ ä ö ñ ü à, LF),
 // extension characters ([ ] { } \ ^ ~ | €), CR, and characters that need UCS-2.

@@ -1,7 +1,7 @@
 /**
  * A deliver_sm is answered only once what it carries is committed: with the database down, a
  * receipt and an MO are answered ESME_RX_T_APPN (0x00000064, a temporary error), the Net::SMPP
- * SMSC (test/smpp/smsc.pl, `redeliver`) sends them again, and once the database is back each is
+ * SMSC (test/carriers/smpp/smsc.pl, `redeliver`) sends them again, and once the database is back each is
  * applied exactly once.
  *
  * The outage on the PostgreSQL pass is real: a private cluster (test/support/private-postgres.ts,
@@ -13,10 +13,11 @@
 import type { MikroORM } from "@mikro-orm/sql";
 import type { PgliteConnection } from "@mikro-orm/pglite";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createOrm, migrateUp } from "../../src/db/orm.js";
-import { createTestOrm, dbKind } from "../support/db.js";
-import { type PrivatePostgres, startPrivatePostgres } from "../support/private-postgres.js";
-import { without } from "../support/system-packages.js";
+import { createOrm, migrateUp } from "../../../src/db/orm.js";
+import { entities } from "../../../src/entities.js";
+import { createTestOrm, dbKind } from "../../support/db.js";
+import { type PrivatePostgres, startPrivatePostgres } from "../../support/private-postgres.js";
+import { without } from "../../support/system-packages.js";
 import { acceptedSubmits, startSmsc, type TestSmsc } from "./smsc.js";
 import { gsmHex, type SmppWorld, startSmppWorld, waitFor } from "./world.js";
 
@@ -33,11 +34,11 @@ interface OutageDb {
 async function privateClusterDb(): Promise<OutageDb> {
   const pg: PrivatePostgres = await startPrivatePostgres({ noFsync: true });
   try {
-    const admin = await createOrm({ databaseUrl: pg.url(), poolMax: 2 });
+    const admin = await createOrm({ entities, databaseUrl: pg.url(), poolMax: 2 });
     await admin.em.fork().execute(`create database switchboard`);
     await admin.close(true);
     // A short connect timeout: during the outage each attempt fails at once anyway (refused).
-    const orm = await createOrm({ databaseUrl: pg.url("switchboard"), poolMax: 4, connectTimeoutMs: 2000 });
+    const orm = await createOrm({ entities, databaseUrl: pg.url("switchboard"), poolMax: 4, connectTimeoutMs: 2000 });
     await migrateUp(orm);
     let isDown = false;
     return {

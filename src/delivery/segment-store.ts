@@ -1,9 +1,21 @@
 import type { EntityManager } from "@mikro-orm/sql";
-import type { InboundPartSms, SegmentReceipt } from "../carrier.js";
-import { applyFinalStates } from "../../delivery/receipts.js";
-import { type InboundOptions, receiveInbound } from "../../delivery/inbound.js";
-import { idForms } from "./smpp-codec.js";
-import { executeBound } from "../../db/bound-sql.js";
+import type { InboundPartSms, SegmentReceipt } from "./carrier.js";
+import { applyFinalStates } from "./receipts.js";
+import { type InboundOptions, receiveInbound } from "./inbound.js";
+import { executeBound } from "../db/bound-sql.js";
+
+/**
+ * The forms an SMSC message id may take in a receipt: `key`, lower case without leading zeros, and
+ * `hexValue`, the id read as hexadecimal written in decimal (null when it is not hex). A submit id
+ * "1A2B" (hex) is named "6699" in a receipt that writes it in decimal: its hexValue; a submit id
+ * "6699" named "1a2b" in hex: the receipt's hexValue is the submit's key.
+ */
+export function idForms(id: string): { key: string; hexValue: string | null } {
+  const t = id.trim().toLowerCase();
+  const key = t.replace(/^0+(?=.)/, "");
+  const hexValue = /^[0-9a-f]{1,30}$/.test(t) ? BigInt(`0x${t}`).toString() : null;
+  return { key, hexValue };
+}
 
 /** How long a receipt naming no known submission is kept before it is dropped (3 days). */
 export const PENDING_RECEIPT_KEEP_MS = 3 * 86_400_000;

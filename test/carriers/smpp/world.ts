@@ -3,11 +3,11 @@ import type { AddressInfo } from "node:net";
 import type { MikroORM } from "@mikro-orm/sql";
 import type { FastifyInstance } from "fastify";
 import pino from "pino";
-import { buildApp } from "../../src/app.js";
-import { systemClock } from "../../src/common/clock.js";
-import { createSmppCarrier, type SmppCarrier, type SmppCarrierOptions } from "../../src/carriers/smpp/smpp-carrier.js";
-import { createDeliveryEngine, type DeliveryEngine } from "../../src/delivery/engine.js";
-import { ADMIN_TOKEN, addPoolNumbers, createTenant, type Tenant } from "../support/harness.js";
+import { buildApp } from "../../../src/app.js";
+import { systemClock } from "../../../src/common/clock.js";
+import { createSmppCarrier, type SmppCarrier, type SmppCarrierOptions } from "../../../src/carriers/smpp/smpp-carrier.js";
+import { createDeliveryEngine, type DeliveryEngine } from "../../../src/delivery/engine.js";
+import { ADMIN_TOKEN, addPoolNumbers, createTenant, type Tenant } from "../../support/harness.js";
 import { type TestSmsc } from "./smsc.js";
 
 /** The bind settings of the tests (SMPP_URL's credentials, window, rate, timers). */

@@ -2,17 +2,17 @@ import { describe, expect, it } from "vitest";
 import {
   concatInfo,
   formatStatus,
-  idForms,
   isTemporaryStatus,
   normalizeSmppNumber,
   parseReceiptText,
   receiptOutcome,
   sourceAddress,
   submitParts,
-} from "../../src/carriers/smpp/smpp-codec.js";
-import { textEncoding } from "../../src/messaging/send-rules.js";
-import { smppConfig } from "../../src/config.js";
-import { createPacer } from "../../src/carriers/pacer.js";
+} from "../../../src/carriers/smpp/smpp-codec.js";
+import { idForms } from "../../../src/delivery/segment-store.js";
+import { textEncoding } from "../../../src/common/sms-text.js";
+import { smppConfig } from "../../../src/config.js";
+import { createPacer } from "../../../src/carriers/pacer.js";
 
 describe("SMPP codec", () => {
   it("matches a message id in every form SMSCs write it: hex, decimal, leading zeros, case", () => {

@@ -1,11 +1,11 @@
 import type { MikroORM } from "@mikro-orm/sql";
 import type { Logger } from "pino";
-import type { Carrier } from "../carriers/carrier.js";
-import { createCarrier } from "../carriers/index.js";
+import type { Carrier } from "../delivery/carrier.js";
+import { createCarrier } from "./index.js";
 import { systemClock } from "../common/clock.js";
 import type { Config } from "../config.js";
 import { dnsServersResolver } from "../webhooks/webhook-client.js";
-import { createDeliveryEngine, type DeliveryEngine } from "./engine.js";
+import { createDeliveryEngine, type DeliveryEngine } from "../delivery/engine.js";
 
 /** The carrier and delivery engine the configuration asks for, as the service and the worker both run them. */
 export async function createConfiguredEngine(config: Config, orm: MikroORM, log: Logger): Promise<{ carrier: Carrier; engine: DeliveryEngine }> {

@@ -8,13 +8,13 @@
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { describe, expect, it } from "vitest";
-import { createKannelCarrier } from "../../src/carriers/kannel.js";
-import { createPacer } from "../../src/carriers/pacer.js";
-import { systemClock } from "../../src/common/clock.js";
-import { createSimulatorCarrier } from "../../src/carriers/simulator.js";
-import { ManualClock } from "../../src/common/clock.js";
-import { loadConfig } from "../../src/config.js";
-import { createTenant, createTestApp } from "../support/harness.js";
+import { createKannelCarrier } from "../../../src/carriers/kannel.js";
+import { createPacer } from "../../../src/carriers/pacer.js";
+import { systemClock } from "../../../src/common/clock.js";
+import { createSimulatorCarrier } from "../../../src/carriers/simulator.js";
+import { ManualClock } from "../../../src/common/clock.js";
+import { loadConfig } from "../../../src/config.js";
+import { createTenant, createTestApp } from "../../support/harness.js";
 
 describe("the pacer", () => {
   it("starts no burst of two after an idle period or a pause: the second start waits a full interval", async () => {

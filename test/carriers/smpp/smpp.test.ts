@@ -1,6 +1,6 @@
 /**
  * The SMPP carrier end to end against an SMSC not built on the library it uses: Perl's Net::SMPP
- * (test/smpp/smsc.pl), over TCP and through stunnel4 for smpps://. The delivery engine runs its
+ * (test/carriers/smpp/smsc.pl), over TCP and through stunnel4 for smpps://. The delivery engine runs its
  * loops on the real clock; webhooks go to a real HTTP receiver.
  */
 import { execFileSync, spawn, type ChildProcess } from "node:child_process";
@@ -10,11 +10,11 @@ import { join } from "node:path";
 import type { FastifyInstance } from "fastify";
 import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { systemClock } from "../../src/common/clock.js";
-import { createSmppCarrier, type SmppCarrier } from "../../src/carriers/smpp/smpp-carrier.js";
-import { ADMIN_TOKEN, type Tenant } from "../support/harness.js";
-import { createTestOrm, type TestOrm } from "../support/db.js";
-import { freePort } from "../support/kannel.js";
+import { systemClock } from "../../../src/common/clock.js";
+import { createSmppCarrier, type SmppCarrier } from "../../../src/carriers/smpp/smpp-carrier.js";
+import { ADMIN_TOKEN, type Tenant } from "../../support/harness.js";
+import { createTestOrm, type TestOrm } from "../../support/db.js";
+import { freePort } from "../../support/kannel.js";
 import { acceptedSubmits, type SmscEvent, startSmsc, type TestSmsc } from "./smsc.js";
 import { gsmHex, SMPP_DEFAULTS, type SmppWorld, startSmppWorld, waitFor } from "./world.js";
 

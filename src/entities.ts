@@ -1,0 +1,35 @@
+import { Account } from "./accounts/account.entity.js";
+import { Property } from "./accounts/property.entity.js";
+import { Address } from "./addresses/address.entity.js";
+import { PhoneNumber } from "./numbers/phone-number.entity.js";
+import { Message } from "./messaging/message.entity.js";
+import { Lease } from "./leases/lease.entity.js";
+import { IdempotencyKey } from "./messaging/idempotency-key.entity.js";
+import { WebhookDelivery } from "./webhooks/webhook-delivery.entity.js";
+import { WebhookAttempt } from "./webhooks/webhook-attempt.entity.js";
+import { Email } from "./mail/email.entity.js";
+import { UnmatchedInbound } from "./delivery/unmatched-inbound.entity.js";
+import { CarrierSegment } from "./delivery/carrier-segment.entity.js";
+import { PendingReceipt } from "./delivery/pending-receipt.entity.js";
+import { InboundPart } from "./delivery/inbound-part.entity.js";
+
+/**
+ * Every entity, listed explicitly (no folder discovery), in foreign-key order: one per table the
+ * migrations create, one property per column (test/db/entity-schema.test.ts holds the two together).
+ */
+export const entities = [
+  Account,
+  Property,
+  Address,
+  PhoneNumber,
+  Message,
+  Lease,
+  IdempotencyKey,
+  WebhookDelivery,
+  WebhookAttempt,
+  Email,
+  UnmatchedInbound,
+  CarrierSegment,
+  PendingReceipt,
+  InboundPart,
+];
