@@ -1,15 +1,13 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import type { MikroORM } from "@mikro-orm/sql";
-import { Account } from "./accounts/account.entity.js";
+import { addAccount, addProperty, anyAccount } from "./accounts/account-store.js";
 import { hashToken } from "./accounts/auth.js";
-import { Property } from "./accounts/property.entity.js";
 import { newWebhookSecret, TOKEN_LENGTH } from "./admin/admin-service.js";
 import type { Clock } from "./common/clock.js";
 import { newSid, randomSecret } from "./common/sid.js";
 import { checkSecret, type Config, databaseKind } from "./config.js";
-
-import { PhoneNumber } from "./numbers/phone-number.entity.js";
+import { addNumber, findNumber } from "./numbers/number-store.js";
 
 /** The fictional pool number the demo data leases senders from. */
 export const DEMO_POOL_NUMBER = "+12025550100";
@@ -55,14 +53,13 @@ export function seedsDemo(databaseUrl: string): boolean {
 /** On an empty database, creates a demo account, property and pool number; undefined otherwise. */
 export async function seedDemo(orm: MikroORM, clock: Clock): Promise<DemoData | undefined> {
   const em = orm.em.fork();
-  if ((await em.count(Account, {})) > 0) return undefined;
+  if (await anyAccount(em)) return undefined;
   const now = clock.now();
   const token = randomSecret(TOKEN_LENGTH);
-  const account = em.create(Account, { sid: newSid("AC"), name: "Demo", smsEnabled: true, tokenHash: hashToken(token), webhookSecret: newWebhookSecret(), createdAt: now });
-  const property = em.create(Property, { sid: newSid("PR"), accountSid: account.sid, name: "Demo property", smsEnabled: true, createdAt: now });
-  em.persist([account, property]);
-  if (!(await em.findOne(PhoneNumber, { number: DEMO_POOL_NUMBER }))) {
-    em.persist(em.create(PhoneNumber, { sid: newSid("PN"), number: DEMO_POOL_NUMBER, accountSid: null, friendly: "Demo pool", addressSid: null, createdAt: now }));
+  const account = addAccount(em, { sid: newSid("AC"), name: "Demo", smsEnabled: true, tokenHash: hashToken(token), webhookSecret: newWebhookSecret(), createdAt: now });
+  const property = addProperty(em, { sid: newSid("PR"), accountSid: account.sid, name: "Demo property", smsEnabled: true, createdAt: now });
+  if (!(await findNumber(em, DEMO_POOL_NUMBER))) {
+    addNumber(em, { sid: newSid("PN"), number: DEMO_POOL_NUMBER, accountSid: null, friendly: "Demo pool", addressSid: null, createdAt: now });
   }
   await em.flush();
   return { accountSid: account.sid, token, propertySid: property.sid, poolNumber: DEMO_POOL_NUMBER };

@@ -1,5 +1,20 @@
-/** Statements on `accounts` beyond the entity reads and writes of the services. */
+/**
+ * Statements on `accounts` and `properties` (an account's properties belong to its aggregate):
+ * the services, the operator API, authentication and the demo seed call these, never the
+ * EntityManager's queries themselves. Cold paths, through the EntityManager; entities these
+ * return or add are managed by it, so a caller's changes to them are written by its flush.
+ */
+import type { RequiredEntityData } from "@mikro-orm/core";
 import type { EntityManager } from "@mikro-orm/sql";
+import { executeBound } from "../db/bound-sql.js";
+import { Account } from "./account.entity.js";
+import { Property } from "./property.entity.js";
+
+/** One page of a list: how many rows to skip and return. */
+export interface Page {
+  limit: number;
+  offset: number;
+}
 
 /**
  * The account's current token hash, read `for share` (in the caller's transaction, when it has
@@ -8,6 +23,55 @@ import type { EntityManager } from "@mikro-orm/sql";
  * and open their transaction after. Undefined for an unknown account.
  */
 export async function tokenHashForShare(em: EntityManager, sid: string): Promise<string | undefined> {
-  const rows = await em.execute<{ token_hash: string }[]>("select token_hash from accounts where sid = ? for share", [sid]);
+  const rows = await executeBound<{ token_hash: string }>(em, "select token_hash from accounts where sid = ? for share", [sid]);
   return rows[0]?.token_hash;
+}
+
+/** The account with this Sid, or null. */
+export function findAccountBySid(em: EntityManager, sid: string): Promise<Account | null> {
+  return em.findOne(Account, { sid });
+}
+
+/** The account with this Sid as the database has it now (not the EntityManager's copy), for authentication; or null. */
+export function readAccountFresh(em: EntityManager, sid: string): Promise<Account | null> {
+  return em.findOne(Account, { sid }, { disableIdentityMap: true });
+}
+
+/** Whether an account has this Sid. */
+export async function accountExists(em: EntityManager, sid: string): Promise<boolean> {
+  return (await em.count(Account, { sid })) > 0;
+}
+
+/** Whether the database holds any account. */
+export async function anyAccount(em: EntityManager): Promise<boolean> {
+  return (await em.count(Account, {})) > 0;
+}
+
+/** A page of every account, newest first, and how many there are. */
+export function listAccounts(em: EntityManager, page: Page): Promise<[Account[], number]> {
+  return em.findAndCount(Account, {}, { orderBy: { createdAt: "desc", sid: "desc" }, limit: page.limit, offset: page.offset });
+}
+
+/** A new account, written by the caller's next flush. */
+export function addAccount(em: EntityManager, data: RequiredEntityData<Account>): Account {
+  const account = em.create(Account, data);
+  em.persist(account);
+  return account;
+}
+
+/** The property with this Sid (of this account, when given), or null. */
+export function findProperty(em: EntityManager, sid: string, accountSid?: string): Promise<Property | null> {
+  return em.findOne(Property, accountSid === undefined ? { sid } : { sid, accountSid });
+}
+
+/** A page of an account's properties, oldest first, and how many there are. */
+export function listProperties(em: EntityManager, accountSid: string, page: Page): Promise<[Property[], number]> {
+  return em.findAndCount(Property, { accountSid }, { orderBy: { createdAt: "asc", sid: "asc" }, limit: page.limit, offset: page.offset });
+}
+
+/** A new property, written by the caller's next flush. */
+export function addProperty(em: EntityManager, data: RequiredEntityData<Property>): Property {
+  const property = em.create(Property, data);
+  em.persist(property);
+  return property;
 }

@@ -8,7 +8,7 @@ import { kAdmin, kClientAddress, kEm, kIdempotencyKey } from "../common/context.
 import { kAccount } from "./account-context.js";
 import { isSid } from "../common/sid.js";
 import { Account } from "./account.entity.js";
-import { tokenHashForShare } from "./account-store.js";
+import { readAccountFresh, tokenHashForShare } from "./account-store.js";
 import { createBoundedMemo } from "../common/bounded-memo.js";
 import type { AuthFailureGuard } from "./auth-failures.js";
 
@@ -201,7 +201,7 @@ async function verifyAccount(deps: EdgeDeps, user: string, presented: string, ad
   const attempt = await deps.failures?.attempt(address, sid);
   let account: Account | null;
   try {
-    account = sid ? await requestEm().findOne(Account, { sid }, { disableIdentityMap: true }) : null;
+    account = sid ? await readAccountFresh(requestEm(), sid) : null;
   } catch (e) {
     // The credential was not checked (the database is down, say): not a failed guess, so the
     // client gets that error (503) and not, after a few, 429 for failures it never made.

@@ -20,8 +20,9 @@ import { requireAccount } from "../accounts/account-context.js";
 import { addressInUse, fieldErrors, notFound } from "../common/errors.js";
 import { pageOf } from "../common/paging.js";
 import { isSid, newSid } from "../common/sid.js";
-import { PhoneNumber } from "../numbers/phone-number.entity.js";
-import { Address } from "./address.entity.js";
+import { addressHasNumbers } from "../numbers/number-store.js";
+import type { Address } from "./address.entity.js";
+import { addAddress, deleteAddress, findAddress, listAddresses } from "./address-store.js";
 import { validateAddress } from "./address-rules.js";
 
 /** The Address resource (docs/api.md#add-an-address). */
@@ -43,7 +44,7 @@ export function toAddressPb(a: Address): AddressPb {
 
 /** The account's own address, or 404 for anything else. */
 export async function ownedAddress(em: EntityManager, account: Account, addressSid: string): Promise<Address> {
-  const address = isSid(addressSid, "AD") ? await em.findOne(Address, { sid: addressSid, accountSid: account.sid }) : null;
+  const address = isSid(addressSid, "AD") ? await findAddress(em, addressSid, account.sid) : null;
   if (!address) throw notFound("Address", addressSid);
   return address;
 }
@@ -63,8 +64,8 @@ export function createAddressService(deps: { clock: Clock }): ServiceImpl<typeof
         ownAccountPath(account, req.accountSid);
         const checked = validateAddress(req);
         if ("problems" in checked) throw fieldErrors(checked.problems);
-        const address = tx.create(Address, { sid: newSid("AD"), accountSid: account.sid, ...checked.address, createdAt: deps.clock.now() });
-        await tx.persist(address).flush();
+        const address = addAddress(tx, { sid: newSid("AD"), accountSid: account.sid, ...checked.address, createdAt: deps.clock.now() });
+        await tx.flush();
         return toAddressPb(address);
       });
     },
@@ -78,21 +79,19 @@ export function createAddressService(deps: { clock: Clock }): ServiceImpl<typeof
       ownAccountPath(account, req.accountSid);
       const page = pageOf(req);
       if (page.problems.length > 0) throw fieldErrors(page.problems);
-      const filters = {
-        friendly: req.friendly,
-        reference: req.reference,
-        city: req.city,
-        region: req.region,
-        countryCode: req.countryCode?.toUpperCase(),
-        postalCode: req.postalCode,
-      };
-      const where: Record<string, string> = { accountSid: account.sid };
-      for (const [k, val] of Object.entries(filters)) if (val !== undefined) where[k] = val;
-      const [rows, total] = await requestEm(ctx).findAndCount(Address, where, {
-        orderBy: { createdAt: "asc", sid: "asc" },
-        limit: page.limit,
-        offset: page.offset,
-      });
+      const [rows, total] = await listAddresses(
+        requestEm(ctx),
+        {
+          accountSid: account.sid,
+          friendly: req.friendly,
+          reference: req.reference,
+          city: req.city,
+          region: req.region,
+          countryCode: req.countryCode?.toUpperCase(),
+          postalCode: req.postalCode,
+        },
+        page,
+      );
       return create(ListAddressesResponseSchema, { addresses: rows.map(toAddressPb), totalCount: total });
     },
 
@@ -101,12 +100,11 @@ export function createAddressService(deps: { clock: Clock }): ServiceImpl<typeof
       return requestEm(ctx).transactional(async (tx) => {
         await recheckCredentials(tx, account);
         const address = await ownedAddress(tx, account, req.addressSid);
-        if ((await tx.count(PhoneNumber, { addressSid: address.sid })) > 0) throw addressInUse(address.sid);
+        if (await addressHasNumbers(tx, address.sid)) throw addressInUse(address.sid);
         // The foreign key from numbers (ON DELETE RESTRICT) is the real guard against a number
         // assigned meanwhile: toConnectError answers its violation with AddressInUse too. A delete
         // that finds the row gone was beaten by another delete: 404, as a delete after a delete.
-        const deleted = await tx.nativeDelete(Address, { sid: address.sid });
-        if (deleted === 0) throw notFound("Address", address.sid);
+        if (!(await deleteAddress(tx, address.sid))) throw notFound("Address", address.sid);
         return create(DeleteAddressResponseSchema, { addressSid: address.sid });
       });
     },

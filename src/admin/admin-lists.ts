@@ -22,16 +22,18 @@ import {
   PropertySchema,
 } from "../../gen/switchboard/admin/v1/admin_pb.js";
 import { ListAddressesResponseSchema } from "../../gen/switchboard/v2/addresses_pb.js";
-import { Account } from "../accounts/account.entity.js";
-import { Property } from "../accounts/property.entity.js";
-import { Address, type AddressStatus } from "../addresses/address.entity.js";
+import type { Account } from "../accounts/account.entity.js";
+import { accountExists, findAccountBySid, listAccounts, listProperties } from "../accounts/account-store.js";
+import type { Property } from "../accounts/property.entity.js";
+import type { AddressStatus } from "../addresses/address.entity.js";
+import { listAddresses } from "../addresses/address-store.js";
 import { toAddressPb } from "../addresses/address-service.js";
 import { type Clock, unixSeconds } from "../common/clock.js";
 import { fieldErrors, type FieldProblem, notFound, quoted } from "../common/errors.js";
 import { pageOf } from "../common/paging.js";
 import { isSid } from "../common/sid.js";
 import { liveLeaseCounts } from "../leases/lease-store.js";
-import { PhoneNumber } from "../numbers/phone-number.entity.js";
+import { listNumbers } from "../numbers/number-store.js";
 
 /** The operator's view of an account: no token hash, no webhook secret. */
 export function toAccountPb(a: Account): AccountPb {
@@ -57,7 +59,7 @@ export function toPropertyPb(p: Property): PropertyPb {
 
 /** The account named by a path Sid, or 404. */
 export async function findAccount(em: EntityManager, sid: string): Promise<Account> {
-  const account = isSid(sid, "AC") ? await em.findOne(Account, { sid }) : null;
+  const account = isSid(sid, "AC") ? await findAccountBySid(em, sid) : null;
   if (!account) throw notFound("Account", sid);
   return account;
 }
@@ -77,7 +79,7 @@ async function listInput(
   const page = pageOf(req);
   const problems = [...more, ...page.problems];
   const sid = req.accountSid.trim();
-  if (sid !== "" && !(isSid(sid, "AC") && (await em.count(Account, { sid })) > 0)) {
+  if (sid !== "" && !(isSid(sid, "AC") && (await accountExists(em, sid)))) {
     problems.unshift({ field: "AccountSid", code: "InvalidParameter", message: `AccountSid ${quoted(req.accountSid)} is not an account.` });
   }
   if (problems.length > 0) throw fieldErrors(problems);
@@ -94,11 +96,7 @@ export function createAdminLists(deps: { clock: Clock; em: (ctx: HandlerContext)
       const em = deps.em(ctx);
       const page = pageOf(req);
       if (page.problems.length > 0) throw fieldErrors(page.problems);
-      const [rows, total] = await em.findAndCount(
-        Account,
-        {},
-        { orderBy: { createdAt: "desc", sid: "desc" }, limit: page.limit, offset: page.offset },
-      );
+      const [rows, total] = await listAccounts(em, page);
       return create(ListAccountsResponseSchema, { accounts: rows.map(toAccountPb), totalCount: total });
     },
 
@@ -111,11 +109,7 @@ export function createAdminLists(deps: { clock: Clock; em: (ctx: HandlerContext)
       const account = await findAccount(em, req.accountSid);
       const page = pageOf(req);
       if (page.problems.length > 0) throw fieldErrors(page.problems);
-      const [rows, total] = await em.findAndCount(
-        Property,
-        { accountSid: account.sid },
-        { orderBy: { createdAt: "asc", sid: "asc" }, limit: page.limit, offset: page.offset },
-      );
+      const [rows, total] = await listProperties(em, account.sid, page);
       return create(ListPropertiesResponseSchema, { properties: rows.map(toPropertyPb), totalCount: total });
     },
 
@@ -124,10 +118,8 @@ export function createAdminLists(deps: { clock: Clock; em: (ctx: HandlerContext)
       const input = await listInput(em, req);
       // Both filters must hold, and a pool number has no owner: AccountSid with Pool=true matches none.
       if (req.pool === true && input.accountSid !== undefined) return create(ListNumbersResponseSchema, { numbers: [], totalCount: 0 });
-      const where: Record<string, unknown> = {};
-      if (input.accountSid !== undefined) where.accountSid = input.accountSid;
-      else if (req.pool !== undefined) where.accountSid = req.pool ? null : { $ne: null };
-      const [rows, total] = await em.findAndCount(PhoneNumber, where, { orderBy: { number: "asc" }, limit: input.limit, offset: input.offset });
+      const filter = input.accountSid !== undefined ? { accountSid: input.accountSid } : { pool: req.pool };
+      const [rows, total] = await listNumbers(em, filter, input);
       const live = await liveLeaseCounts(em, rows.filter((n) => n.accountSid === null).map((n) => n.number), deps.clock.now());
       return create(ListNumbersResponseSchema, {
         totalCount: total,
@@ -152,15 +144,12 @@ export function createAdminLists(deps: { clock: Clock; em: (ctx: HandlerContext)
           ? []
           : [{ field: "Status", code: "InvalidParameter", message: `Status must be Pending, Active, Rejected or All, not ${quoted(req.status)}.` }];
       const input = await listInput(em, req, statusProblems);
-      const where: Record<string, string> = {};
-      if (status !== "All") where.status = status;
-      if (input.accountSid !== undefined) where.accountSid = input.accountSid;
       // Oldest first: the review queue is worked through in the order customers submitted.
-      const [rows, total] = await em.findAndCount(Address, where, {
-        orderBy: { createdAt: "asc", sid: "asc" },
-        limit: input.limit,
-        offset: input.offset,
-      });
+      const [rows, total] = await listAddresses(
+        em,
+        { status: status === "All" ? undefined : (status as AddressStatus), accountSid: input.accountSid },
+        input,
+      );
       return create(ListAddressesResponseSchema, { addresses: rows.map(toAddressPb), totalCount: total });
     },
   };

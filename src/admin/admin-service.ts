@@ -26,10 +26,10 @@ import {
   CarrierStatusSchema,
 } from "../../gen/switchboard/admin/v1/admin_pb.js";
 import { unixSeconds } from "../common/clock.js";
-import { Account, REST_COMPATIBILITIES, type RestCompatibility } from "../accounts/account.entity.js";
+import { REST_COMPATIBILITIES, type RestCompatibility } from "../accounts/account.entity.js";
+import { addAccount, addProperty, findAccountBySid, findProperty } from "../accounts/account-store.js";
 import { type AccountCache, hashToken } from "../accounts/auth.js";
-import { Property } from "../accounts/property.entity.js";
-import { Address } from "../addresses/address.entity.js";
+import { decidePendingAddress, findAddress, reloadAddress } from "../addresses/address-store.js";
 import { toAddressPb } from "../addresses/address-service.js";
 import type { Clock } from "../common/clock.js";
 import { kAdmin, requestEm } from "../common/context.js";
@@ -38,7 +38,7 @@ import { pageOf } from "../common/paging.js";
 import { parseE164 } from "../common/phone.js";
 import { isSid, newSid, randomSecret } from "../common/sid.js";
 import { listEmails } from "../mail/mail-store.js";
-import { PhoneNumber } from "../numbers/phone-number.entity.js";
+import { addNumber, findNumber } from "../numbers/number-store.js";
 import { toNumberPb } from "../numbers/number-service.js";
 import { listWebhookDeliveries } from "../webhooks/webhook-store.js";
 import { cancelQueuedMessages } from "../messaging/message-store.js";
@@ -126,7 +126,7 @@ export function createAdminService(deps: { clock: Clock; carrier?: OperatorCarri
       const name = checkName(req.name, true)!;
       const token = randomSecret(TOKEN_LENGTH);
       const webhookSecret = newWebhookSecret();
-      const account = em.create(Account, {
+      const account = addAccount(em, {
         sid: newSid("AC"),
         name,
         smsEnabled: req.smsEnabled ?? true,
@@ -135,7 +135,7 @@ export function createAdminService(deps: { clock: Clock; carrier?: OperatorCarri
         webhookSecret,
         createdAt: deps.clock.now(),
       });
-      await em.persist(account).flush();
+      await em.flush();
       return create(CreateAccountResponseSchema, {
         accountSid: account.sid,
         name,
@@ -185,20 +185,20 @@ export function createAdminService(deps: { clock: Clock; carrier?: OperatorCarri
       const em = requireAdmin(ctx);
       const account = await findAccount(em, req.accountSid);
       const name = checkName(req.name, true)!;
-      const property = em.create(Property, {
+      const property = addProperty(em, {
         sid: newSid("PR"),
         accountSid: account.sid,
         name,
         smsEnabled: req.smsEnabled ?? true,
         createdAt: deps.clock.now(),
       });
-      await em.persist(property).flush();
+      await em.flush();
       return toPropertyPb(property);
     },
 
     async updateProperty(req: UpdatePropertyRequest, ctx: HandlerContext) {
       const em = requireAdmin(ctx);
-      const property = isSid(req.propertySid, "PR") ? await em.findOne(Property, { sid: req.propertySid }) : null;
+      const property = isSid(req.propertySid, "PR") ? await findProperty(em, req.propertySid) : null;
       if (!property) throw notFound("Property", req.propertySid);
       const name = checkName(req.name, false);
       if (name !== undefined && name !== "") property.name = name;
@@ -214,14 +214,14 @@ export function createAdminService(deps: { clock: Clock; carrier?: OperatorCarri
       if (!parseE164(value)) throw fieldError("Number", "InvalidParameter", `Number ${quoted(req.number)} is not a valid E164 number such as +14155550123.`);
       let accountSid: string | null = null;
       if (req.accountSid.trim() !== "") {
-        const account = isSid(req.accountSid, "AC") ? await em.findOne(Account, { sid: req.accountSid }) : null;
+        const account = isSid(req.accountSid, "AC") ? await findAccountBySid(em, req.accountSid) : null;
         if (!account) throw fieldError("AccountSid", "InvalidParameter", `AccountSid ${quoted(req.accountSid)} is not an account.`);
         accountSid = account.sid;
       }
       // The unique key is the guard against the same number added at the same moment: toConnectError
       // answers its violation with the same NumberExists.
-      if (await em.findOne(PhoneNumber, { number: value })) throw numberExists(value);
-      const number = em.create(PhoneNumber, {
+      if (await findNumber(em, value)) throw numberExists(value);
+      const number = addNumber(em, {
         sid: newSid("PN"),
         number: value,
         accountSid,
@@ -229,22 +229,22 @@ export function createAdminService(deps: { clock: Clock; carrier?: OperatorCarri
         addressSid: null,
         createdAt: deps.clock.now(),
       });
-      await em.persist(number).flush();
+      await em.flush();
       return toNumberPb(number);
     },
 
     async reviewAddress(req: ReviewAddressRequest, ctx: HandlerContext) {
       const em = requireAdmin(ctx);
-      const address = isSid(req.addressSid, "AD") ? await em.findOne(Address, { sid: req.addressSid }) : null;
+      const address = isSid(req.addressSid, "AD") ? await findAddress(em, req.addressSid) : null;
       if (!address) throw notFound("Address", req.addressSid);
       if (req.status !== "Active" && req.status !== "Rejected") {
         throw fieldError("Status", "InvalidParameter", "Status must be Active or Rejected.");
       }
       // Only a Pending address moves, with a conditional update: of two reviews at the same moment
       // the first decides; the other then finds it decided, as it would arriving just after.
-      const moved = await em.nativeUpdate(Address, { sid: address.sid, status: "Pending" }, { status: req.status });
-      if (moved === 0 && !(await em.refresh(address))) throw notFound("Address", req.addressSid);
-      if (moved === 1) address.status = req.status;
+      const moved = await decidePendingAddress(em, address.sid, req.status);
+      if (!moved && !(await reloadAddress(em, address))) throw notFound("Address", req.addressSid);
+      if (moved) address.status = req.status;
       // The same decision again changes nothing and answers 200; a different one is refused.
       if (address.status !== req.status) throw addressNotPending(address.sid, address.status);
       return toAddressPb(address);

@@ -13,14 +13,17 @@ import { driverKind } from "./orm.js";
  * PostgreSQL it is then parsed and planned once per connection instead of on every call. Planning
  * was most of PostgreSQL's CPU for the send batch's check query (docs/benchmarks.md). PGlite runs in
  * this process, so there is nothing to save there and the name is not used.
+ *
+ * `signal` cancels the statement when it aborts (on PostgreSQL, the server's work too).
  */
-export async function executeBound<T>(em: EntityManager, sql: string, params: readonly unknown[], prepared?: string): Promise<T[]> {
+export async function executeBound<T>(em: EntityManager, sql: string, params: readonly unknown[], prepared?: string, signal?: AbortSignal): Promise<T[]> {
   const numbered = prepared === undefined ? numberParams(sql, params.length) : preparedText(prepared, sql, params.length);
   // node-postgres takes a query config ({ name, text }) wherever it takes the text, and kysely hands
   // the text to it untouched.
   const postgres = driverKind(em.getDriver()) === "postgres";
   const text = prepared !== undefined && postgres ? (namedQuery(prepared, numbered) as unknown as string) : numbered;
-  const result = await em.getKysely().executeQuery<T>(CompiledQuery.raw(text, postgres ? params.map(wireValue) : (params as unknown[])));
+  const compiled = CompiledQuery.raw(text, postgres ? params.map(wireValue) : (params as unknown[]));
+  const result = await em.getKysely().executeQuery<T>(compiled, signal === undefined ? undefined : { signal });
   return result.rows as T[];
 }
 

@@ -2,6 +2,7 @@ import { mkdirSync } from "node:fs";
 import { resolve } from "node:path";
 import type { EntityManager, MikroORM, Options } from "@mikro-orm/sql";
 import { Migrator } from "@mikro-orm/migrations";
+import { CompiledQuery } from "kysely";
 import { Migration20261122000000 } from "./migrations/Migration20261122000000.js";
 import { Migration20261122010000 } from "./migrations/Migration20261122010000.js";
 import { Migration20261122020000 } from "./migrations/Migration20261122020000.js";
@@ -18,6 +19,8 @@ import { Migration20261127000000 } from "./migrations/Migration20261127000000.js
 import { Migration20261128000300 } from "./migrations/Migration20261128000300.js";
 import { Migration20261128070000 } from "./migrations/Migration20261128070000.js";
 import { Migration20261128090000 } from "./migrations/Migration20261128090000.js";
+import { Migration20261129000000 } from "./migrations/Migration20261129000000.js";
+import { applyRepeatableSql } from "./repeatable-sql.js";
 import { DEFAULT_POOL_MAX, databaseKind } from "../config.js";
 
 /** Every committed migration, oldest first; listed so they run from TS source and bundles alike (no glob). */
@@ -38,6 +41,7 @@ export const migrations = [
   { name: "Migration20261128000300", class: Migration20261128000300 },
   { name: "Migration20261128070000", class: Migration20261128070000 },
   { name: "Migration20261128090000", class: Migration20261128090000 },
+  { name: "Migration20261129000000", class: Migration20261129000000 },
 ];
 
 /** Options of createOrm. */
@@ -153,11 +157,18 @@ export function pgliteStartParams(defaults: readonly string[]): string[] {
 const MIGRATION_LOCK_KEY = 736_542_001;
 
 /**
- * Applies the committed migrations that have not run yet and returns their names. Safe at every
+ * Applies the committed migrations that have not run yet and returns their names, then the
+ * repeatable SQL files that changed (applyRepeatableSql: the functions' sources). Safe at every
  * start: on PostgreSQL an advisory lock makes concurrent starters wait for the first one instead
  * of racing it; PGlite has a single owner process, so it needs none.
  */
 export async function migrateUp(orm: MikroORM): Promise<string[]> {
+  const ran = await migrateVersioned(orm);
+  await applyRepeatableSql(orm, ormKind(orm));
+  return ran;
+}
+
+async function migrateVersioned(orm: MikroORM): Promise<string[]> {
   const migrator = orm.migrator;
   if (ormKind(orm) === "pglite") {
     return (await migrator.up()).map((m) => m.name);
@@ -178,9 +189,8 @@ export async function migrateUp(orm: MikroORM): Promise<string[]> {
  */
 export function withStatementTimeout<T>(em: EntityManager, timeoutMs: number, fn: (tx: EntityManager) => Promise<T>): Promise<T> {
   return em.transactional(async (tx) => {
-    await tx.execute("select set_config('statement_timeout', ?, true), set_config('max_parallel_workers_per_gather', '0', true)", [
-      String(Math.max(1, Math.floor(timeoutMs))),
-    ]);
+    const settings = "select set_config('statement_timeout', $1, true), set_config('max_parallel_workers_per_gather', '0', true)";
+    await tx.getKysely().executeQuery(CompiledQuery.raw(settings, [String(Math.max(1, Math.floor(timeoutMs)))]));
     return fn(tx);
   });
 }

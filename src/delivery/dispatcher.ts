@@ -267,7 +267,7 @@ export function createDispatcher(opts: DispatcherOptions): Dispatcher {
       // with the table. An ordered index scan stops early and marks such entries dead for the
       // next scan (docs/benchmarks.md). The fair claim underestimates its rows and would then hash-join
       // a full scan of the primary key (80 ms for 50,000 queued); it must reach each claimed row
-      // by its key. The claims' functions set this for their own statements (Migration20261127000000).
+      // by its key. The claims' functions set this for their own statements (src/messaging/sql/).
       // No more than the carrier can submit well before the claims expire (its window and rate,
       // less what it already holds): a claimed message waiting in the carrier's queue past its
       // deadline would be claimed again by another dispatcher. Half the claim leaves the margin.

@@ -5,6 +5,7 @@
 import { raw } from "@mikro-orm/core";
 import type { EntityManager } from "@mikro-orm/sql";
 import { Lease } from "./lease.entity.js";
+import { executeBound } from "../db/bound-sql.js";
 
 /** A lease as allocation writes it. */
 export interface NewLease {
@@ -20,23 +21,23 @@ export interface NewLease {
 
 /** Serializes allocations for one recipient across every process until the transaction ends. */
 export async function lockRecipientLeases(em: EntityManager, recipient: string): Promise<void> {
-  await em.execute("select pg_advisory_xact_lock(hashtext(?))", [`lease:${recipient}`]);
+  await executeBound(em, "select pg_advisory_xact_lock(hashtext(?))", [`lease:${recipient}`]);
 }
 
 /** Marks the recipient's expired leases (every account's) released, lazily at its next allocation, freeing their slots and numbers. */
 export async function releaseExpiredLeases(em: EntityManager, recipient: string, now: Date): Promise<void> {
-  await em.execute("update leases set released = true where recipient = ? and not released and expires_at <= ?", [recipient, now]);
+  await executeBound(em, "update leases set released = true where recipient = ? and not released and expires_at <= ?", [recipient, now]);
 }
 
 /** The slots (1..5) the account's unreleased leases to the recipient hold. */
 export async function liveLeaseSlots(em: EntityManager, recipient: string, accountSid: string): Promise<number[]> {
-  const live = await em.execute<{ slot: number }[]>("select slot from leases where account_sid = ? and recipient = ? and not released", [accountSid, recipient]);
+  const live = await executeBound<{ slot: number }>(em, "select slot from leases where account_sid = ? and recipient = ? and not released", [accountSid, recipient]);
   return live.map((r) => Number(r.slot));
 }
 
 /** The first pool number (by number) not lent to the recipient now, by any account, if any. */
 export async function freePoolNumber(em: EntityManager, recipient: string): Promise<string | undefined> {
-  const free = await em.execute<{ number: string }[]>(
+  const free = await executeBound<{ number: string }>(em,
     `select n.number from numbers n
       where n.account_sid is null
         and not exists (select 1 from leases l where l.pool_number = n.number and l.recipient = ? and not l.released)
@@ -48,7 +49,7 @@ export async function freePoolNumber(em: EntityManager, recipient: string): Prom
 
 /** Writes a new live lease; the partial unique indexes refuse a slot the account holds or a pool number lent to the recipient. */
 export async function insertLease(em: EntityManager, l: NewLease): Promise<void> {
-  await em.execute(
+  await executeBound(em,
     `insert into leases (sid, pool_number, recipient, account_sid, message_sid, slot, created_at, expires_at, released)
      values (?, ?, ?, ?, ?, ?, ?, ?, false)`,
     [l.sid, l.poolNumber, l.recipient, l.accountSid, l.messageSid, l.slot, l.createdAt, l.expiresAt],
@@ -100,7 +101,7 @@ export interface LeaseMatch {
  * one of the deployment's own numbers (a forwarding loop); undefined when none is live.
  */
 export async function findLiveLeaseMatch(em: EntityManager, poolNumber: string, recipient: string, at: Date): Promise<LeaseMatch | undefined> {
-  const rows = await em.execute<LeaseMatch[]>(
+  const rows = await executeBound<LeaseMatch>(em,
     `select m.sid as message_sid, m.account_sid, m.property_sid, m.webhook_uri, m.webhook_method,
               m.forward_to_sms, m.forward_from_sms, m.forward_to_email, m.forward_from_email,
               a.sms_enabled as account_sms, p.sms_enabled as property_sms,

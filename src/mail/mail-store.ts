@@ -5,6 +5,7 @@
 import { raw } from "@mikro-orm/core";
 import type { EntityManager } from "@mikro-orm/sql";
 import { Email } from "./email.entity.js";
+import { executeBound } from "../db/bound-sql.js";
 
 /** An e-mail to send, written to the outbox in the caller's transaction. */
 export interface OutgoingEmail {
@@ -53,7 +54,7 @@ export interface DueMail {
 
 /** Claims up to 20 due e-mails until `claimUntil`; SKIP LOCKED, so concurrent workers take different ones. */
 export function claimDueEmails(em: EntityManager, now: Date, claimUntil: Date): Promise<DueMail[]> {
-  return em.execute<DueMail[]>(
+  return executeBound<DueMail>(em,
     `update emails set claimed_until = ?
           where id in (select id from emails where status = 'Pending' and next_attempt_at <= ? and (claimed_until is null or claimed_until < ?)
                         order by next_attempt_at limit 20 for update skip locked)

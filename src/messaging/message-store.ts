@@ -83,7 +83,7 @@ export async function checkSendBatch(tx: Em, check: unknown[][]): Promise<CheckR
 export type StoredCheckRow = Pick<CheckRow, "i" | "account_token_hash" | "account_sms" | "property_sms" | "owned"> & { stored: boolean };
 
 /**
- * The text of the one-statement send batch (sb_send_batch, Migration20261126000000). Parameters:
+ * The text of the one-statement send batch (sql/sb_send_batch.sql). Parameters:
  * one array each of index, account, property, E164 sender to check (or null), the token hash the
  * service authenticated, whether to store the send, then one per MESSAGE_COLUMNS column (nulls for
  * a send not to be stored).
@@ -92,7 +92,7 @@ export const STORE_SEND_BATCH_SQL = `select * from sb_send_batch(?::int[], ?::te
 
 /**
  * Checks a batch of sends and stores the messages of those that pass, in one statement (its own
- * transaction when run outside one): see Migration20261126000000 for what is checked.
+ * transaction when run outside one): see sql/sb_send_batch.sql for what is checked.
  */
 export function storeSendBatch(em: Em, params: unknown[][]): Promise<StoredCheckRow[]> {
   return executeBound<StoredCheckRow>(em, STORE_SEND_BATCH_SQL, params, "sb_send_batch");
@@ -198,7 +198,7 @@ export interface InboundMessage {
 
 /** Stores a reply or its forward (no delivery receipt: nobody asked for one). */
 export async function insertInboundMessage(tx: Em, m: InboundMessage): Promise<void> {
-  await tx.execute(
+  await executeBound(tx,
     `insert into messages (sid, account_sid, property_sid, direction, status, sender_kind, sender, recipient, text, encoding, num_segments,
                            delivery_receipt, lease_sid, in_reply_to, send_at, created_at, received_at, error_code)
      values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, false, ?, ?, ?, ?, ?, ?)`,
@@ -226,7 +226,7 @@ export interface ClaimedRow {
   sms_enabled: boolean;
 }
 
-/** Whether a claimed message's account and property are still enabled for SMS, as the claim functions return it (Migration20261128070000). */
+/** Whether a claimed message's account and property are still enabled for SMS, as the claim functions return it (sql/sb_claim_due.sql). */
 const SMS_ENABLED =
   "coalesce((select a.sms_enabled from accounts a where a.sid = m.account_sid), false) and coalesce((select p.sms_enabled from properties p where p.sid = m.property_sid), false)";
 
@@ -234,8 +234,8 @@ const RETURNING = `m.sid, m.account_sid, m.sender, m.recipient, m.text, m.delive
   ${SMS_ENABLED} as sms_enabled`;
 
 /**
- * The claim in due order (sb_claim_due, Migration20261127000000; since Migration20261128070000 it
- * also returns sms_enabled, read in the same statement): one UPDATE over a `FOR UPDATE
+ * The claim in due order (sql/sb_claim_due.sql; it also returns sms_enabled, read in the same
+ * statement): one UPDATE over a `FOR UPDATE
  * SKIP LOCKED` subselect of the oldest due messages, by an ordered walk of messages_queue_idx
  * under the function's own planner settings, so it needs no transaction: one round trip.
  * Parameters: claimed_until, now, limit, confirmed. The queue's functions (this one,
@@ -254,7 +254,7 @@ export function claimInOrder(em: Em, confirmed: boolean, until: Date, now: Date,
 
 /**
  * The accounts with messages due at now, for the round-robin claim while a backlog lasts
- * (sb_due_accounts, Migration20261127000000): a loose scan of messages_account_queue_idx
+ * (sql/sb_due_accounts.sql): a loose scan of messages_account_queue_idx
  * (account_sid, send_at) finds each account with queued messages and its oldest one, one index
  * probe per account (one account's burst costs one probe, not a walk through the burst).
  */
@@ -264,7 +264,7 @@ export async function listDueAccounts(em: Em, now: Date): Promise<string[]> {
 }
 
 /**
- * The claim round-robin across accounts (sb_claim_fair, Migration20261127000000): each given
+ * The claim round-robin across accounts (sql/sb_claim_fair.sql): each given
  * account takes up to share of its oldest due messages (`FOR UPDATE SKIP LOCKED`: concurrent
  * dispatchers never claim the same row), from its due range of messages_account_queue_idx (a row
  * comparison: with a plain `account_sid = ?` the planner may walk messages_queue_idx in send_at
@@ -281,7 +281,7 @@ export function claimFair(em: Em, confirmed: boolean, until: Date, accountSids: 
 
 /** Extends to `until` every claim that expired before now without an outcome; returns their Sids. */
 export async function holdExpiredClaims(em: Em, until: Date, now: Date): Promise<string[]> {
-  const held = await em.execute<{ sid: string }[]>(
+  const held = await executeBound<{ sid: string }>(em,
     `update messages m set claimed_until = ?
       where m.queued and m.status = 'Processing' and m.direction = 'Transmit' and m.claimed_until < ?
       returning m.sid`,
@@ -293,7 +293,7 @@ export async function holdExpiredClaims(em: Em, until: Date, now: Date): Promise
 /** Claims again, until `until`, the given messages whose hold still ends at heldUntil (not settled, not taken over). */
 export function claimHeldMessages(em: Em, sids: string[], heldUntil: Date, until: Date): Promise<ClaimedRow[]> {
   // (Sids are [A-Z0-9]: a comma-joined list is a safe single parameter.)
-  return em.execute<ClaimedRow[]>(
+  return executeBound<ClaimedRow>(em,
     `update messages m set claimed_until = ?, attempts = m.attempts + 1
       where m.sid = any(string_to_array(?, ',')) and m.status = 'Processing' and m.claimed_until = ?
       returning ${RETURNING}`,
@@ -309,7 +309,7 @@ export function claimHeldMessages(em: Em, sids: string[], heldUntil: Date, until
  * alone; a row canceled first is no longer queued, so no claim takes it.
  */
 export function cancelQueuedMessages(em: Em, accountSid: string): Promise<{ sid: string; lease_sid: string | null }[]> {
-  return em.execute<{ sid: string; lease_sid: string | null }[]>(
+  return executeBound<{ sid: string; lease_sid: string | null }>(em,
     `update messages m set status = 'Canceled'
       where m.account_sid = ? and m.queued and m.direction = 'Transmit' and m.claimed_until is null
       returning m.sid, m.lease_sid`,
@@ -319,7 +319,7 @@ export function cancelQueuedMessages(em: Em, accountSid: string): Promise<{ sid:
 
 /** Puts a claimed message back in the queue, due at retryAt, after a temporary carrier error. */
 export async function scheduleRetry(em: Em, sid: string, retryAt: Date, errorCode: string): Promise<void> {
-  await em.execute(`update messages set send_at = ?, claimed_until = null, error_code = ? where sid = ? and status = 'Processing'`, [retryAt, errorCode, sid]);
+  await executeBound(em, `update messages set send_at = ?, claimed_until = null, error_code = ? where sid = ? and status = 'Processing'`, [retryAt, errorCode, sid]);
 }
 
 /** A message moved to its final state: what its delivery receipt webhook needs. */
@@ -345,7 +345,7 @@ export interface FinalState {
 
 /**
  * Moves messages still Processing or Submitted to their final state (sids unique); returns those
- * changed. The UPDATE is the function sb_apply_final_states (Migration20261125000000): one cached
+ * changed. The UPDATE is the function sb_apply_final_states (sql/sb_apply_final_states.sql): one cached
  * plan that reaches each row by its key, whatever the table's statistics say.
  */
 export function updateFinalStates(tx: Em, states: FinalState[]): Promise<FinalRow[]> {
@@ -370,7 +370,7 @@ export interface PlainFinalRow {
 
 /**
  * updateFinalStates for the messages that need no delivery receipt webhook, in one statement that
- * needs no transaction (sb_apply_plain_final_states, Migration20261127000000); returns those it
+ * needs no transaction (sql/sb_apply_plain_final_states.sql); returns those it
  * changed, and those it left alone that updateFinalStates would change and that need the webhook
  * (needs_webhook): they go through updateFinalStates and the webhook in a transaction.
  */
@@ -395,7 +395,7 @@ export interface Submission {
  * its status but gets its submission time; the claim ends. Returns the Sids of the rows changed.
  */
 export async function updateSubmissions(em: Em, subs: Submission[]): Promise<string[]> {
-  // The function sb_record_submissions (Migration20261125000000), as in updateFinalStates.
+  // The function sb_record_submissions (sql/sb_record_submissions.sql), as in updateFinalStates.
   const rows = await executeBound<{ sid: string }>(
     em,
     "select sid from sb_record_submissions(?::text[], ?::text[], ?::timestamptz[])",
@@ -430,7 +430,7 @@ export interface AwaitingRow extends SubmittedKey {
  * submitted after `from` and before `before`, in (submitted_at, sid) order.
  */
 export function listAwaitingReceipt(em: Em, from: SubmittedKey, before: Date, limit: number): Promise<AwaitingRow[]> {
-  return em.execute<AwaitingRow[]>(
+  return executeBound<AwaitingRow>(em,
     `select m.submitted_at, m.sid, m.sender, m.recipient, m.text from messages m
       where m.submitted_at is not null and (m.submitted_at, m.sid) > (?, ?) and m.submitted_at < ?
         and m.status = 'Submitted' and m.direction = 'Transmit' and m.error_code <> '${RECEIPT_TIMEOUT_ERROR}'
@@ -442,7 +442,7 @@ export function listAwaitingReceipt(em: Em, from: SubmittedKey, before: Date, li
 
 /** The next up to limit index entries after `from` submitted at or before `until`, whatever the message's status. */
 export function listSubmittedAfter(em: Em, from: SubmittedKey, until: Date, limit: number): Promise<SubmittedKey[]> {
-  return em.execute<SubmittedKey[]>(
+  return executeBound<SubmittedKey>(em,
     `select m.submitted_at, m.sid from messages m
       where m.submitted_at is not null and (m.submitted_at, m.sid) > (?, ?) and m.submitted_at <= ?
       order by m.submitted_at, m.sid
@@ -459,7 +459,7 @@ export function listSubmittedAfter(em: Em, from: SubmittedKey, until: Date, limi
 export async function markReceiptTimeouts(em: Em, sids: string[]): Promise<string[]> {
   if (sids.length === 0) return [];
   // (Sids are [A-Z0-9]: a comma-joined list is a safe single parameter.)
-  const rows = await em.execute<{ sid: string }[]>(
+  const rows = await executeBound<{ sid: string }>(em,
     `update messages m set error_code = '${RECEIPT_TIMEOUT_ERROR}'
       where m.sid = any(string_to_array(?, ',')) and m.status = 'Submitted' and m.direction = 'Transmit' and m.error_code <> '${RECEIPT_TIMEOUT_ERROR}'
       returning m.sid`,

@@ -21,7 +21,8 @@ import {
 } from "../../gen/switchboard/v2/messaging_pb.js";
 import { Account } from "../accounts/account.entity.js";
 import { recheckCredentials, wrongCredentials } from "../accounts/auth.js";
-import { Property } from "../accounts/property.entity.js";
+import { findProperty } from "../accounts/account-store.js";
+import type { Property } from "../accounts/property.entity.js";
 import type { Clock } from "../common/clock.js";
 import { unixSeconds } from "../common/clock.js";
 import { kIdempotencyKey, requestEm } from "../common/context.js";
@@ -32,7 +33,8 @@ import { isSid, newSid } from "../common/sid.js";
 import { constraintViolation } from "../common/pg-errors.js";
 import type { ItemOutcome } from "../common/group-commit.js";
 import { releaseLease } from "../leases/lease-allocator.js";
-import { MESSAGE_STATUSES, Message } from "./message.entity.js";
+import { cancelScheduledMessage, findAccountMessage, listMessages, reloadMessage } from "./message-api-store.js";
+import { MESSAGE_STATUSES, type Message, type MessageDirection, type MessageStatus } from "./message.entity.js";
 import { goesOutLeased, validateSend } from "./send-rules.js";
 import { createSendWriter, IDEMPOTENCY_TTL_MS, requestHash, type SendItem, type SendOutcome, writeKeyedBatch } from "./send-writer.js";
 
@@ -81,13 +83,13 @@ export function toMessageRecord(m: Message): MessageRecord {
 }
 
 async function ownedProperty(em: EntityManager, account: Account, propertySid: string): Promise<Property> {
-  const property = isSid(propertySid, "PR") ? await em.findOne(Property, { sid: propertySid, accountSid: account.sid }) : null;
+  const property = isSid(propertySid, "PR") ? await findProperty(em, propertySid, account.sid) : null;
   if (!property) throw notFound("Property", propertySid);
   return property;
 }
 
 async function ownedMessage(em: EntityManager, account: Account, messageSid: string): Promise<Message> {
-  const message = isSid(messageSid, "MG") ? await em.findOne(Message, { sid: messageSid, accountSid: account.sid }) : null;
+  const message = isSid(messageSid, "MG") ? await findAccountMessage(em, messageSid, account.sid) : null;
   if (!message) throw notFound("Message", messageSid);
   return message;
 }
@@ -206,20 +208,17 @@ export function createMessagingService(deps: MessagingDeps): ServiceImpl<typeof 
         }
       }
       if (problems.length > 0) throw fieldErrors(problems);
-      const created: Record<string, Date> = {};
-      if (req.dateFrom !== undefined) created.$gte = new Date(Number(req.dateFrom) * 1000);
-      if (req.dateTo !== undefined) created.$lt = new Date(Number(req.dateTo) * 1000);
-      const where = {
-        propertySid: property.sid,
-        ...(Object.keys(created).length > 0 ? { createdAt: created } : {}),
-        ...(req.status !== "" ? { status: req.status } : {}),
-        ...(req.direction !== "" ? { direction: req.direction } : {}),
-      } as Parameters<typeof em.find<Message>>[1];
-      const [rows, total] = await em.findAndCount(Message, where, {
-        orderBy: { createdAt: "desc", sid: "desc" },
-        limit: page.limit,
-        offset: page.offset,
-      });
+      const [rows, total] = await listMessages(
+        em,
+        {
+          propertySid: property.sid,
+          createdFrom: req.dateFrom !== undefined ? new Date(Number(req.dateFrom) * 1000) : undefined,
+          createdTo: req.dateTo !== undefined ? new Date(Number(req.dateTo) * 1000) : undefined,
+          status: req.status !== "" ? (req.status as MessageStatus) : undefined,
+          direction: req.direction !== "" ? (req.direction as MessageDirection) : undefined,
+        },
+        page,
+      );
       return create(ListMessagesResponseSchema, { messages: rows.map(toMessageRecord), totalCount: total });
     },
 
@@ -230,14 +229,14 @@ export function createMessagingService(deps: MessagingDeps): ServiceImpl<typeof 
         await recheckCredentials(tx, account);
         const message = await ownedMessage(tx, account, req.messageSid);
         // The conditional update is the race guard: a dispatcher that claimed the row first wins.
-        const n = await tx.nativeUpdate(Message, { sid: message.sid, status: "Scheduled" }, { status: "Canceled" });
-        if (n === 1 && message.leaseSid) await releaseLease(tx, message.leaseSid);
-        return { message, canceled: n === 1 };
+        const canceled = await cancelScheduledMessage(tx, message.sid);
+        if (canceled && message.leaseSid) await releaseLease(tx, message.leaseSid);
+        return { message, canceled };
       });
       if (!canceled) {
         throw apiError("MessageNotCancelable", `Message ${message.sid} is ${message.status}; only a Scheduled message that has not been handed to the carrier can be canceled.`);
       }
-      return toMessageRecord(await em.findOneOrFail(Message, { sid: message.sid }, { refresh: true }));
+      return toMessageRecord(await reloadMessage(em, message.sid));
     },
   };
 }

@@ -9,14 +9,15 @@ import {
   ListNumbersResponseSchema,
 } from "../../gen/switchboard/v2/numbers_pb.js";
 import { recheckCredentials } from "../accounts/auth.js";
-import { Address } from "../addresses/address.entity.js";
+import { findAddress } from "../addresses/address-store.js";
 import { ownAccountPath } from "../addresses/address-service.js";
 import { requestEm } from "../common/context.js";
 import { requireAccount } from "../accounts/account-context.js";
 import { addressNotOfAccount, fieldError, fieldErrors, notFound } from "../common/errors.js";
 import { pageOf } from "../common/paging.js";
 import { isSid } from "../common/sid.js";
-import { PhoneNumber } from "./phone-number.entity.js";
+import { findNumber, listNumbers } from "./number-store.js";
+import type { PhoneNumber } from "./phone-number.entity.js";
 
 /** The Number resource. */
 export function toNumberPb(n: PhoneNumber): NumberPb {
@@ -36,11 +37,7 @@ export function createNumberService(): ServiceImpl<typeof NumberService> {
       ownAccountPath(account, req.accountSid);
       const page = pageOf(req);
       if (page.problems.length > 0) throw fieldErrors(page.problems);
-      const [rows, total] = await requestEm(ctx).findAndCount(
-        PhoneNumber,
-        { accountSid: account.sid },
-        { orderBy: { number: "asc" }, limit: page.limit, offset: page.offset },
-      );
+      const [rows, total] = await listNumbers(requestEm(ctx), { accountSid: account.sid }, page);
       return create(ListNumbersResponseSchema, { numbers: rows.map(toNumberPb), totalCount: total });
     },
 
@@ -50,7 +47,7 @@ export function createNumberService(): ServiceImpl<typeof NumberService> {
         await recheckCredentials(em, account);
         // The path carries E164 without "+" (a "+" in a path is easily mangled); accept either.
         const digits = req.number.replace(/^\+/, "");
-        const number = /^\d{8,15}$/.test(digits) ? await em.findOne(PhoneNumber, { number: `+${digits}`, accountSid: account.sid }) : null;
+        const number = /^\d{8,15}$/.test(digits) ? await findNumber(em, `+${digits}`, account.sid) : null;
         if (!number) throw notFound("Number", req.number);
         if (req.friendly !== undefined) {
           if (req.friendly.length > 255) throw fieldError("Friendly", "InvalidParameter", "Friendly must be at most 255 characters.");
@@ -61,7 +58,7 @@ export function createNumberService(): ServiceImpl<typeof NumberService> {
           if (sid === "") {
             number.addressSid = null;
           } else {
-            const address = isSid(sid, "AD") ? await em.findOne(Address, { sid, accountSid: account.sid }) : null;
+            const address = isSid(sid, "AD") ? await findAddress(em, sid, account.sid) : null;
             if (!address) throw addressNotOfAccount(sid);
             if (address.status !== "Active") {
               throw fieldError("AddressSid", "AddressNotActive", `Address ${sid} is ${address.status}; numbers can only be registered against an Active address.`);

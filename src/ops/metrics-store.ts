@@ -4,6 +4,7 @@
  * aggregate it would cost three round trips per scrape instead of one, and it writes nothing.
  */
 import type { EntityManager } from "@mikro-orm/sql";
+import { executeBound } from "../db/bound-sql.js";
 
 /** One gauge value: messages per status, the webhook and mail backlogs, the dispatcher's lag. */
 export interface GaugeRow {
@@ -28,5 +29,5 @@ select 'dispatcher_lag', '', coalesce(extract(epoch from (?::timestamptz - min(s
 
 /** Reads every database gauge at `now` in one statement, cancelled after `timeoutMs`. */
 export function readGaugeRows(em: EntityManager, now: Date, timeoutMs: number): Promise<GaugeRow[]> {
-  return em.execute<GaugeRow[]>(GAUGES_SQL, [now, now, now], { method: "all", signal: AbortSignal.timeout(timeoutMs) });
+  return executeBound<GaugeRow>(em, GAUGES_SQL, [now, now, now], undefined, AbortSignal.timeout(timeoutMs));
 }

@@ -6,6 +6,7 @@
 import type { EntityManager } from "@mikro-orm/sql";
 import { WebhookAttempt as AttemptRecord } from "./webhook-attempt.entity.js";
 import { WebhookDelivery } from "./webhook-delivery.entity.js";
+import { executeBound } from "../db/bound-sql.js";
 
 /** A webhook call to make, written to the outbox in the caller's transaction. */
 export interface WebhookCall {
@@ -26,7 +27,7 @@ export interface NewWebhookDelivery extends WebhookCall {
 
 /** Writes a Pending call, due at once, in the caller's transaction (every delivery report with a webhook passes here). */
 export async function insertWebhookDelivery(em: EntityManager, call: NewWebhookDelivery): Promise<void> {
-  await em.execute(
+  await executeBound(em,
     `insert into webhook_deliveries (id, account_sid, message_sid, event_type, url, target_host, method, payload, status, attempts, next_attempt_at, created_at)
      values (?, ?, ?, ?, ?, ?, ?, ?::jsonb, 'Pending', 0, ?, ?)`,
     [call.id, call.accountSid, call.messageSid, call.eventType, call.url, call.targetHost, call.method, JSON.stringify(call.payload), call.now, call.now],
@@ -135,7 +136,7 @@ returning d.id, d.account_sid, d.target_host, d.message_sid, d.event_type, d.url
 
 /** Claims due webhook calls round-robin across accounts, within the given limits. */
 export function claimDueWebhooks(em: EntityManager, l: ClaimLimits): Promise<DueWebhook[]> {
-  return em.execute<DueWebhook[]>(CLAIM, [
+  return executeBound<DueWebhook>(em, CLAIM, [
     // One JSON parameter, whatever the number of busy targets (none included).
     JSON.stringify(l.busy.map((b) => ({ account_sid: b.accountSid, target_host: b.host, in_flight: b.inFlight }))),
     l.now,

@@ -3,10 +3,10 @@ import { Migration } from "@mikro-orm/migrations";
 /**
  * A function returning what its one statement returns, declared in PL/pgSQL (its plans are cached
  * per connection) with the planner settings the class comment below explains. Later migrations
- * (Migration20261127000000) declare their functions with it too: its output must never change,
- * since migrations that have run would then no longer describe the schema they made.
+ * (Migration20261127000000, Migration20261128070000) hold a copy of it, so that each migration,
+ * history once run, stands alone: its output must never change.
  */
-export function planByKey(signature: string, returns: string, update: string): string {
+function planByKey(signature: string, returns: string, update: string): string {
   return `
 create function ${signature}
   returns table (${returns})

@@ -1,5 +1,4 @@
 import { Migration } from "@mikro-orm/migrations";
-import { planByKey } from "./Migration20261125000000.js";
 
 /** What the claim returns of each message (ClaimedRow in src/messaging/message-store.ts). */
 const CLAIMED = `sid text, account_sid text, sender text, recipient text, text text, delivery_receipt boolean, attempts integer,
@@ -11,6 +10,23 @@ const CLAIM_SET = `update messages m
 const CLAIMABLE = "(q.claimed_until is null or (not p_confirmed and q.claimed_until < p_now))";
 const CLAIMED_RETURNING =
   "returning m.sid::text, m.account_sid::text, m.sender::text, m.recipient::text, m.text, m.delivery_receipt, m.attempts, m.send_at, m.scheduled_at, m.created_at";
+
+/** This migration's copy of planByKey (Migration20261125000000): history, its output never changes. */
+function planByKey(signature: string, returns: string, update: string): string {
+  return `
+create function ${signature}
+  returns table (${returns})
+  language plpgsql
+  set enable_seqscan = off set enable_bitmapscan = off set enable_hashjoin = off set enable_mergejoin = off
+  set plan_cache_mode = force_generic_plan
+as $fn$
+#variable_conflict use_column
+begin
+  return query
+  ${update};
+end
+$fn$`;
+}
 
 /**
  * The delivery engine's two most frequent writes as single statements outside an explicit

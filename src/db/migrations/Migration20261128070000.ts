@@ -1,5 +1,4 @@
 import { Migration } from "@mikro-orm/migrations";
-import { planByKey } from "./Migration20261125000000.js";
 
 /** What the claim returns of each message (ClaimedRow in src/messaging/message-store.ts), now with whether it may still go out. */
 const CLAIMED = `sid text, account_sid text, sender text, recipient text, text text, delivery_receipt boolean, attempts integer,
@@ -46,6 +45,23 @@ function claimFair(returning: string): string {
 
 const DUE = "sb_claim_due(p_until timestamptz, p_now timestamptz, p_limit integer, p_confirmed boolean)";
 const FAIR = "sb_claim_fair(p_until timestamptz, p_accounts text[], p_now timestamptz, p_share integer, p_confirmed boolean)";
+
+/** This migration's copy of planByKey (Migration20261125000000): history, its output never changes. */
+function planByKey(signature: string, returns: string, update: string): string {
+  return `
+create function ${signature}
+  returns table (${returns})
+  language plpgsql
+  set enable_seqscan = off set enable_bitmapscan = off set enable_hashjoin = off set enable_mergejoin = off
+  set plan_cache_mode = force_generic_plan
+as $fn$
+#variable_conflict use_column
+begin
+  return query
+  ${update};
+end
+$fn$`;
+}
 
 /**
  * Issue 27 (7): an operator who disables an account or a property must stop its queue, and a

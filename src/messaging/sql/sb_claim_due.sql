@@ -1,0 +1,40 @@
+-- The dispatcher's claim in due order (message-store.ts claimInOrder): one statement outside a
+-- transaction. With p_confirmed (a carrier that confirms by report) an expired claim is never
+-- taken here: holdExpiredClaims first. Each claimed message also returns whether its account and
+-- property are still enabled for SMS (one primary-key probe of each, in the RETURNING list), so
+-- that a message claimed after a disable fails instead of going out.
+-- Settings, measured (bench/planner-settings.ts: the statement's generic plan, cached per
+-- connection, on PostgreSQL 15 with an analyzed messages table of 30 rows, as when a new
+-- deployment's first call makes the plan, and of 300,000 rows, 50 accounts; every setting
+-- off but one, in turn):
+-- enable_seqscan = off: without it, at 30 rows, a sort of a sequential scan of messages instead of
+--   the ordered walk of messages_queue_idx that stops at the limit, and sequential scans of
+--   accounts and properties for the enabled checks (also at 300,000 rows: 7.0 against 4.3 ms).
+-- enable_bitmapscan = off: a bitmap scan of the queue index visits the heap for every dead entry
+--   (messages submitted since the last vacuum), ~4 ms per round under load (docs/benchmarks.md,
+--   "Session 4: ordered claim"); the fresh tables above show no difference.
+-- No hash or merge join setting: with the two above the plan was the same with or without them.
+-- plan_cache_mode = force_generic_plan: one plan per connection, no planning per call (PL/pgSQL
+-- would plan the first five calls anew, and again whenever the generic estimate looks dearer).
+create or replace function sb_claim_due(p_until timestamptz, p_now timestamptz, p_limit integer, p_confirmed boolean)
+  returns table (sid text, account_sid text, sender text, recipient text, text text, delivery_receipt boolean, attempts integer,
+  send_at timestamptz, scheduled_at timestamptz, created_at timestamptz, sms_enabled boolean)
+  language plpgsql
+  set enable_seqscan = off set enable_bitmapscan = off
+  set plan_cache_mode = force_generic_plan
+as $fn$
+#variable_conflict use_column
+begin
+  return query
+  update messages m
+     set status = 'Processing', claimed_until = p_until, attempts = m.attempts + 1
+   where m.sid in (
+     select q.sid from messages q
+      where q.queued and q.direction = 'Transmit'
+        and q.send_at <= p_now and (q.claimed_until is null or (not p_confirmed and q.claimed_until < p_now))
+      order by q.send_at
+      limit p_limit
+      for update skip locked)
+  returning m.sid::text, m.account_sid::text, m.sender::text, m.recipient::text, m.text, m.delivery_receipt, m.attempts, m.send_at, m.scheduled_at, m.created_at, coalesce((select a.sms_enabled from accounts a where a.sid = m.account_sid), false) and coalesce((select p.sms_enabled from properties p where p.sid = m.property_sid), false);
+end
+$fn$;

@@ -1,0 +1,40 @@
+-- The round-robin claim of a backlog (message-store.ts claimFair): each listed account's oldest
+-- due messages from its range of messages_account_queue_idx, each claimed row reached by its key;
+-- returns what sb_claim_due returns.
+-- Settings, measured (bench/planner-settings.ts: the statement's generic plan, cached per
+-- connection, on PostgreSQL 15 with an analyzed messages table of 30 rows, as when a new
+-- deployment's first call makes the plan, and of 300,000 rows, 50 accounts; every setting
+-- off but one, in turn):
+-- enable_seqscan = off: without it, at 30 rows, a sort of a sequential scan of messages per account
+--   instead of its range of messages_account_queue_idx, and sequential scans of accounts and
+--   properties (also at 300,000 rows: 5.9 against 4.3 ms).
+-- enable_bitmapscan = off: as sb_claim_due (dead entries of the queue index, Session 4).
+-- enable_hashjoin = off: this claim underestimates its rows and hash-joined a full scan of the
+--   primary key, 80 ms for 50,000 queued (dispatcher.ts tick()).
+-- No merge join setting: the plan was the same with or without it.
+-- plan_cache_mode = force_generic_plan: one plan per connection, no planning per call (PL/pgSQL
+-- would plan the first five calls anew, and again whenever the generic estimate looks dearer).
+create or replace function sb_claim_fair(p_until timestamptz, p_accounts text[], p_now timestamptz, p_share integer, p_confirmed boolean)
+  returns table (sid text, account_sid text, sender text, recipient text, text text, delivery_receipt boolean, attempts integer,
+  send_at timestamptz, scheduled_at timestamptz, created_at timestamptz, sms_enabled boolean)
+  language plpgsql
+  set enable_seqscan = off set enable_bitmapscan = off set enable_hashjoin = off
+  set plan_cache_mode = force_generic_plan
+as $fn$
+#variable_conflict use_column
+begin
+  return query
+  update messages m
+     set status = 'Processing', claimed_until = p_until, attempts = m.attempts + 1
+   where m.sid in (
+     select c.sid from unnest(p_accounts) as d(account_sid)
+      cross join lateral (
+        select q.sid from messages q
+         where q.queued and (q.account_sid, q.send_at) >= (d.account_sid, '-infinity') and (q.account_sid, q.send_at) <= (d.account_sid, p_now)
+           and q.direction = 'Transmit' and (q.claimed_until is null or (not p_confirmed and q.claimed_until < p_now))
+         order by q.account_sid, q.send_at
+         limit p_share
+         for update skip locked) c)
+  returning m.sid::text, m.account_sid::text, m.sender::text, m.recipient::text, m.text, m.delivery_receipt, m.attempts, m.send_at, m.scheduled_at, m.created_at, coalesce((select a.sms_enabled from accounts a where a.sid = m.account_sid), false) and coalesce((select p.sms_enabled from properties p where p.sid = m.property_sid), false);
+end
+$fn$;
