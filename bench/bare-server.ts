@@ -35,13 +35,16 @@ function flush(): void {
   inFlight++;
   const params = batch.flatMap((w) => w.values);
   const rows = batch.map((_, i) => `($${i * 4 + 1}, $${i * 4 + 2}, $${i * 4 + 3}, $${i * 4 + 4}, now())`).join(", ");
-  pool.query(`insert into bench_bare (sid, sender, recipient, text, created_at) values ${rows}`, params).then(
-    () => batch.forEach((w) => w.done()),
-    (err) => batch.forEach((w) => w.done(err)),
-  ).finally(() => {
-    inFlight--;
-    flush();
-  });
+  pool
+    .query(`insert into bench_bare (sid, sender, recipient, text, created_at) values ${rows}`, params)
+    .then(
+      () => batch.forEach((w) => w.done()),
+      (err) => batch.forEach((w) => w.done(err)),
+    )
+    .finally(() => {
+      inFlight--;
+      flush();
+    });
 }
 
 app.post("/bare/Batched", async (req) => {
@@ -57,7 +60,10 @@ app.post("/bare/Batched", async (req) => {
 await app.listen({ port: Number(process.env.BARE_PORT), host: "127.0.0.1" });
 process.stdout.write("bare server listening\n");
 const stop = () => {
-  void app.close().then(() => pool.end()).finally(() => process.exit(0));
+  void app
+    .close()
+    .then(() => pool.end())
+    .finally(() => process.exit(0));
 };
 process.once("SIGTERM", stop);
 process.once("SIGINT", stop);

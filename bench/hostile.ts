@@ -68,7 +68,12 @@ async function withService<T>(extraEnv: Record<string, string>, fn: (svc: Servic
       const prop = await call(`/admin/v1/Accounts/${acc.AccountSid}/Properties`, { Name: "P", SmsEnabled: true });
       const number = `+4477009000${n}0`;
       await call("/admin/v1/Numbers", { Number: number, AccountSid: acc.AccountSid });
-      return { accountSid: acc.AccountSid, propertySid: prop.PropertySid, number, auth: `Basic ${Buffer.from(`${acc.AccountSid}:${acc.Token}`).toString("base64")}` };
+      return {
+        accountSid: acc.AccountSid,
+        propertySid: prop.PropertySid,
+        number,
+        auth: `Basic ${Buffer.from(`${acc.AccountSid}:${acc.Token}`).toString("base64")}`,
+      };
     };
     return await fn(svc, [await tenant(1), await tenant(2)], dbUrl.toString());
   } finally {
@@ -208,7 +213,9 @@ export async function benchWebhookFlood(log: (s: string) => void): Promise<strin
       const sent = await send(svc.base, b, { DeliveryReceiptWebhookUri: `http://127.0.0.1:${fastPort}/b` });
       if (sent.status !== 200) throw new Error(`B's send: ${sent.status}`);
       while (arrived === 0 && performance.now() - t0 < 60_000) await new Promise((r) => setTimeout(r, 10));
-      const pending = Number((await db.query("select count(*)::int as n from webhook_deliveries where account_sid = $1 and status = 'Pending'", [a.accountSid])).rows[0].n);
+      const pending = Number(
+        (await db.query("select count(*)::int as n from webhook_deliveries where account_sid = $1 and status = 'Pending'", [a.accountSid])).rows[0].n,
+      );
       await db.end();
       const latency = arrived ? `${((arrived - t0) / 1000).toFixed(2)} s` : "not within 60 s";
       return [
@@ -228,7 +235,12 @@ export async function benchWebhookFlood(log: (s: string) => void): Promise<strin
 /** Runs the hostile benches named in `only`. */
 export async function benchHostile(only: Set<string>, log: (s: string) => void): Promise<string> {
   buildService();
-  const parts: string[] = [`Hostile load (issue 27), ${new Date().toISOString()}, load average ${loadavg().map((l) => l.toFixed(2)).join(" / ")}`, ""];
+  const parts: string[] = [
+    `Hostile load (issue 27), ${new Date().toISOString()}, load average ${loadavg()
+      .map((l) => l.toFixed(2))
+      .join(" / ")}`,
+    "",
+  ];
   if (only.has("read-flood")) parts.push(await benchReadFlood(log), "");
   if (only.has("webhook-flood")) parts.push(await benchWebhookFlood(log), "");
   return parts.join("\n");

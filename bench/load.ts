@@ -90,11 +90,15 @@ function request()
   local n = tostring(math.random(10000, 99999))
   return wrk.format(method, (string.gsub(path, "{{N}}", n)), headers, body and (string.gsub(body, "{{N}}", n)))
 end
-${load.delayMs ? `local dlo, dfrac = ${Math.floor(load.delayMs)}, ${(load.delayMs - Math.floor(load.delayMs)).toFixed(3)}
+${
+  load.delayMs
+    ? `local dlo, dfrac = ${Math.floor(load.delayMs)}, ${(load.delayMs - Math.floor(load.delayMs)).toFixed(3)}
 function delay()
   if math.random() < dfrac then return dlo + 1 end
   return dlo
-end` : ""}
+end`
+    : ""
+}
 function done(summary, latency, requests)
   local e = summary.errors
   io.write(string.format('WRKJSON {"requests":%d,"duration_us":%d,"p50_us":%d,"p99_us":%d,"connect":%d,"read":%d,"write":%d,"status":%d,"timeout":%d}\\n',
@@ -156,8 +160,20 @@ export async function h2load(req: GrpcRequestSpec, load: LoadSettings): Promise<
     await writeFile(bodyPath, req.body);
     const headerArgs = Object.entries({ "content-type": "application/grpc", te: "trailers", ...req.headers }).flatMap(([k, v]) => ["-H", `${k}: ${v}`]);
     const args = [
-      "-t", String(load.threads), "-c", String(load.connections), "-m", "1", "-D", String(load.seconds),
-      "-d", bodyPath, ...headerArgs, "--log-file", logPath, req.url,
+      "-t",
+      String(load.threads),
+      "-c",
+      String(load.connections),
+      "-m",
+      "1",
+      "-D",
+      String(load.seconds),
+      "-d",
+      bodyPath,
+      ...headerArgs,
+      "--log-file",
+      logPath,
+      req.url,
     ];
     const out = await run("h2load", args, (load.seconds + 30) * 1000);
     const m = /requests: (\d+) total, (\d+) started, (\d+) done, (\d+) succeeded, (\d+) failed, (\d+) errored, (\d+) timeout/.exec(out.stdout);

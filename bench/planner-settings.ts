@@ -22,8 +22,12 @@ interface PlanNode {
 }
 
 const nodes = (p: PlanNode): PlanNode[] => [p, ...(p.Plans ?? []).flatMap(nodes)];
-const shape = (p: PlanNode) => nodes(p).map((n) => n["Node Type"] + (n["Index Name"] ? `:${n["Index Name"]}` : n["Relation Name"] ? `:${n["Relation Name"]}` : "")).join(" > ");
-const sidArray = (from: number, to: number) => `'{${Array.from({ length: to - from + 1 }, (_, i) => `MG${String(from + i).padStart(30, "0")}`).join(",")}}'::text[]`;
+const shape = (p: PlanNode) =>
+  nodes(p)
+    .map((n) => n["Node Type"] + (n["Index Name"] ? `:${n["Index Name"]}` : n["Relation Name"] ? `:${n["Relation Name"]}` : ""))
+    .join(" > ");
+const sidArray = (from: number, to: number) =>
+  `'{${Array.from({ length: to - from + 1 }, (_, i) => `MG${String(from + i).padStart(30, "0")}`).join(",")}}'::text[]`;
 const repeated = (v: string, type: string) => `'{${Array.from({ length: 100 }, () => v).join(",")}}'::${type}[]`;
 const accounts = `'{${Array.from({ length: 20 }, (_, i) => `AC${String(i + 1).padStart(30, "0")}`).join(",")}}'::text[]`;
 const FINAL = `${sidArray(294001, 294100)}, ${repeated("Delivered", "text")}, ${repeated("2026-11-25T10:00:00Z", "timestamptz")}, ${repeated('""', "text")}, ${repeated('""', "text")}`;
@@ -31,7 +35,11 @@ const FUNCTIONS: [string, string, string][] = [
   ["sb_claim_due", "timestamptz, timestamptz, integer, boolean", "now() + interval '1 minute', now(), 500, false"],
   ["sb_claim_fair", "timestamptz, text[], timestamptz, integer, boolean", `now() + interval '1 minute', ${accounts}, now(), 25, false`],
   ["sb_due_accounts", "timestamptz", "now()"],
-  ["sb_record_submissions", "text[], text[], timestamptz[]", `${sidArray(296001, 296100)}, ${repeated("r1", "text")}, ${repeated("2026-11-25T10:00:00Z", "timestamptz")}`],
+  [
+    "sb_record_submissions",
+    "text[], text[], timestamptz[]",
+    `${sidArray(296001, 296100)}, ${repeated("r1", "text")}, ${repeated("2026-11-25T10:00:00Z", "timestamptz")}`,
+  ],
   ["sb_apply_final_states", "text[], text[], timestamptz[], text[], text[]", FINAL],
   ["sb_apply_plain_final_states", "text[], text[], timestamptz[], text[], text[]", FINAL],
 ];
@@ -48,8 +56,16 @@ const orm = await createOrm({ entities, databaseUrl: url.toString() });
 try {
   await migrateUp(orm);
   const em = orm.em.fork();
-  await executeBound(em, "insert into accounts (sid, token_hash, webhook_secret) select 'AC' || lpad(g::text, 30, '0'), 'x', 'y' from generate_series(1, 50) g", []);
-  await executeBound(em, "insert into properties (sid, account_sid) select 'PR' || lpad(g::text, 30, '0'), 'AC' || lpad(g::text, 30, '0') from generate_series(1, 50) g", []);
+  await executeBound(
+    em,
+    "insert into accounts (sid, token_hash, webhook_secret) select 'AC' || lpad(g::text, 30, '0'), 'x', 'y' from generate_series(1, 50) g",
+    [],
+  );
+  await executeBound(
+    em,
+    "insert into properties (sid, account_sid) select 'PR' || lpad(g::text, 30, '0'), 'AC' || lpad(g::text, 30, '0') from generate_series(1, 50) g",
+    [],
+  );
   // Of 300,000 Sids, `total` spread evenly: mostly Delivered, then Submitted, Processing and due Scheduled ones.
   await executeBound(
     em,
@@ -66,7 +82,11 @@ try {
   await executeBound(em, "analyze", []);
 
   const plan = async (name: string, types: string, args: string, off: string[]): Promise<{ shape: string; ms: number }> => {
-    const [fn] = await executeBound<{ prosrc: string; args: string }>(em, "select prosrc, pg_get_function_arguments(oid) as args from pg_proc where proname = ?", [name]);
+    const [fn] = await executeBound<{ prosrc: string; args: string }>(
+      em,
+      "select prosrc, pg_get_function_arguments(oid) as args from pg_proc where proname = ?",
+      [name],
+    );
     const body = /return query([\s\S]*);\s*end\s*$/.exec(fn.prosrc)![1];
     const params = fn.args.split(",").map((a) => a.trim().split(" ")[0]);
     const sql = params.reduce((text, p, i) => text.replace(new RegExp(`\\b${p}\\b`, "g"), `$${i + 1}`), body);
@@ -96,7 +116,11 @@ try {
     const config = Array.isArray(cfg.proconfig) ? cfg.proconfig : String(cfg.proconfig).replace(/^{|}$/g, "").split(",");
     const own = config.filter((c) => c.startsWith("enable_")).map((c) => c.split("=")[0]);
     console.log(`\n${name} (${total} messages), all four off: ${all.ms.toFixed(2)} ms  ${all.shape}`);
-    const rows: [string, string[]][] = [...SETTINGS.map((s): [string, string[]] => [`${s} on`, SETTINGS.filter((x) => x !== s)]), ["none off", []], [`its own (${own.join(", ")})`, own]];
+    const rows: [string, string[]][] = [
+      ...SETTINGS.map((s): [string, string[]] => [`${s} on`, SETTINGS.filter((x) => x !== s)]),
+      ["none off", []],
+      [`its own (${own.join(", ")})`, own],
+    ];
     for (const [label, off] of rows) {
       const p = await plan(name, types, args, off);
       console.log(`  ${label}: ${p.ms.toFixed(2)} ms  ${p.shape === all.shape ? "(same plan)" : p.shape}`);

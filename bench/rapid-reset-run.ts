@@ -73,7 +73,16 @@ export async function benchRapidReset(log: (s: string) => void, opts: { pgUrl: s
   try {
     service = spawn(process.execPath, [...npmStartFlags(), BUILT_MAIN], {
       cwd: ROOT,
-      env: { ...process.env, DATABASE_URL: dbUrl.toString(), PORT: String(port), HOST: "127.0.0.1", SWITCHBOARD_ADMIN_TOKEN: token, LOG_LEVEL: opts.logLevel, CARRIER: "simulator", SEND_RATE_LIMIT: "off" },
+      env: {
+        ...process.env,
+        DATABASE_URL: dbUrl.toString(),
+        PORT: String(port),
+        HOST: "127.0.0.1",
+        SWITCHBOARD_ADMIN_TOKEN: token,
+        LOG_LEVEL: opts.logLevel,
+        CARRIER: "simulator",
+        SEND_RATE_LIMIT: "off",
+      },
       stdio: ["ignore", "pipe", "pipe"],
     });
     service.stdout!.setEncoding("utf8").on("data", (s: string) => out.push(s));
@@ -84,7 +93,11 @@ export async function benchRapidReset(log: (s: string) => void, opts: { pgUrl: s
       throw new Error(`the service did not start:\n${out.join("")}`);
     }
     const call = async (path: string, body: object) => {
-      const res = await fetch(`${base}${path}`, { method: "POST", headers: { authorization: `Bearer ${token}`, "content-type": "application/json" }, body: JSON.stringify(body) });
+      const res = await fetch(`${base}${path}`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+        body: JSON.stringify(body),
+      });
       if (res.status !== 200) throw new Error(`${path}: ${res.status} ${await res.text()}`);
       return (await res.json()) as Record<string, string>;
     };
@@ -118,13 +131,21 @@ export async function benchRapidReset(log: (s: string) => void, opts: { pgUrl: s
       opts.mode === "authenticated"
         ? {
             headers: [["authorization", auth]] as [string, string][],
-            body: grpcFrame(toBinary(SendMessageRequestSchema, create(SendMessageRequestSchema, { propertySid: property.PropertySid, from: "+447700900001", to: "+447700900124", text: "reset" }))),
+            body: grpcFrame(
+              toBinary(
+                SendMessageRequestSchema,
+                create(SendMessageRequestSchema, { propertySid: property.PropertySid, from: "+447700900001", to: "+447700900124", text: "reset" }),
+              ),
+            ),
             endStream: true,
             resetCode: 0,
           }
         : { body: new Uint8Array(5) };
     const messages0 = await countMessages();
-    const flood = await rapidResetFlood({ port, path: "/switchboard.v2.MessagingService/SendMessage", ...request }, { until: () => Date.now() - started >= opts.seconds * 1000 });
+    const flood = await rapidResetFlood(
+      { port, path: "/switchboard.v2.MessagingService/SendMessage", ...request },
+      { until: () => Date.now() - started >= opts.seconds * 1000 },
+    );
     const ended = Date.now();
     const cpuFlood = cpuSeconds(pid) - cpu0;
     const rssEnd = rssMiB(pid);

@@ -15,16 +15,39 @@ import { grpcFrame } from "./load.js";
 const t = await createTestApp();
 const port = Number(process.env.PORT ?? 18555);
 await t.app.listen({ port, host: "127.0.0.1" });
-const msg = toBinary(SendMessageRequestSchema, create(SendMessageRequestSchema, { propertySid: "PR1", from: "+447700900001", to: "+447700900123", text: "hello" }));
+const msg = toBinary(
+  SendMessageRequestSchema,
+  create(SendMessageRequestSchema, { propertySid: "PR1", from: "+447700900001", to: "+447700900123", text: "hello" }),
+);
 mkdirSync("/tmp/micro", { recursive: true });
 writeFileSync("/tmp/micro/body.bin", grpcFrame(msg));
 /** CPU µs of this process per call while h2load makes `n` calls on 10 connections. */
 const runAsync = (n: number) =>
   new Promise<number>((resolve) => {
     const before = process.cpuUsage();
-    const c = spawn("h2load", ["-n", String(n), "-c", "10", "-m", "1", "-d", "/tmp/micro/body.bin", "-H", "content-type: application/grpc", "-H", "te: trailers",
-      `http://127.0.0.1:${port}/switchboard.v2.MessagingService/SendMessage`], { stdio: "ignore" });
-    c.on("exit", () => { const d = process.cpuUsage(before); resolve((d.user + d.system) / n); });
+    const c = spawn(
+      "h2load",
+      [
+        "-n",
+        String(n),
+        "-c",
+        "10",
+        "-m",
+        "1",
+        "-d",
+        "/tmp/micro/body.bin",
+        "-H",
+        "content-type: application/grpc",
+        "-H",
+        "te: trailers",
+        `http://127.0.0.1:${port}/switchboard.v2.MessagingService/SendMessage`,
+      ],
+      { stdio: "ignore" },
+    );
+    c.on("exit", () => {
+      const d = process.cpuUsage(before);
+      resolve((d.user + d.system) / n);
+    });
   });
 await runAsync(5000);
 const out: number[] = [];

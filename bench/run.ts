@@ -317,7 +317,9 @@ async function main(): Promise<void> {
   if (SETTINGS.only.has("rapid-reset")) {
     // An HTTP/2 rapid-reset flood against the compiled service (bench/rapid-reset-run.ts); prints only.
     const { benchRapidReset } = await import("./rapid-reset-run.js");
-    process.stdout.write(`${await benchRapidReset(log, { pgUrl: SETTINGS.pgUrl, seconds: num("BENCH_RESET_SECONDS", 10), logLevel: SETTINGS.logLevel, mode: env.BENCH_RESET_MODE === "authenticated" ? "authenticated" : "anonymous" })}\n`);
+    process.stdout.write(
+      `${await benchRapidReset(log, { pgUrl: SETTINGS.pgUrl, seconds: num("BENCH_RESET_SECONDS", 10), logLevel: SETTINGS.logLevel, mode: env.BENCH_RESET_MODE === "authenticated" ? "authenticated" : "anonymous" })}\n`,
+    );
     return;
   }
   if (SETTINGS.only.has("read-flood") || SETTINGS.only.has("webhook-flood")) {
@@ -404,10 +406,11 @@ async function main(): Promise<void> {
 
     db = new pg.Client({ connectionString: dbUrl.toString() });
     await db.connect();
-    await db.query("create table bench_bare (sid varchar(32) primary key, sender varchar(32) not null, recipient varchar(32) not null, text text not null, created_at timestamptz not null)");
+    await db.query(
+      "create table bench_bare (sid varchar(32) primary key, sender varchar(32) not null, recipient varchar(32) not null, text text not null, created_at timestamptz not null)",
+    );
     const countMessages = async () => Number((await db!.query("select count(*)::int as n from messages")).rows[0].n);
-    const queued = async () =>
-      Number((await db!.query("select count(*)::int as n from messages where status in ('Scheduled', 'Processing')")).rows[0].n);
+    const queued = async () => Number((await db!.query("select count(*)::int as n from messages where status in ('Scheduled', 'Processing')")).rows[0].n);
 
     const barePort = await freePort();
     bare = startChild("bare", BARE_ARGS, { BARE_DATABASE_URL: dbUrl.toString(), BARE_PORT: String(barePort) });
@@ -436,7 +439,12 @@ async function main(): Promise<void> {
     if (!sent.messageSid) throw new Error("gRPC send returned no MessageSid");
     const grpcReq = {
       url: `${base}/switchboard.v2.MessagingService/SendMessage`,
-      body: grpcFrame(toBinary(SendMessageRequestSchema, create(SendMessageRequestSchema, { propertySid: property.PropertySid, from: SMS.from, to: SMS.fixedTo, text: SMS.text }))),
+      body: grpcFrame(
+        toBinary(
+          SendMessageRequestSchema,
+          create(SendMessageRequestSchema, { propertySid: property.PropertySid, from: SMS.from, to: SMS.fixedTo, text: SMS.text }),
+        ),
+      ),
       headers: { authorization: auth },
     };
     const kannelReq = {
@@ -456,7 +464,9 @@ async function main(): Promise<void> {
     const drainKannel = () => (kannel ? waitUntil("Kannel queue drain", async () => (await kannelQueued(kannel!)) === 0, 120_000) : Promise.resolve(true));
 
     const dbPids = async () =>
-      (await db!.query("select pid from pg_stat_activity where datname = $1 and pid <> pg_backend_pid()", [dbName])).rows.map((r: Record<string, unknown>) => Number(r.pid));
+      (await db!.query("select pid from pg_stat_activity where datname = $1 and pid <> pg_backend_pid()", [dbName])).rows.map((r: Record<string, unknown>) =>
+        Number(r.pid),
+      );
     // Stats are flushed by each backend at most once a second: good enough over a 15 s run.
     const commits = async () => Number((await db!.query("select xact_commit from pg_stat_database where datname = $1", [dbName])).rows[0]?.xact_commit ?? 0);
     /** Runs one measured load and charges the CPU the servers (and the database) used to it. */
@@ -510,7 +520,10 @@ async function main(): Promise<void> {
       });
     }
     // The bare server's two routes: one INSERT per request, and group commit (the floor).
-    for (const [key, req] of [["bare", bareReq], ["floor", floorReq]] as const) {
+    for (const [key, req] of [
+      ["bare", bareReq],
+      ["floor", floorReq],
+    ] as const) {
       if (!SETTINGS.only.has(key)) continue;
       runs.push({
         key,
@@ -599,7 +612,8 @@ async function main(): Promise<void> {
     // How many of the run's message updates PostgreSQL could make heap-only (no index entries).
     await db.query("select pg_stat_force_next_flush()").catch(() => undefined);
     await sleep(1500); // backends flush their table counters at most once a second
-    const t = (await db.query("select n_tup_ins, n_tup_upd, n_tup_hot_upd from pg_stat_user_tables where relname = 'messages'")).rows[0] as Record<string, string> | undefined;
+    const t = (await db.query("select n_tup_ins, n_tup_upd, n_tup_hot_upd from pg_stat_user_tables where relname = 'messages'")).rows[0] as
+      Record<string, string> | undefined;
     const messageWrites = t ? { inserts: Number(t.n_tup_ins), updates: Number(t.n_tup_upd), hot: Number(t.n_tup_hot_upd) } : undefined;
     const load1 = loadavg();
     const pgVersion = (await db.query("show server_version")).rows[0].server_version as string;
@@ -659,14 +673,22 @@ function renderReport(r: {
   }
   lines.push(`| Peak memory of the service (VmHWM) | ${f0(r.peakMiB)} MiB | | | | | | | whole run on PostgreSQL${r.soak ? ", soak included" : ""} |`);
   if (r.idle) {
-    lines.push(`| Idle memory of the service, embedded default (VmRSS) | ${f0(r.idle.rssMiB)} MiB | | | | | | | PGlite data folder, second start, ${SETTINGS.idleSeconds} s after /readyz (peak ${f0(r.idle.peakMiB)} MiB) |`);
+    lines.push(
+      `| Idle memory of the service, embedded default (VmRSS) | ${f0(r.idle.rssMiB)} MiB | | | | | | | PGlite data folder, second start, ${SETTINGS.idleSeconds} s after /readyz (peak ${f0(r.idle.peakMiB)} MiB) |`,
+    );
   }
   if (r.messageWrites) {
     const w = r.messageWrites;
-    lines.push(`| PostgreSQL writes to \`messages\` over the run | ${f0(w.inserts)} inserts, ${f0(w.updates)} updates | | | | | | ${w.updates ? ((100 * w.hot) / w.updates).toFixed(0) : "—"} % of updates heap-only (HOT) | pg_stat_user_tables |`);
+    lines.push(
+      `| PostgreSQL writes to \`messages\` over the run | ${f0(w.inserts)} inserts, ${f0(w.updates)} updates | | | | | | ${w.updates ? ((100 * w.hot) / w.updates).toFixed(0) : "—"} % of updates heap-only (HOT) | pg_stat_user_tables |`,
+    );
   }
   if (r.soak) {
-    lines.push("", `Soak: REST Send SMS at ${f0(r.soak.targetRps)} req/s (${(SETTINGS.soakShare * 100).toFixed(0)} % of the REST maximum), ${SETTINGS.connections} connections`, "");
+    lines.push(
+      "",
+      `Soak: REST Send SMS at ${f0(r.soak.targetRps)} req/s (${(SETTINGS.soakShare * 100).toFixed(0)} % of the REST maximum), ${SETTINGS.connections} connections`,
+      "",
+    );
     lines.push("| Minute | req/s | p99 ms | errors | service RSS MiB |", "| ---: | ---: | ---: | ---: | ---: |");
     for (const m of r.soak.minutes) lines.push(`| ${m.minute} | ${f0(m.rps)} | ${f2(m.p99Ms)} | ${m.errors} | ${f0(m.rssMiB)} |`);
   }
@@ -681,7 +703,9 @@ function renderReport(r: {
     t.push(`| REST ÷ Kannel ≥ 1.50 | ${f2(ratio)} | ${verdict(ratio >= 1.5, `${((1 - ratio / 1.5) * 100).toFixed(0)} % below 1.5 × Kannel`)} |`);
   }
   if (rest) {
-    t.push(`| REST p99 ≤ 20 ms at ${SETTINGS.connections} connections | ${f2(rest.p99Ms)} ms | ${verdict(rest.p99Ms <= 20, `${f2(rest.p99Ms - 20)} ms over`)} |`);
+    t.push(
+      `| REST p99 ≤ 20 ms at ${SETTINGS.connections} connections | ${f2(rest.p99Ms)} ms | ${verdict(rest.p99Ms <= 20, `${f2(rest.p99Ms - 20)} ms over`)} |`,
+    );
     t.push(`| REST errors = 0 | ${rest.errors} | ${verdict(rest.errors === 0, `${rest.errors} errors`)} |`);
   }
   const restRow = r.rows[1];
@@ -700,7 +724,9 @@ function renderReport(r: {
     t.push(`| gRPC errors = 0 | ${grpc.errors} | ${verdict(grpc.errors === 0, `${grpc.errors} errors`)} |`);
   }
   if (r.dispatch) {
-    t.push(`| Dispatcher ≥ 30,000 msg/s | ${f0(r.dispatch.rate)} msg/s | ${verdict(r.dispatch.rate >= 30_000, `${((1 - r.dispatch.rate / 30_000) * 100).toFixed(0)} % below`)} |`);
+    t.push(
+      `| Dispatcher ≥ 30,000 msg/s | ${f0(r.dispatch.rate)} msg/s | ${verdict(r.dispatch.rate >= 30_000, `${((1 - r.dispatch.rate / 30_000) * 100).toFixed(0)} % below`)} |`,
+    );
   }
   t.push(`| Peak RSS of the service over the run ≤ 400 MiB | ${f0(r.peakMiB)} MiB | ${verdict(r.peakMiB <= 400, `${f0(r.peakMiB - 400)} MiB over`)} |`);
   if (r.idle) {
@@ -720,7 +746,9 @@ function renderReport(r: {
   } catch {
     /* not a git checkout */
   }
-  const changed = Object.keys(env).filter((k) => k.startsWith("BENCH_")).map((k) => `${k}=${env[k]}`);
+  const changed = Object.keys(env)
+    .filter((k) => k.startsWith("BENCH_"))
+    .map((k) => `${k}=${env[k]}`);
   const machine = [
     `- When: ${r.started.toISOString()}; commit ${commit}`,
     `- Command: \`${[...changed, "npm run bench"].join(" ")}\` (${SETTINGS.warmup} s warm-up + ${SETTINGS.seconds} s measured per run, ${SETTINGS.connections} connections, ${SETTINGS.threads} load-generator thread(s), ${SETTINGS.rounds} round(s), median round shown)`,

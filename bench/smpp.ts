@@ -30,12 +30,24 @@ async function runOnce(r: Run, log: (s: string) => void): Promise<string> {
   if (r.delayMs > 0) smsc.send(`delay ${r.delayMs}`);
   const db = await createTestOrm();
   const carrier = createSmppCarrier({
-    host: "127.0.0.1", port: smsc.port, tls: false, systemId: "switchboard", password: "secret", systemType: "",
-    window: r.window, tps: r.tps, enquireLinkMs: 30_000, moReassemblyMs: 300_000, clock: systemClock,
+    host: "127.0.0.1",
+    port: smsc.port,
+    tls: false,
+    systemId: "switchboard",
+    password: "secret",
+    systemType: "",
+    window: r.window,
+    tps: r.tps,
+    enquireLinkMs: 30_000,
+    moReassemblyMs: 300_000,
+    clock: systemClock,
   });
   const engine = createDeliveryEngine({ orm: db.orm, clock: systemClock, carrier, webhookAllowPrivate: true, pollMs: 50 });
   const app = await buildApp({
-    orm: db.orm, clock: systemClock, carrier, onQueued: () => engine.nudge(),
+    orm: db.orm,
+    clock: systemClock,
+    carrier,
+    onQueued: () => engine.nudge(),
     config: { adminToken: ADMIN_TOKEN, webhookAllowPrivate: true, noAlphaCountries: new Set(), bodyLimit: 1 << 20, sendRateLimit: 0 },
   });
   await app.ready();
@@ -45,8 +57,17 @@ async function runOnce(r: Run, log: (s: string) => void): Promise<string> {
   try {
     // Queued before the engine starts, so the dispatcher finds them all due at once.
     for (let i = 0; i < r.total; i += 100) {
-      const Messages = Array.from({ length: Math.min(100, r.total - i) }, (_, j) => ({ From: tenant.ownedNumber, To: `+4477009${String(10_000 + i + j).slice(-5)}`, Text: "Bench" }));
-      const res = await app.inject({ method: "POST", url: `/v2/Properties/${tenant.propertySid}/BatchMessages`, headers: { authorization: tenant.auth }, payload: { Messages } });
+      const Messages = Array.from({ length: Math.min(100, r.total - i) }, (_, j) => ({
+        From: tenant.ownedNumber,
+        To: `+4477009${String(10_000 + i + j).slice(-5)}`,
+        Text: "Bench",
+      }));
+      const res = await app.inject({
+        method: "POST",
+        url: `/v2/Properties/${tenant.propertySid}/BatchMessages`,
+        headers: { authorization: tenant.auth },
+        payload: { Messages },
+      });
       if (res.statusCode !== 200) throw new Error(`batch: ${res.statusCode} ${res.body}`);
     }
     const what = `SMPP_TPS=${r.tps || "off"}, SMPP_WINDOW=${r.window}, SMSC answering ${r.delayMs > 0 ? `${r.delayMs} ms after each submit_sm` : "at once"}`;

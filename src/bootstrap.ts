@@ -56,7 +56,14 @@ export async function seedDemo(orm: MikroORM, clock: Clock): Promise<DemoData | 
   if (await anyAccount(em)) return undefined;
   const now = clock.now();
   const token = randomSecret(TOKEN_LENGTH);
-  const account = addAccount(em, { sid: newSid("AC"), name: "Demo", smsEnabled: true, tokenHash: hashToken(token), webhookSecret: newWebhookSecret(), createdAt: now });
+  const account = addAccount(em, {
+    sid: newSid("AC"),
+    name: "Demo",
+    smsEnabled: true,
+    tokenHash: hashToken(token),
+    webhookSecret: newWebhookSecret(),
+    createdAt: now,
+  });
   const property = addProperty(em, { sid: newSid("PR"), accountSid: account.sid, name: "Demo property", smsEnabled: true, createdAt: now });
   if (!(await findNumber(em, DEMO_POOL_NUMBER))) {
     addNumber(em, { sid: newSid("PN"), number: DEMO_POOL_NUMBER, accountSid: null, friendly: "Demo pool", addressSid: null, createdAt: now });

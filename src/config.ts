@@ -232,9 +232,11 @@ export function smppConfig(env: NodeJS.ProcessEnv): SmppConfig {
   if (!url.hostname || !url.username) throw new Error("SMPP_URL must name the system_id and the host: smpp://system_id:password@host:port");
   const tls = url.protocol === "smpps:";
   const seconds = Number(env.SMPP_MO_REASSEMBLY_SECONDS?.trim() || 300);
-  if (!Number.isFinite(seconds) || seconds < 1) throw new Error(`SMPP_MO_REASSEMBLY_SECONDS must be a number of seconds, at least 1; got "${env.SMPP_MO_REASSEMBLY_SECONDS}"`);
+  if (!Number.isFinite(seconds) || seconds < 1)
+    throw new Error(`SMPP_MO_REASSEMBLY_SECONDS must be a number of seconds, at least 1; got "${env.SMPP_MO_REASSEMBLY_SECONDS}"`);
   const enquire = Number(env.SMPP_ENQUIRE_LINK_SECONDS?.trim() || 30);
-  if (!Number.isFinite(enquire) || enquire < 1) throw new Error(`SMPP_ENQUIRE_LINK_SECONDS must be a number of seconds, at least 1; got "${env.SMPP_ENQUIRE_LINK_SECONDS}"`);
+  if (!Number.isFinite(enquire) || enquire < 1)
+    throw new Error(`SMPP_ENQUIRE_LINK_SECONDS must be a number of seconds, at least 1; got "${env.SMPP_ENQUIRE_LINK_SECONDS}"`);
   return {
     host: url.hostname.replace(/^\[|\]$/g, ""),
     port: url.port ? Number(url.port) : tls ? 3550 : 2775,
@@ -344,7 +346,9 @@ function kannelCallbackSecret(env: NodeJS.ProcessEnv): string {
 /** Refuses a secret that is public or short enough to guess, naming the variable. */
 export function checkSecret(name: string, secret: string, what: string): void {
   if (PUBLIC_SECRETS.has(secret.trim().toLowerCase())) {
-    throw new Error(`${name} is a published default ("${secret}"); ${what} must be your own random string of at least ${MIN_SECRET_LENGTH} characters (e.g. \`openssl rand -hex 32\`).`);
+    throw new Error(
+      `${name} is a published default ("${secret}"); ${what} must be your own random string of at least ${MIN_SECRET_LENGTH} characters (e.g. \`openssl rand -hex 32\`).`,
+    );
   }
   if (secret.length < MIN_SECRET_LENGTH) {
     throw new Error(`${name} is ${secret.length} characters long; ${what} must be at least ${MIN_SECRET_LENGTH} (e.g. \`openssl rand -hex 32\`).`);

@@ -196,7 +196,13 @@ function operatorUnauthorized() {
 }
 
 /** One attempt at an AccountSid + token pair, counted by the guard before the database is asked. */
-async function verifyAccount(deps: EdgeDeps, user: string, presented: string, address: string, requestEm: () => ReturnType<MikroORM["em"]["fork"]>): Promise<Account> {
+async function verifyAccount(
+  deps: EdgeDeps,
+  user: string,
+  presented: string,
+  address: string,
+  requestEm: () => ReturnType<MikroORM["em"]["fork"]>,
+): Promise<Account> {
   const sid = isSid(user, "AC") ? user : undefined;
   const attempt = await deps.failures?.attempt(address, sid);
   let account: Account | null;

@@ -66,7 +66,11 @@ export function validateAddress(req: CreateAddressRequest): { problems: FieldPro
   }
   // One entry per field (docs/errors.md#errors): an over-long CountryCode is already reported above.
   if (v.countryCode !== "" && codePoints(v.countryCode) <= MAX_ADDRESS_FIELD && !isCountryCode(v.countryCode)) {
-    problems.push({ field: "CountryCode", code: "InvalidCountryCode", message: `CountryCode ${quoted(req.countryCode)} is not a two-letter ISO 3166-1 country code such as US or GB.` });
+    problems.push({
+      field: "CountryCode",
+      code: "InvalidCountryCode",
+      message: `CountryCode ${quoted(req.countryCode)} is not a two-letter ISO 3166-1 country code such as US or GB.`,
+    });
   }
   if (problems.length > 0) return { problems };
   const countryCode = v.countryCode.toUpperCase();

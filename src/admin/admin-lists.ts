@@ -87,10 +87,10 @@ async function listInput(
 }
 
 /** The list methods of AdminService; `em` gives the request's EntityManager once the caller is known to be the operator. */
-export function createAdminLists(deps: { clock: Clock; em: (ctx: HandlerContext) => EntityManager }): Pick<
-  ServiceImpl<typeof AdminService>,
-  "listAccounts" | "getAccount" | "listProperties" | "listNumbers" | "listAddresses"
-> {
+export function createAdminLists(deps: {
+  clock: Clock;
+  em: (ctx: HandlerContext) => EntityManager;
+}): Pick<ServiceImpl<typeof AdminService>, "listAccounts" | "getAccount" | "listProperties" | "listNumbers" | "listAddresses"> {
   return {
     async listAccounts(req: ListAccountsRequest, ctx: HandlerContext) {
       const em = deps.em(ctx);
@@ -120,7 +120,11 @@ export function createAdminLists(deps: { clock: Clock; em: (ctx: HandlerContext)
       if (req.pool === true && input.accountSid !== undefined) return create(ListNumbersResponseSchema, { numbers: [], totalCount: 0 });
       const filter = input.accountSid !== undefined ? { accountSid: input.accountSid } : { pool: req.pool };
       const [rows, total] = await listNumbers(em, filter, input);
-      const live = await liveLeaseCounts(em, rows.filter((n) => n.accountSid === null).map((n) => n.number), deps.clock.now());
+      const live = await liveLeaseCounts(
+        em,
+        rows.filter((n) => n.accountSid === null).map((n) => n.number),
+        deps.clock.now(),
+      );
       return create(ListNumbersResponseSchema, {
         totalCount: total,
         numbers: rows.map((n) => ({
@@ -145,11 +149,7 @@ export function createAdminLists(deps: { clock: Clock; em: (ctx: HandlerContext)
           : [{ field: "Status", code: "InvalidParameter", message: `Status must be Pending, Active, Rejected or All, not ${quoted(req.status)}.` }];
       const input = await listInput(em, req, statusProblems);
       // Oldest first: the review queue is worked through in the order customers submitted.
-      const [rows, total] = await listAddresses(
-        em,
-        { status: status === "All" ? undefined : (status as AddressStatus), accountSid: input.accountSid },
-        input,
-      );
+      const [rows, total] = await listAddresses(em, { status: status === "All" ? undefined : (status as AddressStatus), accountSid: input.accountSid }, input);
       return create(ListAddressesResponseSchema, { addresses: rows.map(toAddressPb), totalCount: total });
     },
   };

@@ -63,10 +63,13 @@ export function createPacer(opts: PacerOptions): Pacer {
       const startAt = Math.max(nextStart, pausedUntil, recent.length === perSpan && perSpan > 0 ? recent[0]! + span : 0);
       if (startAt > now) {
         if (!timer) {
-          timer = setTimeout(() => {
-            timer = undefined;
-            pump();
-          }, Math.ceil(startAt - now));
+          timer = setTimeout(
+            () => {
+              timer = undefined;
+              pump();
+            },
+            Math.ceil(startAt - now),
+          );
         }
         return;
       }

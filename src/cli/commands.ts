@@ -53,7 +53,12 @@ export function summaryOf(comment: string | undefined): string | undefined {
 /** Commands that call a method with some request fields fixed. */
 const SHORTCUTS: { name: string; method: string; fixed: Record<string, JsonValue>; summary: string }[] = [
   { name: "approve-address", method: "ReviewAddress", fixed: { Status: "Active" }, summary: "Approves a Pending address (review-address --status Active)." },
-  { name: "reject-address", method: "ReviewAddress", fixed: { Status: "Rejected" }, summary: "Rejects a Pending address; it stays rejected (review-address --status Rejected)." },
+  {
+    name: "reject-address",
+    method: "ReviewAddress",
+    fixed: { Status: "Rejected" },
+    summary: "Rejects a Pending address; it stays rejected (review-address --status Rejected).",
+  },
 ];
 
 /** One option of a command: a request field given as --kebab-name. */

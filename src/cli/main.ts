@@ -138,10 +138,10 @@ function buildRequest(command: Command, positionals: string[], values: Values) {
     try {
       parsed = JSON.parse(values.json as string);
     } catch {
-      throw new UsageError("--json must be a JSON object with the API's field names, e.g. '{\"Name\":\"Acme\"}'.");
+      throw new UsageError('--json must be a JSON object with the API\'s field names, e.g. \'{"Name":"Acme"}\'.');
     }
     if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed)) {
-      throw new UsageError("--json must be a JSON object with the API's field names, e.g. '{\"Name\":\"Acme\"}'.");
+      throw new UsageError('--json must be a JSON object with the API\'s field names, e.g. \'{"Name":"Acme"}\'.');
     }
     json = parsed as JsonObject;
   }
@@ -151,7 +151,9 @@ function buildRequest(command: Command, positionals: string[], values: Values) {
     throw new UsageError(`${command.name} needs ${missing.join(" ")}: switchboard ${command.name} ${wanted}`.trimEnd());
   }
   if (positionals.length > command.positionals.length) {
-    throw new UsageError(`Unexpected argument '${positionals[command.positionals.length]}': switchboard ${command.name} ${wanted} [options]`.replace(/ +/g, " "));
+    throw new UsageError(
+      `Unexpected argument '${positionals[command.positionals.length]}': switchboard ${command.name} ${wanted} [options]`.replace(/ +/g, " "),
+    );
   }
   command.positionals.forEach((f, i) => (json[f.jsonName] = positionals[i]));
   for (const o of command.options) {
@@ -228,7 +230,13 @@ async function call(command: Command, request: unknown, url: string, token: stri
     }
     const violations = err.findDetails(BadRequestSchema).flatMap((b) => b.fieldViolations);
     const code = errorCodeOf(err);
-    io.stderr(errorJson(code, err.rawMessage, violations.map((v) => ({ fieldName: v.field, errorCode: v.reason || code, message: v.description }))));
+    io.stderr(
+      errorJson(
+        code,
+        err.rawMessage,
+        violations.map((v) => ({ fieldName: v.field, errorCode: v.reason || code, message: v.description })),
+      ),
+    );
     return EXIT.api;
   }
   const output = command.method.output;
@@ -289,7 +297,9 @@ function commandHelp(c: Command): string {
   });
   rows.push(["--json OBJECT", "the request as JSON with the API's field names; arguments and options override it"]);
   const width = Math.max(...rows.map(([flag]) => flag.length)) + 2;
-  const fixed = Object.entries(c.fixed).map(([k, v]) => `${k}=${JSON.stringify(v)}`).join(", ");
+  const fixed = Object.entries(c.fixed)
+    .map(([k, v]) => `${k}=${JSON.stringify(v)}`)
+    .join(", ");
   return [
     `Usage: switchboard ${c.name}${args ? ` ${args}` : ""} [options]`,
     "",

@@ -1,11 +1,7 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import { create } from "@bufbuild/protobuf";
 import { codeToHttpStatus } from "./internals.js";
-import {
-  BadRequestSchema,
-  BadRequest_FieldViolationSchema,
-  ErrorInfoSchema,
-} from "../../gen/google/rpc/error_details_pb.js";
+import { BadRequestSchema, BadRequest_FieldViolationSchema, ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { type ResponseStatus, ResponseStatusSchema } from "../../gen/switchboard/v2/common_pb.js";
 import { type ConstraintViolation, constraintViolation, isDatabaseUnavailable } from "./pg-errors.js";
 
@@ -86,15 +82,32 @@ export const ERRORS = {
     grpc: Code.InvalidArgument,
     when: "`ForwardToSms` is one of this deployment's own numbers (a pool number or any account's number): a reply forwarded there would come back and be forwarded again without end",
   },
-  InvalidSchedule: { http: 400, grpc: Code.InvalidArgument, when: "`Schedule` more than 14 days ahead", example: "Schedule is more than 14 days in the future." },
+  InvalidSchedule: {
+    http: 400,
+    grpc: Code.InvalidArgument,
+    when: "`Schedule` more than 14 days ahead",
+    example: "Schedule is more than 14 days in the future.",
+  },
   ScheduleInPast: { http: 400, grpc: Code.InvalidArgument, when: "`Schedule` 1 hour or more in the past" },
   TextTooLong: { http: 400, grpc: Code.InvalidArgument, when: "`Text` over 1600 characters" },
   SmsNotEnabled: { http: 400, grpc: Code.FailedPrecondition, when: "account or property not enabled for SMS" },
-  LeaseLimitReached: { http: 400, grpc: Code.FailedPrecondition, when: "the account already holds 5 live leases to the recipient (other accounts' leases do not count)" },
-  NoLeasedNumberAvailable: { http: 400, grpc: Code.FailedPrecondition, when: "no pool number is free for the recipient (each is leased to it already, by any account)" },
+  LeaseLimitReached: {
+    http: 400,
+    grpc: Code.FailedPrecondition,
+    when: "the account already holds 5 live leases to the recipient (other accounts' leases do not count)",
+  },
+  NoLeasedNumberAvailable: {
+    http: 400,
+    grpc: Code.FailedPrecondition,
+    when: "no pool number is free for the recipient (each is leased to it already, by any account)",
+  },
   InvalidWebhookUri: { http: 400, grpc: Code.InvalidArgument, when: "not absolute http(s), or a private target" },
   InvalidWebhookMethod: { http: 400, grpc: Code.InvalidArgument, when: "not POST or GET" },
-  InvalidEmail: { http: 400, grpc: Code.InvalidArgument, when: "`ForwardToEmail`/`ForwardFromEmail` not an e-mail address, or `ForwardFromEmail` outside `MAIL_FROM_DOMAINS`" },
+  InvalidEmail: {
+    http: 400,
+    grpc: Code.InvalidArgument,
+    when: "`ForwardToEmail`/`ForwardFromEmail` not an e-mail address, or `ForwardFromEmail` outside `MAIL_FROM_DOMAINS`",
+  },
   InvalidCountryCode: { http: 400, grpc: Code.InvalidArgument, when: "not an ISO 3166-1 alpha-2 code" },
   AddressInUse: { http: 400, grpc: Code.FailedPrecondition, when: "deleting an address a number is registered against" },
   AddressNotActive: { http: 400, grpc: Code.InvalidArgument, when: "registering a number against a Pending/Rejected address" },
@@ -117,8 +130,7 @@ export const ERRORS = {
   RateLimited: {
     http: 429,
     grpc: Code.ResourceExhausted,
-    when:
-      "an account's sends over `SEND_RATE_LIMIT` (`Retry-After` says when to retry), an account's reads over `READ_CONCURRENCY_PER_ACCOUNT` running plus `READ_QUEUE_PER_ACCOUNT` waiting, too many failed authentications from the client's address or for the account (`Retry-After`; the credentials are not checked), or too many pipelined requests on one HTTP/1.1 connection; see [Limits](api.md#limits)",
+    when: "an account's sends over `SEND_RATE_LIMIT` (`Retry-After` says when to retry), an account's reads over `READ_CONCURRENCY_PER_ACCOUNT` running plus `READ_QUEUE_PER_ACCOUNT` waiting, too many failed authentications from the client's address or for the account (`Retry-After`; the credentials are not checked), or too many pipelined requests on one HTTP/1.1 connection; see [Limits](api.md#limits)",
     example: "Too many messages: account AC0123456789ABCDEFGHIJKLMNOPQRST may send 50 per second, in bursts of up to 500. Retry after 1 second.",
   },
   ServiceUnavailable: {
@@ -159,9 +171,7 @@ export function apiError(errorCode: ErrorCode, message: string, fields: FieldPro
     details.push({
       desc: BadRequestSchema,
       value: create(BadRequestSchema, {
-        fieldViolations: fields.map((f) =>
-          create(BadRequest_FieldViolationSchema, { field: f.field, reason: f.code, description: f.message }),
-        ),
+        fieldViolations: fields.map((f) => create(BadRequest_FieldViolationSchema, { field: f.field, reason: f.code, description: f.message })),
       }),
     });
   }
@@ -192,7 +202,11 @@ export function notFound(what: string, sid: string): ConnectError {
 
 /** 400 InvalidParameter on AddressSid: not one of the account's addresses (unknown, another account's, or deleted). */
 export function addressNotOfAccount(sid: string): ConnectError {
-  return fieldError("AddressSid", "InvalidParameter", `AddressSid ${sid} is not an address of this account; add it first (POST /v2/Accounts/{AccountSid}/Addresses).`);
+  return fieldError(
+    "AddressSid",
+    "InvalidParameter",
+    `AddressSid ${sid} is not an address of this account; add it first (POST /v2/Accounts/{AccountSid}/Addresses).`,
+  );
 }
 
 /** 400 AddressInUse: a number is registered against the address being deleted. */

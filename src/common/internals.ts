@@ -153,6 +153,8 @@ export function checkInternals(probe: InternalsProbe = {}): void {
   res.detachSocket(socket);
   if (missing.length > 0) {
     const what = missing.join("; ");
-    throw new Error(`Internals this service relies on are missing (after an upgrade of Node, httpolyglot or Connect-ES?): ${what}. See src/common/internals.ts.`);
+    throw new Error(
+      `Internals this service relies on are missing (after an upgrade of Node, httpolyglot or Connect-ES?): ${what}. See src/common/internals.ts.`,
+    );
   }
 }

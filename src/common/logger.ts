@@ -71,7 +71,9 @@ function safeDecode(s: string): string {
 
 /** The secrets of a configuration, as they could show up inside a log line. */
 export function configSecrets(
-  config: Pick<Config, "adminToken" | "databaseUrl" | "smtpUrl" | "metricsToken"> & { kannel?: Pick<Config["kannel"], "password" | "callbackSecret" | "sendsmsUrl"> },
+  config: Pick<Config, "adminToken" | "databaseUrl" | "smtpUrl" | "metricsToken"> & {
+    kannel?: Pick<Config["kannel"], "password" | "callbackSecret" | "sendsmsUrl">;
+  },
 ): string[] {
   return [
     config.adminToken,

@@ -204,7 +204,10 @@ export async function isDatabaseReady(orm: MikroORM, timeoutMs = 2000): Promise<
   const probe = orm.em
     .fork()
     .execute("select 1 as ok", [], { method: "get", signal: AbortSignal.timeout(timeoutMs) })
-    .then(() => true, () => false);
+    .then(
+      () => true,
+      () => false,
+    );
   try {
     return await Promise.race([probe, timeout]);
   } finally {

@@ -4,15 +4,7 @@ import { type Carrier, CarrierError } from "./carrier.js";
 import type { Clock } from "../common/clock.js";
 import { isDatabaseUnavailable } from "../common/pg-errors.js";
 import { applyFinalState, applyFinalStates, recordSubmissions, type Submission } from "./receipts.js";
-import {
-  claimFair,
-  claimHeldMessages,
-  claimInOrder,
-  type ClaimedRow,
-  holdExpiredClaims,
-  listDueAccounts,
-  scheduleRetry,
-} from "../messaging/message-store.js";
+import { claimFair, claimHeldMessages, claimInOrder, type ClaimedRow, holdExpiredClaims, listDueAccounts, scheduleRetry } from "../messaging/message-store.js";
 import { recordSegments } from "./segment-store.js";
 
 /** How long the list of accounts with due messages is reused by the round-robin claim, ms. */
@@ -172,7 +164,14 @@ export function createDispatcher(opts: DispatcherOptions): Dispatcher {
     const expired = now.getTime() - firstDue >= retryWindowMs;
     if (carrierErr.permanent || expired) {
       opts.log?.warn({ messageSid: row.sid, errorCode: carrierErr.errorCode, attempts: row.attempts }, "message failed at the carrier");
-      await applyFinalState(em, { messageSid: row.sid, status: "Failed", errorCode: carrierErr.errorCode, carrierError: carrierErr.carrierError, at: now, now });
+      await applyFinalState(em, {
+        messageSid: row.sid,
+        status: "Failed",
+        errorCode: carrierErr.errorCode,
+        carrierError: carrierErr.carrierError,
+        at: now,
+        now,
+      });
     } else {
       const retryAt = new Date(now.getTime() + carrierBackoffMs(row.attempts));
       opts.log?.info({ messageSid: row.sid, errorCode: carrierErr.errorCode, retryAt }, "carrier refused for now; will retry");
@@ -189,7 +188,10 @@ export function createDispatcher(opts: DispatcherOptions): Dispatcher {
    */
   async function failDisabled(rows: ClaimedRow[], now: Date): Promise<void> {
     if (rows.length === 0) return;
-    opts.log?.info({ count: rows.length, messageSids: rows.slice(0, 50).map((r) => r.sid) }, "account or property disabled for SMS: queued messages failed, not submitted");
+    opts.log?.info(
+      { count: rows.length, messageSids: rows.slice(0, 50).map((r) => r.sid) },
+      "account or property disabled for SMS: queued messages failed, not submitted",
+    );
     await opts.orm.em.fork().transactional((tx) =>
       applyFinalStates(
         tx,
@@ -274,7 +276,10 @@ export function createDispatcher(opts: DispatcherOptions): Dispatcher {
       const limit = Math.min(batchSize, Math.floor(opts.carrier.capacity?.(claimMs / 2) ?? batchSize));
       const fresh = limit <= 0 ? [] : await claimDue(now, limit);
       const claimed = [...held, ...fresh];
-      await failDisabled(claimed.filter((r) => !r.sms_enabled), now);
+      await failDisabled(
+        claimed.filter((r) => !r.sms_enabled),
+        now,
+      );
       const rows = claimed.filter((r) => r.sms_enabled);
       // In rounds of batchSize (after a crash under load, many held messages may come due at once):
       // the carrier gets a round's messages side by side, then one UPDATE records them.

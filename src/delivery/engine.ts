@@ -163,7 +163,11 @@ export function createDeliveryEngine(opts: DeliveryEngineOptions): DeliveryEngin
       // Each round starts calls into the free slots without waiting for them (the pool).
       // A slot that frees while a claim runs is filled by the next round, at once.
       webhookLoop = createWorkerLoop("webhooks", () => webhooks.fill(), { intervalMs: pollMs * 4, log: opts.log, keepNudges: true });
-      const paced = pacedRounds(() => dispatcher.tick(), () => dispatcher.backlogged(), opts.dispatcher?.roundGapMs ?? 20);
+      const paced = pacedRounds(
+        () => dispatcher.tick(),
+        () => dispatcher.backlogged(),
+        opts.dispatcher?.roundGapMs ?? 20,
+      );
       dispatchLoops = Array.from({ length: Math.max(1, opts.dispatcher?.loops ?? 2) }, () =>
         createWorkerLoop("dispatcher", paced, { intervalMs: pollMs, log: opts.log }),
       );

@@ -102,7 +102,10 @@ export async function receiveInbound(em: EntityManager, received: InboundSms, no
     const loop = !!lease.recipient_ours && (lease.forward_to_sms !== "" || lease.forward_to_email !== "");
     if (loop) {
       // Not the text: it is the customers' content, and the log does not need it to find the loop.
-      opts.log?.info({ messageSid: sid, inReplyTo: lease.message_sid, from: sms.from, to: sms.to }, "reply from one of this service's own numbers: stored, not forwarded (a forwarding loop)");
+      opts.log?.info(
+        { messageSid: sid, inReplyTo: lease.message_sid, from: sms.from, to: sms.to },
+        "reply from one of this service's own numbers: stored, not forwarded (a forwarding loop)",
+      );
     }
     const forward = lease.forward_to_sms !== "" && !loop ? await forwardSms(tx, lease, sms, sid, now, opts) : undefined;
     if (lease.forward_to_email !== "" && !loop) {

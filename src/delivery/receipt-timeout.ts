@@ -40,7 +40,10 @@ export function createReceiptSweep(opts: { orm: MikroORM; clock: Clock; timeoutM
       const until = new Date(opts.clock.now().getTime() - opts.timeoutMs);
       const keys = await listSubmittedAfter(opts.orm.em.fork(), position, until, batch);
       if (keys.length === 0) return 0;
-      const marked = await markReceiptTimeouts(opts.orm.em.fork(), keys.map((k) => k.sid));
+      const marked = await markReceiptTimeouts(
+        opts.orm.em.fork(),
+        keys.map((k) => k.sid),
+      );
       const last = keys[keys.length - 1];
       position = { submitted_at: new Date(last.submitted_at), sid: last.sid };
       if (marked.length > 0) {

@@ -32,7 +32,10 @@ export async function applyFinalStates(tx: EntityManager, reports: Report[]): Pr
  */
 export async function applyReports(tx: EntityManager, reports: Report[]): Promise<{ changed: boolean; webhook: boolean }[]> {
   const first = firstReports(reports);
-  const rows = await updateFinalStates(tx, [...first.values()].map((i) => finalState(reports[i])));
+  const rows = await updateFinalStates(
+    tx,
+    [...first.values()].map((i) => finalState(reports[i])),
+  );
   const changed = new Set<string>();
   const queued = new Set<string>();
   for (const m of rows) {
@@ -73,7 +76,10 @@ export async function applyReports(tx: EntityManager, reports: Report[]): Promis
  */
 export async function applyReportBatch(em: EntityManager, reports: Report[]): Promise<{ changed: boolean; webhook: boolean }[]> {
   const first = firstReports(reports);
-  const rows = await updatePlainFinalStates(em, [...first.values()].map((i) => finalState(reports[i])));
+  const rows = await updatePlainFinalStates(
+    em,
+    [...first.values()].map((i) => finalState(reports[i])),
+  );
   const changed = new Set<string>();
   const needWebhook: Report[] = [];
   for (const m of rows) {
@@ -105,7 +111,13 @@ function firstReports(reports: Report[]): Map<string, number> {
 }
 
 function finalState(r: Report): FinalState {
-  return { messageSid: r.messageSid, status: r.status, deliveredAt: r.status === "Delivered" ? r.at : null, errorCode: r.errorCode, carrierError: r.carrierError ?? "" };
+  return {
+    messageSid: r.messageSid,
+    status: r.status,
+    deliveredAt: r.status === "Delivered" ? r.at : null,
+    errorCode: r.errorCode,
+    carrierError: r.carrierError ?? "",
+  };
 }
 
 /** One submission the carrier holds: the message, when, and the carrier's reference if known. */

@@ -50,7 +50,11 @@ export async function recordSegments(tx: EntityManager, subs: SegmentSubmission[
             status = 'Submitted', carrier_error = '', created_at = excluded.created_at`,
     [rows.map((r) => r.sid), rows.map((r) => r.seq), rows.map((r) => r.id), rows.map((r) => r.key), rows.map((r) => r.hexValue), rows.map((r) => r.at)],
   );
-  await applyPendingReceipts(tx, now, subs.map((s) => s.messageSid));
+  await applyPendingReceipts(
+    tx,
+    now,
+    subs.map((s) => s.messageSid),
+  );
 }
 
 /**
@@ -61,14 +65,16 @@ export async function recordSegments(tx: EntityManager, subs: SegmentSubmission[
 export async function applySegmentReceipt(em: EntityManager, r: SegmentReceipt, now: Date): Promise<"applied" | "kept"> {
   return em.transactional(async (tx) => {
     const { key, hexValue } = idForms(r.carrierId);
-    const found = await executeBound<SegmentRow>(tx,
+    const found = await executeBound<SegmentRow>(
+      tx,
       `select message_sid, seq, status from carrier_segments
         where id_key = ? or id_alt = ? or id_key = ?
         order by (id_key = ?) desc, created_at desc limit 1 for update`,
       [key, key, hexValue ?? key, key],
     );
     if (found.length === 0) {
-      await executeBound(tx,
+      await executeBound(
+        tx,
         `insert into carrier_pending_receipts (carrier_id, id_key, id_hex_value, status, carrier_error, received_at) values (?, ?, ?, ?, ?, ?)`,
         [r.carrierId, key, hexValue, r.status, r.carrierError, r.at],
       );
@@ -85,15 +91,19 @@ export async function applySegmentReceipt(em: EntityManager, r: SegmentReceipt, 
  */
 async function applyToSegment(tx: EntityManager, seg: SegmentRow, status: "Delivered" | "Failed", carrierError: string, at: Date, now: Date): Promise<void> {
   if (seg.status !== "Submitted") return;
-  await executeBound(tx, `update carrier_segments set status = ?, carrier_error = ? where message_sid = ? and seq = ?`, [status, carrierError, seg.message_sid, seg.seq]);
+  await executeBound(tx, `update carrier_segments set status = ?, carrier_error = ? where message_sid = ? and seq = ?`, [
+    status,
+    carrierError,
+    seg.message_sid,
+    seg.seq,
+  ]);
   if (status === "Failed") {
     await applyFinalStates(tx, [{ messageSid: seg.message_sid, status: "Failed", errorCode: "CarrierFailed", carrierError, at, now }]);
     return;
   }
-  const open = await executeBound<{ n: number | string }>(tx,
-    `select count(*) as n from carrier_segments where message_sid = ? and status <> 'Delivered'`,
-    [seg.message_sid],
-  );
+  const open = await executeBound<{ n: number | string }>(tx, `select count(*) as n from carrier_segments where message_sid = ? and status <> 'Delivered'`, [
+    seg.message_sid,
+  ]);
   if (Number(open[0]?.n ?? 0) === 0) await applyFinalStates(tx, [{ messageSid: seg.message_sid, status: "Delivered", errorCode: "", at, now }]);
 }
 
@@ -116,7 +126,10 @@ export async function applyPendingReceipts(tx: EntityManager, now: Date, message
   for (const r of rows) {
     await executeBound(tx, `delete from carrier_pending_receipts where id = ?`, [r.id]);
     // Re-read the segment: an earlier kept receipt of this round may have settled it.
-    const seg = await executeBound<SegmentRow>(tx, `select message_sid, seq, status from carrier_segments where message_sid = ? and seq = ?`, [r.message_sid, r.seq]);
+    const seg = await executeBound<SegmentRow>(tx, `select message_sid, seq, status from carrier_segments where message_sid = ? and seq = ?`, [
+      r.message_sid,
+      r.seq,
+    ]);
     if (seg[0]) await applyToSegment(tx, seg[0], r.p_status, r.carrier_error, new Date(r.received_at), now);
   }
   if (!messageSids) await executeBound(tx, `delete from carrier_pending_receipts where received_at < ?`, [new Date(now.getTime() - PENDING_RECEIPT_KEEP_MS)]);
@@ -130,12 +143,14 @@ export async function applyPendingReceipts(tx: EntityManager, now: Date, message
  */
 export async function storeInboundPart(em: EntityManager, p: InboundPartSms, now: Date, opts: InboundOptions): Promise<boolean> {
   return em.transactional(async (tx) => {
-    await executeBound(tx,
+    await executeBound(
+      tx,
       `insert into inbound_parts (sender, recipient, ref, total, part, text, received_at) values (?, ?, ?, ?, ?, ?, ?)
        on conflict (sender, recipient, ref, total, part) do nothing`,
       [p.from, p.to, p.ref, p.total, p.part, p.text, p.at],
     );
-    const have = await executeBound<{ n: number | string }>(tx,
+    const have = await executeBound<{ n: number | string }>(
+      tx,
       `select count(*) as n from inbound_parts where sender = ? and recipient = ? and ref = ? and total = ?`,
       [p.from, p.to, p.ref, p.total],
     );
@@ -152,7 +167,8 @@ interface PartGroup {
 }
 
 async function deliverParts(tx: EntityManager, g: PartGroup, now: Date, opts: InboundOptions): Promise<boolean> {
-  const parts = await executeBound<{ part: number; text: string; received_at: Date | string }>(tx,
+  const parts = await executeBound<{ part: number; text: string; received_at: Date | string }>(
+    tx,
     `delete from inbound_parts where sender = ? and recipient = ? and ref = ? and total = ? returning part, text, received_at`,
     [g.sender, g.recipient, g.ref, g.total],
   );
@@ -165,7 +181,8 @@ async function deliverParts(tx: EntityManager, g: PartGroup, now: Date, opts: In
 
 /** Delivers, in part order, the parts of every incomplete inbound SMS whose first part came before `before`. */
 export async function flushInboundParts(em: EntityManager, before: Date, now: Date, opts: InboundOptions): Promise<number> {
-  const groups = await executeBound<PartGroup>(em,
+  const groups = await executeBound<PartGroup>(
+    em,
     `select sender, recipient, ref, total from inbound_parts group by sender, recipient, ref, total having min(received_at) < ?`,
     [before],
   );

@@ -18,7 +18,7 @@ const CHARSETS: Record<string, BodyCharset> = {
   iso8859_1: "iso-8859-1",
   "iso_8859-1": "iso-8859-1",
   latin1: "iso-8859-1",
-  "l1": "iso-8859-1",
+  l1: "iso-8859-1",
 };
 
 /**

@@ -44,7 +44,10 @@ export async function allocateLease(
   while (used.has(slot)) slot++;
   const poolNumber = await freePoolNumber(em, recipient);
   if (poolNumber === undefined) {
-    throw apiError("NoLeasedNumberAvailable", `No pool number is free for ${recipient}; send from an E164 or alphanumeric sender, or ask the operator to add pool numbers.`);
+    throw apiError(
+      "NoLeasedNumberAvailable",
+      `No pool number is free for ${recipient}; send from an E164 or alphanumeric sender, or ask the operator to add pool numbers.`,
+    );
   }
   const sid = newSid("LS");
   const expiresAt = new Date(now.getTime() + LEASE_DAYS * 86_400_000);

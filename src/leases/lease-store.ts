@@ -31,13 +31,17 @@ export async function releaseExpiredLeases(em: EntityManager, recipient: string,
 
 /** The slots (1..5) the account's unreleased leases to the recipient hold. */
 export async function liveLeaseSlots(em: EntityManager, recipient: string, accountSid: string): Promise<number[]> {
-  const live = await executeBound<{ slot: number }>(em, "select slot from leases where account_sid = ? and recipient = ? and not released", [accountSid, recipient]);
+  const live = await executeBound<{ slot: number }>(em, "select slot from leases where account_sid = ? and recipient = ? and not released", [
+    accountSid,
+    recipient,
+  ]);
   return live.map((r) => Number(r.slot));
 }
 
 /** The first pool number (by number) not lent to the recipient now, by any account, if any. */
 export async function freePoolNumber(em: EntityManager, recipient: string): Promise<string | undefined> {
-  const free = await executeBound<{ number: string }>(em,
+  const free = await executeBound<{ number: string }>(
+    em,
     `select n.number from numbers n
       where n.account_sid is null
         and not exists (select 1 from leases l where l.pool_number = n.number and l.recipient = ? and not l.released)
@@ -49,7 +53,8 @@ export async function freePoolNumber(em: EntityManager, recipient: string): Prom
 
 /** Writes a new live lease; the partial unique indexes refuse a slot the account holds or a pool number lent to the recipient. */
 export async function insertLease(em: EntityManager, l: NewLease): Promise<void> {
-  await executeBound(em,
+  await executeBound(
+    em,
     `insert into leases (sid, pool_number, recipient, account_sid, message_sid, slot, created_at, expires_at, released)
      values (?, ?, ?, ?, ?, ?, ?, ?, false)`,
     [l.sid, l.poolNumber, l.recipient, l.accountSid, l.messageSid, l.slot, l.createdAt, l.expiresAt],
@@ -101,7 +106,8 @@ export interface LeaseMatch {
  * one of the deployment's own numbers (a forwarding loop); undefined when none is live.
  */
 export async function findLiveLeaseMatch(em: EntityManager, poolNumber: string, recipient: string, at: Date): Promise<LeaseMatch | undefined> {
-  const rows = await executeBound<LeaseMatch>(em,
+  const rows = await executeBound<LeaseMatch>(
+    em,
     `select m.sid as message_sid, m.account_sid, m.property_sid, m.webhook_uri, m.webhook_method,
               m.forward_to_sms, m.forward_from_sms, m.forward_to_email, m.forward_from_email,
               a.sms_enabled as account_sms, p.sms_enabled as property_sms,

@@ -54,7 +54,8 @@ export interface DueMail {
 
 /** Claims up to 20 due e-mails until `claimUntil`; SKIP LOCKED, so concurrent workers take different ones. */
 export function claimDueEmails(em: EntityManager, now: Date, claimUntil: Date): Promise<DueMail[]> {
-  return executeBound<DueMail>(em,
+  return executeBound<DueMail>(
+    em,
     `update emails set claimed_until = ?
           where id in (select id from emails where status = 'Pending' and next_attempt_at <= ? and (claimed_until is null or claimed_until < ?)
                         order by next_attempt_at limit 20 for update skip locked)
@@ -74,7 +75,11 @@ export async function markEmailSent(em: EntityManager, id: string, at: Date): Pr
 }
 
 /** Records a failed attempt: Pending again and due at `nextAttemptAt`, or Failed when given up; releases the claim. */
-export async function markEmailFailed(em: EntityManager, id: string, f: { giveUp: boolean; attempts: number; nextAttemptAt: Date; error: string }): Promise<void> {
+export async function markEmailFailed(
+  em: EntityManager,
+  id: string,
+  f: { giveUp: boolean; attempts: number; nextAttemptAt: Date; error: string },
+): Promise<void> {
   await em.nativeUpdate(
     Email,
     { id },

@@ -34,12 +34,30 @@ export interface CheckRow {
 
 /** Columns of one stored message, and the SQL type of each (the insert passes one array per column). */
 export const MESSAGE_COLUMNS = [
-  ["sid", "text"], ["account_sid", "text"], ["property_sid", "text"], ["direction", "text"], ["status", "text"],
-  ["sender_kind", "text"], ["sender", "text"], ["recipient", "text"], ["text", "text"], ["encoding", "text"],
-  ["num_segments", "int"], ["delivery_receipt", "bool"], ["dr_webhook_uri", "text"], ["dr_webhook_method", "text"],
-  ["forward_to_sms", "text"], ["forward_from_sms", "text"], ["forward_to_email", "text"], ["forward_from_email", "text"],
-  ["webhook_uri", "text"], ["webhook_method", "text"], ["lease_sid", "text"], ["scheduled_at", "timestamptz"],
-  ["send_at", "timestamptz"], ["created_at", "timestamptz"],
+  ["sid", "text"],
+  ["account_sid", "text"],
+  ["property_sid", "text"],
+  ["direction", "text"],
+  ["status", "text"],
+  ["sender_kind", "text"],
+  ["sender", "text"],
+  ["recipient", "text"],
+  ["text", "text"],
+  ["encoding", "text"],
+  ["num_segments", "int"],
+  ["delivery_receipt", "bool"],
+  ["dr_webhook_uri", "text"],
+  ["dr_webhook_method", "text"],
+  ["forward_to_sms", "text"],
+  ["forward_from_sms", "text"],
+  ["forward_to_email", "text"],
+  ["forward_from_email", "text"],
+  ["webhook_uri", "text"],
+  ["webhook_method", "text"],
+  ["lease_sid", "text"],
+  ["scheduled_at", "timestamptz"],
+  ["send_at", "timestamptz"],
+  ["created_at", "timestamptz"],
 ] as const;
 
 // A batch passes one array per column (unnest), so each statement has one text whatever the
@@ -198,12 +216,30 @@ export interface InboundMessage {
 
 /** Stores a reply or its forward (no delivery receipt: nobody asked for one). */
 export async function insertInboundMessage(tx: Em, m: InboundMessage): Promise<void> {
-  await executeBound(tx,
+  await executeBound(
+    tx,
     `insert into messages (sid, account_sid, property_sid, direction, status, sender_kind, sender, recipient, text, encoding, num_segments,
                            delivery_receipt, lease_sid, in_reply_to, send_at, created_at, received_at, error_code)
      values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, false, ?, ?, ?, ?, ?, ?)`,
-    [m.sid, m.accountSid, m.propertySid, m.direction, m.status, m.senderKind, m.sender, m.recipient, m.text, m.encoding, m.numSegments,
-      m.leaseSid, m.inReplyTo, m.sendAt, m.createdAt, m.receivedAt, m.errorCode],
+    [
+      m.sid,
+      m.accountSid,
+      m.propertySid,
+      m.direction,
+      m.status,
+      m.senderKind,
+      m.sender,
+      m.recipient,
+      m.text,
+      m.encoding,
+      m.numSegments,
+      m.leaseSid,
+      m.inReplyTo,
+      m.sendAt,
+      m.createdAt,
+      m.receivedAt,
+      m.errorCode,
+    ],
   );
 }
 
@@ -281,7 +317,8 @@ export function claimFair(em: Em, confirmed: boolean, until: Date, accountSids: 
 
 /** Extends to `until` every claim that expired before now without an outcome; returns their Sids. */
 export async function holdExpiredClaims(em: Em, until: Date, now: Date): Promise<string[]> {
-  const held = await executeBound<{ sid: string }>(em,
+  const held = await executeBound<{ sid: string }>(
+    em,
     `update messages m set claimed_until = ?
       where m.queued and m.status = 'Processing' and m.direction = 'Transmit' and m.claimed_until < ?
       returning m.sid`,
@@ -293,7 +330,8 @@ export async function holdExpiredClaims(em: Em, until: Date, now: Date): Promise
 /** Claims again, until `until`, the given messages whose hold still ends at heldUntil (not settled, not taken over). */
 export function claimHeldMessages(em: Em, sids: string[], heldUntil: Date, until: Date): Promise<ClaimedRow[]> {
   // (Sids are [A-Z0-9]: a comma-joined list is a safe single parameter.)
-  return executeBound<ClaimedRow>(em,
+  return executeBound<ClaimedRow>(
+    em,
     `update messages m set claimed_until = ?, attempts = m.attempts + 1
       where m.sid = any(string_to_array(?, ',')) and m.status = 'Processing' and m.claimed_until = ?
       returning ${RETURNING}`,
@@ -309,7 +347,8 @@ export function claimHeldMessages(em: Em, sids: string[], heldUntil: Date, until
  * alone; a row canceled first is no longer queued, so no claim takes it.
  */
 export function cancelQueuedMessages(em: Em, accountSid: string): Promise<{ sid: string; lease_sid: string | null }[]> {
-  return executeBound<{ sid: string; lease_sid: string | null }>(em,
+  return executeBound<{ sid: string; lease_sid: string | null }>(
+    em,
     `update messages m set status = 'Canceled'
       where m.account_sid = ? and m.queued and m.direction = 'Transmit' and m.claimed_until is null
       returning m.sid, m.lease_sid`,
@@ -319,7 +358,11 @@ export function cancelQueuedMessages(em: Em, accountSid: string): Promise<{ sid:
 
 /** Puts a claimed message back in the queue, due at retryAt, after a temporary carrier error. */
 export async function scheduleRetry(em: Em, sid: string, retryAt: Date, errorCode: string): Promise<void> {
-  await executeBound(em, `update messages set send_at = ?, claimed_until = null, error_code = ? where sid = ? and status = 'Processing'`, [retryAt, errorCode, sid]);
+  await executeBound(em, `update messages set send_at = ?, claimed_until = null, error_code = ? where sid = ? and status = 'Processing'`, [
+    retryAt,
+    errorCode,
+    sid,
+  ]);
 }
 
 /** A message moved to its final state: what its delivery receipt webhook needs. */
@@ -359,7 +402,13 @@ export function updateFinalStates(tx: Em, states: FinalState[]): Promise<FinalRo
 
 /** A batch of final states as the final-state functions take it: one array per column (sid, status, delivered_at, error_code, carrier_error). */
 function finalStateColumns(states: FinalState[]): unknown[][] {
-  return [states.map((s) => s.messageSid), states.map((s) => s.status), states.map((s) => s.deliveredAt), states.map((s) => s.errorCode), states.map((s) => s.carrierError)];
+  return [
+    states.map((s) => s.messageSid),
+    states.map((s) => s.status),
+    states.map((s) => s.deliveredAt),
+    states.map((s) => s.errorCode),
+    states.map((s) => s.carrierError),
+  ];
 }
 
 /** Of a batch of final states: a message changed, or one left alone because it needs a delivery receipt webhook. */
@@ -430,7 +479,8 @@ export interface AwaitingRow extends SubmittedKey {
  * submitted after `from` and before `before`, in (submitted_at, sid) order.
  */
 export function listAwaitingReceipt(em: Em, from: SubmittedKey, before: Date, limit: number): Promise<AwaitingRow[]> {
-  return executeBound<AwaitingRow>(em,
+  return executeBound<AwaitingRow>(
+    em,
     `select m.submitted_at, m.sid, m.sender, m.recipient, m.text from messages m
       where m.submitted_at is not null and (m.submitted_at, m.sid) > (?, ?) and m.submitted_at < ?
         and m.status = 'Submitted' and m.direction = 'Transmit' and m.error_code <> '${RECEIPT_TIMEOUT_ERROR}'
@@ -442,7 +492,8 @@ export function listAwaitingReceipt(em: Em, from: SubmittedKey, before: Date, li
 
 /** The next up to limit index entries after `from` submitted at or before `until`, whatever the message's status. */
 export function listSubmittedAfter(em: Em, from: SubmittedKey, until: Date, limit: number): Promise<SubmittedKey[]> {
-  return executeBound<SubmittedKey>(em,
+  return executeBound<SubmittedKey>(
+    em,
     `select m.submitted_at, m.sid from messages m
       where m.submitted_at is not null and (m.submitted_at, m.sid) > (?, ?) and m.submitted_at <= ?
       order by m.submitted_at, m.sid
@@ -459,7 +510,8 @@ export function listSubmittedAfter(em: Em, from: SubmittedKey, until: Date, limi
 export async function markReceiptTimeouts(em: Em, sids: string[]): Promise<string[]> {
   if (sids.length === 0) return [];
   // (Sids are [A-Z0-9]: a comma-joined list is a safe single parameter.)
-  const rows = await executeBound<{ sid: string }>(em,
+  const rows = await executeBound<{ sid: string }>(
+    em,
     `update messages m set error_code = '${RECEIPT_TIMEOUT_ERROR}'
       where m.sid = any(string_to_array(?, ',')) and m.status = 'Submitted' and m.direction = 'Transmit' and m.error_code <> '${RECEIPT_TIMEOUT_ERROR}'
       returning m.sid`,

@@ -152,7 +152,8 @@ export function createMessagingService(deps: MessagingDeps): ServiceImpl<typeof 
       await recheckCredentials(em, account);
       const property = await ownedProperty(em, account, req.propertySid);
       if (req.messages.length === 0) throw fieldError("Messages", "MissingParameter", "Messages is required: a list of 1 to 100 send bodies.");
-      if (req.messages.length > MAX_BATCH) throw fieldError("Messages", "InvalidParameter", `Messages holds ${req.messages.length} items; the limit is ${MAX_BATCH}.`);
+      if (req.messages.length > MAX_BATCH)
+        throw fieldError("Messages", "InvalidParameter", `Messages holds ${req.messages.length} items; the limit is ${MAX_BATCH}.`);
       const key = ctx.values.get(kIdempotencyKey);
       if (key !== undefined) {
         // Under a key the batch is one transaction: the key, every item and the response it stores.
@@ -202,7 +203,10 @@ export function createMessagingService(deps: MessagingDeps): ServiceImpl<typeof 
         problems.push({ field: "Direction", code: "InvalidParameter", message: "Direction must be Transmit or Receive." });
       }
       // Beyond years 1..9999 a Unix time is no Date the database (or JS) can hold: a 400, not a 500.
-      for (const [field, value] of [["Date_From", req.dateFrom], ["Date_To", req.dateTo]] as const) {
+      for (const [field, value] of [
+        ["Date_From", req.dateFrom],
+        ["Date_To", req.dateTo],
+      ] as const) {
         if (value !== undefined && (value < -62135596800n || value > 253402300799n)) {
           problems.push({ field, code: "InvalidParameter", message: `${field} must be Unix seconds between -62135596800 and 253402300799 (years 1 to 9999).` });
         }
@@ -234,7 +238,10 @@ export function createMessagingService(deps: MessagingDeps): ServiceImpl<typeof 
         return { message, canceled };
       });
       if (!canceled) {
-        throw apiError("MessageNotCancelable", `Message ${message.sid} is ${message.status}; only a Scheduled message that has not been handed to the carrier can be canceled.`);
+        throw apiError(
+          "MessageNotCancelable",
+          `Message ${message.sid} is ${message.status}; only a Scheduled message that has not been handed to the carrier can be canceled.`,
+        );
       }
       return toMessageRecord(await reloadMessage(em, message.sid));
     },

@@ -74,7 +74,8 @@ export function createSendRateLimiter(opts: SendRateLimitOptions): SendRateLimit
       }
       const seconds = Math.max(1, Math.ceil((needed - b.tokens) / rate - EPSILON));
       const asks = cost === 1 ? "" : ` This request asks for ${cost}.`;
-      throw apiError("RateLimited",
+      throw apiError(
+        "RateLimited",
         `Too many messages: account ${accountSid} may send ${rate} per second, in bursts of up to ${burst}.${asks} Retry after ${seconds} second${seconds === 1 ? "" : "s"}.`,
         [],
         { "retry-after": String(seconds) },
@@ -92,8 +93,7 @@ export function createSendRateLimiter(opts: SendRateLimitOptions): SendRateLimit
 export function limitSendRate(limiter: SendRateLimiter): Interceptor {
   const { sendMessage, sendBatch } = MessagingService.method;
   return (next) => (req) => {
-    const cost =
-      req.method === sendMessage ? 1 : req.method === sendBatch ? batchCost((req.message as SendBatchRequest).messages.length) : 0;
+    const cost = req.method === sendMessage ? 1 : req.method === sendBatch ? batchCost((req.message as SendBatchRequest).messages.length) : 0;
     if (cost > 0) {
       // No account: the method answers 401 itself.
       const account = req.contextValues.get(kAccount);

@@ -90,17 +90,27 @@ export function validateSend(
   const toRaw = req.to.trim();
   const to = parseE164(toRaw);
   if (toRaw === "") add("To", "MissingParameter", "To is required: the recipient's number in E164 format, e.g. +14155550123.");
-  else if (!to) add("To", "InvalidRecipient", `To ${quoted(req.to)} is not a valid E164 number: use + and the country code, 8 to 15 digits, e.g. +14155550123.`);
+  else if (!to)
+    add("To", "InvalidRecipient", `To ${quoted(req.to)} is not a valid E164 number: use + and the country code, 8 to 15 digits, e.g. +14155550123.`);
 
   const from = req.from.trim();
   let fromKind: ValidSend["fromKind"] = "Blank";
   if (from.startsWith("+")) {
     fromKind = "E164";
-    if (!parseE164(from)) add("From", "InvalidSenderId", `From ${quoted(req.from)} is not a valid E164 number; use one of your account's numbers, an alphanumeric ID, or leave From blank for a leased sender.`);
+    if (!parseE164(from))
+      add(
+        "From",
+        "InvalidSenderId",
+        `From ${quoted(req.from)} is not a valid E164 number; use one of your account's numbers, an alphanumeric ID, or leave From blank for a leased sender.`,
+      );
   } else if (from !== "") {
     fromKind = "Alphanumeric";
     if (!isAlphanumericSender(from)) {
-      add("From", "InvalidSenderId", `From ${quoted(req.from)} is not a valid alphanumeric sender ID: use 1 to 11 characters of A-Z, a-z, 0-9 and spaces, with at least one letter.`);
+      add(
+        "From",
+        "InvalidSenderId",
+        `From ${quoted(req.from)} is not a valid alphanumeric sender ID: use 1 to 11 characters of A-Z, a-z, 0-9 and spaces, with at least one letter.`,
+      );
     }
   }
 
@@ -150,13 +160,19 @@ export function validateSend(
   }
   const forwardFromSms = req.forwardFromSms.trim();
   if (forwardFromSms !== "" && !(forwardFromSms.startsWith("+") ? parseE164(forwardFromSms) : isAlphanumericSender(forwardFromSms))) {
-    add("ForwardFromSms", "InvalidSenderId", "ForwardFromSms must be an E164 number or an alphanumeric sender ID of 1 to 11 characters (A-Z, a-z, 0-9, spaces, at least one letter).");
+    add(
+      "ForwardFromSms",
+      "InvalidSenderId",
+      "ForwardFromSms must be an E164 number or an alphanumeric sender ID of 1 to 11 characters (A-Z, a-z, 0-9, spaces, at least one letter).",
+    );
   }
   const forwardToEmail = req.forwardToEmail.trim();
-  if (forwardToEmail !== "" && !isEmail(forwardToEmail)) add("ForwardToEmail", "InvalidEmail", `ForwardToEmail ${quoted(req.forwardToEmail)} is not a valid e-mail address.`);
+  if (forwardToEmail !== "" && !isEmail(forwardToEmail))
+    add("ForwardToEmail", "InvalidEmail", `ForwardToEmail ${quoted(req.forwardToEmail)} is not a valid e-mail address.`);
   const forwardFromEmail = req.forwardFromEmail.trim();
   const mailFromDomains = opts.mailFromDomains ?? DEFAULT_MAIL_FROM_DOMAINS;
-  if (forwardFromEmail !== "" && !isEmail(forwardFromEmail)) add("ForwardFromEmail", "InvalidEmail", `ForwardFromEmail ${quoted(req.forwardFromEmail)} is not a valid e-mail address.`);
+  if (forwardFromEmail !== "" && !isEmail(forwardFromEmail))
+    add("ForwardFromEmail", "InvalidEmail", `ForwardFromEmail ${quoted(req.forwardFromEmail)} is not a valid e-mail address.`);
   else if (forwardFromEmail !== "" && !mailFromAllowed(forwardFromEmail, mailFromDomains)) {
     // Our mail server sends as the operator: any other domain would let one client spoof another's mail.
     add(

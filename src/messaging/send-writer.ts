@@ -35,7 +35,11 @@ export const IDEMPOTENCY_TTL_MS = 24 * 3600 * 1000;
  * binary client are left out, since the service ignores them too.
  */
 export function requestHash<Desc extends DescMessage>(method: string, schema: Desc, request: MessageShape<Desc>): string {
-  return createHash("sha256").update(method).update("\n").update(toBinary(schema, request, { writeUnknownFields: false })).digest("hex");
+  return createHash("sha256")
+    .update(method)
+    .update("\n")
+    .update(toBinary(schema, request, { writeUnknownFields: false }))
+    .digest("hex");
 }
 
 /** One checked send request, waiting for its batch. */
@@ -134,7 +138,11 @@ function accessFailure(item: SendItem, row: Pick<CheckRow, "account_token_hash" 
  * The failure of a send's request or its rules once its key is settled, if any (ours: the
  * deployment's numbers among its forward numbers and their owners, from forwardNumbers).
  */
-function ruleFailure(item: SendItem, row: Pick<CheckRow, "account_sms" | "property_sms" | "owned">, ours: ReadonlyMap<string, string | null>): ItemOutcome<SendOutcome> | undefined {
+function ruleFailure(
+  item: SendItem,
+  row: Pick<CheckRow, "account_sms" | "property_sms" | "owned">,
+  ours: ReadonlyMap<string, string | null>,
+): ItemOutcome<SendOutcome> | undefined {
   if ("problems" in item.checked) return fail(fieldErrors(item.checked.problems));
   const send = item.checked.send;
   const disabled = smsNotEnabled({ sid: item.account.sid, smsEnabled: !!row.account_sms }, { sid: item.propertySid, smsEnabled: !!row.property_sms });
@@ -184,7 +192,14 @@ function messageRow(item: SendItem, send: ValidSend, lease: { sender: string; le
 /** What a stored send is answered with. */
 function storedOutcome(item: SendItem, send: ValidSend, sender: string): ItemOutcome<SendOutcome> {
   return ok({
-    message: create(MessageSchema, { messageSid: item.sid, accountSid: item.account.sid, propertySid: item.propertySid, from: sender, to: send.to.number, text: send.text }),
+    message: create(MessageSchema, {
+      messageSid: item.sid,
+      accountSid: item.account.sid,
+      propertySid: item.propertySid,
+      from: sender,
+      to: send.to.number,
+      text: send.text,
+    }),
     dueNow: !send.scheduled,
   });
 }
@@ -280,7 +295,9 @@ async function writeBatch(tx: Tx, items: SendItem[]): Promise<ItemOutcome<SendOu
   // Leased senders: allocated one by one (each takes its recipient's advisory lock), in recipient
   // order so that two batches never wait for each other's locks in a cycle.
   const senders = new Map<number, { sender: string; leaseSid: string | null }>();
-  const leased = toStore.filter((s) => items[s.index].leased).sort((a, b) => (a.send.to.number < b.send.to.number ? -1 : a.send.to.number > b.send.to.number ? 1 : 0));
+  const leased = toStore
+    .filter((s) => items[s.index].leased)
+    .sort((a, b) => (a.send.to.number < b.send.to.number ? -1 : a.send.to.number > b.send.to.number ? 1 : 0));
   for (const s of leased) {
     const item = items[s.index];
     try {
@@ -312,7 +329,13 @@ async function writeBatch(tx: Tx, items: SendItem[]): Promise<ItemOutcome<SendOu
       keyed.sort((a, b) => (a.account.sid + "\n" + a.idemKey < b.account.sid + "\n" + b.idemKey ? -1 : 1));
       await insertIdempotencyKeys(
         tx,
-        keyed.map((item) => ({ accountSid: item.account.sid, key: item.idemKey!, messageSid: item.sid, requestHash: item.idemHash ?? null, createdAt: item.now })),
+        keyed.map((item) => ({
+          accountSid: item.account.sid,
+          key: item.idemKey!,
+          messageSid: item.sid,
+          requestHash: item.idemHash ?? null,
+          createdAt: item.now,
+        })),
       );
     }
   }
@@ -322,7 +345,8 @@ async function writeBatch(tx: Tx, items: SendItem[]): Promise<ItemOutcome<SendOu
     // Rare enough to redo the whole batch one send per transaction, where it is one.
     if (!o.ok) throw new Error("an Idempotency-Key repeated in a batch whose first send failed: retry one by one");
     // As if it came just after the first: the same request gets the first answer, another is refused.
-    outcomes[index] = items[index].idemHash === items[first].idemHash ? ok({ message: o.value.message, dueNow: false }) : fail(idempotencyKeyReused(items[index].idemKey!));
+    outcomes[index] =
+      items[index].idemHash === items[first].idemHash ? ok({ message: o.value.message, dueNow: false }) : fail(idempotencyKeyReused(items[index].idemKey!));
   }
   return outcomes;
 }

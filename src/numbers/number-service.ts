@@ -61,7 +61,11 @@ export function createNumberService(): ServiceImpl<typeof NumberService> {
             const address = isSid(sid, "AD") ? await findAddress(em, sid, account.sid) : null;
             if (!address) throw addressNotOfAccount(sid);
             if (address.status !== "Active") {
-              throw fieldError("AddressSid", "AddressNotActive", `Address ${sid} is ${address.status}; numbers can only be registered against an Active address.`);
+              throw fieldError(
+                "AddressSid",
+                "AddressNotActive",
+                `Address ${sid} is ${address.status}; numbers can only be registered against an Active address.`,
+              );
             }
             number.addressSid = address.sid;
           }

@@ -21,7 +21,9 @@ export async function accountOwnsNumber(em: EntityManager, accountSid: string, n
  */
 export async function deploymentNumbers(em: EntityManager, numbers: string[]): Promise<Map<string, string | null>> {
   if (numbers.length === 0) return new Map();
-  const rows = await executeBound<{ number: string; account_sid: string | null }>(em, "select number, account_sid from numbers where number = any(?::text[])", [numbers]);
+  const rows = await executeBound<{ number: string; account_sid: string | null }>(em, "select number, account_sid from numbers where number = any(?::text[])", [
+    numbers,
+  ]);
   return new Map(rows.map((r) => [r.number, r.account_sid]));
 }
 

@@ -70,9 +70,7 @@ export async function apiDocsPlugin(app: FastifyInstance, opts: ApiDocsOptions):
   });
   const json = JSON.stringify(document);
 
-  app.get("/openapi.json", async (_request, reply) =>
-    reply.header("content-type", "application/json; charset=utf-8").send(json),
-  );
+  app.get("/openapi.json", async (_request, reply) => reply.header("content-type", "application/json; charset=utf-8").send(json));
   app.get("/docs", async (_request, reply) => reply.header("content-type", "text/html; charset=utf-8").send(DOCS_HTML));
 
   const assetDir = dirname(createRequire(import.meta.url).resolve("swagger-ui-dist/package.json"));

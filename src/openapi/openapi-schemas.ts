@@ -15,7 +15,6 @@ function fieldKey(field: DescField): string {
   return `${field.parent.typeName}.${field.name}`;
 }
 
-
 type Direction = "request" | "response";
 
 /**
@@ -68,7 +67,11 @@ export class SchemaBuilder {
   body(route: RestRoute): OpenApiObject | undefined {
     if (route.body === "") return undefined;
     if (route.body !== "*") {
-      return this.field(route.rpc.input.fields.find((f) => f.name === route.body)!, "request", true);
+      return this.field(
+        route.rpc.input.fields.find((f) => f.name === route.body)!,
+        "request",
+        true,
+      );
     }
     if (route.pathFields.length === 0) return this.message(route.rpc.input, "request");
     const bound = new Set(route.pathFields.map((f) => f.name));
@@ -76,7 +79,10 @@ export class SchemaBuilder {
     const name = this.claim(`${route.rpc.name}Body`, `${route.service.typeName}.${route.rpc.name}#body`);
     if (!this.out.has(name)) {
       this.out.set(name, {}); // reserved before the fields are built (recursive types)
-      this.out.set(name, this.object(route.rpc.input, "request", (f) => !bound.has(f.name)));
+      this.out.set(
+        name,
+        this.object(route.rpc.input, "request", (f) => !bound.has(f.name)),
+      );
     }
     return { $ref: ref(name) };
   }
@@ -84,7 +90,11 @@ export class SchemaBuilder {
   /** The 200 schema of a route: the response message, or the response_body field. */
   response(route: RestRoute): OpenApiObject {
     if (route.responseBody === "") return this.message(route.rpc.output, "response");
-    return this.field(route.rpc.output.fields.find((f) => f.name === route.responseBody)!, "response", true);
+    return this.field(
+      route.rpc.output.fields.find((f) => f.name === route.responseBody)!,
+      "response",
+      true,
+    );
   }
 
   /** `{"ResponseStatus": {...}}`, the body of every error. */
@@ -140,21 +150,13 @@ export class SchemaBuilder {
         break;
       case "list": {
         const items =
-          field.listKind === "scalar"
-            ? scalarSchema(field.scalar)
-            : field.listKind === "enum"
-              ? this.enumRef(field.enum)
-              : this.message(field.message, dir);
+          field.listKind === "scalar" ? scalarSchema(field.scalar) : field.listKind === "enum" ? this.enumRef(field.enum) : this.message(field.message, dir);
         schema = { type: "array", items };
         break;
       }
       case "map": {
         const values =
-          field.mapKind === "scalar"
-            ? scalarSchema(field.scalar)
-            : field.mapKind === "enum"
-              ? this.enumRef(field.enum)
-              : this.message(field.message, dir);
+          field.mapKind === "scalar" ? scalarSchema(field.scalar) : field.mapKind === "enum" ? this.enumRef(field.enum) : this.message(field.message, dir);
         schema = { type: "object", additionalProperties: values };
         break;
       }
@@ -171,7 +173,10 @@ export class SchemaBuilder {
     const name = this.claim(this.messageName(desc, dir), `${desc.typeName}#${dir}`);
     if (!this.out.has(name)) {
       this.out.set(name, {}); // reserved before the fields are built (recursive types)
-      this.out.set(name, this.object(desc, dir, () => true));
+      this.out.set(
+        name,
+        this.object(desc, dir, () => true),
+      );
     }
     return { $ref: ref(name) };
   }

@@ -195,7 +195,12 @@ export function buildOpenApi(services: DescService[], opts: OpenApiOptions): Ope
       content: {
         [JSON_MEDIA_TYPE]: {
           schema: compat
-            ? { anyOf: [{ title: "RestCompatibility None", ...schemas.response(route) }, { title: "RestCompatibility FoneDynamics", ...compat }] }
+            ? {
+                anyOf: [
+                  { title: "RestCompatibility None", ...schemas.response(route) },
+                  { title: "RestCompatibility FoneDynamics", ...compat },
+                ],
+              }
             : schemas.response(route),
         },
       },

@@ -5,12 +5,7 @@
  */
 import { readFileSync } from "node:fs";
 import { fromBinary } from "@bufbuild/protobuf";
-import {
-  FileDescriptorSetSchema,
-  type DescriptorProto,
-  type EnumDescriptorProto,
-  type FileDescriptorProto,
-} from "@bufbuild/protobuf/wkt";
+import { FileDescriptorSetSchema, type DescriptorProto, type EnumDescriptorProto, type FileDescriptorProto } from "@bufbuild/protobuf/wkt";
 
 /** Where `npm run generate` writes the descriptor set with source info. */
 export const DESCRIPTOR_SET_URL = new URL("../../gen/descriptors.binpb", import.meta.url);

@@ -6,7 +6,6 @@ import type { Clock } from "../common/clock.js";
 import { readGaugeRows } from "./metrics-store.js";
 import { MESSAGE_STATUSES } from "../messaging/message.entity.js";
 
-
 /** Labels of one finished HTTP request (REST or RPC). */
 export interface RequestLabels {
   method: string;
@@ -44,7 +43,12 @@ export function createMetrics(opts: MetricsOptions): Metrics {
   const registry = new Registry();
   const registers = [registry];
   const labelNames = ["method", "route", "status", "protocol"] as const;
-  const requests = new Counter({ name: "switchboard_http_requests_total", help: "HTTP requests (REST and RPC) by route template, method, status and protocol.", labelNames, registers });
+  const requests = new Counter({
+    name: "switchboard_http_requests_total",
+    help: "HTTP requests (REST and RPC) by route template, method, status and protocol.",
+    labelNames,
+    registers,
+  });
   const duration = new Histogram({
     name: "switchboard_http_request_duration_seconds",
     help: "Time from request to response, by route template, method, status and protocol.",
@@ -52,23 +56,46 @@ export function createMetrics(opts: MetricsOptions): Metrics {
     buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
     registers,
   });
-  const messages = new Gauge({ name: "switchboard_messages", help: "Messages in the database by status (read at scrape time).", labelNames: ["status"] as const, registers });
+  const messages = new Gauge({
+    name: "switchboard_messages",
+    help: "Messages in the database by status (read at scrape time).",
+    labelNames: ["status"] as const,
+    registers,
+  });
   const lag = new Gauge({
     name: "switchboard_dispatcher_lag_seconds",
     help: "Seconds since the oldest due, unclaimed outgoing message became due; 0 when none waits.",
     registers,
   });
-  const webhookBacklog = new Gauge({ name: "switchboard_webhook_backlog", help: "Webhook calls not yet made successfully or given up (status Pending).", registers });
+  const webhookBacklog = new Gauge({
+    name: "switchboard_webhook_backlog",
+    help: "Webhook calls not yet made successfully or given up (status Pending).",
+    registers,
+  });
   const mailBacklog = new Gauge({ name: "switchboard_mail_backlog", help: "Forwarded e-mails not yet sent or given up (status Pending).", registers });
-  const databaseUp = new Gauge({ name: "switchboard_database_up", help: "1 when the scrape's database query succeeded, else 0 (the gauges above then keep their last values).", registers });
+  const databaseUp = new Gauge({
+    name: "switchboard_database_up",
+    help: "1 when the scrape's database query succeeded, else 0 (the gauges above then keep their last values).",
+    registers,
+  });
   const carrierLink = new Gauge({
     name: "switchboard_carrier_link",
     help: "1 for the state the carrier's link is in (SMPP bind: Bound, Connecting, Down), 0 for the others; absent for carriers without a link.",
     labelNames: ["carrier", "state"] as const,
     registers,
   });
-  const carrierInFlight = new Gauge({ name: "switchboard_carrier_in_flight", help: "Submissions sent to the carrier and not yet answered (this process).", labelNames: ["carrier"] as const, registers });
-  const carrierQueued = new Gauge({ name: "switchboard_carrier_queued", help: "Submissions waiting in this process for the carrier's window or rate.", labelNames: ["carrier"] as const, registers });
+  const carrierInFlight = new Gauge({
+    name: "switchboard_carrier_in_flight",
+    help: "Submissions sent to the carrier and not yet answered (this process).",
+    labelNames: ["carrier"] as const,
+    registers,
+  });
+  const carrierQueued = new Gauge({
+    name: "switchboard_carrier_queued",
+    help: "Submissions waiting in this process for the carrier's window or rate.",
+    labelNames: ["carrier"] as const,
+    registers,
+  });
   if (opts.processMetrics !== false) collectDefaultMetrics({ register: registry });
 
   function readCarrier(): void {

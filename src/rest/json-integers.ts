@@ -126,10 +126,12 @@ function fieldWalk(
   field: DescField,
   build: (d: DescMessage) => ((obj: Record<string, unknown>, prefix: string, problems: FieldProblem[]) => void) | null,
 ): Walk | undefined {
-  const scalarWalk = (scalar: ScalarType): Walk => (value, name, problems) => {
-    const r = readInteger(scalar, value, "json");
-    if (typeof r !== "bigint") problems.push({ field: name, code: "InvalidParameter", message: `${name} ${r.mustBe}` });
-  };
+  const scalarWalk =
+    (scalar: ScalarType): Walk =>
+    (value, name, problems) => {
+      const r = readInteger(scalar, value, "json");
+      if (typeof r !== "bigint") problems.push({ field: name, code: "InvalidParameter", message: `${name} ${r.mustBe}` });
+    };
   const messageWalk = (d: DescMessage): Walk | undefined => {
     if (!build(d)) return undefined;
     return (value, name, problems) => {

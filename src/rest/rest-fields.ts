@@ -243,7 +243,8 @@ function floatString(value: unknown, name: string, problems: FieldProblem[]): Co
 
 /** Reads path and query values (strings) for scalar, enum and repeated scalar/enum fields. */
 export function queryReader(field: DescField): FieldReader | undefined {
-  const scalarFromString = (scalar: ScalarType, longAsString: boolean) =>
+  const scalarFromString =
+    (scalar: ScalarType, longAsString: boolean) =>
     (v: string, name: string, p: FieldProblem[]): Converted => {
       switch (scalar) {
         case ScalarType.STRING:
@@ -263,8 +264,10 @@ export function queryReader(field: DescField): FieldReader | undefined {
           return integer(scalar, longAsString, v.trim(), name, p, "text");
       }
     };
-  const enumFromString = (e: DescEnum) => (v: string, name: string, p: FieldProblem[]): Converted =>
-    jsonEnum(e, DECIMAL_INTEGER.test(v) ? Number(v) : v, name, p);
+  const enumFromString =
+    (e: DescEnum) =>
+    (v: string, name: string, p: FieldProblem[]): Converted =>
+      jsonEnum(e, DECIMAL_INTEGER.test(v) ? Number(v) : v, name, p);
 
   let one: ((v: string, name: string, p: FieldProblem[]) => Converted) | undefined;
   if (field.fieldKind === "scalar") one = scalarFromString(field.scalar, field.longAsString);

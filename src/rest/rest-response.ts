@@ -55,9 +55,8 @@ export function int64Fixer(root: DescMessage): Fixer | undefined {
   };
   visit(root);
   const needs = new Set<DescMessage>();
-  const direct = (f: DescField): boolean =>
-    (f.scalar !== undefined && is64(f.scalar)) || (f.message !== undefined && INT64_WRAPPERS.has(f.message.typeName));
-  for (let changed = true; changed; ) {
+  const direct = (f: DescField): boolean => (f.scalar !== undefined && is64(f.scalar)) || (f.message !== undefined && INT64_WRAPPERS.has(f.message.typeName));
+  for (let changed = true; changed;) {
     changed = false;
     for (const d of reachable) {
       if (needs.has(d)) continue;

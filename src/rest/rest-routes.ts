@@ -29,7 +29,6 @@ export interface RestRoute {
   pathFields: DescField[];
 }
 
-
 /** The REST routes found in the descriptors (unary methods with a google.api.http option). */
 export function restRoutes(services: DescService[]): RestRoute[] {
   const routes: RestRoute[] = [];
@@ -46,9 +45,7 @@ export function restRoutes(services: DescService[]): RestRoute[] {
           throw new Error(`${rpc.parent.typeName}.${rpc.name}: body field "${r.body}" is not a request field`);
         }
         if (r.responseBody !== "" && !rpc.output.fields.some((f) => f.name === r.responseBody)) {
-          throw new Error(
-            `${rpc.parent.typeName}.${rpc.name}: response_body field "${r.responseBody}" is not a response field`,
-          );
+          throw new Error(`${rpc.parent.typeName}.${rpc.name}: response_body field "${r.responseBody}" is not a response field`);
         }
         routes.push({
           method: binding.method,
@@ -76,9 +73,7 @@ export function queryFields(route: RestRoute): DescField[] {
   const bound = new Set(route.pathFields.map((f) => f.name));
   if (route.body !== "") bound.add(route.body);
   return route.rpc.input.fields.filter(
-    (f) =>
-      !bound.has(f.name) &&
-      (f.fieldKind === "scalar" || f.fieldKind === "enum" || (f.fieldKind === "list" && f.listKind !== "message")),
+    (f) => !bound.has(f.name) && (f.fieldKind === "scalar" || f.fieldKind === "enum" || (f.fieldKind === "list" && f.listKind !== "message")),
   );
 }
 

@@ -24,7 +24,16 @@ import {
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { CALL_COMPLETE, kLog } from "../common/context.js";
 import { kAccount } from "../accounts/account-context.js";
-import { copyHeaders, httpErrorHandler, JSON_CONTENT_TYPE, methodNotAllowedRoutes, notFoundRoutes, sendError, webHeaders, writeError } from "../http/http-layer.js";
+import {
+  copyHeaders,
+  httpErrorHandler,
+  JSON_CONTENT_TYPE,
+  methodNotAllowedRoutes,
+  notFoundRoutes,
+  sendError,
+  webHeaders,
+  writeError,
+} from "../http/http-layer.js";
 import { requestDecoder, type RequestDecoder } from "./rest-request.js";
 import { type ResponseWriter, responseWriter } from "./rest-response.js";
 import { apiPrefixes, restRoutes, type RestRoute } from "./rest-routes.js";
@@ -226,4 +235,3 @@ function handlerContext(route: RestRoute, request: FastifyRequest, contextValues
 }
 
 const noTimeout = () => undefined;
-

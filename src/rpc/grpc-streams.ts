@@ -109,7 +109,8 @@ function serve(opts: GrpcStreamOptions, handler: UniversalHandler, stream: Serve
       return writeResponse(res, stream, requestId, answer);
     })
     .catch((reason: unknown) => {
-      if (ConnectError.from(reason).code !== Code.Aborted && !stream.closed) log.error({ err: reason }, `handler for rpc ${handler.method.name} of ${handler.service.typeName} failed`);
+      if (ConnectError.from(reason).code !== Code.Aborted && !stream.closed)
+        log.error({ err: reason }, `handler for rpc ${handler.method.name} of ${handler.service.typeName} failed`);
       // Never leave the client waiting on a stream nobody will answer.
       if (!stream.closed) stream.close(constants.NGHTTP2_INTERNAL_ERROR);
     });

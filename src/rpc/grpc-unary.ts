@@ -22,14 +22,7 @@
  * not parse) goes to Connect's full handler, which is given the bytes already read followed by
  * the rest of the body (or the read error), so that it answers exactly as it would have.
  */
-import {
-  Code,
-  ConnectError,
-  createHandlerContext,
-  type ConnectRouterOptions,
-  type Interceptor,
-  type MethodImplSpec,
-} from "@connectrpc/connect";
+import { Code, ConnectError, createHandlerContext, type ConnectRouterOptions, type Interceptor, type MethodImplSpec } from "@connectrpc/connect";
 import type { UniversalHandler, UniversalServerRequest, UniversalServerResponse } from "@connectrpc/connect/protocol";
 import {
   compressionNegotiate,
@@ -59,7 +52,10 @@ type UnarySpec = Extract<MethodImplSpec, { kind: "unary" }>;
  * (call this inside its `routes` callback). The innermost wrapper of the router's handler list
  * (src/rpc/handler-wrappers.ts); other handlers are returned as they are.
  */
-export function unaryGrpcFastPath(specs: readonly MethodImplSpec[], options: ConnectRouterOptions & { shutdownTimeoutMs?: number }): (handler: UniversalHandler) => UniversalHandler {
+export function unaryGrpcFastPath(
+  specs: readonly MethodImplSpec[],
+  options: ConnectRouterOptions & { shutdownTimeoutMs?: number },
+): (handler: UniversalHandler) => UniversalHandler {
   // The plugin makes the shutdown signal from shutdownTimeoutMs before it calls `routes`: the
   // fast path must see the one the full handlers got.
   if (options.shutdownTimeoutMs !== undefined && options.shutdownSignal === undefined) {
@@ -75,7 +71,11 @@ export function unaryGrpcFastPath(specs: readonly MethodImplSpec[], options: Con
 }
 
 /** The fast path alone in front of `handlers` (in place), for tests that compare it with Connect's handler. */
-export function serveUnaryGrpcDirectly(handlers: UniversalHandler[], specs: readonly MethodImplSpec[], options: ConnectRouterOptions & { shutdownTimeoutMs?: number }): void {
+export function serveUnaryGrpcDirectly(
+  handlers: UniversalHandler[],
+  specs: readonly MethodImplSpec[],
+  options: ConnectRouterOptions & { shutdownTimeoutMs?: number },
+): void {
   const wrap = unaryGrpcFastPath(specs, options);
   for (let i = 0; i < handlers.length; i++) handlers[i] = wrap(handlers[i]);
 }

@@ -95,7 +95,8 @@ export function createReadGate(limits: Pick<ReadLimits, "perAccount" | "queuePer
       };
     },
     inFlight: (key) => (key === undefined ? all.active : (lanes.get(key)?.active ?? 0)),
-    waiting: (key) => (key === undefined ? [...lanes.values()].reduce((n, l) => n + l.queue.length, 0) + all.queue.length : (lanes.get(key)?.queue.length ?? 0)),
+    waiting: (key) =>
+      key === undefined ? [...lanes.values()].reduce((n, l) => n + l.queue.length, 0) + all.queue.length : (lanes.get(key)?.queue.length ?? 0),
   };
 }
 

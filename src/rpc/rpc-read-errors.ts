@@ -12,15 +12,18 @@
  * writer throws on a message holding an unpaired surrogate, which its JSON parser quotes from
  * the request), the status is written here.
  */
-import {
-  Code,
-  ConnectError,
-  createContextKey,
-  createContextValues,
-  type Interceptor,
-} from "@connectrpc/connect";
+import { Code, ConnectError, createContextKey, createContextValues, type Interceptor } from "@connectrpc/connect";
 import type { UniversalHandler, UniversalServerResponse } from "@connectrpc/connect/protocol";
-import { codeFromString, codeToHttpStatus, codeToString, encodeEnvelope, errorToJsonBytes, trailerFlag, trailerParse, trailerSerialize } from "../common/internals.js";
+import {
+  codeFromString,
+  codeToHttpStatus,
+  codeToString,
+  encodeEnvelope,
+  errorToJsonBytes,
+  trailerFlag,
+  trailerParse,
+  trailerSerialize,
+} from "../common/internals.js";
 
 /** Set by markRequestRead: the request message was read and the interceptors are about to run. */
 const kRequestRead = createContextKey<boolean>(false, { description: "request message read" });

@@ -27,7 +27,8 @@ export interface NewWebhookDelivery extends WebhookCall {
 
 /** Writes a Pending call, due at once, in the caller's transaction (every delivery report with a webhook passes here). */
 export async function insertWebhookDelivery(em: EntityManager, call: NewWebhookDelivery): Promise<void> {
-  await executeBound(em,
+  await executeBound(
+    em,
     `insert into webhook_deliveries (id, account_sid, message_sid, event_type, url, target_host, method, payload, status, attempts, next_attempt_at, created_at)
      values (?, ?, ?, ?, ?, ?, ?, ?::jsonb, 'Pending', 0, ?, ?)`,
     [call.id, call.accountSid, call.messageSid, call.eventType, call.url, call.targetHost, call.method, JSON.stringify(call.payload), call.now, call.now],
@@ -183,8 +184,6 @@ export async function recordWebhookAttempt(em: EntityManager, a: WebhookAttempt)
 /** A message's webhook calls, oldest first, each with its attempts in order, for the operator. */
 export async function listWebhookDeliveries(em: EntityManager, messageSid: string): Promise<{ delivery: WebhookDelivery; attempts: AttemptRecord[] }[]> {
   const deliveries = await em.find(WebhookDelivery, { messageSid }, { orderBy: { createdAt: "asc", id: "asc" } });
-  const attempts = deliveries.length
-    ? await em.find(AttemptRecord, { deliveryId: { $in: deliveries.map((d) => d.id) } }, { orderBy: { id: "asc" } })
-    : [];
+  const attempts = deliveries.length ? await em.find(AttemptRecord, { deliveryId: { $in: deliveries.map((d) => d.id) } }, { orderBy: { id: "asc" } }) : [];
   return deliveries.map((delivery) => ({ delivery, attempts: attempts.filter((a) => a.deliveryId === delivery.id) }));
 }

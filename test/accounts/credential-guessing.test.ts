@@ -15,7 +15,9 @@ import { ADMIN_TOKEN, basic, createTenant, createTestApp, type Tenant, type Test
 
 // A whole minute: the first window ends 60 s later.
 const T0 = new Date("2026-11-22T12:00:00Z");
-const WRONG_OPERATOR = { ResponseStatus: { ErrorCode: "Unauthorized", Message: "Operator calls need `Authorization: Bearer <SWITCHBOARD_ADMIN_TOKEN>`.", Errors: [] } };
+const WRONG_OPERATOR = {
+  ResponseStatus: { ErrorCode: "Unauthorized", Message: "Operator calls need `Authorization: Bearer <SWITCHBOARD_ADMIN_TOKEN>`.", Errors: [] },
+};
 const WRONG_ACCOUNT = { ResponseStatus: { ErrorCode: "Unauthorized", Message: "The AccountSid or token is wrong.", Errors: [] } };
 const fromAddress = (seconds: number) => ({
   ResponseStatus: { ErrorCode: "RateLimited", Message: `Too many failed authentications from your address. Retry after ${seconds} seconds.`, Errors: [] },
@@ -37,7 +39,12 @@ describe(`failed authentications are limited per address and per account (${dbKi
   const operator = (remoteAddress: string, token: string) =>
     t.app.inject({ method: "GET", url: "/admin/v1/Accounts", remoteAddress, headers: { authorization: `Bearer ${token}` } });
   const addresses = (remoteAddress: string, tenant: Tenant, token: string) =>
-    t.app.inject({ method: "GET", url: `/v2/Accounts/${tenant.accountSid}/Addresses`, remoteAddress, headers: { authorization: basic(tenant.accountSid, token) } });
+    t.app.inject({
+      method: "GET",
+      url: `/v2/Accounts/${tenant.accountSid}/Addresses`,
+      remoteAddress,
+      headers: { authorization: basic(tenant.accountSid, token) },
+    });
 
   it("20 wrong operator tokens from one address are 401; the 21st attempt is 429 unchecked; another address still gets in; the next window checks again", async () => {
     t.clock.set(T0);
@@ -140,10 +147,14 @@ describe(`the limit on failed authentications holds over Connect and gRPC (${dbK
     throw new Error("the call succeeded but was expected to fail");
   }
 
-  for (const [name, minute] of [["connect", 0], ["grpc", 1]] as const) {
+  for (const [name, minute] of [
+    ["connect", 0],
+    ["grpc", 1],
+  ] as const) {
     it(`${name}: 20 wrong operator tokens are Unauthenticated, the 21st attempt ResourceExhausted with ErrorInfo RateLimited and retry-after`, async () => {
       t.clock.set(T0.getTime() + minute * 60_000);
-      const transport = name === "connect" ? createConnectTransport({ baseUrl, httpVersion: "1.1" }) : createGrpcTransport({ baseUrl, sessionManager: sessions });
+      const transport =
+        name === "connect" ? createConnectTransport({ baseUrl, httpVersion: "1.1" }) : createGrpcTransport({ baseUrl, sessionManager: sessions });
       const client = createClient(AdminService, transport);
       const as = (token: string) => ({ headers: { authorization: `Bearer ${token}` } });
       for (let i = 0; i < 20; i++) {

@@ -86,15 +86,26 @@ function resources(kind: Kind, v: RichTenant): [string, string, boolean][] {
     case "account":
       return [["account", v.accountSid, true]];
     case "property":
-      return [["property", v.properties.main, true], ["SMS-disabled property", v.properties.disabled, true]];
+      return [
+        ["property", v.properties.main, true],
+        ["SMS-disabled property", v.properties.disabled, true],
+      ];
     case "message":
       return Object.entries(v.messages).map(([state, sid]) => [`${state} message`, sid, true]);
     case "address":
       return Object.entries(v.addresses).map(([state, sid]) => [`${state} address`, sid, true]);
     case "number":
-      return [["number with an address", digits(v.numbers[0]), true], ["second number", digits(v.numbers[1]), true], ["pool number leased to it", digits(v.leasedNumber), false]];
+      return [
+        ["number with an address", digits(v.numbers[0]), true],
+        ["second number", digits(v.numbers[1]), true],
+        ["pool number leased to it", digits(v.leasedNumber), false],
+      ];
     case "sender":
-      return [["number with an address", v.numbers[0], true], ["second number", v.numbers[1], true], ["pool number leased to it", v.leasedNumber, false]];
+      return [
+        ["number with an address", v.numbers[0], true],
+        ["second number", v.numbers[1], true],
+        ["pool number leased to it", v.leasedNumber, false],
+      ];
   }
 }
 
@@ -170,7 +181,12 @@ function matrix(caller: RichTenant, victim: RichTenant): Cell[] {
         victim,
         init,
         value: "",
-        expected: { status: 401, code: Code.Unauthenticated, errorCode: "Unauthorized", message: "Operator calls need `Authorization: Bearer <SWITCHBOARD_ADMIN_TOKEN>`." },
+        expected: {
+          status: 401,
+          code: Code.Unauthenticated,
+          errorCode: "Unauthorized",
+          message: "Operator calls need `Authorization: Bearer <SWITCHBOARD_ADMIN_TOKEN>`.",
+        },
       });
       continue;
     }
@@ -211,7 +227,9 @@ function restRequest(route: RestRoute, init: Record<string, unknown>): { method:
   const input = route.rpc.input;
   const msg = create(input, init as never) as unknown as Record<string, unknown>;
   const byName = new Map<string, DescField>(input.fields.map((f) => [f.name, f]));
-  const url = route.template.replace(/\{([A-Za-z_][A-Za-z0-9_]*)(?:=\*)?\}/g, (_, name: string) => encodeURIComponent(String(msg[byName.get(name)!.localName])));
+  const url = route.template.replace(/\{([A-Za-z_][A-Za-z0-9_]*)(?:=\*)?\}/g, (_, name: string) =>
+    encodeURIComponent(String(msg[byName.get(name)!.localName])),
+  );
   if (route.body === "") return { method: route.method, url };
   const json = toJson(input, msg as never) as JsonObject;
   for (const f of route.pathFields) delete json[f.jsonName];
@@ -221,7 +239,15 @@ function restRequest(route: RestRoute, init: Record<string, unknown>): { method:
 /** Strings of the victim's that may not appear in an answer to the caller (the supplied value aside). */
 function leaks(text: string, cell: Cell): string[] {
   const v = cell.victim;
-  const sids = [v.accountSid, ...Object.values(v.properties), ...Object.values(v.messages), ...Object.values(v.addresses), ...v.numbers.map(digits), digits(v.leasedNumber), v.leasedRecipient];
+  const sids = [
+    v.accountSid,
+    ...Object.values(v.properties),
+    ...Object.values(v.messages),
+    ...Object.values(v.addresses),
+    ...v.numbers.map(digits),
+    digits(v.leasedNumber),
+    v.leasedRecipient,
+  ];
   return [...v.secrets, ...sids.filter((s) => s !== cell.value && `+${s}` !== cell.value)].filter((s) => text.includes(s));
 }
 
@@ -234,10 +260,12 @@ async function attempt(cell: Cell, transport: "rest" | RpcProtocol): Promise<str
     const req = restRequest(cell.route, cell.init);
     const res = await t.app.inject({ method: req.method, url: req.url, headers: { authorization }, ...(req.payload ? { payload: req.payload } : {}) });
     if (res.statusCode !== e.status) problems.push(`HTTP ${res.statusCode}, expected ${e.status}: ${res.body.slice(0, 200)}`);
-    const rs = (JSON.parse(res.body) as { ResponseStatus?: { ErrorCode: string; Message: string; Errors: { FieldName: string; ErrorCode: string }[] } }).ResponseStatus;
+    const rs = (JSON.parse(res.body) as { ResponseStatus?: { ErrorCode: string; Message: string; Errors: { FieldName: string; ErrorCode: string }[] } })
+      .ResponseStatus;
     if (rs?.ErrorCode !== e.errorCode) problems.push(`ErrorCode ${rs?.ErrorCode}, expected ${e.errorCode}`);
     if (e.message !== undefined && rs?.Message !== e.message) problems.push(`Message ${JSON.stringify(rs?.Message)}, expected ${JSON.stringify(e.message)}`);
-    if (e.fieldName !== undefined && !rs?.Errors.some((x) => x.FieldName === e.fieldName && x.ErrorCode === e.errorCode)) problems.push(`Errors do not name ${e.fieldName}: ${JSON.stringify(rs?.Errors)}`);
+    if (e.fieldName !== undefined && !rs?.Errors.some((x) => x.FieldName === e.fieldName && x.ErrorCode === e.errorCode))
+      problems.push(`Errors do not name ${e.fieldName}: ${JSON.stringify(rs?.Errors)}`);
     problems.push(...leaks(res.body, cell).map((s) => `shows ${s}`));
     return problems;
   }
@@ -250,7 +278,8 @@ async function attempt(cell: Cell, transport: "rest" | RpcProtocol): Promise<str
     const err = ConnectError.from(reason);
     if (err.code !== e.code) problems.push(`code ${Code[err.code]}, expected ${Code[e.code]}: ${err.rawMessage}`);
     if (switchboardReason(err) !== e.errorCode) problems.push(`ErrorInfo ${switchboardReason(err)}, expected ${e.errorCode}`);
-    if (e.message !== undefined && err.rawMessage !== e.message) problems.push(`message ${JSON.stringify(err.rawMessage)}, expected ${JSON.stringify(e.message)}`);
+    if (e.message !== undefined && err.rawMessage !== e.message)
+      problems.push(`message ${JSON.stringify(err.rawMessage)}, expected ${JSON.stringify(e.message)}`);
     problems.push(...leaks(`${err.rawMessage} ${JSON.stringify(err.details)}`, cell).map((s) => `shows ${s}`));
   }
   return problems;
@@ -293,16 +322,25 @@ describe("tenant isolation matrix", () => {
     expect(failures).toStrictEqual([]);
     expect(attempts).toBe(520);
     expect(await dbRows(t.db.orm)).toStrictEqual(rowsBefore);
-    console.log(`[tenancy] isolation matrix (${dbKind()}): ${cells.length} cells × ${TRANSPORTS.length} transports = ${attempts} attempts, all refused as documented, database unchanged`);
+    console.log(
+      `[tenancy] isolation matrix (${dbKind()}): ${cells.length} cells × ${TRANSPORTS.length} transports = ${attempts} attempts, all refused as documented, database unchanged`,
+    );
   }, 180_000);
 
   it("the owner's own request with the same resource is not refused as someone else's (the refusals are about ownership)", async () => {
     // REST only; run last since these may write. DELETE routes last, so that nothing is deleted before it is read.
-    const controls = allCells().filter((c) => c.ownerInit).sort((x, y) => Number(x.route.method === "DELETE") - Number(y.route.method === "DELETE"));
+    const controls = allCells()
+      .filter((c) => c.ownerInit)
+      .sort((x, y) => Number(x.route.method === "DELETE") - Number(y.route.method === "DELETE"));
     expect(controls).toHaveLength(64); // 34 per direction, less the leased pool number as Number and as From
     for (const c of controls) {
       const req = restRequest(c.route, c.ownerInit!);
-      const res = await t.app.inject({ method: req.method, url: req.url, headers: { authorization: c.victim.auth }, ...(req.payload ? { payload: req.payload } : {}) });
+      const res = await t.app.inject({
+        method: req.method,
+        url: req.url,
+        headers: { authorization: c.victim.auth },
+        ...(req.payload ? { payload: req.payload } : {}),
+      });
       const rs = res.statusCode === 200 ? undefined : (res.json() as { ResponseStatus: { ErrorCode: string } }).ResponseStatus;
       expect(res.statusCode, `${c.label}: ${res.body}`).not.toBe(404);
       expect(rs?.ErrorCode, `${c.label}: ${res.body}`).not.toBe(c.expected.errorCode);
@@ -358,9 +396,13 @@ describe("authentication", () => {
     ];
   }
 
-  it("every refused credential is 401 Unauthorized with WWW-Authenticate: Basic realm=\"switchboard\"", async () => {
+  it('every refused credential is 401 Unauthorized with WWW-Authenticate: Basic realm="switchboard"', async () => {
     for (const [name, header, body] of badCredentials()) {
-      const res = await t.app.inject({ method: "GET", url: `/v2/Accounts/${a.accountSid}/Addresses`, headers: header === null ? {} : { authorization: header } });
+      const res = await t.app.inject({
+        method: "GET",
+        url: `/v2/Accounts/${a.accountSid}/Addresses`,
+        headers: header === null ? {} : { authorization: header },
+      });
       expect(res.statusCode, name).toBe(401);
       expect(res.headers["www-authenticate"], name).toBe('Basic realm="switchboard"');
       expect(res.headers["content-type"], name).toMatch(/^application\/json/);
@@ -374,14 +416,24 @@ describe("authentication", () => {
     expect(routesAtB).toHaveLength(11);
     for (const { label, req } of routesAtB) {
       for (const header of [null, basic(b.accountSid, "wrong"), "Basic !!"]) {
-        const res = await t.app.inject({ method: req.method, url: req.url, headers: header === null ? {} : { authorization: header }, ...(req.payload ? { payload: req.payload } : {}) });
+        const res = await t.app.inject({
+          method: req.method,
+          url: req.url,
+          headers: header === null ? {} : { authorization: header },
+          ...(req.payload ? { payload: req.payload } : {}),
+        });
         expect(res.statusCode, `${label} ${header}`).toBe(401);
         expect(res.headers["www-authenticate"]).toBe('Basic realm="switchboard"');
         expect(res.json().ResponseStatus.ErrorCode).toBe("Unauthorized");
       }
     }
     // Even a body that is not JSON is refused as 401, not 400.
-    const junk = await t.app.inject({ method: "POST", url: `/v2/Properties/${a.propertySid}/Messages`, headers: { "content-type": "application/json" }, payload: "{nope" });
+    const junk = await t.app.inject({
+      method: "POST",
+      url: `/v2/Properties/${a.propertySid}/Messages`,
+      headers: { "content-type": "application/json" },
+      payload: "{nope",
+    });
     expect(junk.statusCode).toBe(401);
     expect(await dbRows(t.db.orm)).toStrictEqual(before);
   });

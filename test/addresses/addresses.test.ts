@@ -65,7 +65,16 @@ describe("POST /v2/Accounts/{AccountSid}/Addresses", () => {
   });
 
   it("adds a well-formed GB address with every optional field as Active", async () => {
-    const full = { Friendly: "HQ", Reference: "ref-1", Line1: "10 Downing Street", Line2: "Westminster", City: "London", Region: "Greater London", CountryCode: "GB", PostalCode: "SW1A 1AA" };
+    const full = {
+      Friendly: "HQ",
+      Reference: "ref-1",
+      Line1: "10 Downing Street",
+      Line2: "Westminster",
+      City: "London",
+      Region: "Greater London",
+      CountryCode: "GB",
+      PostalCode: "SW1A 1AA",
+    };
     const body = await add(full);
     expect(body).toStrictEqual(addressBody(body.AddressSid, full, "Active"));
   });
@@ -134,7 +143,13 @@ describe("POST /v2/Accounts/{AccountSid}/Addresses", () => {
       ResponseStatus: {
         ErrorCode: "InvalidCountryCode",
         Message: `CountryCode "${code}" is not a two-letter ISO 3166-1 country code such as US or GB.`,
-        Errors: [{ FieldName: "CountryCode", ErrorCode: "InvalidCountryCode", Message: `CountryCode "${code}" is not a two-letter ISO 3166-1 country code such as US or GB.` }],
+        Errors: [
+          {
+            FieldName: "CountryCode",
+            ErrorCode: "InvalidCountryCode",
+            Message: `CountryCode "${code}" is not a two-letter ISO 3166-1 country code such as US or GB.`,
+          },
+        ],
       },
     });
   });

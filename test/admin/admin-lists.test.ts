@@ -62,14 +62,20 @@ describe("GET /admin/v1/Accounts and /admin/v1/Accounts/{AccountSid}", () => {
 
   it("lists accounts newest first with Created, never a token, token hash or webhook secret", async () => {
     const t = app();
-    for (const [name, sms] of [["First", true], ["Second", false], ["Third", true]] as const) {
+    for (const [name, sms] of [
+      ["First", true],
+      ["Second", false],
+      ["Third", true],
+    ] as const) {
       const created = await admin(t.app, "/admin/v1/Accounts", { Name: name, SmsEnabled: sms });
       made.push({ ...created, Created: secs(t) });
       t.clock.advance(60_000);
     }
     const res = await get(t, "/admin/v1/Accounts");
     expect(res.statusCode).toBe(200);
-    const expected = made.map((a) => ({ AccountSid: a.AccountSid, Name: a.Name, SmsEnabled: a.SmsEnabled, RestCompatibility: "None", Created: a.Created })).reverse();
+    const expected = made
+      .map((a) => ({ AccountSid: a.AccountSid, Name: a.Name, SmsEnabled: a.SmsEnabled, RestCompatibility: "None", Created: a.Created }))
+      .reverse();
     expect(res.json()).toStrictEqual({ Accounts: expected, TotalCount: 3 });
     for (const a of made) {
       expect(res.body).not.toContain(a.Token);
@@ -151,7 +157,11 @@ describe("GET /admin/v1/Accounts/{AccountSid}/Properties", () => {
     owner = (await admin(t.app, "/admin/v1/Accounts", { Name: "Owner" })).AccountSid;
     const other = (await admin(t.app, "/admin/v1/Accounts", { Name: "Other" })).AccountSid;
     props = [];
-    for (const [name, sms] of [["Harbour", true], ["Hill", false], ["Lake", true]] as const) {
+    for (const [name, sms] of [
+      ["Harbour", true],
+      ["Hill", false],
+      ["Lake", true],
+    ] as const) {
       const p = await admin(t.app, `/admin/v1/Accounts/${owner}/Properties`, { Name: name, SmsEnabled: sms });
       props.push({ ...p, Created: secs(t) });
       await admin(t.app, `/admin/v1/Accounts/${other}/Properties`, { Name: `Other ${name}` });
@@ -266,7 +276,13 @@ describe("GET /admin/v1/Numbers", () => {
     });
     expect(configured.statusCode).toBe(200);
     expect(await ok(t, "/admin/v1/Numbers")).toStrictEqual({
-      Numbers: [entry(POOL[0], "", 2), entry(POOL[1], "", 1), entry(POOL[2], ""), { ...entry(OWNED_A, a.AccountSid), Friendly: "Front desk" }, entry(OWNED_B, b.AccountSid)],
+      Numbers: [
+        entry(POOL[0], "", 2),
+        entry(POOL[1], "", 1),
+        entry(POOL[2], ""),
+        { ...entry(OWNED_A, a.AccountSid), Friendly: "Front desk" },
+        entry(OWNED_B, b.AccountSid),
+      ],
       TotalCount: 5,
     });
   });

@@ -44,15 +44,16 @@ describe("operator authentication", () => {
     tenant = await createTenant(t.app);
   });
 
-  const routes = () => [
-    ["/admin/v1/Accounts", { Name: "X" }],
-    [`/admin/v1/Accounts/${tenant.accountSid}`, { Name: "X" }],
-    [`/admin/v1/Accounts/${tenant.accountSid}/Token`, {}],
-    [`/admin/v1/Accounts/${tenant.accountSid}/Properties`, { Name: "X" }],
-    [`/admin/v1/Properties/${tenant.propertySid}`, { Name: "X" }],
-    ["/admin/v1/Numbers", { Number: "+14155550111" }],
-    [`/admin/v1/Addresses/AD${"0".repeat(30)}/Review`, { Status: "Active" }],
-  ] as const;
+  const routes = () =>
+    [
+      ["/admin/v1/Accounts", { Name: "X" }],
+      [`/admin/v1/Accounts/${tenant.accountSid}`, { Name: "X" }],
+      [`/admin/v1/Accounts/${tenant.accountSid}/Token`, {}],
+      [`/admin/v1/Accounts/${tenant.accountSid}/Properties`, { Name: "X" }],
+      [`/admin/v1/Properties/${tenant.propertySid}`, { Name: "X" }],
+      ["/admin/v1/Numbers", { Number: "+14155550111" }],
+      [`/admin/v1/Addresses/AD${"0".repeat(30)}/Review`, { Status: "Active" }],
+    ] as const;
 
   it.each([
     ["no header", null],
@@ -100,7 +101,14 @@ describe("POST /admin/v1/Accounts", () => {
     expect(res.statusCode).toBe(200);
     const body = res.json();
     expect(Object.keys(body).sort()).toStrictEqual(["AccountSid", "Name", "RestCompatibility", "SmsEnabled", "Token", "WebhookSecret"]);
-    expect(body).toStrictEqual({ AccountSid: expect.stringMatching(AC), Name: "Acme", SmsEnabled: true, Token: expect.any(String), WebhookSecret: expect.any(String), RestCompatibility: "None" });
+    expect(body).toStrictEqual({
+      AccountSid: expect.stringMatching(AC),
+      Name: "Acme",
+      SmsEnabled: true,
+      Token: expect.any(String),
+      WebhookSecret: expect.any(String),
+      RestCompatibility: "None",
+    });
     expect(body.Token.length).toBeGreaterThanOrEqual(32);
     expect(body.Token).toMatch(/^[A-Za-z0-9]+$/);
     expect(body.WebhookSecret).toMatch(/^whsec_[A-Za-z0-9+/]+=*$/);
@@ -135,7 +143,11 @@ describe("POST /admin/v1/Accounts", () => {
     const res = await adminPost("/admin/v1/Accounts", body);
     expect(res.statusCode).toBe(400);
     expect(res.json()).toStrictEqual({
-      ResponseStatus: { ErrorCode: "MissingParameter", Message: "Name is required.", Errors: [{ FieldName: "Name", ErrorCode: "MissingParameter", Message: "Name is required." }] },
+      ResponseStatus: {
+        ErrorCode: "MissingParameter",
+        Message: "Name is required.",
+        Errors: [{ FieldName: "Name", ErrorCode: "MissingParameter", Message: "Name is required." }],
+      },
     });
   });
 
@@ -201,7 +213,11 @@ describe("POST /admin/v1/Accounts/{AccountSid}", () => {
       const given = JSON.stringify(body.RestCompatibility);
       const message = `RestCompatibility must be None or FoneDynamics; got ${given}.`;
       expect(res.json()).toStrictEqual({
-        ResponseStatus: { ErrorCode: "InvalidParameter", Message: message, Errors: [{ FieldName: "RestCompatibility", ErrorCode: "InvalidParameter", Message: message }] },
+        ResponseStatus: {
+          ErrorCode: "InvalidParameter",
+          Message: message,
+          Errors: [{ FieldName: "RestCompatibility", ErrorCode: "InvalidParameter", Message: message }],
+        },
       });
     }
     expect((await ok(`/admin/v1/Accounts/${plain.AccountSid}`, {})).RestCompatibility).toBe("None");
@@ -310,7 +326,11 @@ describe("properties", () => {
     const res = await adminPost(`/admin/v1/Accounts/${acc.AccountSid}/Properties`, { SmsEnabled: true });
     expect(res.statusCode).toBe(400);
     expect(res.json()).toStrictEqual({
-      ResponseStatus: { ErrorCode: "MissingParameter", Message: "Name is required.", Errors: [{ FieldName: "Name", ErrorCode: "MissingParameter", Message: "Name is required." }] },
+      ResponseStatus: {
+        ErrorCode: "MissingParameter",
+        Message: "Name is required.",
+        Errors: [{ FieldName: "Name", ErrorCode: "MissingParameter", Message: "Name is required." }],
+      },
     });
   });
 
@@ -370,7 +390,11 @@ describe("POST /admin/v1/Numbers", () => {
     expect(res.statusCode).toBe(400);
     const message = `AccountSid "${sid}" is not an account.`;
     expect(res.json()).toStrictEqual({
-      ResponseStatus: { ErrorCode: "InvalidParameter", Message: message, Errors: [{ FieldName: "AccountSid", ErrorCode: "InvalidParameter", Message: message }] },
+      ResponseStatus: {
+        ErrorCode: "InvalidParameter",
+        Message: message,
+        Errors: [{ FieldName: "AccountSid", ErrorCode: "InvalidParameter", Message: message }],
+      },
     });
     // The number was not created.
     expect((await adminPost("/admin/v1/Numbers", { Number: "+14155550180" })).statusCode).toBe(200);

@@ -44,7 +44,10 @@ async function waitFor<T>(what: string, probe: () => Promise<T | undefined> | T 
 /** The body of a single-part mail, transfer-decoded. */
 function mailBody(raw: string): string {
   const split = raw.indexOf("\r\n\r\n");
-  const head = raw.slice(0, split).replace(/\r\n[ \t]+/g, " ").toLowerCase();
+  const head = raw
+    .slice(0, split)
+    .replace(/\r\n[ \t]+/g, " ")
+    .toLowerCase();
   let body = raw.slice(split + 4);
   if (head.includes("content-transfer-encoding: quoted-printable")) {
     body = Buffer.from(

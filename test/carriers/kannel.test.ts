@@ -116,7 +116,12 @@ describe.skipIf(without("kannel"))("CARRIER=kannel end to end: bearerbox + smsbo
   });
 
   async function send(body: object): Promise<any> {
-    const res = await app.inject({ method: "POST", url: `/v2/Properties/${tenant.propertySid}/Messages`, headers: { authorization: tenant.auth }, payload: body });
+    const res = await app.inject({
+      method: "POST",
+      url: `/v2/Properties/${tenant.propertySid}/Messages`,
+      headers: { authorization: tenant.auth },
+      payload: body,
+    });
     expect(res.statusCode, res.body).toBe(200);
     return res.json();
   }
@@ -145,9 +150,7 @@ describe.skipIf(without("kannel"))("CARRIER=kannel end to end: bearerbox + smsbo
     expect(rec.Submitted).toBeGreaterThan(0);
     expect(rec.Delivered).toBeGreaterThanOrEqual(rec.Submitted);
 
-    const call = await waitFor("the DeliveryReceipt webhook", () =>
-      receiver.calls.find((c) => c.path === "/receipts" && c.body.includes(msg.MessageSid)),
-    );
+    const call = await waitFor("the DeliveryReceipt webhook", () => receiver.calls.find((c) => c.path === "/receipts" && c.body.includes(msg.MessageSid)));
     expect(call.method).toBe("POST");
     expect(call.headers["content-type"]).toBe("application/json");
     expect(verified(call, tenant.webhookSecret)).toEqual({

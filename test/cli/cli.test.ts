@@ -128,7 +128,10 @@ describe("operator flow", () => {
   });
 
   it("a US recipient gets the pool number as sender; list-handset-messages shows it, times as numbers", { timeout: SLOW }, async () => {
-    const sent = await v2("POST", `/v2/Properties/${propertySid}/Messages`, basic(account.AccountSid, account.Token), { To: HANDSET, Text: "Your room is ready" });
+    const sent = await v2("POST", `/v2/Properties/${propertySid}/Messages`, basic(account.AccountSid, account.Token), {
+      To: HANDSET,
+      Text: "Your room is ready",
+    });
     expect(sent.status, JSON.stringify(sent.json)).toBe(200);
     expect(sent.json.From).toBe(POOL);
     while ((await t.engine!.dispatcher.tick()) > 0) {
@@ -222,7 +225,10 @@ describe("operator flow", () => {
   it("list-accounts, get-account, list-properties and list-numbers show what was set up, without secrets", { timeout: SLOW }, async () => {
     const accounts = await ok(["list-accounts"]);
     const created = accounts.Accounts[0].Created;
-    expect(accounts).toEqual({ Accounts: [{ AccountSid: account.AccountSid, Name: "Acme Hotels", SmsEnabled: true, Created: created, RestCompatibility: "None" }], TotalCount: 1 });
+    expect(accounts).toEqual({
+      Accounts: [{ AccountSid: account.AccountSid, Name: "Acme Hotels", SmsEnabled: true, Created: created, RestCompatibility: "None" }],
+      TotalCount: 1,
+    });
     expect(created).toBe(Math.floor(t.clock.now().getTime() / 1000));
     expect(await ok(["get-account", account.AccountSid])).toEqual(accounts.Accounts[0]);
     expect(JSON.stringify(accounts)).not.toContain(account.Token);

@@ -42,7 +42,18 @@ describe("parseE164 (country found only when read)", () => {
   });
 
   it("answers for the shared +44 calling code as the full parse does", () => {
-    for (const value of ["+447700900123", "+441534123456", "+441624123456", "+441481123456", "+44770090012", "+4477009001234", "+447700900", "+4407700900123", "+12025550123", "+18005550123"]) {
+    for (const value of [
+      "+447700900123",
+      "+441534123456",
+      "+441624123456",
+      "+441481123456",
+      "+44770090012",
+      "+4477009001234",
+      "+447700900",
+      "+4407700900123",
+      "+12025550123",
+      "+18005550123",
+    ]) {
       expect(answer(parseE164(value)), value).toEqual(reference(value));
     }
     expect(parseE164("+441534123456")?.countries).toEqual(["JE"]);

@@ -26,9 +26,12 @@ describe("textEncoding", () => {
   });
 
   it("gives the calculator's answer for any basic GSM-7 text", () => {
-    fc.assert(fc.property(text(GSM_BASIC, 500), (t) => {
+    fc.assert(
+      fc.property(text(GSM_BASIC, 500), (t) => {
         expect(textEncoding(t)).toEqual(textEncodingSlow(t));
-      }), { numRuns: 300 });
+      }),
+      { numRuns: 300 },
+    );
   });
 
   it("gives the calculator's answer for text mixing in extension characters, CR and UCS-2 characters", () => {

@@ -11,7 +11,12 @@ import { CreateAddressRequestSchema } from "../../gen/switchboard/v2/addresses_p
 import { SendBatchRequestSchema, SendMessageRequestSchema, ListMessagesRequestSchema } from "../../gen/switchboard/v2/messaging_pb.js";
 import { unstorableChecker, unstorableField } from "../../src/common/string-guard.js";
 
-const str = fc.oneof(fc.constant(""), fc.string({ maxLength: 6 }), fc.string({ maxLength: 6 }).map((s) => `${s}\0`), fc.string({ maxLength: 6 }).map((s) => `${s}\udc00`));
+const str = fc.oneof(
+  fc.constant(""),
+  fc.string({ maxLength: 6 }),
+  fc.string({ maxLength: 6 }).map((s) => `${s}\0`),
+  fc.string({ maxLength: 6 }).map((s) => `${s}\udc00`),
+);
 const send = fc.record({
   propertySid: str,
   from: str,

@@ -13,10 +13,27 @@ describe(`executeBound parameters (${dbKind()})`, () => {
 
   it("text arrays round-trip whatever their elements hold (quotes, backslashes, braces, commas, NULL, empty)", async () => {
     const em = db.orm.em.fork();
-    const fixed = ['a"b', "back\\slash", "\\\"", "{x,y}", "with, comma", "NULL", "", " lead and trail ", "é中😀", "'quote'", "line\nbreak", "tab\there", "\u0001"];
+    const fixed = [
+      'a"b',
+      "back\\slash",
+      '\\"',
+      "{x,y}",
+      "with, comma",
+      "NULL",
+      "",
+      " lead and trail ",
+      "é中😀",
+      "'quote'",
+      "line\nbreak",
+      "tab\there",
+      "\u0001",
+    ];
     const [row] = await executeBound<{ v: (string | null)[] }>(em, "select ?::text[] as v", [[...fixed, null]]);
     expect(row.v).toEqual([...fixed, null]);
-    const strings = fc.array(fc.string({ unit: "grapheme" }).map((s) => s.replace(/\0/g, "")), { maxLength: 8 });
+    const strings = fc.array(
+      fc.string({ unit: "grapheme" }).map((s) => s.replace(/\0/g, "")),
+      { maxLength: 8 },
+    );
     await fc.assert(
       fc.asyncProperty(strings, async (values) => {
         const [r] = await executeBound<{ v: string[] }>(em, "select ?::text[] as v", [values]);
@@ -35,7 +52,10 @@ describe(`executeBound parameters (${dbKind()})`, () => {
       [at, [at, null, new Date(0)], [1, -2, 300000], [true, false, null]],
     );
     expect(new Date(row.one).getTime()).toBe(at.getTime());
-    const [check] = await executeBound<{ same: boolean }>(em, "select (?::timestamptz[]) = array[?::timestamptz, null, 'epoch'::timestamptz] as same", [[at, null, new Date(0)], at]);
+    const [check] = await executeBound<{ same: boolean }>(em, "select (?::timestamptz[]) = array[?::timestamptz, null, 'epoch'::timestamptz] as same", [
+      [at, null, new Date(0)],
+      at,
+    ]);
     expect(check.same).toBe(true);
     expect(row.n).toEqual([1, -2, 300000]);
     const [floats] = await executeBound<{ v: number[] }>(em, "select ?::float8[] as v", [[Number.NaN, 1.5, Number.POSITIVE_INFINITY]]);

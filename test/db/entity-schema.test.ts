@@ -11,7 +11,16 @@ function column(table: string, name: string, type: string, c: { nullable: boolea
 /** PostgreSQL's own name for a type (information_schema's udt_name) in the entities' spelling. */
 const DB_TYPES: Record<string, string> = { int2: "smallint", int4: "integer", int8: "bigint", bool: "boolean" };
 /** The entities' aliases of the same types. */
-const ENTITY_TYPES: Record<string, string> = { bigserial: "bigint", serial: "integer", int: "integer", int4: "integer", int2: "smallint", int8: "bigint", bool: "boolean", "timestamp with time zone": "timestamptz" };
+const ENTITY_TYPES: Record<string, string> = {
+  bigserial: "bigint",
+  serial: "integer",
+  int: "integer",
+  int4: "integer",
+  int2: "smallint",
+  int8: "bigint",
+  bool: "boolean",
+  "timestamp with time zone": "timestamptz",
+};
 
 function entityType(columnType: string): string {
   // timestamptz(6) is PostgreSQL's default precision, the same column as plain timestamptz.
@@ -25,7 +34,15 @@ describe(`entities and the migrated schema (${dbKind()})`, () => {
   it("have the same tables and columns, with the same types and nullability", async () => {
     // What the migrations made: every column of every table but the migrators' own (versioned and repeatable).
     const rows = await db.orm.em.fork().execute<
-      { table_name: string; column_name: string; udt_name: string; character_maximum_length: number | null; is_nullable: string; is_generated: string; column_default: string | null }[]
+      {
+        table_name: string;
+        column_name: string;
+        udt_name: string;
+        character_maximum_length: number | null;
+        is_nullable: string;
+        is_generated: string;
+        column_default: string | null;
+      }[]
     >(
       `select table_name, column_name, udt_name, character_maximum_length, is_nullable, is_generated, column_default
          from information_schema.columns

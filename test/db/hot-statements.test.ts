@@ -120,7 +120,11 @@ describe(`hot statements (${dbKind()})`, () => {
 
   for (const confirmed of [false, true]) {
     it(`the round-robin claim (sb_claim_fair) takes each account's oldest due messages from its range of the account queue index and reaches each row by its key (confirming carrier: ${confirmed})`, async () => {
-      const nodes = await functionPlan("sb_claim_fair", "timestamptz, text[], timestamptz, integer, boolean", `now(), array['AC1', 'AC2'], now(), 250, ${confirmed}`);
+      const nodes = await functionPlan(
+        "sb_claim_fair",
+        "timestamptz, text[], timestamptz, integer, boolean",
+        `now(), array['AC1', 'AC2'], now(), 250, ${confirmed}`,
+      );
       expect(messageScans(nodes)).toEqual([
         ["Index Scan", "messages_account_queue_idx"],
         ["Index Scan", "messages_pkey"],
@@ -178,7 +182,13 @@ describe(`hot statements (${dbKind()})`, () => {
       [],
     );
     expect(rows.map((r) => r.proname)).toEqual([
-      "sb_apply_final_states", "sb_apply_plain_final_states", "sb_claim_due", "sb_claim_fair", "sb_due_accounts", "sb_record_submissions", "sb_send_batch",
+      "sb_apply_final_states",
+      "sb_apply_plain_final_states",
+      "sb_claim_due",
+      "sb_claim_fair",
+      "sb_due_accounts",
+      "sb_record_submissions",
+      "sb_send_batch",
     ]);
     // Each function's settings are those its .sql file gives a measured reason for (src/messaging/sql/).
     const settings: Record<string, string[]> = {
@@ -200,7 +210,10 @@ describe(`hot statements (${dbKind()})`, () => {
     const em = db.orm.em.fork();
     await claimInOrder(em, false, new Date(), new Date(), 10);
     const [after] = await executeBound<{ enable_bitmapscan: string; plan_cache_mode: string }>(
-      em, "select current_setting('enable_bitmapscan') as enable_bitmapscan, current_setting('plan_cache_mode') as plan_cache_mode", []);
+      em,
+      "select current_setting('enable_bitmapscan') as enable_bitmapscan, current_setting('plan_cache_mode') as plan_cache_mode",
+      [],
+    );
     expect(after).toEqual({ enable_bitmapscan: "on", plan_cache_mode: "auto" });
   });
 

@@ -7,7 +7,11 @@ import { applyRepeatableSql, repeatableSqlFiles, sqlFile } from "../../src/db/re
 import { MESSAGE_COLUMNS } from "../../src/messaging/message-store.js";
 import { dbKind, useTestOrm } from "../support/db.js";
 
-const fn = (n: number) => sqlFile("src/test/sql/sb_test_repeatable.sql", `-- a comment with a ? in it\ncreate or replace function sb_test_repeatable() returns int language sql as $$ select ${n} $$;\n`);
+const fn = (n: number) =>
+  sqlFile(
+    "src/test/sql/sb_test_repeatable.sql",
+    `-- a comment with a ? in it\ncreate or replace function sb_test_repeatable() returns int language sql as $$ select ${n} $$;\n`,
+  );
 
 describe(`repeatable SQL files (${dbKind()})`, () => {
   const db = useTestOrm();

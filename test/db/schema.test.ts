@@ -3,12 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { randomBytes } from "node:crypto";
 import { describe, expect, it } from "vitest";
-import {
-  CheckConstraintViolationException,
-  DriverException,
-  UniqueConstraintViolationException,
-  type SqlEntityManager,
-} from "@mikro-orm/sql";
+import { CheckConstraintViolationException, DriverException, UniqueConstraintViolationException, type SqlEntityManager } from "@mikro-orm/sql";
 import { dbKind, useTestOrm } from "../support/db.js";
 import { createOrm, isDatabaseReady, migrateUp, migrations } from "../../src/db/orm.js";
 import { entities } from "../../src/entities.js";
@@ -147,9 +142,7 @@ describe(`database schema (${dbKind()})`, () => {
     for (let slot = 1; slot <= 5; slot++) await insertLease(em, { poolNumber: pool[slot - 1], recipient, accountSid: acc.sid, slot });
 
     // A 6th live lease has no slot left: 6 breaks the CHECK, any of 1..5 the (account_sid, recipient, slot) index.
-    await expect(insertLease(em, { poolNumber: pool[5], recipient, accountSid: acc.sid, slot: 6 })).rejects.toBeInstanceOf(
-      CheckConstraintViolationException,
-    );
+    await expect(insertLease(em, { poolNumber: pool[5], recipient, accountSid: acc.sid, slot: 6 })).rejects.toBeInstanceOf(CheckConstraintViolationException);
     const taken = insertLease(em, { poolNumber: pool[5], recipient, accountSid: acc.sid, slot: 3 });
     await expect(taken).rejects.toBeInstanceOf(UniqueConstraintViolationException);
     await expect(taken).rejects.toMatchObject({ code: "23505", constraint: "leases_live_account_recipient_slot_uniq" });
@@ -208,7 +201,10 @@ describe(`database schema (${dbKind()})`, () => {
 
     // RESTRICT fails the DELETE itself, though the key is deferrable. The SQLSTATE differs by engine
     // (23503 on PostgreSQL 15, 23001 on PGlite), which constraintViolation() hides.
-    const direct = await db.orm.em.fork().nativeDelete(Address, { sid: address.sid }).catch((e: unknown) => e);
+    const direct = await db.orm.em
+      .fork()
+      .nativeDelete(Address, { sid: address.sid })
+      .catch((e: unknown) => e);
     expect(direct).toBeInstanceOf(DriverException);
     // The referenced end: what toConnectError answers with AddressInUse.
     const restricted = { kind: "foreign-key", constraint: "numbers_address_sid_fkey", side: "referenced", key: address.sid };
@@ -306,12 +302,23 @@ describe(`database schema (${dbKind()})`, () => {
 
     // The SMPP carrier's tables: a segment with its id forms, a kept receipt, an inbound part.
     const seg = em.create(CarrierSegment, { messageSid: msg.sid, seq: 1, carrierId: "001A2B", idKey: "1a2b", idAlt: "6699", createdAt: T0 });
-    const kept = em.create(PendingReceipt, { carrierId: "6699", idKey: "6699", idHexValue: "26265", status: "Failed", carrierError: "stat:UNDELIV err:034", receivedAt: T0 });
+    const kept = em.create(PendingReceipt, {
+      carrierId: "6699",
+      idKey: "6699",
+      idHexValue: "26265",
+      status: "Failed",
+      carrierError: "stat:UNDELIV err:034",
+      receivedAt: T0,
+    });
     const part = em.create(InboundPart, { sender: "+447700900456", recipient: num.number, ref: 7, total: 2, part: 1, text: "Hello", receivedAt: T0 });
     await em.flush();
     const seg2 = await db.orm.em.fork().findOneOrFail(CarrierSegment, { messageSid: seg.messageSid, seq: 1 });
     expect(seg2).toMatchObject({ carrierId: "001A2B", idKey: "1a2b", idAlt: "6699", status: "Submitted", carrierError: "" });
-    expect(await db.orm.em.fork().findOneOrFail(PendingReceipt, { id: kept.id })).toMatchObject({ idHexValue: "26265", status: "Failed", carrierError: "stat:UNDELIV err:034" });
+    expect(await db.orm.em.fork().findOneOrFail(PendingReceipt, { id: kept.id })).toMatchObject({
+      idHexValue: "26265",
+      status: "Failed",
+      carrierError: "stat:UNDELIV err:034",
+    });
     expect(await db.orm.em.fork().findOneOrFail(InboundPart, { id: part.id })).toMatchObject({ ref: 7, total: 2, part: 1, text: "Hello" });
 
     // Updates go through the unit of work too.
@@ -362,7 +369,10 @@ describe(`database schema (${dbKind()})`, () => {
     expect(read).toMatchObject({ messageSid: null, requestHash: "f".repeat(64) });
     expect(Buffer.from(read.response!).equals(response)).toBe(true);
     // Exactly one of the two answers.
-    for (const both of [{ messageSid: null, response: null }, { messageSid: newSid("MG"), response }]) {
+    for (const both of [
+      { messageSid: null, response: null },
+      { messageSid: newSid("MG"), response },
+    ]) {
       const bad = db.orm.em.fork();
       bad.create(IdempotencyKey, { accountSid: acc.sid, key: `bad-${both.response ? 2 : 1}`, requestHash: null, createdAt: T0, ...both });
       expect(constraintViolation(await bad.flush().catch((e: unknown) => e))).toEqual({ kind: "check", constraint: "idempotency_keys_answer_check" });

@@ -78,7 +78,12 @@ describe(`the delivery engine's one-statement writes (${dbKind()})`, () => {
     expect(sids(await claimInOrder(em, false, until, at(1), 10))).toEqual(["MF"]);
   });
 
-  for (const [claim, confirmed] of [["in order", false], ["in order", true], ["round-robin", false], ["round-robin", true]] as const) {
+  for (const [claim, confirmed] of [
+    ["in order", false],
+    ["in order", true],
+    ["round-robin", false],
+    ["round-robin", true],
+  ] as const) {
     it(`an expired claim is taken again only when claims expire (${claim}, confirming carrier: ${confirmed})`, async () => {
       const em = db.orm.em.fork();
       await insert(em, [
@@ -96,7 +101,10 @@ describe(`the delivery engine's one-statement writes (${dbKind()})`, () => {
 
   it.runIf(dbKind() === "postgres")("two concurrent claims skip each other's locked rows and never take the same message", async () => {
     const em = db.orm.em.fork();
-    await insert(em, Array.from({ length: 10 }, (_, i) => ({ sid: `C${i}`, sendAt: at(-(i + 1) * 1000) })));
+    await insert(
+      em,
+      Array.from({ length: 10 }, (_, i) => ({ sid: `C${i}`, sendAt: at(-(i + 1) * 1000) })),
+    );
     let other: { sid: string }[] = [];
     const mine = await db.orm.em.fork().transactional(async (tx) => {
       const rows = await claimInOrder(tx, false, at(MIN), T, 4);
@@ -119,10 +127,25 @@ describe(`the delivery engine's one-statement writes (${dbKind()})`, () => {
       { sid: `${p}F1`, sendAt: at(-MIN), status: "Delivered" },
       { sid: `${p}F2`, sendAt: at(-MIN), status: "Failed", deliveryReceipt: true, drUri: "https://example.com/dr" },
     ]);
-    const r = (sid: string, status: "Delivered" | "Failed") => ({ messageSid: `${p}${sid}`, status, at: T, errorCode: status === "Failed" ? "E1" : "", now: T });
+    const r = (sid: string, status: "Delivered" | "Failed") => ({
+      messageSid: `${p}${sid}`,
+      status,
+      at: T,
+      errorCode: status === "Failed" ? "E1" : "",
+      now: T,
+    });
     return [
-      r("P1", "Delivered"), r("W1", "Delivered"), r("P1", "Failed"), r("W1", "Failed"), r("P2", "Failed"), r("P3", "Delivered"),
-      r("W2", "Failed"), r("W2", "Delivered"), r("F1", "Delivered"), r("F2", "Delivered"), r("UNKNOWN", "Delivered"),
+      r("P1", "Delivered"),
+      r("W1", "Delivered"),
+      r("P1", "Failed"),
+      r("W1", "Failed"),
+      r("P2", "Failed"),
+      r("P3", "Delivered"),
+      r("W2", "Failed"),
+      r("W2", "Delivered"),
+      r("F1", "Delivered"),
+      r("F2", "Delivered"),
+      r("UNKNOWN", "Delivered"),
     ];
   }
 
@@ -132,85 +155,111 @@ describe(`the delivery engine's one-statement writes (${dbKind()})`, () => {
     const expected = await em.fork().transactional(async (tx) => applyReports(tx, await mixedBatch(tx, "B")));
     expect(outcomes).toEqual(expected);
     expect(outcomes).toEqual([
-      { changed: true, webhook: false }, { changed: true, webhook: true }, { changed: false, webhook: false }, { changed: false, webhook: false },
-      { changed: true, webhook: false }, { changed: true, webhook: false }, { changed: true, webhook: true }, { changed: false, webhook: false },
-      { changed: false, webhook: false }, { changed: false, webhook: false }, { changed: false, webhook: false },
+      { changed: true, webhook: false },
+      { changed: true, webhook: true },
+      { changed: false, webhook: false },
+      { changed: false, webhook: false },
+      { changed: true, webhook: false },
+      { changed: true, webhook: false },
+      { changed: true, webhook: true },
+      { changed: false, webhook: false },
+      { changed: false, webhook: false },
+      { changed: false, webhook: false },
+      { changed: false, webhook: false },
     ]);
     const rows = await executeBound<{ sid: string; status: string; error_code: string; claimed_until: unknown }>(
-      em, "select sid, status, error_code, claimed_until from messages where sid like 'A%' order by sid", []);
+      em,
+      "select sid, status, error_code, claimed_until from messages where sid like 'A%' order by sid",
+      [],
+    );
     expect(rows.map((m) => [m.sid, m.status, m.error_code, m.claimed_until])).toEqual([
-      ["AF1", "Delivered", "", null], ["AF2", "Failed", "", null], ["AP1", "Delivered", "", null], ["AP2", "Failed", "E1", null],
-      ["AP3", "Delivered", "", null], ["AW1", "Delivered", "", null], ["AW2", "Failed", "E1", null],
+      ["AF1", "Delivered", "", null],
+      ["AF2", "Failed", "", null],
+      ["AP1", "Delivered", "", null],
+      ["AP2", "Failed", "E1", null],
+      ["AP3", "Delivered", "", null],
+      ["AW1", "Delivered", "", null],
+      ["AW2", "Failed", "E1", null],
     ]);
     const hooks = await executeBound<{ message_sid: string; payload: unknown }>(
-      em, "select message_sid, payload from webhook_deliveries where message_sid like 'A%' order by message_sid", []);
+      em,
+      "select message_sid, payload from webhook_deliveries where message_sid like 'A%' order by message_sid",
+      [],
+    );
     expect(hooks.map((h) => [h.message_sid, (typeof h.payload === "string" ? JSON.parse(h.payload) : h.payload).Status])).toEqual([
-      ["AW1", "Delivered"], ["AW2", "Failed"],
+      ["AW1", "Delivered"],
+      ["AW2", "Failed"],
     ]);
   });
 
-  it.runIf(dbKind() === "postgres")("statements sent: a dispatcher round is its claim and its record (a backlog round's claim a transaction); a report batch is one statement unless a message needs a webhook", async () => {
-    const em = db.orm.em.fork();
-    await insert(em, [{ sid: "S1", sendAt: at(-2000) }, { sid: "S2", sendAt: at(-1000) }]);
-    const carrier: Carrier = {
-      name: "accepting",
-      submit: async (sms: OutboundSms) => ({ carrierRef: `ref-${sms.messageSid}` }),
-      start: async () => undefined,
-      stop: async () => undefined,
-    };
-    const dispatcher = createDispatcher({ orm: db.orm, clock: new ManualClock(T), carrier });
-    const sent: string[] = [];
-    const query = pg.Client.prototype.query;
-    const counting = function (this: unknown, ...args: unknown[]) {
-      const q = args[0] as string | { text: string };
-      sent.push(typeof q === "string" ? q : q.text);
-      return (query as (...a: unknown[]) => unknown).apply(this, args);
-    };
-    pg.Client.prototype.query = counting as typeof query;
-    try {
-      expect(await dispatcher.tick()).toBe(2);
-      expect(sent.map((s) => s.slice(0, 40))).toEqual([
-        "select * from sb_claim_due($1::timestamp",
-        "select sid from sb_record_submissions($1",
+  it.runIf(dbKind() === "postgres")(
+    "statements sent: a dispatcher round is its claim and its record (a backlog round's claim a transaction); a report batch is one statement unless a message needs a webhook",
+    async () => {
+      const em = db.orm.em.fork();
+      await insert(em, [
+        { sid: "S1", sendAt: at(-2000) },
+        { sid: "S2", sendAt: at(-1000) },
       ]);
-      sent.length = 0;
-      expect(await dispatcher.tick()).toBe(0);
-      expect(sent).toHaveLength(1);
+      const carrier: Carrier = {
+        name: "accepting",
+        submit: async (sms: OutboundSms) => ({ carrierRef: `ref-${sms.messageSid}` }),
+        start: async () => undefined,
+        stop: async () => undefined,
+      };
+      const dispatcher = createDispatcher({ orm: db.orm, clock: new ManualClock(T), carrier });
+      const sent: string[] = [];
+      const query = pg.Client.prototype.query;
+      const counting = function (this: unknown, ...args: unknown[]) {
+        const q = args[0] as string | { text: string };
+        sent.push(typeof q === "string" ? q : q.text);
+        return (query as (...a: unknown[]) => unknown).apply(this, args);
+      };
+      pg.Client.prototype.query = counting as typeof query;
+      try {
+        expect(await dispatcher.tick()).toBe(2);
+        expect(sent.map((s) => s.slice(0, 40))).toEqual(["select * from sb_claim_due($1::timestamp", "select sid from sb_record_submissions($1"]);
+        sent.length = 0;
+        expect(await dispatcher.tick()).toBe(0);
+        expect(sent).toHaveLength(1);
 
-      // A full round, then a backlog round: the round-robin claim in a transaction.
-      await insert(em, [{ sid: "B1", sendAt: at(-3000) }, { sid: "B2", sendAt: at(-2000) }]);
-      const small = createDispatcher({ orm: db.orm, clock: new ManualClock(T), carrier, batchSize: 1 });
-      expect(await small.tick()).toBe(1);
-      sent.length = 0;
-      expect(await small.tick()).toBe(1);
-      expect(sent.map((s) => s.slice(0, 30).toLowerCase())).toEqual([
-        "begin",
-        "select account_sid from sb_due",
-        "select * from sb_claim_fair($1",
-        "commit",
-        "select sid from sb_record_subm",
-      ]);
+        // A full round, then a backlog round: the round-robin claim in a transaction.
+        await insert(em, [
+          { sid: "B1", sendAt: at(-3000) },
+          { sid: "B2", sendAt: at(-2000) },
+        ]);
+        const small = createDispatcher({ orm: db.orm, clock: new ManualClock(T), carrier, batchSize: 1 });
+        expect(await small.tick()).toBe(1);
+        sent.length = 0;
+        expect(await small.tick()).toBe(1);
+        expect(sent.map((s) => s.slice(0, 30).toLowerCase())).toEqual([
+          "begin",
+          "select account_sid from sb_due",
+          "select * from sb_claim_fair($1",
+          "commit",
+          "select sid from sb_record_subm",
+        ]);
 
-      sent.length = 0;
-      await applyReportBatch(db.orm.em.fork(), [{ messageSid: "S1", status: "Delivered", at: T, errorCode: "", now: T }]);
-      expect(sent.map((s) => s.slice(0, 45))).toEqual(["select * from sb_apply_plain_final_states($1:"]);
+        sent.length = 0;
+        await applyReportBatch(db.orm.em.fork(), [{ messageSid: "S1", status: "Delivered", at: T, errorCode: "", now: T }]);
+        expect(sent.map((s) => s.slice(0, 45))).toEqual(["select * from sb_apply_plain_final_states($1:"]);
 
-      await insert(em, [{ sid: "S3", sendAt: at(-1000), status: "Submitted", deliveryReceipt: true, drUri: "https://example.com/dr" }]);
-      sent.length = 0;
-      await applyReportBatch(db.orm.em.fork(), [
-        { messageSid: "S2", status: "Delivered", at: T, errorCode: "", now: T },
-        { messageSid: "S3", status: "Delivered", at: T, errorCode: "", now: T },
-      ]);
-      // The plain statement, then the transaction for the one message whose webhook is queued with its final state.
-      expect(sent.map((s) => s.slice(0, 30).toLowerCase())).toEqual([
-        "select * from sb_apply_plain_f",
-        "begin",
-        "select * from sb_apply_final_s",
-        "insert into webhook_deliveries",
-        "commit",
-      ]);
-    } finally {
-      pg.Client.prototype.query = query;
-    }
-  });
+        await insert(em, [{ sid: "S3", sendAt: at(-1000), status: "Submitted", deliveryReceipt: true, drUri: "https://example.com/dr" }]);
+        sent.length = 0;
+        await applyReportBatch(db.orm.em.fork(), [
+          { messageSid: "S2", status: "Delivered", at: T, errorCode: "", now: T },
+          { messageSid: "S3", status: "Delivered", at: T, errorCode: "", now: T },
+        ]);
+        // The plain statement, then the transaction for the one message whose webhook is queued with its final state.
+        expect(sent.map((s) => s.slice(0, 30).toLowerCase())).toEqual([
+          "select * from sb_apply_plain_f",
+          "begin",
+          "select * from sb_apply_final_s",
+          "insert into webhook_deliveries",
+          "commit",
+        ]);
+      } finally {
+        pg.Client.prototype.query = query;
+      }
+    },
+  );
 });

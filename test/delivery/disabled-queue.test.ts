@@ -36,7 +36,13 @@ describe(`a disabled account or property stops its queue (${dbKind()})`, () => {
         method: "POST",
         url: `/v2/Properties/${tenant.propertySid}/Messages`,
         headers: { authorization: tenant.auth },
-        payload: { From: tenant.ownedNumber, To: to, Text: `queued ${i}`, Schedule: schedule, ...(i === 0 ? { DeliveryReceiptWebhookUri: "https://receipts.example.com/dr" } : {}) },
+        payload: {
+          From: tenant.ownedNumber,
+          To: to,
+          Text: `queued ${i}`,
+          Schedule: schedule,
+          ...(i === 0 ? { DeliveryReceiptWebhookUri: "https://receipts.example.com/dr" } : {}),
+        },
       });
       expect(res.statusCode, res.body).toBe(200);
       sent.push({ sid: res.json().MessageSid, to });
@@ -62,13 +68,18 @@ describe(`a disabled account or property stops its queue (${dbKind()})`, () => {
       expect(sim.handsetMessages(to)).toEqual([]);
     }
     // The one that asked for a receipt gets it, as for any failure.
-    const hooks = await t.db.orm.em.fork().execute<{ event_type: string; payload: unknown }[]>(
-      "select event_type, payload from webhook_deliveries where message_sid = ?",
-      [sent[0].sid],
-    );
+    const hooks = await t.db.orm.em
+      .fork()
+      .execute<{ event_type: string; payload: unknown }[]>("select event_type, payload from webhook_deliveries where message_sid = ?", [sent[0].sid]);
     expect(hooks).toHaveLength(1);
     const payload = typeof hooks[0].payload === "string" ? JSON.parse(hooks[0].payload) : hooks[0].payload;
-    expect(payload).toMatchObject({ Type: "DeliveryReceipt", MessageSid: sent[0].sid, AccountSid: tenant.accountSid, Status: "Failed", ErrorCode: "SmsNotEnabled" });
+    expect(payload).toMatchObject({
+      Type: "DeliveryReceipt",
+      MessageSid: sent[0].sid,
+      AccountSid: tenant.accountSid,
+      Status: "Failed",
+      ErrorCode: "SmsNotEnabled",
+    });
   }
 
   it("disabling the account fails its five scheduled messages with SmsNotEnabled at dispatch; none reaches a handset", async () => {
@@ -162,7 +173,12 @@ describe(`CancelQueued (${dbKind()})`, () => {
     // Nothing left to cancel, and nothing canceled is sent when its time comes.
     t.clock.advance(3_600_000);
     expect(await t.engine!.dispatcher.tick()).toBe(1); // the other account's
-    const again = await t.app.inject({ method: "POST", url: `/admin/v1/Accounts/${tenant.accountSid}/CancelQueued`, headers: { authorization: `Bearer ${ADMIN_TOKEN}` }, payload: {} });
+    const again = await t.app.inject({
+      method: "POST",
+      url: `/admin/v1/Accounts/${tenant.accountSid}/CancelQueued`,
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+      payload: {},
+    });
     expect(again.json()).toEqual({ AccountSid: tenant.accountSid, Canceled: 0 });
   });
 
@@ -180,7 +196,12 @@ describe(`CancelQueued (${dbKind()})`, () => {
     expect((await status(tenant, scheduled)).Status).toBe("Canceled");
 
     const unknown = `AC${"0".repeat(30)}`;
-    const rest = await t.app.inject({ method: "POST", url: `/admin/v1/Accounts/${unknown}/CancelQueued`, headers: { authorization: `Bearer ${ADMIN_TOKEN}` }, payload: {} });
+    const rest = await t.app.inject({
+      method: "POST",
+      url: `/admin/v1/Accounts/${unknown}/CancelQueued`,
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+      payload: {},
+    });
     expect(rest.statusCode, rest.body).toBe(404);
     expect(rest.json().ResponseStatus).toMatchObject({ ErrorCode: "NotFound" });
     const rpc = await t.app.inject({
@@ -195,7 +216,12 @@ describe(`CancelQueued (${dbKind()})`, () => {
 
   it("needs the operator token", async () => {
     const tenant = await createTenant(t.app);
-    const res = await t.app.inject({ method: "POST", url: `/admin/v1/Accounts/${tenant.accountSid}/CancelQueued`, headers: { authorization: tenant.auth }, payload: {} });
+    const res = await t.app.inject({
+      method: "POST",
+      url: `/admin/v1/Accounts/${tenant.accountSid}/CancelQueued`,
+      headers: { authorization: tenant.auth },
+      payload: {},
+    });
     expect(res.statusCode, res.body).toBe(401);
     expect(res.json().ResponseStatus.ErrorCode).toBe("Unauthorized");
   });

@@ -43,13 +43,22 @@ async function messageCount(): Promise<number> {
 }
 /** The handset sends an SMS into the service (POST /admin/v1/Simulator/Inbound). */
 async function inbound(from: string, to: string, text: string): Promise<{ MessageSid: string; InReplyTo: string }> {
-  const res = await t.app.inject({ method: "POST", url: "/admin/v1/Simulator/Inbound", headers: { authorization: `Bearer ${ADMIN_TOKEN}` }, payload: { From: from, To: to, Text: text } });
+  const res = await t.app.inject({
+    method: "POST",
+    url: "/admin/v1/Simulator/Inbound",
+    headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+    payload: { From: from, To: to, Text: text },
+  });
   expect(res.statusCode, res.body).toBe(200);
   return res.json();
 }
 /** What the simulated network delivered to a handset. */
 async function handset(number: string): Promise<{ From: string; To: string; Text: string }[]> {
-  const res = await t.app.inject({ method: "GET", url: `/admin/v1/Simulator/Handsets/${number.slice(1)}/Messages`, headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+  const res = await t.app.inject({
+    method: "GET",
+    url: `/admin/v1/Simulator/Handsets/${number.slice(1)}/Messages`,
+    headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+  });
   expect(res.statusCode, res.body).toBe(200);
   return res.json().Messages;
 }
@@ -60,7 +69,9 @@ async function drain(): Promise<void> {
   }
   const em = t.db.orm.em.fork();
   for (let i = 0; i < 1000; i++) {
-    const rows = await em.execute<{ n: string | number }[]>("select count(*) as n from messages where direction = 'Transmit' and status in ('Processing', 'Submitted')");
+    const rows = await em.execute<{ n: string | number }[]>(
+      "select count(*) as n from messages where direction = 'Transmit' and status in ('Processing', 'Submitted')",
+    );
     if (Number(rows[0].n) === 0) return;
     await new Promise((r) => setTimeout(r, 10));
   }
@@ -68,7 +79,11 @@ async function drain(): Promise<void> {
 }
 /** The account's Transmit messages carrying `text` (a forwarded SMS has its reply's text). */
 async function transmitted(text: string, tenant = a): Promise<any[]> {
-  const res = await t.app.inject({ method: "GET", url: `/v2/Properties/${tenant.propertySid}/Messages?Direction=Transmit`, headers: { authorization: tenant.auth } });
+  const res = await t.app.inject({
+    method: "GET",
+    url: `/v2/Properties/${tenant.propertySid}/Messages?Direction=Transmit`,
+    headers: { authorization: tenant.auth },
+  });
   return res.json().Messages.filter((m: { Text: string }) => m.Text === text);
 }
 
@@ -113,7 +128,13 @@ describe("ForwardToSms naming one of the deployment's own numbers is refused at 
       method: "POST",
       url: `/v2/Properties/${a.propertySid}/BatchMessages`,
       headers: { authorization: a.auth },
-      payload: { Messages: [{ To: usNumber(), Text: "one", ForwardToSms: b.ownedNumber }, { To: usNumber(), Text: "two", ForwardToSms: outside }, { To: usNumber(), Text: "three" }] },
+      payload: {
+        Messages: [
+          { To: usNumber(), Text: "one", ForwardToSms: b.ownedNumber },
+          { To: usNumber(), Text: "two", ForwardToSms: outside },
+          { To: usNumber(), Text: "three" },
+        ],
+      },
     });
     expect(res.statusCode, res.body).toBe(200);
     const [refused, accepted, plain] = res.json().Messages;
@@ -148,7 +169,9 @@ describe("numbers that became ours after the send (issue 27)", () => {
     expect(emails.json().Emails.filter((e: { MessageSid: string }) => e.MessageSid === reply.MessageSid)).toEqual([]);
 
     const logged = logLines.map((l) => JSON.parse(l)).filter((l) => l.messageSid === reply.MessageSid);
-    expect(logged).toEqual([expect.objectContaining({ level: 30, messageSid: reply.MessageSid, inReplyTo: sent.json().MessageSid, from: handsetNumber, to: lease })]);
+    expect(logged).toEqual([
+      expect.objectContaining({ level: 30, messageSid: reply.MessageSid, inReplyTo: sent.json().MessageSid, from: handsetNumber, to: lease }),
+    ]);
     expect(logLines.join("\n")).not.toContain("secret loop text");
   });
 

@@ -34,7 +34,11 @@ describe("pacedRounds", () => {
   it("does not hold a round while the last one came back full", async () => {
     let backlog = true;
     let rounds = 0;
-    const paced = pacedRounds(async () => ++rounds, () => backlog, 10_000);
+    const paced = pacedRounds(
+      async () => ++rounds,
+      () => backlog,
+      10_000,
+    );
     const t0 = performance.now();
     for (let i = 0; i < 5; i++) await paced();
     expect(rounds).toBe(5);

@@ -41,32 +41,36 @@ describe(`a restarted simulator reports what the stopped one owed (${dbKind()})`
   });
   afterAll(() => db?.close());
 
-  it("messages Submitted when the engine stopped with their reports pending reach Delivered (or Failed Unreachable) after a new one starts", { timeout: 30_000 }, async () => {
-    // The first process: its simulator would report after a minute, but it stops first.
-    const first = await createTestApp({ db, clock, engine: true, carrier: createSimulatorCarrier({ clock, reportDelayMs: 60_000 }) });
-    const tenant = await createTenant(first.app);
-    const to = [recipient(), recipient(), SIMULATOR_TEST_NUMBERS.unreachable];
-    const sids = [await send(first, tenant, to[0]), await send(first, tenant, to[1]), await send(first, tenant, to[2])];
-    while ((await first.engine!.dispatcher.tick()) > 0);
-    for (const sid of sids) expect(await record(first, tenant, sid)).toMatchObject({ Status: "Submitted", ErrorCode: "" });
-    await first.close();
+  it(
+    "messages Submitted when the engine stopped with their reports pending reach Delivered (or Failed Unreachable) after a new one starts",
+    { timeout: 30_000 },
+    async () => {
+      // The first process: its simulator would report after a minute, but it stops first.
+      const first = await createTestApp({ db, clock, engine: true, carrier: createSimulatorCarrier({ clock, reportDelayMs: 60_000 }) });
+      const tenant = await createTenant(first.app);
+      const to = [recipient(), recipient(), SIMULATOR_TEST_NUMBERS.unreachable];
+      const sids = [await send(first, tenant, to[0]), await send(first, tenant, to[1]), await send(first, tenant, to[2])];
+      while ((await first.engine!.dispatcher.tick()) > 0);
+      for (const sid of sids) expect(await record(first, tenant, sid)).toMatchObject({ Status: "Submitted", ErrorCode: "" });
+      await first.close();
 
-    // The second process, on the same database, a moment later.
-    clock.advance(1000);
-    const sim = createSimulatorCarrier({ clock, reportDelayMs: 0 });
-    const second = await createTestApp({ db, clock, engine: true, carrier: sim });
-    try {
-      for (const sid of sids.slice(0, 2)) {
-        await expect.poll(async () => (await record(second, tenant, sid)).Status, { timeout: 10_000 }).toBe("Delivered");
+      // The second process, on the same database, a moment later.
+      clock.advance(1000);
+      const sim = createSimulatorCarrier({ clock, reportDelayMs: 0 });
+      const second = await createTestApp({ db, clock, engine: true, carrier: sim });
+      try {
+        for (const sid of sids.slice(0, 2)) {
+          await expect.poll(async () => (await record(second, tenant, sid)).Status, { timeout: 10_000 }).toBe("Delivered");
+        }
+        await expect.poll(async () => (await record(second, tenant, sids[2])).Status, { timeout: 10_000 }).toBe("Failed");
+        expect(await record(second, tenant, sids[2])).toMatchObject({ ErrorCode: "Unreachable" });
+        expect(sim.handsetMessages(to[0]).map((m) => m.messageSid)).toEqual([sids[0]]);
+        expect(sim.handsetMessages(to[1]).map((m) => m.messageSid)).toEqual([sids[1]]);
+      } finally {
+        await second.close();
       }
-      await expect.poll(async () => (await record(second, tenant, sids[2])).Status, { timeout: 10_000 }).toBe("Failed");
-      expect(await record(second, tenant, sids[2])).toMatchObject({ ErrorCode: "Unreachable" });
-      expect(sim.handsetMessages(to[0]).map((m) => m.messageSid)).toEqual([sids[0]]);
-      expect(sim.handsetMessages(to[1]).map((m) => m.messageSid)).toEqual([sids[1]]);
-    } finally {
-      await second.close();
-    }
-  });
+    },
+  );
 });
 
 /** A carrier that accepts everything and reports only when the test says so. */
@@ -126,7 +130,11 @@ describe(`the receipt-timeout sweep (${dbKind()})`, () => {
     expect(await record(t, tenant, delivered)).toMatchObject({ Status: "Delivered", ErrorCode: "" });
 
     // Operators find them with the existing list filter (Status=Submitted) and their ErrorCode.
-    const list = await t.app.inject({ method: "GET", url: `/v2/Properties/${tenant.propertySid}/Messages?Status=Submitted`, headers: { authorization: tenant.auth } });
+    const list = await t.app.inject({
+      method: "GET",
+      url: `/v2/Properties/${tenant.propertySid}/Messages?Status=Submitted`,
+      headers: { authorization: tenant.auth },
+    });
     expect(list.statusCode, list.body).toBe(200);
     expect(new Map(list.json().Messages.map((m: { MessageSid: string; ErrorCode: string }) => [m.MessageSid, m.ErrorCode]))).toEqual(
       new Map([

@@ -184,7 +184,13 @@ async function createRig(opts: { pool?: number; smtp?: boolean; mailFromDomains?
     carrier,
     onQueued: engine.nudge,
     // The tests' ForwardFromEmail addresses are at example.com (MAIL_FROM_DOMAINS).
-    config: { adminToken: ADMIN_TOKEN, webhookAllowPrivate: true, noAlphaCountries: new Set(["US", "CA"]), bodyLimit: 1024 * 1024, mailFromDomains: opts.mailFromDomains ?? ["example.com"] },
+    config: {
+      adminToken: ADMIN_TOKEN,
+      webhookAllowPrivate: true,
+      noAlphaCountries: new Set(["US", "CA"]),
+      bodyLimit: 1024 * 1024,
+      mailFromDomains: opts.mailFromDomains ?? ["example.com"],
+    },
   });
   await app.ready();
   await engine.start({ loops: false });
@@ -283,7 +289,10 @@ async function drain(r: Rig): Promise<{ webhooks: number; mails: number }> {
   }
   const em = r.db.orm.em.fork();
   await waitFor("delivery reports", async () => {
-    const rows = await em.execute<{ n: number | string }[]>("select count(*) as n from messages where direction = 'Transmit' and status in ('Processing', 'Submitted') and send_at <= ?", [r.clock.now()]);
+    const rows = await em.execute<{ n: number | string }[]>(
+      "select count(*) as n from messages where direction = 'Transmit' and status in ('Processing', 'Submitted') and send_at <= ?",
+      [r.clock.now()],
+    );
     return Number(rows[0].n) === 0;
   });
   const webhooks = await r.engine.webhooks.tick();
@@ -346,7 +355,9 @@ function responseFields(r: Rig, hook: ReceivedHook, ownQuery = ""): Record<strin
   expect(hook.headers["content-type"]).toMatch(/^application\/json/);
   const fields = verifySigned(r, hook, hook.body) as Record<string, unknown>;
   expect(fields).toEqual(JSON.parse(hook.body));
-  expect(() => new Webhook(`whsec_${Buffer.from("not-the-secret-0123456789").toString("base64")}`).verify(hook.body, hook.headers as Record<string, string>)).toThrow();
+  expect(() =>
+    new Webhook(`whsec_${Buffer.from("not-the-secret-0123456789").toString("base64")}`).verify(hook.body, hook.headers as Record<string, string>),
+  ).toThrow();
   return fields;
 }
 
@@ -369,9 +380,25 @@ describe("a reply to a leased sender with every forward set", () => {
   });
 
   for (const variant of [
-    { name: "POST webhook, forwarded SMS from the responding party, e-mail from ForwardFromEmail", method: undefined, forwardFromSms: "", forwardFromEmail: true },
-    { name: "GET webhook, forwarded SMS from an E164 ForwardFromSms (the account's own number), e-mail from the no-reply default", method: "GET", forwardFromSms: "owned", forwardFromEmail: false },
-    { name: "get (any case) webhook to a URI with its own query, forwarded SMS from an alphanumeric ForwardFromSms", method: "get", forwardFromSms: "Switchbrd", forwardFromEmail: true, hookQuery: "tag=lunch&who=a%20b" },
+    {
+      name: "POST webhook, forwarded SMS from the responding party, e-mail from ForwardFromEmail",
+      method: undefined,
+      forwardFromSms: "",
+      forwardFromEmail: true,
+    },
+    {
+      name: "GET webhook, forwarded SMS from an E164 ForwardFromSms (the account's own number), e-mail from the no-reply default",
+      method: "GET",
+      forwardFromSms: "owned",
+      forwardFromEmail: false,
+    },
+    {
+      name: "get (any case) webhook to a URI with its own query, forwarded SMS from an alphanumeric ForwardFromSms",
+      method: "get",
+      forwardFromSms: "Switchbrd",
+      forwardFromEmail: true,
+      hookQuery: "tag=lunch&who=a%20b",
+    },
   ]) {
     it(variant.name, async () => {
       const forwardFromSms = variant.forwardFromSms === "owned" ? r.tenant.ownedNumber : variant.forwardFromSms;
@@ -432,7 +459,14 @@ describe("a reply to a leased sender with every forward set", () => {
       expect(fwd).toHaveLength(1);
       expect(fwd[0]).toMatchObject({ From: expectedFrom, To: forwardTo, Text: text });
       const fwdRec = await record(r, fwd[0].MessageSid);
-      expect(fwdRec).toMatchObject({ Direction: "Transmit", Status: "Delivered", From: expectedFrom, To: forwardTo, Text: text, PropertySid: r.tenant.propertySid });
+      expect(fwdRec).toMatchObject({
+        Direction: "Transmit",
+        Status: "Delivered",
+        From: expectedFrom,
+        To: forwardTo,
+        Text: text,
+        PropertySid: r.tenant.propertySid,
+      });
       // The forward went only there: the responding party's handset holds just the original message.
       expect((await handset(r, recipient)).map((h) => h.MessageSid)).toEqual([out.MessageSid]);
 
@@ -591,7 +625,11 @@ describe("the 30-day lease", () => {
     expect(day29).toStrictEqual({ MessageSid: SID("MG"), InReplyTo: out.MessageSid });
     expect(await drain(r)).toEqual({ webhooks: 1, mails: 0 });
     expect(await handset(r, forwardTo)).toMatchObject([{ Text: "Day 29 reply", From: recipient }]);
-    expect(responseFields(r, hooksAt(hook.path)[0])).toMatchObject({ MessageSid: day29.MessageSid, InReplyTo: out.MessageSid, Timestamp: secondsOf(r.clock.now()) });
+    expect(responseFields(r, hooksAt(hook.path)[0])).toMatchObject({
+      MessageSid: day29.MessageSid,
+      InReplyTo: out.MessageSid,
+      Timestamp: secondsOf(r.clock.now()),
+    });
     // The single pool number is still leased to this recipient: no second lease yet.
     const busy = await sendRaw(r, { To: recipient, Text: "Too soon" });
     expect(busy.statusCode).toBe(400);
@@ -818,7 +856,9 @@ describe("forwarding cannot spoof a sender (issue 12)", () => {
     expect(res.statusCode, res.body).toBe(400);
     const body = res.json();
     expect(body.ResponseStatus.ErrorCode).toBe("SenderNotOwned");
-    expect(body.ResponseStatus.Errors).toEqual([{ ErrorCode: "SenderNotOwned", FieldName: "ForwardFromSms", Message: expect.stringContaining(other.ownedNumber) }]);
+    expect(body.ResponseStatus.Errors).toEqual([
+      { ErrorCode: "SenderNotOwned", FieldName: "ForwardFromSms", Message: expect.stringContaining(other.ownedNumber) },
+    ]);
     // The same check in a batch, for that item alone; the account's own number is accepted.
     const batch = await r.app.inject({
       method: "POST",
@@ -893,13 +933,17 @@ describe("a forwarded SMS obeys the send rules of its account and property (issu
       const recipient = usNumber();
       const forwardTo = ukNumber();
       const out = await sendLeased(r, { To: recipient, Text: "Reply to this", ForwardToSms: forwardTo });
-      await admin(r, where === "property" ? `/admin/v1/Properties/${r.tenant.propertySid}` : `/admin/v1/Accounts/${r.tenant.accountSid}`, { SmsEnabled: false });
+      await admin(r, where === "property" ? `/admin/v1/Properties/${r.tenant.propertySid}` : `/admin/v1/Accounts/${r.tenant.accountSid}`, {
+        SmsEnabled: false,
+      });
       const inbound = await reply(r, recipient, out.From, "Can I change it?");
       expect((await record(r, inbound.MessageSid)).Status).toBe("Received");
       await drain(r);
       expect(await handset(r, forwardTo)).toEqual([]);
       const forwards = (await listByDirection(r, "Transmit")).Messages.filter((m) => m.To === forwardTo);
-      expect(forwards).toEqual([expect.objectContaining({ Status: "Failed", ErrorCode: "SmsNotEnabled", From: recipient, Text: "Can I change it?", Submitted: 0 })]);
+      expect(forwards).toEqual([
+        expect.objectContaining({ Status: "Failed", ErrorCode: "SmsNotEnabled", From: recipient, Text: "Can I change it?", Submitted: 0 }),
+      ]);
     });
   }
 

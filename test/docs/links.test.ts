@@ -10,7 +10,12 @@ import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..", "..");
-const DOCS = ["README.md", ...readdirSync(join(ROOT, "docs")).filter((f) => f.endsWith(".md")).map((f) => `docs/${f}`)];
+const DOCS = [
+  "README.md",
+  ...readdirSync(join(ROOT, "docs"))
+    .filter((f) => f.endsWith(".md"))
+    .map((f) => `docs/${f}`),
+];
 
 /** Markdown without its fenced code blocks and inline code spans (links there are not links). */
 function prose(md: string): string {
@@ -58,7 +63,9 @@ function walk(dir: string, exts: string[]): string[] {
   return out;
 }
 
-const CODE = ["src", "test", "proto/switchboard", "bench", "scripts", ".ci"].flatMap((d) => walk(join(ROOT, d), [".ts", ".proto", ".sh", ".py", ".mjs", ""]).filter((f) => statSync(f).isFile()));
+const CODE = ["src", "test", "proto/switchboard", "bench", "scripts", ".ci"].flatMap((d) =>
+  walk(join(ROOT, d), [".ts", ".proto", ".sh", ".py", ".mjs", ""]).filter((f) => statSync(f).isFile()),
+);
 
 describe("documentation links", () => {
   it("the anchor rule matches GitHub's", () => {

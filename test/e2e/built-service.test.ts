@@ -11,7 +11,16 @@ import { readFileSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { dbKind } from "../support/db.js";
 import { freePort } from "../support/kannel.js";
-import { buildService, killService, serviceDatabase, type Service, type ServiceDatabase, startService, stopService, waitForOutput } from "../support/service.js";
+import {
+  buildService,
+  killService,
+  serviceDatabase,
+  type Service,
+  type ServiceDatabase,
+  startService,
+  stopService,
+  waitForOutput,
+} from "../support/service.js";
 
 const ADMIN = "built-service-admin-token-0123456789";
 const VERSION = (JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version: string }).version;
@@ -57,7 +66,7 @@ describe("npm start's compiled build", () => {
     expect(sent.status).toBe(200);
     const { MessageSid } = (await sent.json()) as { MessageSid: string };
     let record: Record<string, unknown> = {};
-    for (const deadline = Date.now() + 30_000; record.Status !== "Delivered" && Date.now() < deadline; ) {
+    for (const deadline = Date.now() + 30_000; record.Status !== "Delivered" && Date.now() < deadline;) {
       await new Promise((r) => setTimeout(r, 100));
       record = (await (await fetch(`${svc.base}/v2/Messages/${MessageSid}`, { headers: { authorization: auth } })).json()) as Record<string, unknown>;
     }
@@ -80,7 +89,7 @@ describe("npm start's compiled build", () => {
     npm.stderr.on("data", (d: Buffer) => (out += d.toString()));
     const exited = new Promise<[number | null, NodeJS.Signals | null]>((resolve) => npm.once("exit", (code, signal) => resolve([code, signal])));
     try {
-      for (const deadline = Date.now() + 60_000; !/"msg":"Switchboard listening"/.test(out); ) {
+      for (const deadline = Date.now() + 60_000; !/"msg":"Switchboard listening"/.test(out);) {
         if (Date.now() > deadline || npm.exitCode !== null) throw new Error(`npm start did not come up:\n${out.slice(-4000)}`);
         await new Promise((r) => setTimeout(r, 50));
       }
@@ -98,7 +107,13 @@ describe("npm start's compiled build", () => {
 
   it.skipIf(dbKind() !== "postgres")("runs the compiled worker (npm run worker)", { timeout: 120_000 }, async () => {
     const workerDb = await serviceDatabase();
-    const worker = await startService({ port: await freePort(), script: "src/worker.ts", compiled: true, waitReady: false, env: { DATABASE_URL: workerDb.url, LOG_LEVEL: "info" } });
+    const worker = await startService({
+      port: await freePort(),
+      script: "src/worker.ts",
+      compiled: true,
+      waitReady: false,
+      env: { DATABASE_URL: workerDb.url, LOG_LEVEL: "info" },
+    });
     try {
       await waitForOutput(worker, /"msg":"Switchboard worker running"/);
       expect(await stopService(worker)).toMatchObject({ code: 0, signal: null });

@@ -54,9 +54,7 @@ function startService(dataUrl: string, port: number): Service {
   let err = "";
   child.stdout!.setEncoding("utf8").on("data", (d: string) => (out += d));
   child.stderr!.setEncoding("utf8").on("data", (d: string) => (err += d));
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((done) =>
-    child.once("exit", (code, signal) => done({ code, signal })),
-  );
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((done) => child.once("exit", (code, signal) => done({ code, signal })));
   const svc = { child, stdout: () => out, stderr: () => err, exited };
   started.push(svc);
   return svc;
@@ -131,26 +129,43 @@ describe("first run of the real service (embedded PGlite folder)", () => {
     expect(status, sent.stdout).toBe("200");
     const msg = JSON.parse(body);
     expect(Object.keys(msg).sort()).toEqual(["AccountSid", "From", "MessageSid", "PropertySid", "Text", "To"]);
-    expect(msg).toEqual({ MessageSid: expect.stringMatching(SID_RE("MG")), AccountSid: accountSid, PropertySid: propertySid, From: poolNumber, To: "+14155550123", Text: "Hello from Switchboard" });
+    expect(msg).toEqual({
+      MessageSid: expect.stringMatching(SID_RE("MG")),
+      AccountSid: accountSid,
+      PropertySid: propertySid,
+      From: poolNumber,
+      To: "+14155550123",
+      Text: "Hello from Switchboard",
+    });
     demo = { operatorToken, tokenFile, accountSid, token, propertySid, poolNumber, messageSid: msg.MessageSid };
 
     // The README's five-minute tour shows this very line (placeholders for the Sids, token and port).
     const readme = readFileSync(join(ROOT, "README.md"), "utf8");
-    const trim = (text: string) => text.split("\n").map((l) => l.trim()).join("\n");
+    const trim = (text: string) =>
+      text
+        .split("\n")
+        .map((l) => l.trim())
+        .join("\n");
     const tourCurl = readme.match(/^ {3}```sh\n( {3}curl -s -u AC…:token -H[\s\S]*?)\n {3}```/m)?.[1];
     expect(tourCurl, "the tour's curl block in README.md").toBeDefined();
-    const generic = curlLine.replaceAll(accountSid, "AC…").replaceAll(token, "token").replaceAll(propertySid, "PR…").replaceAll(`localhost:${port}`, "localhost:8080");
+    const generic = curlLine
+      .replaceAll(accountSid, "AC…")
+      .replaceAll(token, "token")
+      .replaceAll(propertySid, "PR…")
+      .replaceAll(`localhost:${port}`, "localhost:8080");
     expect(trim(generic)).toBe(trim(tourCurl!));
     // Its next steps: read the record with the same credentials until it is Delivered (the
     // simulator reports after 200 ms); the simulated handset has the SMS.
     let record: Record<string, unknown> = {};
-    for (const deadline = Date.now() + 30_000; record.Status !== "Delivered" && Date.now() < deadline; ) {
+    for (const deadline = Date.now() + 30_000; record.Status !== "Delivered" && Date.now() < deadline;) {
       await new Promise((r) => setTimeout(r, 100));
       record = JSON.parse((await run("curl", ["-s", "-u", `${accountSid}:${token}`, `http://localhost:${port}/v2/Messages/${msg.MessageSid}`])).stdout);
     }
     expect(record).toMatchObject({ MessageSid: msg.MessageSid, Status: "Delivered", Submitted: expect.any(Number), Delivered: expect.any(Number) });
     expect(record.Delivered).toBeGreaterThan(0);
-    const handset = await fetch(`http://127.0.0.1:${port}/admin/v1/Simulator/Handsets/14155550123/Messages`, { headers: { authorization: `Bearer ${operatorToken}` } });
+    const handset = await fetch(`http://127.0.0.1:${port}/admin/v1/Simulator/Handsets/14155550123/Messages`, {
+      headers: { authorization: `Bearer ${operatorToken}` },
+    });
     expect(handset.status).toBe(200);
     expect(JSON.stringify(await handset.json())).toContain("Hello from Switchboard");
     // And /docs, the last step, is served.
@@ -175,7 +190,10 @@ describe("first run of the real service (embedded PGlite folder)", () => {
     const sessions = new Http2SessionManager(base);
     try {
       const grpc = createClient(MessagingService, createGrpcTransport({ baseUrl: base, sessionManager: sessions }));
-      const rec = await grpc.getMessage({ messageSid: msg.MessageSid }, { headers: { authorization: `Basic ${Buffer.from(`${accountSid}:${token}`).toString("base64")}` } });
+      const rec = await grpc.getMessage(
+        { messageSid: msg.MessageSid },
+        { headers: { authorization: `Basic ${Buffer.from(`${accountSid}:${token}`).toString("base64")}` } },
+      );
       expect(rec).toMatchObject({ messageSid: msg.MessageSid, from: poolNumber, to: "+14155550123" });
       expect(["open", "idle"]).toContain(sessions.state());
 
@@ -200,7 +218,14 @@ describe("first run of the real service (embedded PGlite folder)", () => {
       headers: { authorization: `Basic ${Buffer.from(`${demo.accountSid}:${demo.token}`).toString("base64")}` },
     });
     expect(got.status).toBe(200);
-    expect(await got.json()).toMatchObject({ MessageSid: demo.messageSid, AccountSid: demo.accountSid, PropertySid: demo.propertySid, From: demo.poolNumber, To: "+14155550123", Text: "Hello from Switchboard" });
+    expect(await got.json()).toMatchObject({
+      MessageSid: demo.messageSid,
+      AccountSid: demo.accountSid,
+      PropertySid: demo.propertySid,
+      From: demo.poolNumber,
+      To: "+14155550123",
+      Text: "Hello from Switchboard",
+    });
 
     const fileToken = readFileSync(demo.tokenFile, "utf8").trim();
     expect(fileToken).toBe(demo.operatorToken);
@@ -229,9 +254,9 @@ describe.skipIf(dbKind() !== "postgres")("first run on an empty PostgreSQL datab
       expect(svc.stdout()).not.toMatch(/first run|Demo account|curl /);
       const orm = await createOrm({ entities, databaseUrl: url.toString(), poolMax: 1 });
       try {
-        const counts = await orm.em.fork().execute<{ accounts: string; numbers: string }[]>(
-          "select (select count(*) from accounts) as accounts, (select count(*) from numbers) as numbers",
-        );
+        const counts = await orm.em
+          .fork()
+          .execute<{ accounts: string; numbers: string }[]>("select (select count(*) from accounts) as accounts, (select count(*) from numbers) as numbers");
         expect(counts.map((c) => [Number(c.accounts), Number(c.numbers)])).toEqual([[0, 0]]);
       } finally {
         await orm.close(true);

@@ -8,21 +8,11 @@ import type { AddressInfo } from "node:net";
 import { promisify } from "node:util";
 import type { DescMessage, MessageInitShape } from "@bufbuild/protobuf";
 import { Code, ConnectError, createClient, type Client, type Transport } from "@connectrpc/connect";
-import {
-  createConnectTransport,
-  createGrpcTransport,
-  createGrpcWebTransport,
-  Http2SessionManager,
-} from "@connectrpc/connect-node";
+import { createConnectTransport, createGrpcTransport, createGrpcWebTransport, Http2SessionManager } from "@connectrpc/connect-node";
 import type { FastifyInstance } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BadRequestSchema, ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
-import {
-  MessageRecordSchema,
-  MessageSchema,
-  MessagingService,
-  SendMessageRequestSchema,
-} from "../../gen/switchboard/v2/messaging_pb.js";
+import { MessageRecordSchema, MessageSchema, MessagingService, SendMessageRequestSchema } from "../../gen/switchboard/v2/messaging_pb.js";
 import { buildApp } from "../../src/app.js";
 import { ManualClock } from "../../src/common/clock.js";
 import { createTestOrm, dbKind, type TestOrm } from "../support/db.js";
@@ -140,7 +130,13 @@ describe(`SendMessage and GetMessage on every protocol (${dbKind()})`, () => {
   function expectSixFields(msg: Record<string, unknown>) {
     expect(Object.keys(msg).sort()).toEqual(["AccountSid", "From", "MessageSid", "PropertySid", "Text", "To"]);
     expect(msg.MessageSid).toMatch(SID_RE("MG"));
-    expect(msg).toMatchObject({ AccountSid: tenant.accountSid, PropertySid: tenant.propertySid, From: tenant.ownedNumber, To: TO, Text: "Hello on every protocol" });
+    expect(msg).toMatchObject({
+      AccountSid: tenant.accountSid,
+      PropertySid: tenant.propertySid,
+      From: tenant.ownedNumber,
+      To: TO,
+      Text: "Hello on every protocol",
+    });
   }
 
   it("REST: POST /v2/Properties/{sid}/Messages", async () => {
@@ -249,15 +245,19 @@ describe("the same error on every protocol", () => {
       if (c.httpStatus === 401) expect(res.headers.get("www-authenticate")).toBe('Basic realm="switchboard"');
 
       for (const name of RPC_NAMES) {
-        const err = await rpcError(() =>
-          clients[name].sendMessage({ propertySid, ...c.rpc() }, c.auth ? { headers: { authorization: tenant.auth } } : {}),
-        );
+        const err = await rpcError(() => clients[name].sendMessage({ propertySid, ...c.rpc() }, c.auth ? { headers: { authorization: tenant.auth } } : {}));
         expect(Code[err.code], `${name}: ${err.message}`).toBe(Code[c.code]);
         expect(err.rawMessage, name).toBe(status.Message);
         const infos = err.findDetails(ErrorInfoSchema);
-        expect(infos.map((i) => ({ reason: i.reason, domain: i.domain })), name).toEqual([{ reason: c.errorCode, domain: "switchboard" }]);
+        expect(
+          infos.map((i) => ({ reason: i.reason, domain: i.domain })),
+          name,
+        ).toEqual([{ reason: c.errorCode, domain: "switchboard" }]);
         const violations = err.findDetails(BadRequestSchema).flatMap((b) => b.fieldViolations);
-        expect(violations.map((v) => v.field), name).toEqual(c.fields);
+        expect(
+          violations.map((v) => v.field),
+          name,
+        ).toEqual(c.fields);
         for (const v of violations) expect(v.reason, name).toBe(c.errorCode);
       }
     });
@@ -273,7 +273,16 @@ describe("curl on the same port", () => {
     const got = await run("curl", ["-s", "-u", `${tenant.accountSid}:${tenant.token}`, `${baseUrl}/v2/Messages/${sid}`]);
     expect(JSON.parse(got.stdout)).toMatchObject({ MessageSid: sid, Text: "for curl", AccountSid: tenant.accountSid });
 
-    const sentByCurl = await run("curl", ["-s", "-u", `${tenant.accountSid}:${tenant.token}`, "-H", "Content-Type: application/json", "-d", JSON.stringify({ To: TO, From: tenant.ownedNumber, Text: "sent by curl" }), `${baseUrl}/v2/Properties/${tenant.propertySid}/Messages`]);
+    const sentByCurl = await run("curl", [
+      "-s",
+      "-u",
+      `${tenant.accountSid}:${tenant.token}`,
+      "-H",
+      "Content-Type: application/json",
+      "-d",
+      JSON.stringify({ To: TO, From: tenant.ownedNumber, Text: "sent by curl" }),
+      `${baseUrl}/v2/Properties/${tenant.propertySid}/Messages`,
+    ]);
     expect(JSON.parse(sentByCurl.stdout)).toMatchObject({ Text: "sent by curl", From: tenant.ownedNumber, MessageSid: expect.stringMatching(SID_RE("MG")) });
 
     const version = await run("curl", ["-s", "-o", "/dev/null", "-w", "%{http_code} %{http_version}", `${baseUrl}/healthz`]);
@@ -286,7 +295,15 @@ describe("curl on the same port", () => {
     expect(JSON.parse(healthBody)).toEqual({ Status: "ok" });
     expect(healthStatus).toBe("200 2");
 
-    const list = await run("curl", ["-s", "--http2-prior-knowledge", "-w", "\n%{http_code} %{http_version}", "-u", `${tenant.accountSid}:${tenant.token}`, `${baseUrl}/v2/Properties/${tenant.propertySid}/Messages`]);
+    const list = await run("curl", [
+      "-s",
+      "--http2-prior-knowledge",
+      "-w",
+      "\n%{http_code} %{http_version}",
+      "-u",
+      `${tenant.accountSid}:${tenant.token}`,
+      `${baseUrl}/v2/Properties/${tenant.propertySid}/Messages`,
+    ]);
     const [listBody, listStatus] = list.stdout.split("\n");
     expect(listStatus).toBe("200 2");
     expect(JSON.parse(listBody).TotalCount).toBeGreaterThanOrEqual(6);
@@ -298,7 +315,16 @@ describe("curl on the same port", () => {
   });
 
   it("curl speaks the Connect protocol (JSON, HTTP/1.1) as docs/api.md shows", async () => {
-    const res = await run("curl", ["-s", "-u", `${tenant.accountSid}:${tenant.token}`, "-H", "Content-Type: application/json", "-d", JSON.stringify({ PropertySid: tenant.propertySid, From: tenant.ownedNumber, To: TO, Text: "hi" }), `${baseUrl}/switchboard.v2.MessagingService/SendMessage`]);
+    const res = await run("curl", [
+      "-s",
+      "-u",
+      `${tenant.accountSid}:${tenant.token}`,
+      "-H",
+      "Content-Type: application/json",
+      "-d",
+      JSON.stringify({ PropertySid: tenant.propertySid, From: tenant.ownedNumber, To: TO, Text: "hi" }),
+      `${baseUrl}/switchboard.v2.MessagingService/SendMessage`,
+    ]);
     expect(JSON.parse(res.stdout)).toMatchObject({ PropertySid: tenant.propertySid, To: TO, Text: "hi", MessageSid: expect.stringMatching(SID_RE("MG")) });
   });
 });

@@ -79,11 +79,50 @@ export class FuzzTally {
 
 /** Strings that have broken parsers, databases and renderers before. */
 const SPECIAL_STRINGS = [
-  "", " ", "\t\n", "\u0000", "a\u0000b", "\ud800", "\udfff", "x\ud83d", "\ude00y", "\udc00\ud800",
-  "\u202eevil\u202c", "\u200f\u05e9\u05dc\u05d5\u05dd", "\u0627\u0644\u0633\u0644\u0627\u0645", "e\u0301\u0302\u0303\u0304",
-  "Z\u0351\u0352\u0353\u0354\u0355\u0356", "🦄", "👩‍👩‍👧‍👦", "𝕏𝕐𝕫", "\ufeff", "\ufffd", "\uffff", "\u2028\u2029", "\r\n",
-  "%00", "%zz", "../..", "' or 1=1 --", "\\", '"', "null", "true", "0", "-1", "1e309", "NaN", "__proto__",
-  "constructor", "<script>alert(1)</script>", "${jndi:ldap://x}", "ß", "İ", "ﬀ", "\u0085", "\u00a0",
+  "",
+  " ",
+  "\t\n",
+  "\u0000",
+  "a\u0000b",
+  "\ud800",
+  "\udfff",
+  "x\ud83d",
+  "\ude00y",
+  "\udc00\ud800",
+  "\u202eevil\u202c",
+  "\u200f\u05e9\u05dc\u05d5\u05dd",
+  "\u0627\u0644\u0633\u0644\u0627\u0645",
+  "e\u0301\u0302\u0303\u0304",
+  "Z\u0351\u0352\u0353\u0354\u0355\u0356",
+  "🦄",
+  "👩‍👩‍👧‍👦",
+  "𝕏𝕐𝕫",
+  "\ufeff",
+  "\ufffd",
+  "\uffff",
+  "\u2028\u2029",
+  "\r\n",
+  "%00",
+  "%zz",
+  "../..",
+  "' or 1=1 --",
+  "\\",
+  '"',
+  "null",
+  "true",
+  "0",
+  "-1",
+  "1e309",
+  "NaN",
+  "__proto__",
+  "constructor",
+  "<script>alert(1)</script>",
+  "${jndi:ldap://x}",
+  "ß",
+  "İ",
+  "ﬀ",
+  "\u0085",
+  "\u00a0",
 ];
 
 const loneSurrogate = fc.integer({ min: 0xd800, max: 0xdfff }).map((c) => String.fromCharCode(c));
@@ -132,7 +171,25 @@ export function percentEncode(s: string): string {
 }
 
 /** Percent sequences that are not valid (or not UTF-8, or decode to separators). */
-export const BAD_ENCODINGS = ["%", "%z", "%zz", "%E0%A4%A", "%C0%AF", "%ED%A0%80", "%FF", "%00", "%2F", "%2e%2e", "+", "%20", "a%2Fb", "%%", "%u0041", ".", ".."];
+export const BAD_ENCODINGS = [
+  "%",
+  "%z",
+  "%zz",
+  "%E0%A4%A",
+  "%C0%AF",
+  "%ED%A0%80",
+  "%FF",
+  "%00",
+  "%2F",
+  "%2e%2e",
+  "+",
+  "%20",
+  "a%2Fb",
+  "%%",
+  "%u0041",
+  ".",
+  "..",
+];
 
 // ---------------------------------------------------------------------------------------------
 // JSON values
@@ -154,13 +211,39 @@ export type Hints = Record<string, readonly unknown[]>;
 
 /** Decimal strings around every integer boundary of the API. */
 export const INTEGER_STRINGS = [
-  "0", "1", "-1", "5", "200", "1000", "1001", "2147483647", "2147483648", "-2147483648", "-2147483649",
-  "9223372036854775807", "9223372036854775808", "-9223372036854775808", "99999999999999999999", "1e3", "0x10",
-  " 5", "5 ", "+5", "1.5", "NaN", "Infinity", "", "00", "-0", "1_000",
+  "0",
+  "1",
+  "-1",
+  "5",
+  "200",
+  "1000",
+  "1001",
+  "2147483647",
+  "2147483648",
+  "-2147483648",
+  "-2147483649",
+  "9223372036854775807",
+  "9223372036854775808",
+  "-9223372036854775808",
+  "99999999999999999999",
+  "1e3",
+  "0x10",
+  " 5",
+  "5 ",
+  "+5",
+  "1.5",
+  "NaN",
+  "Infinity",
+  "",
+  "00",
+  "-0",
+  "1_000",
 ];
 
 function isInteger(scalar: ScalarType): boolean {
-  return scalar !== ScalarType.STRING && scalar !== ScalarType.BOOL && scalar !== ScalarType.BYTES && scalar !== ScalarType.DOUBLE && scalar !== ScalarType.FLOAT;
+  return (
+    scalar !== ScalarType.STRING && scalar !== ScalarType.BOOL && scalar !== ScalarType.BYTES && scalar !== ScalarType.DOUBLE && scalar !== ScalarType.FLOAT
+  );
 }
 
 function is64(scalar: ScalarType): boolean {
@@ -280,20 +363,40 @@ export function bodyText(obj: fc.Arbitrary<Record<string, unknown>>): fc.Arbitra
         return first ? `{${dup},${text.slice(1)}` : `${text.slice(0, -1)},${dup}}`;
       }),
     },
-    { weight: 1, arbitrary: fc.jsonValue({ maxDepth: 2 }).filter((v) => typeof v !== "object" || v === null || Array.isArray(v)).map((v) => JSON.stringify(v)) },
-    { weight: 1, arbitrary: fc.tuple(obj, fc.nat()).map(([o, i]) => { const t = JSON.stringify(o); return t.slice(0, i % t.length); }) },
+    {
+      weight: 1,
+      arbitrary: fc
+        .jsonValue({ maxDepth: 2 })
+        .filter((v) => typeof v !== "object" || v === null || Array.isArray(v))
+        .map((v) => JSON.stringify(v)),
+    },
+    {
+      weight: 1,
+      arbitrary: fc.tuple(obj, fc.nat()).map(([o, i]) => {
+        const t = JSON.stringify(o);
+        return t.slice(0, i % t.length);
+      }),
+    },
     { weight: 1, arbitrary: fc.uint8Array({ maxLength: 200 }).map((b) => Buffer.from(b)) },
     { weight: 1, arbitrary: fc.string({ unit: "binary-ascii", maxLength: 100 }) },
-    { weight: 1, arbitrary: fc.constantFrom(deepArray(1000), deepArray(50_000), deepObject(1000), `{"Text":${deepArray(5000)}}`, `{"Messages":[${deepObject(2000)}]}`) },
+    {
+      weight: 1,
+      arbitrary: fc.constantFrom(deepArray(1000), deepArray(50_000), deepObject(1000), `{"Text":${deepArray(5000)}}`, `{"Messages":[${deepObject(2000)}]}`),
+    },
     { weight: 1, arbitrary: obj.map((o) => `\ufeff${JSON.stringify(o)}`) },
     {
       weight: 1,
       // Bytes that are not UTF-8 inside a JSON string.
-      arbitrary: fc.tuple(obj, fc.uint8Array({ minLength: 1, maxLength: 4 }).map((b) => b.map((x) => x | 0x80))).map(([o, bad]) => {
-        const text = JSON.stringify({ ...o, Text: "@@" });
-        const [head, tail] = text.split("@@");
-        return Buffer.concat([Buffer.from(head), Buffer.from(bad), Buffer.from(tail)]);
-      }),
+      arbitrary: fc
+        .tuple(
+          obj,
+          fc.uint8Array({ minLength: 1, maxLength: 4 }).map((b) => b.map((x) => x | 0x80)),
+        )
+        .map(([o, bad]) => {
+          const text = JSON.stringify({ ...o, Text: "@@" });
+          const [head, tail] = text.split("@@");
+          return Buffer.concat([Buffer.from(head), Buffer.from(bad), Buffer.from(tail)]);
+        }),
     },
     { weight: 1, arbitrary: fc.constantFrom(undefined, "", " ", "null", "{}", "[]") },
     { weight: 1, arbitrary: fc.constant(OVERSIZED) },
@@ -306,9 +409,23 @@ export const jsonContentType: fc.Arbitrary<string | undefined> = fc.oneof(
   {
     weight: 4,
     arbitrary: fc.constantFrom(
-      undefined, "application/json; charset=utf-8", "APPLICATION/JSON", "application/merge-patch+json", "application/json; charset=utf-16",
-      "text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x", "application/xml", "text/json",
-      "application/jsonx", "application/octet-stream", "application/proto", "application/grpc", "", ";", "application/",
+      undefined,
+      "application/json; charset=utf-8",
+      "APPLICATION/JSON",
+      "application/merge-patch+json",
+      "application/json; charset=utf-16",
+      "text/plain",
+      "application/x-www-form-urlencoded",
+      "multipart/form-data; boundary=x",
+      "application/xml",
+      "text/json",
+      "application/jsonx",
+      "application/octet-stream",
+      "application/proto",
+      "application/grpc",
+      "",
+      ";",
+      "application/",
     ),
   },
   { weight: 1, arbitrary: fc.string({ unit: "grapheme-ascii", maxLength: 30 }) },
@@ -368,16 +485,43 @@ const b64 = (s: string) => Buffer.from(s, "utf8").toString("base64");
 export function authorization(valid: readonly string[], otherValid: readonly string[], sids: readonly string[]): fc.Arbitrary<string | undefined> {
   const credentialText = fc.string({ unit: "grapheme", maxLength: 30 });
   const bad = fc.oneof(
-    fc.constantFrom(undefined, "", "Basic", "Basic ", "Basic    ", "Basic %%%%", "Basic ====", "Basic a", "Bearer", "Bearer ", "Digest username=x", "Negotiate abc", "basic", "NTLM x", "Basic Og=="),
+    fc.constantFrom(
+      undefined,
+      "",
+      "Basic",
+      "Basic ",
+      "Basic    ",
+      "Basic %%%%",
+      "Basic ====",
+      "Basic a",
+      "Bearer",
+      "Bearer ",
+      "Digest username=x",
+      "Negotiate abc",
+      "basic",
+      "NTLM x",
+      "Basic Og==",
+    ),
     fc.tuple(credentialText, credentialText).map(([u, p]) => `Basic ${b64(`${u}:${p}`)}`),
     credentialText.map((s) => `Basic ${b64(s)}`),
     fc.constantFrom(...(sids.length > 0 ? sids : ["AC"])).map((sid) => `Basic ${b64(`${sid}:`)}`),
     fc.constantFrom(...(sids.length > 0 ? sids : ["AC"])).map((sid) => `Basic ${b64(`${sid.toLowerCase()}:x`)}`),
     fc.string({ unit: "grapheme-ascii", maxLength: 60 }).map((s) => `Bearer ${s}`),
     fc.string({ unit: "grapheme-ascii", maxLength: 60 }),
-    fc.constantFrom(...valid).chain((v) =>
-      fc.constantFrom(v.slice(0, -4), `${v}x`, `${v}==`, v.replace("Basic ", "Bearer "), v.replace("Basic ", "Basic\t"), `${v} extra`, v.toLowerCase(), v.replace(/[A-Za-z]$/, "!")),
-    ),
+    fc
+      .constantFrom(...valid)
+      .chain((v) =>
+        fc.constantFrom(
+          v.slice(0, -4),
+          `${v}x`,
+          `${v}==`,
+          v.replace("Basic ", "Bearer "),
+          v.replace("Basic ", "Basic\t"),
+          `${v} extra`,
+          v.toLowerCase(),
+          v.replace(/[A-Za-z]$/, "!"),
+        ),
+      ),
   );
   return fc.oneof(
     { weight: 14, arbitrary: fc.constantFrom(...valid) },
@@ -416,7 +560,10 @@ function typedValueFor(field: DescField, hints: Hints, depth: number): fc.Arbitr
     else if (s === ScalarType.DOUBLE || s === ScalarType.FLOAT) base = fc.double();
     else {
       const [min, max] = integerRange(s);
-      const big = fc.oneof(fc.bigInt({ min, max }), fc.constantFrom(min, max, 0n, -1n, 1n).filter((n) => n >= min && n <= max));
+      const big = fc.oneof(
+        fc.bigInt({ min, max }),
+        fc.constantFrom(min, max, 0n, -1n, 1n).filter((n) => n >= min && n <= max),
+      );
       base = is64(s) ? big : big.map(Number);
     }
     return hint ? fc.oneof({ weight: 3, arbitrary: hint }, { weight: 2, arbitrary: base }) : base;
@@ -432,7 +579,10 @@ function typedValueFor(field: DescField, hints: Hints, depth: number): fc.Arbitr
       if (field.listKind === "message") {
         if (depth >= 3 || field.message.typeName.startsWith("google.protobuf.")) return undefined;
         const element = typedInitFor(field.message, hints, depth + 1);
-        return fc.oneof({ weight: 5, arbitrary: fc.array(element, { maxLength: 4 }) }, { weight: 1, arbitrary: fc.tuple(element, fc.constantFrom(0, 100, 101)).map(([e, n]) => new Array(n).fill(e)) });
+        return fc.oneof(
+          { weight: 5, arbitrary: fc.array(element, { maxLength: 4 }) },
+          { weight: 1, arbitrary: fc.tuple(element, fc.constantFrom(0, 100, 101)).map(([e, n]) => new Array(n).fill(e)) },
+        );
       }
       return fc.array(field.listKind === "enum" ? fc.constantFrom(...field.enum.values.map((v) => v.number)) : scalar(field.scalar), { maxLength: 4 });
     case "map":
@@ -493,7 +643,12 @@ export function brokenBinary(valid: fc.Arbitrary<Uint8Array>): fc.Arbitrary<Uint
       }),
     },
     { weight: 1, arbitrary: fc.tuple(valid, fc.uint8Array({ minLength: 1, maxLength: 20 })).map(([b, j]) => concat(b, j)) },
-    { weight: 3, arbitrary: fc.tuple(valid, fc.constantFrom(...BAD_FIELDS), fc.boolean()).map(([b, f, before]) => (before ? concat(new Uint8Array(f), b) : concat(b, new Uint8Array(f)))) },
+    {
+      weight: 3,
+      arbitrary: fc
+        .tuple(valid, fc.constantFrom(...BAD_FIELDS), fc.boolean())
+        .map(([b, f, before]) => (before ? concat(new Uint8Array(f), b) : concat(b, new Uint8Array(f)))),
+    },
     { weight: 1, arbitrary: fc.uint8Array({ maxLength: 120 }) },
   );
 }

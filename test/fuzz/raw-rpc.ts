@@ -50,7 +50,9 @@ export function sendHttp1(baseUrl: string, req: RawRequest, timeoutMs: number): 
     const r = httpRequest(baseUrl + req.path, { method: req.httpMethod, headers, timeout: timeoutMs, agent: false }, (res) => {
       const chunks: Buffer[] = [];
       res.on("data", (c: Buffer) => chunks.push(c));
-      res.on("end", () => resolve({ status: res.statusCode ?? 0, headers: toHeaders(res.headers), trailers: toHeaders(res.trailers), body: Buffer.concat(chunks) }));
+      res.on("end", () =>
+        resolve({ status: res.statusCode ?? 0, headers: toHeaders(res.headers), trailers: toHeaders(res.trailers), body: Buffer.concat(chunks) }),
+      );
       res.on("error", reject);
     });
     r.on("timeout", () => r.destroy(new Error(`no answer within ${timeoutMs} ms`)));
@@ -120,19 +122,26 @@ export function rawOutcome(protocol: RawProtocol, answer: RawAnswer): RawOutcome
   if (protocol === "connect") {
     if (answer.status === 200) return { kind: "ok" };
     if (answer.body.length === 0) return http;
-    if (!contentType.startsWith("application/json")) return { kind: "broken", problem: `error with content-type ${contentType}: ${answer.body.toString("utf8").slice(0, 200)}` };
+    if (!contentType.startsWith("application/json"))
+      return { kind: "broken", problem: `error with content-type ${contentType}: ${answer.body.toString("utf8").slice(0, 200)}` };
     let error: ConnectError;
     try {
-      error = errorFromJsonBytes(answer.body, undefined, new ConnectError(`unreadable error body: ${answer.body.toString("utf8").slice(0, 200)}`, Code.Unknown));
+      error = errorFromJsonBytes(
+        answer.body,
+        undefined,
+        new ConnectError(`unreadable error body: ${answer.body.toString("utf8").slice(0, 200)}`, Code.Unknown),
+      );
     } catch (e) {
       return { kind: "broken", problem: String(e) };
     }
     const json = JSON.parse(answer.body.toString("utf8")) as { code?: string };
-    if (json.code === undefined || codeFromString(json.code) === undefined) return { kind: "broken", problem: `error without a valid code: ${answer.body.toString("utf8").slice(0, 200)}` };
+    if (json.code === undefined || codeFromString(json.code) === undefined)
+      return { kind: "broken", problem: `error without a valid code: ${answer.body.toString("utf8").slice(0, 200)}` };
     if (codeToHttpStatus(error.code) !== answer.status) return { kind: "broken", problem: `code ${json.code} sent with HTTP ${answer.status}` };
     return { kind: "error", error };
   }
-  if (answer.status !== 200) return answer.body.length === 0 ? http : { kind: "broken", problem: `HTTP ${answer.status} with a body: ${http.body.slice(0, 200)}` };
+  if (answer.status !== 200)
+    return answer.body.length === 0 ? http : { kind: "broken", problem: `HTTP ${answer.status} with a body: ${http.body.slice(0, 200)}` };
   let trailer: Headers;
   if (protocol === "grpc") {
     trailer = answer.trailers.has("grpc-status") ? answer.trailers : answer.headers; // trailers-only answers carry it in the headers

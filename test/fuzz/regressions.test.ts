@@ -69,7 +69,12 @@ describe("paths Fastify refuses itself", () => {
 describe("errors outside the REST routes", () => {
   it("an RPC path with a Content-Type Fastify cannot parse gets the documented 415 body", async () => {
     for (const contentType of ["", ";;", "/"]) {
-      const res = await t.app.inject({ method: "POST", url: "/switchboard.v2.AddressService/ListAddresses", headers: { authorization: a.auth, "content-type": contentType }, payload: "{}" });
+      const res = await t.app.inject({
+        method: "POST",
+        url: "/switchboard.v2.AddressService/ListAddresses",
+        headers: { authorization: a.auth, "content-type": contentType },
+        payload: "{}",
+      });
       expect(res.statusCode, contentType).toBe(415);
       expect(res.json().ResponseStatus.ErrorCode, contentType).toBe("UnsupportedMediaType");
     }
@@ -102,9 +107,24 @@ describe("errors outside the REST routes", () => {
 describe("unpaired UTF-16 surrogates in request strings", () => {
   const MESSAGE = "must be well-formed Unicode: it contains an unpaired UTF-16 surrogate (U+D800 to U+DFFF).";
   const cases: { url: () => string; auth: () => string; body: string; field: string }[] = [
-    { url: () => `/v2/Accounts/${a.accountSid}/Addresses`, auth: () => a.auth, body: '{"Line1":"\\u00c0\\udc00","City":"x","CountryCode":"US"}', field: "Line1" },
-    { url: () => `/v2/Properties/${a.propertySid}/Messages`, auth: () => a.auth, body: '{"From":"Acme","To":"+447700900123","Text":"\\u00e9\\ud800"}', field: "Text" },
-    { url: () => `/v2/Properties/${a.propertySid}/BatchMessages`, auth: () => a.auth, body: '{"Messages":[{"To":"+447700900123","Text":"ok"},{"To":"+447700900123","Text":"x\\ude00"}]}', field: "Messages[1].Text" },
+    {
+      url: () => `/v2/Accounts/${a.accountSid}/Addresses`,
+      auth: () => a.auth,
+      body: '{"Line1":"\\u00c0\\udc00","City":"x","CountryCode":"US"}',
+      field: "Line1",
+    },
+    {
+      url: () => `/v2/Properties/${a.propertySid}/Messages`,
+      auth: () => a.auth,
+      body: '{"From":"Acme","To":"+447700900123","Text":"\\u00e9\\ud800"}',
+      field: "Text",
+    },
+    {
+      url: () => `/v2/Properties/${a.propertySid}/BatchMessages`,
+      auth: () => a.auth,
+      body: '{"Messages":[{"To":"+447700900123","Text":"ok"},{"To":"+447700900123","Text":"x\\ude00"}]}',
+      field: "Messages[1].Text",
+    },
     { url: () => `/v2/Numbers/${a.ownedNumber.slice(1)}`, auth: () => a.auth, body: '{"Friendly":"\\u20ac\\udc00\\udc00"}', field: "Friendly" },
     { url: () => `/admin/v1/Accounts/${a.accountSid}`, auth: () => `Bearer ${ADMIN_TOKEN}`, body: '{"Name":"\\u00c0\\udc00"}', field: "Name" },
     { url: () => "/admin/v1/Accounts", auth: () => `Bearer ${ADMIN_TOKEN}`, body: '{"Name":"\\udbff"}', field: "Name" },
@@ -113,10 +133,17 @@ describe("unpaired UTF-16 surrogates in request strings", () => {
   it("are a 400 InvalidParameter naming the field over REST, and nothing is written", async () => {
     const before = await dbDigest(t.db.orm);
     for (const c of cases) {
-      const res = await t.app.inject({ method: "POST", url: c.url(), headers: { authorization: c.auth(), "content-type": "application/json" }, payload: c.body });
+      const res = await t.app.inject({
+        method: "POST",
+        url: c.url(),
+        headers: { authorization: c.auth(), "content-type": "application/json" },
+        payload: c.body,
+      });
       expect(res.statusCode, c.body).toBe(400);
       const message = `${c.field} ${MESSAGE}`;
-      expect(res.json(), c.body).toStrictEqual({ ResponseStatus: { ErrorCode: "InvalidParameter", Message: message, Errors: [{ FieldName: c.field, ErrorCode: "InvalidParameter", Message: message }] } });
+      expect(res.json(), c.body).toStrictEqual({
+        ResponseStatus: { ErrorCode: "InvalidParameter", Message: message, Errors: [{ FieldName: c.field, ErrorCode: "InvalidParameter", Message: message }] },
+      });
     }
     expect(changedTables(before, await dbDigest(t.db.orm))).toStrictEqual([]);
   });
@@ -153,8 +180,15 @@ describe("inbound SMS text the database cannot store as it is", () => {
     try {
       // UTF-16BE units, as Kannel's %b passes a UCS-2 SMS: "A\0B", "é" + lone low surrogate, "€" + two lone low surrogates.
       for (const units of ["0041 0000 0042", "00e9 dc00", "20ac dc00 dc00"]) {
-        const hex = units.replaceAll(" ", "").match(/../g)!.map((b) => `%${b}`).join("");
-        const res = await k.app.inject({ method: "GET", url: `/carriers/kannel/inbound?secret=s3cret&from=%2B447700900123&to=%2B12025550101&charset=UTF-16BE&coding=2&text=${hex}` });
+        const hex = units
+          .replaceAll(" ", "")
+          .match(/../g)!
+          .map((b) => `%${b}`)
+          .join("");
+        const res = await k.app.inject({
+          method: "GET",
+          url: `/carriers/kannel/inbound?secret=s3cret&from=%2B447700900123&to=%2B12025550101&charset=UTF-16BE&coding=2&text=${hex}`,
+        });
         expect(res.statusCode, units).toBe(200);
       }
       const rows = await k.db.orm.em.fork().execute<{ text: string }[]>("select text from unmatched_inbound order by id");
@@ -225,7 +259,10 @@ describe("RPC requests Connect cannot read", () => {
     const proto = { "content-type": "application/proto" };
     expectInvalidArgument(await outcome("connect", proto, TRUNCATED), /^parse binary: /);
     expectInvalidArgument(await outcome("connect", proto, NOT_UTF8), /^parse binary: .*utf-8/);
-    expectInvalidArgument(await outcome("connect", { "content-type": "application/json", "content-encoding": "zstd" }, new TextEncoder().encode("{}")), /unknown compression "zstd"/);
+    expectInvalidArgument(
+      await outcome("connect", { "content-type": "application/json", "content-encoding": "zstd" }, new TextEncoder().encode("{}")),
+      /unknown compression "zstd"/,
+    );
     for (const protocol of ["grpc", "grpc-web"] as const) {
       const ct = { "content-type": protocol === "grpc" ? "application/grpc" : "application/grpc-web+proto", te: "trailers" };
       expectInvalidArgument(await outcome(protocol, ct, frame(0, TRUNCATED)), /^parse binary: /);

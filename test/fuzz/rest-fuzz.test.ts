@@ -14,16 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createServices } from "../../src/app.js";
 import type { RestRoute } from "../../src/rest/rest-routes.js";
 import { ADMIN_TOKEN, createTestApp, type TestApp } from "../support/harness.js";
-import {
-  apiRestRoutes,
-  apiServices,
-  changedTables,
-  dbDigest,
-  isOperatorService,
-  restAnswerProblems,
-  rpcMethods,
-  withTimeout,
-} from "../support/surface.js";
+import { apiRestRoutes, apiServices, changedTables, dbDigest, isOperatorService, restAnswerProblems, rpcMethods, withTimeout } from "../support/surface.js";
 import {
   authorization,
   bodyText,
@@ -66,7 +57,10 @@ afterAll(async () => {
 
 describe("the enumeration", () => {
   it(`finds every route of every served service (${EXPECTED_ROUTES})`, () => {
-    const served = createServices({ orm: t.db.orm, config: { adminToken: ADMIN_TOKEN, webhookAllowPrivate: false, noAlphaCountries: new Set(), bodyLimit: 1 } });
+    const served = createServices({
+      orm: t.db.orm,
+      config: { adminToken: ADMIN_TOKEN, webhookAllowPrivate: false, noAlphaCountries: new Set(), bodyLimit: 1 },
+    });
     expect(services.map((s) => s.typeName)).toStrictEqual(served.map((s) => s.service.typeName).sort());
     expect(routes).toHaveLength(EXPECTED_ROUTES);
     // Every RPC method has a REST binding, so fuzzing the routes reaches every method.
@@ -143,7 +137,11 @@ async function check(c: RestCase): Promise<void> {
 }
 
 describe("every REST route survives hostile input", () => {
-  it.each(routes.map((r, i) => [`${r.method} ${r.template}`, r, i] as const))("%s", async (_name, route, index) => {
-    await fc.assert(fc.asyncProperty(restCase(route), check), propertyParams(index, RUNS));
-  }, 300_000);
+  it.each(routes.map((r, i) => [`${r.method} ${r.template}`, r, i] as const))(
+    "%s",
+    async (_name, route, index) => {
+      await fc.assert(fc.asyncProperty(restCase(route), check), propertyParams(index, RUNS));
+    },
+    300_000,
+  );
 });

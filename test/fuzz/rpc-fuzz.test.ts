@@ -111,7 +111,9 @@ function hintsFor(m: RpcMethod): Hints {
 
 function authFor(m: RpcMethod): fc.Arbitrary<string | undefined> {
   const { a, b } = world;
-  return isOperatorService(m.service) ? authorization([`Bearer ${ADMIN_TOKEN}`], [a.auth], [a.accountSid]) : authorization([a.auth], [b.auth], [a.accountSid, b.accountSid]);
+  return isOperatorService(m.service)
+    ? authorization([`Bearer ${ADMIN_TOKEN}`], [a.auth], [a.accountSid])
+    : authorization([a.auth], [b.auth], [a.accountSid, b.accountSid]);
 }
 
 /** Whether a value (deeply) holds a string that is not well-formed UTF-16. */
@@ -149,41 +151,45 @@ function clientFor(m: RpcMethod, protocol: RpcProtocol): Client<any> {
 }
 
 describe("every method, through the generated clients", () => {
-  it.each(methods.map((m, i) => [m.name, m, i] as const))("%s", async (_name, m, _index) => {
-    const arb = fc.record({
-      protocol: fc.constantFrom(...RPC_PROTOCOLS),
-      init: typedInitFor(m.method.input, hintsFor(m)),
-      auth: authFor(m),
-      idem: idempotencyKey,
-    });
-    await fc.assert(
-      fc.asyncProperty(arb, async ({ protocol, init, auth, idem }) => {
-        const headers: Record<string, string> = {};
-        if (auth !== undefined) headers.authorization = auth;
-        if (idem !== undefined) headers["idempotency-key"] = idem;
-        const call = clientFor(m, protocol)[m.method.localName] as (req: unknown, opts: object) => Promise<unknown>;
-        const problems: string[] = [];
-        let shown = "";
-        let failed = false;
-        try {
-          const res = await withTimeout(call(init, { headers, timeoutMs: ANSWER_WITHIN_MS }), ANSWER_WITHIN_MS + 5000, `${protocol} ${m.name}`);
-          shown = toJsonString(m.method.output, create(m.method.output, res as never));
-          tally.add("ok");
-        } catch (e) {
-          failed = true;
-          const err = ConnectError.from(e);
-          tally.add(codeToString(err.code));
-          shown = `${err.rawMessage} ${JSON.stringify(err.details)}`;
-          // protobuf-es refuses a JSON string that is not well-formed UTF-16 before the method runs.
-          const framework = protocol === "connect-json" && hasUnpairedSurrogate(init);
-          problems.push(...rpcErrorProblems(e, { switchboard: !framework }));
-        }
-        await afterAnswer(failed, auth, shown, problems);
-        if (problems.length > 0) throw new Error(`${protocol} ${m.name}: ${problems.join("; ")}`);
-      }),
-      propertyParams(`typed ${m.name}`, RUNS),
-    );
-  }, 300_000);
+  it.each(methods.map((m, i) => [m.name, m, i] as const))(
+    "%s",
+    async (_name, m, _index) => {
+      const arb = fc.record({
+        protocol: fc.constantFrom(...RPC_PROTOCOLS),
+        init: typedInitFor(m.method.input, hintsFor(m)),
+        auth: authFor(m),
+        idem: idempotencyKey,
+      });
+      await fc.assert(
+        fc.asyncProperty(arb, async ({ protocol, init, auth, idem }) => {
+          const headers: Record<string, string> = {};
+          if (auth !== undefined) headers.authorization = auth;
+          if (idem !== undefined) headers["idempotency-key"] = idem;
+          const call = clientFor(m, protocol)[m.method.localName] as (req: unknown, opts: object) => Promise<unknown>;
+          const problems: string[] = [];
+          let shown = "";
+          let failed = false;
+          try {
+            const res = await withTimeout(call(init, { headers, timeoutMs: ANSWER_WITHIN_MS }), ANSWER_WITHIN_MS + 5000, `${protocol} ${m.name}`);
+            shown = toJsonString(m.method.output, create(m.method.output, res as never));
+            tally.add("ok");
+          } catch (e) {
+            failed = true;
+            const err = ConnectError.from(e);
+            tally.add(codeToString(err.code));
+            shown = `${err.rawMessage} ${JSON.stringify(err.details)}`;
+            // protobuf-es refuses a JSON string that is not well-formed UTF-16 before the method runs.
+            const framework = protocol === "connect-json" && hasUnpairedSurrogate(init);
+            problems.push(...rpcErrorProblems(e, { switchboard: !framework }));
+          }
+          await afterAnswer(failed, auth, shown, problems);
+          if (problems.length > 0) throw new Error(`${protocol} ${m.name}: ${problems.join("; ")}`);
+        }),
+        propertyParams(`typed ${m.name}`, RUNS),
+      );
+    },
+    300_000,
+  );
 });
 
 // ---------------------------------------------------------------------------------------------
@@ -191,8 +197,16 @@ describe("every method, through the generated clients", () => {
 
 const CONNECT_TYPES = { proto: "application/proto", json: "application/json" };
 const ODD_CONTENT_TYPES = [
-  "application/connect+proto", "application/connect+json", "application/x-protobuf", "application/protobuf", "text/plain",
-  "application/grpc-web-text", "application/grpc-web-text+proto", "application/grpc+xml", "application/grpc-web+thrift", "",
+  "application/connect+proto",
+  "application/connect+json",
+  "application/x-protobuf",
+  "application/protobuf",
+  "text/plain",
+  "application/grpc-web-text",
+  "application/grpc-web-text+proto",
+  "application/grpc+xml",
+  "application/grpc-web+thrift",
+  "",
 ];
 
 /** A raw request for one method: protocol, content type, encoding, framing and payload all free. */
@@ -201,10 +215,9 @@ function rawRequest(m: RpcMethod): fc.Arbitrary<RawRequest> {
   const hints = hintsFor(m);
   const typed = typedInitFor(input, hints).map((init) => create(input, init));
   const binary = brokenBinary(typed.map((msg) => toBinary(input, msg)));
-  const json = fc.oneof(
-    { weight: 3, arbitrary: typed.map((msg) => toJsonString(input, msg)) },
-    { weight: 2, arbitrary: bodyText(jsonObjectFor(input, hints)) },
-  ).map((body) => (body === undefined ? new Uint8Array(0) : typeof body === "string" ? new TextEncoder().encode(body) : new Uint8Array(body)));
+  const json = fc
+    .oneof({ weight: 3, arbitrary: typed.map((msg) => toJsonString(input, msg)) }, { weight: 2, arbitrary: bodyText(jsonObjectFor(input, hints)) })
+    .map((body) => (body === undefined ? new Uint8Array(0) : typeof body === "string" ? new TextEncoder().encode(body) : new Uint8Array(body)));
 
   return fc
     .record({
@@ -255,41 +268,47 @@ function rawRequest(m: RpcMethod): fc.Arbitrary<RawRequest> {
 }
 
 describe("every method, through raw requests", () => {
-  it.each(methods.map((m, i) => [m.name, m, i] as const))("%s", async (_name, m, _index) => {
-    await fc.assert(
-      fc.asyncProperty(rawRequest(m), async (req) => {
-        const what = `${req.protocol} ${req.httpMethod} ${m.name} ${JSON.stringify(req.headers["content-type"])}`;
-        const answer = await (req.protocol === "grpc" ? sendHttp2(session, req, ANSWER_WITHIN_MS) : sendHttp1(baseUrl, req, ANSWER_WITHIN_MS));
-        const problems: string[] = [];
-        if (answer.status >= 500) problems.push(`HTTP ${answer.status}`);
-        const outcome = rawOutcome(req.protocol, answer);
-        let shown = answer.body.toString("latin1");
-        switch (outcome.kind) {
-          case "ok":
-            tally.add("ok");
-            break;
-          case "http":
-            tally.add(`http-${outcome.status}`);
-            if (outcome.status < 400) problems.push(`HTTP ${outcome.status} without an answer`);
-            // Refused before any RPC protocol spoke (a method or Content-Type no protocol takes, an unknown path): the documented body, never an empty one.
-            if (outcome.body === "") problems.push(`HTTP ${outcome.status} with an empty body`);
-            else problems.push(...restAnswerProblems({ statusCode: answer.status, headers: Object.fromEntries(answer.headers), body: outcome.body }, req.httpMethod));
-            break;
-          case "broken":
-            tally.add("broken");
-            problems.push(outcome.problem);
-            break;
-          case "error":
-            tally.add(codeToString(outcome.error.code));
-            shown += ` ${outcome.error.rawMessage}`;
-            problems.push(...rpcErrorProblems(outcome.error, { switchboard: false }));
-            break;
-        }
-        await afterAnswer(outcome.kind !== "ok", req.headers.authorization, shown, problems);
-        if (problems.length > 0) throw new Error(`${what}: ${problems.join("; ")}\nHTTP ${answer.status} ${shown.slice(0, 300)}`);
-      }),
-      propertyParams(`raw ${m.name}`, RUNS),
-    );
-  }, 300_000);
+  it.each(methods.map((m, i) => [m.name, m, i] as const))(
+    "%s",
+    async (_name, m, _index) => {
+      await fc.assert(
+        fc.asyncProperty(rawRequest(m), async (req) => {
+          const what = `${req.protocol} ${req.httpMethod} ${m.name} ${JSON.stringify(req.headers["content-type"])}`;
+          const answer = await (req.protocol === "grpc" ? sendHttp2(session, req, ANSWER_WITHIN_MS) : sendHttp1(baseUrl, req, ANSWER_WITHIN_MS));
+          const problems: string[] = [];
+          if (answer.status >= 500) problems.push(`HTTP ${answer.status}`);
+          const outcome = rawOutcome(req.protocol, answer);
+          let shown = answer.body.toString("latin1");
+          switch (outcome.kind) {
+            case "ok":
+              tally.add("ok");
+              break;
+            case "http":
+              tally.add(`http-${outcome.status}`);
+              if (outcome.status < 400) problems.push(`HTTP ${outcome.status} without an answer`);
+              // Refused before any RPC protocol spoke (a method or Content-Type no protocol takes, an unknown path): the documented body, never an empty one.
+              if (outcome.body === "") problems.push(`HTTP ${outcome.status} with an empty body`);
+              else
+                problems.push(
+                  ...restAnswerProblems({ statusCode: answer.status, headers: Object.fromEntries(answer.headers), body: outcome.body }, req.httpMethod),
+                );
+              break;
+            case "broken":
+              tally.add("broken");
+              problems.push(outcome.problem);
+              break;
+            case "error":
+              tally.add(codeToString(outcome.error.code));
+              shown += ` ${outcome.error.rawMessage}`;
+              problems.push(...rpcErrorProblems(outcome.error, { switchboard: false }));
+              break;
+          }
+          await afterAnswer(outcome.kind !== "ok", req.headers.authorization, shown, problems);
+          if (problems.length > 0) throw new Error(`${what}: ${problems.join("; ")}\nHTTP ${answer.status} ${shown.slice(0, 300)}`);
+        }),
+        propertyParams(`raw ${m.name}`, RUNS),
+      );
+    },
+    300_000,
+  );
 });
-

@@ -22,7 +22,17 @@ export interface FuzzWorld {
   others(field: DescField, operator: boolean): string[];
 }
 
-const URIS = ["", "https://example.com/hook", "http://example.com/hook?a=1", "http://127.0.0.1/x", "http://localhost/", "https://[::1]/", "ftp://example.com/", "not a uri", "https://10.0.0.1/"];
+const URIS = [
+  "",
+  "https://example.com/hook",
+  "http://example.com/hook?a=1",
+  "http://127.0.0.1/x",
+  "http://localhost/",
+  "https://[::1]/",
+  "ftp://example.com/",
+  "not a uri",
+  "https://10.0.0.1/",
+];
 const METHODS = ["", "POST", "GET", "get", "PUT", " post "];
 
 /** Builds the world on an app whose simulator carrier is started. */
@@ -36,7 +46,18 @@ export async function createFuzzWorld(app: FastifyInstance, now: number): Promis
   const messages = (t: RichTenant) => Object.values(t.messages);
 
   const hints: Hints = {
-    to: ["+447700900123", "+14155550123", "+14155550199", "+33612345678", "+15005550001", "+447700900", "447700900123", "+1", a.leasedNumber, a.leasedRecipient],
+    to: [
+      "+447700900123",
+      "+14155550123",
+      "+14155550199",
+      "+33612345678",
+      "+15005550001",
+      "+447700900",
+      "447700900123",
+      "+1",
+      a.leasedNumber,
+      a.leasedRecipient,
+    ],
     from: ["", "Acme", "Acme Corp", a.numbers[0], a.numbers[1], b.numbers[0], a.leasedNumber, a.leasedRecipient, "+447700900999", "+1", "Toolongsender"],
     text: ["hi", "Hello 👋", "x".repeat(1600), "é".repeat(1601), " ", "GSM @£$¥"],
     schedule: [now, now + 60, now + 3599, now + 1209600, now + 1209601, now - 3599, now - 3600, 0, -1],

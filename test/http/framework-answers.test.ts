@@ -102,7 +102,9 @@ describe("framework answers are the documented error body (issue 27, defect 10)"
   });
 
   it("gRPC reflection over HTTP/1.1 is 400 MalformedRequest saying it needs HTTP/2, not a 505", async () => {
-    const res = await exchange(`POST ${REFLECTION_PATH} HTTP/1.1\r\nHost: x\r\nX-Request-Id: probe-27\r\nContent-Type: application/grpc\r\nContent-Length: 0\r\n\r\n`);
+    const res = await exchange(
+      `POST ${REFLECTION_PATH} HTTP/1.1\r\nHost: x\r\nX-Request-Id: probe-27\r\nContent-Type: application/grpc\r\nContent-Length: 0\r\n\r\n`,
+    );
     expectDocumented(
       res,
       400,

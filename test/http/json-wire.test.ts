@@ -111,7 +111,7 @@ describe("JSON bodies that are not valid UTF-8", () => {
   it("the offset scanner agrees with a strict decoder on random bytes", () => {
     const strict = new TextDecoder("utf-8", { fatal: true });
     let seed = 16;
-    const random = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
+    const random = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
     const wellFormed = (bytes: Uint8Array) => {
       try {
         strict.decode(bytes);
@@ -122,7 +122,9 @@ describe("JSON bodies that are not valid UTF-8", () => {
     };
     const disagreements: string[] = [];
     for (let run = 0; run < 20_000; run++) {
-      const bytes = Uint8Array.from({ length: Math.floor(random() * 8) }, () => (random() < 0.6 ? 0x80 + Math.floor(random() * 128) : Math.floor(random() * 256)));
+      const bytes = Uint8Array.from({ length: Math.floor(random() * 8) }, () =>
+        random() < 0.6 ? 0x80 + Math.floor(random() * 128) : Math.floor(random() * 256),
+      );
       const offset = invalidUtf8Offset(bytes);
       const valid = wellFormed(bytes);
       // Well-formed exactly when no offset is named, and everything before the offset is well-formed.
@@ -195,17 +197,28 @@ describe("integers in request JSON", () => {
       const res = await rest(JSON.stringify({ From: "Acme", To: "+447700900123", Text: "x", Schedule: bad }));
       expect(res.statusCode, bad).toBe(400);
       expect(res.json(), bad).toStrictEqual({
-        ResponseStatus: { ErrorCode: "InvalidParameter", Message: mustBe("Schedule"), Errors: [{ FieldName: "Schedule", ErrorCode: "InvalidParameter", Message: mustBe("Schedule") }] },
+        ResponseStatus: {
+          ErrorCode: "InvalidParameter",
+          Message: mustBe("Schedule"),
+          Errors: [{ FieldName: "Schedule", ErrorCode: "InvalidParameter", Message: mustBe("Schedule") }],
+        },
       });
     }
     const batch = await t.app.inject({
       method: "POST",
       url: `/v2/Properties/${a.propertySid}/BatchMessages`,
       headers: { authorization: a.auth },
-      payload: { Messages: [{ From: "Acme", To: "+447700900123", Text: "x", Schedule: String(now + 60) }, { From: "Acme", To: "+447700900123", Text: "x", Schedule: "1e3" }] },
+      payload: {
+        Messages: [
+          { From: "Acme", To: "+447700900123", Text: "x", Schedule: String(now + 60) },
+          { From: "Acme", To: "+447700900123", Text: "x", Schedule: "1e3" },
+        ],
+      },
     });
     expect(batch.statusCode).toBe(400);
-    expect(batch.json().ResponseStatus.Errors).toStrictEqual([{ FieldName: "Messages[1].Schedule", ErrorCode: "InvalidParameter", Message: mustBe("Messages[1].Schedule") }]);
+    expect(batch.json().ResponseStatus.Errors).toStrictEqual([
+      { FieldName: "Messages[1].Schedule", ErrorCode: "InvalidParameter", Message: mustBe("Messages[1].Schedule") },
+    ]);
     expect(changedTables(before, await dbDigest(t.db.orm))).toStrictEqual([]);
   });
 
@@ -225,11 +238,20 @@ describe("integers in request JSON", () => {
       expect(err.code, bad).toBe(Code.InvalidArgument);
       expect(reason(err), bad).toBe("InvalidParameter");
       expect(err.rawMessage, bad).toBe(mustBe("Schedule"));
-      expect(err.findDetails(BadRequestSchema).flatMap((b) => b.fieldViolations.map((v) => v.field)), bad).toStrictEqual(["Schedule"]);
+      expect(
+        err.findDetails(BadRequestSchema).flatMap((b) => b.fieldViolations.map((v) => v.field)),
+        bad,
+      ).toStrictEqual(["Schedule"]);
     }
     const batch = await connect(
       "/switchboard.v2.MessagingService/SendBatch",
-      JSON.stringify({ PropertySid: a.propertySid, Messages: [{ To: "+447700900123", Text: "x" }, { To: "+447700900123", Text: "x", schedule: " 1" }] }),
+      JSON.stringify({
+        PropertySid: a.propertySid,
+        Messages: [
+          { To: "+447700900123", Text: "x" },
+          { To: "+447700900123", Text: "x", schedule: " 1" },
+        ],
+      }),
     );
     expect(batch.statusCode).toBe(400);
     expect(connectError(batch).rawMessage).toBe(mustBe("Messages[1].schedule"));

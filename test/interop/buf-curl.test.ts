@@ -63,7 +63,9 @@ function rpcError(res: CurlResult) {
     code: err.code,
     message: err.message,
     types: err.details.map((d) => d.type),
-    reasons: detail("google.rpc.ErrorInfo").map((b) => fromBinary(ErrorInfoSchema, b)).map((i) => `${i.domain}/${i.reason}`),
+    reasons: detail("google.rpc.ErrorInfo")
+      .map((b) => fromBinary(ErrorInfoSchema, b))
+      .map((i) => `${i.domain}/${i.reason}`),
     fields: detail("google.rpc.BadRequest").flatMap((b) => fromBinary(BadRequestSchema, b).fieldViolations.map((v) => `${v.field}:${v.reason}`)),
   };
 }
@@ -110,11 +112,22 @@ describe(`buf curl with server reflection, no .proto files (${dbKind()})`, () =>
   });
 
   it("sends an SMS with HTTP Basic and reads it back, JSON in the API's own field names", async () => {
-    const sent = await call("switchboard.v2.MessagingService/SendMessage", { PropertySid: tenant.propertySid, From: tenant.ownedNumber, To: TO, Text: "Hello from buf curl" });
+    const sent = await call("switchboard.v2.MessagingService/SendMessage", {
+      PropertySid: tenant.propertySid,
+      From: tenant.ownedNumber,
+      To: TO,
+      Text: "Hello from buf curl",
+    });
     expect(sent.code, sent.stderr).toBe(0);
     const msg = JSON.parse(sent.stdout);
     expect(Object.keys(msg).sort()).toEqual(["AccountSid", "From", "MessageSid", "PropertySid", "Text", "To"]);
-    expect(msg).toMatchObject({ AccountSid: tenant.accountSid, PropertySid: tenant.propertySid, From: tenant.ownedNumber, To: TO, Text: "Hello from buf curl" });
+    expect(msg).toMatchObject({
+      AccountSid: tenant.accountSid,
+      PropertySid: tenant.propertySid,
+      From: tenant.ownedNumber,
+      To: TO,
+      Text: "Hello from buf curl",
+    });
     expect(msg.MessageSid).toMatch(/^MG[A-Z0-9]{30}$/);
 
     const got = await call("switchboard.v2.MessagingService/GetMessage", { MessageSid: msg.MessageSid });

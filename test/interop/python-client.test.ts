@@ -52,7 +52,8 @@ describe.skipIf(without("pythonGrpc"))(`Python gRPC client generated from proto/
       expect(existsSync(join(py, `${f}_pb2.py`)), f).toBe(true);
       expect(existsSync(join(py, `${f}_pb2_grpc.py`)), f).toBe(true);
     }
-    for (const f of ["google/rpc/status_pb2.py", "google/rpc/error_details_pb2.py", "google/api/annotations_pb2.py"]) expect(existsSync(join(py, f)), f).toBe(true);
+    for (const f of ["google/rpc/status_pb2.py", "google/rpc/error_details_pb2.py", "google/api/annotations_pb2.py"])
+      expect(existsSync(join(py, f)), f).toBe(true);
     // A generated "grpc" folder would shadow the grpc package.
     expect(existsSync(join(py, "grpc"))).toBe(false);
   });

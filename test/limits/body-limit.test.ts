@@ -8,13 +8,7 @@ import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { create, toBinary, toJsonString } from "@bufbuild/protobuf";
 import { Code, ConnectError, createClient, type Client } from "@connectrpc/connect";
-import {
-  compressionGzip,
-  createConnectTransport,
-  createGrpcTransport,
-  createGrpcWebTransport,
-  Http2SessionManager,
-} from "@connectrpc/connect-node";
+import { compressionGzip, createConnectTransport, createGrpcTransport, createGrpcWebTransport, Http2SessionManager } from "@connectrpc/connect-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { MessagingService, SendMessageRequestSchema } from "../../gen/switchboard/v2/messaging_pb.js";

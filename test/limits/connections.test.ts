@@ -160,7 +160,13 @@ describe(`HTTP/1.1 connections (${dbKind()})`, () => {
     try {
       c.write([0, 1, 2, 3, 4].map((i) => slowGet(i)).join(""));
       await c.responsesCount(5);
-      expect(c.responses.map((r) => [r.status, JSON.parse(r.body).i])).toEqual([[200, 0], [200, 1], [200, 2], [200, 3], [200, 4]]);
+      expect(c.responses.map((r) => [r.status, JSON.parse(r.body).i])).toEqual([
+        [200, 0],
+        [200, 1],
+        [200, 2],
+        [200, 3],
+        [200, 4],
+      ]);
       expect(slow.peak).toBe(1);
       c.write(slowGet(5));
       await c.responsesCount(6);
@@ -243,7 +249,9 @@ describe(`HTTP/1.1 connections (${dbKind()})`, () => {
   it("a client that stalls in its body is answered 408 and cut off after REQUEST_TIMEOUT_MS", async () => {
     const c = rawConnection();
     const started = Date.now();
-    c.write(`POST /v2/Properties/PR${"0".repeat(30)}/Messages HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"To":`);
+    c.write(
+      `POST /v2/Properties/PR${"0".repeat(30)}/Messages HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"To":`,
+    );
     await c.closed();
     const took = c.closedAt()! - started;
     expect(c.responses.map((r) => r.status)).toEqual([408]);
@@ -256,8 +264,16 @@ describe(`HTTP/1.1 connections (${dbKind()})`, () => {
 
 describe(`HTTP/1.1 requests the parser refuses, before any route (${dbKind()})`, () => {
   const cases: { label: string; bytes: string; message: string }[] = [
-    { label: "an unknown method token", bytes: "FOO /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n", message: "The request is not valid HTTP/1.1: the method is not one HTTP knows." },
-    { label: "a header line without a colon", bytes: "GET /healthz HTTP/1.1\r\nHost: localhost\r\nno colon here\r\n\r\n", message: "The request is not valid HTTP/1.1: a header line is not `Name: value`." },
+    {
+      label: "an unknown method token",
+      bytes: "FOO /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n",
+      message: "The request is not valid HTTP/1.1: the method is not one HTTP knows.",
+    },
+    {
+      label: "a header line without a colon",
+      bytes: "GET /healthz HTTP/1.1\r\nHost: localhost\r\nno colon here\r\n\r\n",
+      message: "The request is not valid HTTP/1.1: a header line is not `Name: value`.",
+    },
     { label: "a broken HTTP version", bytes: "GET /healthz HTTP/9.Z\r\nHost: localhost\r\n\r\n", message: "" },
   ];
   for (const c of cases) {
@@ -363,7 +379,7 @@ describe(`HTTP/2 streams per connection (${dbKind()})`, () => {
     try {
       await new Promise((r) => session.once("remoteSettings", r));
       const streams = Array.from({ length: 10 }, () => openStream(session));
-      for (const deadline = Date.now() + 5000; open.size < LIMITS.maxStreamsPerConnection && Date.now() < deadline; ) {
+      for (const deadline = Date.now() + 5000; open.size < LIMITS.maxStreamsPerConnection && Date.now() < deadline;) {
         await new Promise((r) => setTimeout(r, 20));
       }
       await new Promise((r) => setTimeout(r, 200)); // time for any excess stream to show up
@@ -401,7 +417,14 @@ describe("connection limit configuration", () => {
       MAX_HEADER_BYTES: "8192",
       HTTP2_IDLE_TIMEOUT_MS: "250",
     });
-    expect(c.connections).toEqual({ maxStreamsPerConnection: 8, maxPipelinedRequests: 0, headersTimeoutMs: 2000, requestTimeoutMs: 5000, maxHeaderBytes: 8192, idleTimeoutMs: 250 });
+    expect(c.connections).toEqual({
+      maxStreamsPerConnection: 8,
+      maxPipelinedRequests: 0,
+      headersTimeoutMs: 2000,
+      requestTimeoutMs: 5000,
+      maxHeaderBytes: 8192,
+      idleTimeoutMs: 250,
+    });
     expect(() => loadConfig({ HTTP2_IDLE_TIMEOUT_MS: "0" })).toThrow(/HTTP2_IDLE_TIMEOUT_MS/);
     expect(() => loadConfig({ MAX_STREAMS_PER_CONNECTION: "0" })).toThrow(/MAX_STREAMS_PER_CONNECTION/);
     expect(() => loadConfig({ HEADERS_TIMEOUT_MS: "40000" })).toThrow(/HEADERS_TIMEOUT_MS/);

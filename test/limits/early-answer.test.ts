@@ -145,7 +145,11 @@ function rawHttp1(head: string, body: Buffer, opts: { chunked: boolean }): Promi
 }
 
 /** A request on an h2 session: writes the whole body in 64 KiB chunks, and resolves with the answer. */
-function h2Request(session: ClientHttp2Session, headers: Record<string, string>, body: Buffer): Promise<{ status: number; headers: IncomingHttpHeaders; body: string; rstCode: number }> {
+function h2Request(
+  session: ClientHttp2Session,
+  headers: Record<string, string>,
+  body: Buffer,
+): Promise<{ status: number; headers: IncomingHttpHeaders; body: string; rstCode: number }> {
   return new Promise((resolve, reject) => {
     const stream = session.request({ ":method": "POST", ...headers });
     let status = 0;

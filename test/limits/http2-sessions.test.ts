@@ -81,7 +81,10 @@ describe(`HTTP/2 stream resets per connection (${dbKind()})`, () => {
     const burst = streamResetBurst(LIMITS);
     expect(burst).toBe(200);
     const started = Date.now();
-    const r = await rapidResetFlood({ port, path: "/switchboard.v2.MessagingService/SendMessage", body: new Uint8Array(5) }, { maxStreams: 20_000, stopAtGoaway: true });
+    const r = await rapidResetFlood(
+      { port, path: "/switchboard.v2.MessagingService/SendMessage", body: new Uint8Array(5) },
+      { maxStreams: 20_000, stopAtGoaway: true },
+    );
     const seconds = Math.ceil((Date.now() - started) / 1000);
     expect(r.goaways).toBe(1);
     expect(r.lastGoawayCode).toBe(http2.constants.NGHTTP2_INTERNAL_ERROR);
@@ -94,14 +97,20 @@ describe(`HTTP/2 stream resets per connection (${dbKind()})`, () => {
 
   it("a client that keeps opening streams past MAX_STREAMS_PER_CONNECTION gets GOAWAY after MAX_SESSION_REJECTED_STREAMS refusals", async () => {
     // Never reset, never ended: the first 100 stay open, every later one is refused.
-    const r = await rapidResetFlood({ port, path: "/switchboard.v2.MessagingService/SendMessage", resetCode: null }, { maxStreams: 20_000, stopAtGoaway: true, batch: 10 });
+    const r = await rapidResetFlood(
+      { port, path: "/switchboard.v2.MessagingService/SendMessage", resetCode: null },
+      { maxStreams: 20_000, stopAtGoaway: true, batch: 10 },
+    );
     expect(r.goaways).toBe(1);
     expect((r.lastGoawayStreamId! + 1) / 2).toBe(LIMITS.maxStreamsPerConnection);
     await expectGrpcServed();
   });
 
   it("a client cancelling as many calls as it may have open is not cut off", async () => {
-    const r = await rapidResetFlood({ port, path: "/switchboard.v2.MessagingService/SendMessage", body: new Uint8Array(5) }, { maxStreams: LIMITS.maxStreamsPerConnection, stopAtGoaway: true });
+    const r = await rapidResetFlood(
+      { port, path: "/switchboard.v2.MessagingService/SendMessage", body: new Uint8Array(5) },
+      { maxStreams: LIMITS.maxStreamsPerConnection, stopAtGoaway: true },
+    );
     expect(r).toMatchObject({ streams: LIMITS.maxStreamsPerConnection, goaways: 0 });
   });
 });

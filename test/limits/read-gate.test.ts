@@ -130,12 +130,15 @@ describe.skipIf(dbKind() !== "postgres")("reads over HTTP, held inside PostgreSQ
     await ready;
   }
   async function waitingOnLocks(n: number): Promise<void> {
-    await vi.waitFor(async () => {
-      const [row] = await t!.db.orm.em.fork().execute<{ n: string }[]>(
-        "select count(*) as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'",
-      );
-      expect(Number(row.n)).toBe(n);
-    }, { timeout: 5000, interval: 20 });
+    await vi.waitFor(
+      async () => {
+        const [row] = await t!.db.orm.em
+          .fork()
+          .execute<{ n: string }[]>("select count(*) as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'");
+        expect(Number(row.n)).toBe(n);
+      },
+      { timeout: 5000, interval: 20 },
+    );
   }
 
   it("with 2 reads per account, A's third read is 429 RateLimited while B's read and send go on", { timeout: 30_000 }, async () => {
@@ -161,13 +164,22 @@ describe.skipIf(dbKind() !== "postgres")("reads over HTTP, held inside PostgreSQ
     expect(bRead.statusCode, bRead.body).toBe(200);
     expect(bRead.json()).toMatchObject({ Messages: [], TotalCount: 0 });
     const bSend = await within(
-      t.app.inject({ method: "POST", url: `/v2/Properties/${b.propertySid}/Messages`, headers: { authorization: b.auth }, payload: { From: b.ownedNumber, To: "+447700900123", Text: "hi" } }),
+      t.app.inject({
+        method: "POST",
+        url: `/v2/Properties/${b.propertySid}/Messages`,
+        headers: { authorization: b.auth },
+        payload: { From: b.ownedNumber, To: "+447700900123", Text: "hi" },
+      }),
       2000,
       "B's send",
     );
     expect(bSend.statusCode, bSend.body).toBe(200);
     // The operator's reads have their own slots.
-    const ops = await within(t.app.inject({ method: "GET", url: "/admin/v1/Accounts", headers: { authorization: `Bearer ${ADMIN_TOKEN}` } }), 2000, "operator read");
+    const ops = await within(
+      t.app.inject({ method: "GET", url: "/admin/v1/Accounts", headers: { authorization: `Bearer ${ADMIN_TOKEN}` } }),
+      2000,
+      "operator read",
+    );
     expect(ops.statusCode).toBe(200);
 
     unlock!();

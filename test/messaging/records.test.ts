@@ -431,7 +431,12 @@ describe("POST /v2/Properties/{PropertySid}/BatchMessages", () => {
 
   it("items of a disabled account each fail with SmsNotEnabled", async () => {
     const off = await createTenant(t.app, { smsEnabled: false });
-    const res = await batch(off, { Messages: [{ From: "Acme", To: ukRecipient(), Text: "x" }, { To: ukRecipient(), Text: "y" }] });
+    const res = await batch(off, {
+      Messages: [
+        { From: "Acme", To: ukRecipient(), Text: "x" },
+        { To: ukRecipient(), Text: "y" },
+      ],
+    });
     expect(res.statusCode).toBe(200);
     for (const item of res.json().Messages) expectResponseStatus(item.ResponseStatus, "SmsNotEnabled");
     expect((await list(off)).json().TotalCount).toBe(0);

@@ -28,7 +28,12 @@ function send(tenant: Tenant, headers: Record<string, string> = {}, payload: obj
 }
 
 function batch(tenant: Tenant, items: object[]) {
-  return t.app.inject({ method: "POST", url: `/v2/Properties/${tenant.propertySid}/BatchMessages`, headers: { authorization: tenant.auth }, payload: { Messages: items } });
+  return t.app.inject({
+    method: "POST",
+    url: `/v2/Properties/${tenant.propertySid}/BatchMessages`,
+    headers: { authorization: tenant.auth },
+    payload: { Messages: items },
+  });
 }
 
 /** Sends n messages one by one and expects each to pass. */
@@ -127,7 +132,14 @@ describe(`send rate limit, 5 per second with bursts of 5 (${dbKind()})`, () => {
     expectLimited(await send(a), a, 1);
     // Empty and over-100 batches are 400s whatever the bucket holds.
     expect((await batch(a, [])).json().ResponseStatus.ErrorCode).toBe("MissingParameter");
-    expect((await batch(a, Array.from({ length: 101 }, () => body()))).json().ResponseStatus.ErrorCode).toBe("InvalidParameter");
+    expect(
+      (
+        await batch(
+          a,
+          Array.from({ length: 101 }, () => body()),
+        )
+      ).json().ResponseStatus.ErrorCode,
+    ).toBe("InvalidParameter");
     t.clock.advance(1000);
     await sendOk(a, 5);
   });
@@ -224,7 +236,9 @@ describe(`send rate limit over Connect and gRPC (${dbKind()})`, () => {
       expect(err.metadata.get("retry-after")).toBe("1");
 
       t.clock.advance(400); // two tokens; a batch of three is refused whole
-      const batchErr = await refused(() => client.sendBatch({ propertySid: a.propertySid, messages: [rpcBody(a), rpcBody(a), rpcBody(a)] }, { headers: headers(a) }));
+      const batchErr = await refused(() =>
+        client.sendBatch({ propertySid: a.propertySid, messages: [rpcBody(a), rpcBody(a), rpcBody(a)] }, { headers: headers(a) }),
+      );
       expect(batchErr.code).toBe(Code.ResourceExhausted);
       expect(batchErr.rawMessage).toContain("This request asks for 3.");
       expect(batchErr.metadata.get("retry-after")).toBe("1");
@@ -275,7 +289,12 @@ describe("send rate configuration", () => {
     try {
       const a = await createTenant(off.app);
       for (let i = 0; i < 12; i++) {
-        const res = await off.app.inject({ method: "POST", url: `/v2/Properties/${a.propertySid}/Messages`, headers: { authorization: a.auth }, payload: body() });
+        const res = await off.app.inject({
+          method: "POST",
+          url: `/v2/Properties/${a.propertySid}/Messages`,
+          headers: { authorization: a.auth },
+          payload: body(),
+        });
         expect(res.statusCode).toBe(200);
       }
     } finally {

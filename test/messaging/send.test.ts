@@ -132,9 +132,13 @@ describe("Schedule", () => {
     t.clock.set(T0.getTime() + 999);
     const now = Math.floor(t.clock.now().getTime() / 1000);
     expect((await send(t, tenant, { From: "Acme", To: ukRecipient(), Text: "x", Schedule: now + 1_209_600 })).statusCode).toBe(200);
-    expectError(await send(t, tenant, { From: "Acme", To: ukRecipient(), Text: "x", Schedule: now + 1_209_601 }), 400, "InvalidSchedule", [["Schedule", "InvalidSchedule"]]);
+    expectError(await send(t, tenant, { From: "Acme", To: ukRecipient(), Text: "x", Schedule: now + 1_209_601 }), 400, "InvalidSchedule", [
+      ["Schedule", "InvalidSchedule"],
+    ]);
     expect((await send(t, tenant, { From: "Acme", To: ukRecipient(), Text: "x", Schedule: now - 3599 })).statusCode).toBe(200);
-    expectError(await send(t, tenant, { From: "Acme", To: ukRecipient(), Text: "x", Schedule: now - 3600 }), 400, "ScheduleInPast", [["Schedule", "ScheduleInPast"]]);
+    expectError(await send(t, tenant, { From: "Acme", To: ukRecipient(), Text: "x", Schedule: now - 3600 }), 400, "ScheduleInPast", [
+      ["Schedule", "ScheduleInPast"],
+    ]);
     t.clock.set(T0);
   });
 
@@ -142,7 +146,11 @@ describe("Schedule", () => {
     t.clock.set(T0);
     const schedule = nowSeconds(t) - 3599;
     const to = ukRecipient();
-    const msg = expectMessage(await send(t, tenant, { From: "Acme", To: to, Text: "late", Schedule: schedule }), tenant, { From: "Acme", To: to, Text: "late" });
+    const msg = expectMessage(await send(t, tenant, { From: "Acme", To: to, Text: "late", Schedule: schedule }), tenant, {
+      From: "Acme",
+      To: to,
+      Text: "late",
+    });
     const rec = await record(t, tenant, msg.MessageSid);
     expect(rec.Status).toBe("Processing");
     expect(rec.Schedule).toBe(schedule);
@@ -175,7 +183,11 @@ describe("Schedule", () => {
     t.clock.set(T0);
     const schedule = nowSeconds(t) + 3600;
     const to = ukRecipient();
-    const msg = expectMessage(await send(t, tenant, { From: "Acme", To: to, Text: "s", Schedule: String(schedule) }), tenant, { From: "Acme", To: to, Text: "s" });
+    const msg = expectMessage(await send(t, tenant, { From: "Acme", To: to, Text: "s", Schedule: String(schedule) }), tenant, {
+      From: "Acme",
+      To: to,
+      Text: "s",
+    });
     const rec = await record(t, tenant, msg.MessageSid);
     expect(rec.Status).toBe("Scheduled");
     expect(rec.Schedule).toBe(schedule);
@@ -228,7 +240,11 @@ describe("From (sender ID)", () => {
 
   it("an E164 From the account owns is accepted and echoed", async () => {
     const to = ukRecipient();
-    const msg = expectMessage(await send(t, tenant, { From: tenant.ownedNumber, To: to, Text: "hi" }), tenant, { From: tenant.ownedNumber, To: to, Text: "hi" });
+    const msg = expectMessage(await send(t, tenant, { From: tenant.ownedNumber, To: to, Text: "hi" }), tenant, {
+      From: tenant.ownedNumber,
+      To: to,
+      Text: "hi",
+    });
     expect((await record(t, tenant, msg.MessageSid)).From).toBe(tenant.ownedNumber);
   });
 
@@ -248,14 +264,21 @@ describe("From (sender ID)", () => {
     expectError(await send(t, tenant, { From: "+12", To: ukRecipient(), Text: "hi" }), 400, "InvalidSenderId", [["From", "InvalidSenderId"]]);
   });
 
-  it.each([["blank", { From: "" }], ["whitespace", { From: "   " }], ["omitted", {}]])("%s From sends from a leased pool number", async (_what, from) => {
+  it.each([
+    ["blank", { From: "" }],
+    ["whitespace", { From: "   " }],
+    ["omitted", {}],
+  ])("%s From sends from a leased pool number", async (_what, from) => {
     const to = ukRecipient();
     const msg = expectMessage(await send(t, tenant, { ...from, To: to, Text: "hi" }), tenant, { From: POOL_RE, To: to, Text: "hi" });
     expect(pool).toContain(msg.From);
     expect((await record(t, tenant, msg.MessageSid)).From).toBe(msg.From);
   });
 
-  it.each([["US", "+14155550123"], ["Canada", "+16135550123"]])("an alphanumeric From to a %s number goes out from a leased pool number", async (_c, to) => {
+  it.each([
+    ["US", "+14155550123"],
+    ["Canada", "+16135550123"],
+  ])("an alphanumeric From to a %s number goes out from a leased pool number", async (_c, to) => {
     const msg = expectMessage(await send(t, tenant, { From: "Acme", To: to, Text: "hi" }), tenant, { From: POOL_RE, To: to, Text: "hi" });
     expect(pool).toContain(msg.From);
     expect((await record(t, tenant, msg.MessageSid)).From).toBe(msg.From);
@@ -412,7 +435,13 @@ describe("webhook and lease options", () => {
 
   it("a public https webhook is accepted", async () => {
     const to = ukRecipient();
-    const res = await send(t, tenant, { From: "Acme", To: to, Text: "hi", DeliveryReceiptWebhookUri: "https://example.com/dr", WebhookUri: "https://example.com/r" });
+    const res = await send(t, tenant, {
+      From: "Acme",
+      To: to,
+      Text: "hi",
+      DeliveryReceiptWebhookUri: "https://example.com/dr",
+      WebhookUri: "https://example.com/r",
+    });
     expectMessage(res, tenant, { From: "Acme", To: to, Text: "hi" });
   });
 
@@ -433,15 +462,21 @@ describe("webhook and lease options", () => {
     expectError(await send(t, tenant, { From: "Acme", To: ukRecipient(), Text: "hi", DeliveryReceiptWebhookMethod: "PUT" }), 400, "InvalidWebhookMethod", [
       ["DeliveryReceiptWebhookMethod", "InvalidWebhookMethod"],
     ]);
-    expectError(await send(t, tenant, { To: ukRecipient(), Text: "hi", WebhookMethod: "PUT" }), 400, "InvalidWebhookMethod", [["WebhookMethod", "InvalidWebhookMethod"]]);
+    expectError(await send(t, tenant, { To: ukRecipient(), Text: "hi", WebhookMethod: "PUT" }), 400, "InvalidWebhookMethod", [
+      ["WebhookMethod", "InvalidWebhookMethod"],
+    ]);
   });
 
   it("ForwardToSms that is not E164 is InvalidRecipient", async () => {
-    expectError(await send(t, tenant, { To: ukRecipient(), Text: "hi", ForwardToSms: "12345" }), 400, "InvalidRecipient", [["ForwardToSms", "InvalidRecipient"]]);
+    expectError(await send(t, tenant, { To: ukRecipient(), Text: "hi", ForwardToSms: "12345" }), 400, "InvalidRecipient", [
+      ["ForwardToSms", "InvalidRecipient"],
+    ]);
   });
 
   it("ForwardFromSms of 12 characters is InvalidSenderId; 11 characters and E164 are accepted", async () => {
-    expectError(await send(t, tenant, { To: ukRecipient(), Text: "hi", ForwardFromSms: "AcmeShop1234" }), 400, "InvalidSenderId", [["ForwardFromSms", "InvalidSenderId"]]);
+    expectError(await send(t, tenant, { To: ukRecipient(), Text: "hi", ForwardFromSms: "AcmeShop1234" }), 400, "InvalidSenderId", [
+      ["ForwardFromSms", "InvalidSenderId"],
+    ]);
     expect((await send(t, tenant, { To: ukRecipient(), Text: "hi", ForwardFromSms: "AcmeShop123" })).statusCode).toBe(200);
     expect((await send(t, tenant, { To: ukRecipient(), Text: "hi", ForwardToSms: "+447700900123", ForwardFromSms: tenant.ownedNumber })).statusCode).toBe(200);
   });
@@ -449,11 +484,15 @@ describe("webhook and lease options", () => {
   it("ForwardToEmail and ForwardFromEmail that are not e-mail addresses are InvalidEmail", async () => {
     expectError(await send(t, tenant, { To: ukRecipient(), Text: "hi", ForwardToEmail: "nope" }), 400, "InvalidEmail", [["ForwardToEmail", "InvalidEmail"]]);
     expectError(await send(t, tenant, { To: ukRecipient(), Text: "hi", ForwardFromEmail: "a@b" }), 400, "InvalidEmail", [["ForwardFromEmail", "InvalidEmail"]]);
-    expect((await send(t, tenant, { To: ukRecipient(), Text: "hi", ForwardToEmail: "ops@example.com", ForwardFromEmail: "desk@switchboard.invalid" })).statusCode).toBe(200);
+    expect(
+      (await send(t, tenant, { To: ukRecipient(), Text: "hi", ForwardToEmail: "ops@example.com", ForwardFromEmail: "desk@switchboard.invalid" })).statusCode,
+    ).toBe(200);
   });
 
   it("lease options are validated even when From is an alphanumeric ID", async () => {
-    expectError(await send(t, tenant, { From: "Acme", To: ukRecipient(), Text: "hi", ForwardToEmail: "nope" }), 400, "InvalidEmail", [["ForwardToEmail", "InvalidEmail"]]);
+    expectError(await send(t, tenant, { From: "Acme", To: ukRecipient(), Text: "hi", ForwardToEmail: "nope" }), 400, "InvalidEmail", [
+      ["ForwardToEmail", "InvalidEmail"],
+    ]);
   });
 
   it("several bad fields in one request are all listed in Errors", async () => {
@@ -521,9 +560,12 @@ describe("webhook and lease options", () => {
         expect(res2.statusCode, res2.body).toBe(200);
       }
       // Still only http(s).
-      expectError(await send(t2, tenant2, { From: "Acme", To: ukRecipient(), Text: "hi", DeliveryReceiptWebhookUri: "ftp://127.0.0.1/x" }), 400, "InvalidWebhookUri", [
-        ["DeliveryReceiptWebhookUri", "InvalidWebhookUri"],
-      ]);
+      expectError(
+        await send(t2, tenant2, { From: "Acme", To: ukRecipient(), Text: "hi", DeliveryReceiptWebhookUri: "ftp://127.0.0.1/x" }),
+        400,
+        "InvalidWebhookUri",
+        [["DeliveryReceiptWebhookUri", "InvalidWebhookUri"]],
+      );
     } finally {
       await t2.close();
     }
@@ -535,7 +577,11 @@ describe("Idempotency-Key", () => {
     t.clock.set(T0);
     const tenant = await createTenant(t.app);
     const to = ukRecipient();
-    const first = expectMessage(await send(t, tenant, { From: "Acme", To: to, Text: "once" }, { "idempotency-key": "k-1" }), tenant, { From: "Acme", To: to, Text: "once" });
+    const first = expectMessage(await send(t, tenant, { From: "Acme", To: to, Text: "once" }, { "idempotency-key": "k-1" }), tenant, {
+      From: "Acme",
+      To: to,
+      Text: "once",
+    });
     const again = await send(t, tenant, { From: "Acme", To: to, Text: "once" }, { "idempotency-key": "k-1" });
     expect(again.statusCode).toBe(200);
     expect(again.json()).toStrictEqual(first);
@@ -690,7 +736,11 @@ describe("tenancy and authentication", () => {
   });
 
   it("no credentials is 401 Unauthorized with WWW-Authenticate", async () => {
-    const res = await t.app.inject({ method: "POST", url: `/v2/Properties/${tenant.propertySid}/Messages`, payload: { From: "Acme", To: ukRecipient(), Text: "hi" } });
+    const res = await t.app.inject({
+      method: "POST",
+      url: `/v2/Properties/${tenant.propertySid}/Messages`,
+      payload: { From: "Acme", To: ukRecipient(), Text: "hi" },
+    });
     expectError(res, 401, "Unauthorized");
     expect(res.headers["www-authenticate"]).toBe('Basic realm="switchboard"');
   });

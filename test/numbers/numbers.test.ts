@@ -31,12 +31,22 @@ function listNumbers(accountSid: string, auth: string, query = "") {
   return t.app.inject({ method: "GET", url: `/v2/Accounts/${accountSid}/Numbers${query}`, headers: { authorization: auth } });
 }
 async function addAddress(tenant: Tenant, body: object): Promise<any> {
-  const res = await t.app.inject({ method: "POST", url: `/v2/Accounts/${tenant.accountSid}/Addresses`, headers: { authorization: tenant.auth }, payload: body });
+  const res = await t.app.inject({
+    method: "POST",
+    url: `/v2/Accounts/${tenant.accountSid}/Addresses`,
+    headers: { authorization: tenant.auth },
+    payload: body,
+  });
   expect(res.statusCode, res.body).toBe(200);
   return res.json();
 }
 function review(addressSid: string, status: string) {
-  return t.app.inject({ method: "POST", url: `/admin/v1/Addresses/${addressSid}/Review`, headers: { authorization: `Bearer ${ADMIN_TOKEN}` }, payload: { Status: status } });
+  return t.app.inject({
+    method: "POST",
+    url: `/admin/v1/Addresses/${addressSid}/Review`,
+    headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+    payload: { Status: status },
+  });
 }
 async function numberOf(tenant: Tenant, number: string): Promise<any> {
   const res = await listNumbers(tenant.accountSid, tenant.auth);
@@ -105,7 +115,12 @@ describe("POST /v2/Numbers/{Number} (Configure Numbers)", () => {
   });
 
   it("accepts the number with a leading + (URL-encoded) too", async () => {
-    const res = await t.app.inject({ method: "POST", url: `/v2/Numbers/%2B${A_SECOND.slice(1)}`, headers: { authorization: a.auth }, payload: { Friendly: "plus" } });
+    const res = await t.app.inject({
+      method: "POST",
+      url: `/v2/Numbers/%2B${A_SECOND.slice(1)}`,
+      headers: { authorization: a.auth },
+      payload: { Friendly: "plus" },
+    });
     expect(res.statusCode).toBe(200);
     expect(res.json()).toStrictEqual({ Number: A_SECOND, AccountSid: a.accountSid, Friendly: "plus", AddressSid: "" });
   });
@@ -133,7 +148,11 @@ describe("POST /v2/Numbers/{Number} (Configure Numbers)", () => {
     expect(res.statusCode).toBe(400);
     const message = `Address ${pending.AddressSid} is Pending; numbers can only be registered against an Active address.`;
     expect(res.json()).toStrictEqual({
-      ResponseStatus: { ErrorCode: "AddressNotActive", Message: message, Errors: [{ FieldName: "AddressSid", ErrorCode: "AddressNotActive", Message: message }] },
+      ResponseStatus: {
+        ErrorCode: "AddressNotActive",
+        Message: message,
+        Errors: [{ FieldName: "AddressSid", ErrorCode: "AddressNotActive", Message: message }],
+      },
     });
     expect(await numberOf(a, A_SECOND)).toStrictEqual(before);
   });
@@ -148,7 +167,11 @@ describe("POST /v2/Numbers/{Number} (Configure Numbers)", () => {
     expect(res.statusCode).toBe(400);
     const message = `Address ${pending.AddressSid} is Rejected; numbers can only be registered against an Active address.`;
     expect(res.json()).toStrictEqual({
-      ResponseStatus: { ErrorCode: "AddressNotActive", Message: message, Errors: [{ FieldName: "AddressSid", ErrorCode: "AddressNotActive", Message: message }] },
+      ResponseStatus: {
+        ErrorCode: "AddressNotActive",
+        Message: message,
+        Errors: [{ FieldName: "AddressSid", ErrorCode: "AddressNotActive", Message: message }],
+      },
     });
     expect((await numberOf(a, A_SECOND)).AddressSid).toBe("");
   });
@@ -212,7 +235,11 @@ describe("POST /v2/Numbers/{Number} (Configure Numbers)", () => {
       expect(res.statusCode).toBe(400);
       const message = `AddressSid ${sid} is not an address of this account; add it first (POST /v2/Accounts/{AccountSid}/Addresses).`;
       expect(res.json()).toStrictEqual({
-        ResponseStatus: { ErrorCode: "InvalidParameter", Message: message, Errors: [{ FieldName: "AddressSid", ErrorCode: "InvalidParameter", Message: message }] },
+        ResponseStatus: {
+          ErrorCode: "InvalidParameter",
+          Message: message,
+          Errors: [{ FieldName: "AddressSid", ErrorCode: "InvalidParameter", Message: message }],
+        },
       });
     }
     // B's address is not touched and can still be deleted by B.

@@ -150,8 +150,7 @@ function jsonType(f: DescField): string {
   }
 }
 
-const isTopLevelScalar = (f: DescField) =>
-  f.fieldKind === "scalar" || f.fieldKind === "enum" || (f.fieldKind === "list" && f.listKind !== "message");
+const isTopLevelScalar = (f: DescField) => f.fieldKind === "scalar" || f.fieldKind === "enum" || (f.fieldKind === "list" && f.listKind !== "message");
 
 // ---------------------------------------------------------------------------------------------
 
@@ -209,13 +208,9 @@ describe("GET /openapi.json", () => {
     const send = operationOf(routes.find((r) => r.rpc.name === "SendMessage")!);
     expect(send.description).toBe("Sends an SMS now or at the Schedule time.");
     expect(deref(resolve("#/components/schemas/SendMessageBody")).description).toMatch(/^Send SMS body/);
-    expect(doc.tags.find((tag) => tag.name === "Messaging")?.description).toBe(
-      "Sends, schedules, lists and cancels SMS messages of a property.",
-    );
+    expect(doc.tags.find((tag) => tag.name === "Messaging")?.description).toBe("Sends, schedules, lists and cancels SMS messages of a property.");
     // gen/descriptors.binpb is what `npm run generate` writes; without it there are no descriptions.
-    expect(loadProtoComments().get("switchboard.v2.ListMessagesRequest.date_from")).toBe(
-      "Inclusive lower bound on Created, Unix seconds.",
-    );
+    expect(loadProtoComments().get("switchboard.v2.ListMessagesRequest.date_from")).toBe("Inclusive lower bound on Created, Unix seconds.");
   });
 
   it("gives each route its path parameters, query parameters and request body as the transcoder reads them", () => {
@@ -224,15 +219,20 @@ describe("GET /openapi.json", () => {
       const where = `${route.method} ${route.template}`;
       const params = op.parameters ?? [];
       const pathParams = params.filter((p) => p.in === "path");
-      expect(pathParams.map((p) => p.name), where).toEqual(route.pathFields.map((f) => f.jsonName));
+      expect(
+        pathParams.map((p) => p.name),
+        where,
+      ).toEqual(route.pathFields.map((f) => f.jsonName));
       for (const p of pathParams) expect(p.required).toBe(true);
 
       // google.api.http: body "*" leaves nothing for the query; otherwise every top-level scalar.
       const pathNames = new Set(route.pathFields.map((f) => f.name));
-      const expectedQuery =
-        route.body === "*" ? [] : route.rpc.input.fields.filter((f) => !pathNames.has(f.name) && isTopLevelScalar(f));
+      const expectedQuery = route.body === "*" ? [] : route.rpc.input.fields.filter((f) => !pathNames.has(f.name) && isTopLevelScalar(f));
       const query = params.filter((p) => p.in === "query");
-      expect(query.map((p) => p.name), where).toEqual(expectedQuery.map((f) => f.jsonName));
+      expect(
+        query.map((p) => p.name),
+        where,
+      ).toEqual(expectedQuery.map((f) => f.jsonName));
       for (const [i, f] of expectedQuery.entries()) {
         expect(query[i].required).toBe(false);
         expect(query[i].schema.type, `${where} ${f.jsonName}`).toBe(jsonType(f));
@@ -261,9 +261,7 @@ describe("GET /openapi.json", () => {
       expect(schema.type).toBe("object");
       const fields = route.rpc.output.fields;
       expect(Object.keys(schema.properties as object)).toEqual(fields.map((f) => f.jsonName));
-      const implicit = fields.filter(
-        (f) => f.fieldKind === "list" || (f.fieldKind === "scalar" && f.presence === FeatureSet_FieldPresence.IMPLICIT),
-      );
+      const implicit = fields.filter((f) => f.fieldKind === "list" || (f.fieldKind === "scalar" && f.presence === FeatureSet_FieldPresence.IMPLICIT));
       expect(schema.required ?? []).toEqual(implicit.map((f) => f.jsonName));
     }
     // 64-bit integers are Unix seconds as JSON numbers; repeated fields are arrays.
@@ -285,9 +283,16 @@ describe("GET /openapi.json", () => {
       return both[1];
     };
     const byName = (name: string) => routes.find((r) => r.rpc.name === name)!;
-    expect(compatOf(byName("SendMessage"))).toMatchObject({ type: "object", required: ["Message"], properties: { Message: { $ref: "#/components/schemas/Message" } } });
+    expect(compatOf(byName("SendMessage"))).toMatchObject({
+      type: "object",
+      required: ["Message"],
+      properties: { Message: { $ref: "#/components/schemas/Message" } },
+    });
     for (const name of ["GetMessage", "CancelMessage"]) {
-      expect(compatOf(byName(name))).toMatchObject({ required: ["Message"], properties: { Message: { $ref: "#/components/schemas/MessageRecordFoneDynamics" } } });
+      expect(compatOf(byName(name))).toMatchObject({
+        required: ["Message"],
+        properties: { Message: { $ref: "#/components/schemas/MessageRecordFoneDynamics" } },
+      });
     }
     const record = deref(resolve("#/components/schemas/MessageRecordFoneDynamics"));
     expect(record.allOf).toEqual([
@@ -296,7 +301,10 @@ describe("GET /openapi.json", () => {
     ]);
     expect(compatOf(byName("ListMessages"))).toMatchObject({ $ref: "#/components/schemas/ListMessagesResponseFoneDynamics" });
     const batch = compatOf(byName("SendBatch"))!;
-    expect(batch).toMatchObject({ type: "array", items: { anyOf: [{ $ref: "#/components/schemas/BatchResultSent" }, { $ref: "#/components/schemas/BatchResultFailed" }] } });
+    expect(batch).toMatchObject({
+      type: "array",
+      items: { anyOf: [{ $ref: "#/components/schemas/BatchResultSent" }, { $ref: "#/components/schemas/BatchResultFailed" }] },
+    });
     const failed = deref(resolve("#/components/schemas/BatchResultFailed"));
     expect(failed.required).toEqual(["ErrorCode", "Message", "From", "To", "Text"]);
     const sent = deref(resolve("#/components/schemas/BatchResultSent"));
@@ -468,7 +476,10 @@ describe("the document matches what the API really answers", () => {
     const scheduled = await call("POST", `/v2/Properties/${p}/Messages`, { To: "+447700900124", Text: "later", Schedule: now + 600 });
     expect(scheduled.statusCode).toBe(200);
     const batch = await call("POST", `/v2/Properties/${p}/BatchMessages`, {
-      Messages: [{ To: "+447700900125", Text: "ok" }, { To: "nope", Text: "bad" }],
+      Messages: [
+        { To: "+447700900125", Text: "ok" },
+        { To: "nope", Text: "bad" },
+      ],
     });
     expect(batch.json().Messages[1].ResponseStatus.ErrorCode).toBe("InvalidRecipient");
     const record = await call("GET", `/v2/Messages/${scheduled.json().MessageSid}`);
@@ -478,9 +489,7 @@ describe("the document matches what the API really answers", () => {
     expect(canceled.json().Status).toBe("Canceled");
 
     expect((await call("POST", `/v2/Properties/${p}/Messages`, { To: "+447700900123", Text: "x", Schedule: now + 30 * 86400 })).statusCode).toBe(400);
-    expect((await call("GET", `/v2/Properties/${p}/Messages?Results_Count=lots`)).json().ResponseStatus.Errors[0].FieldName).toBe(
-      "Results_Count",
-    );
+    expect((await call("GET", `/v2/Properties/${p}/Messages?Results_Count=lots`)).json().ResponseStatus.Errors[0].FieldName).toBe("Results_Count");
     expect((await call("GET", `/v2/Messages/MG${"0".repeat(30)}`)).statusCode).toBe(404);
     expect((await call("GET", `/v2/Messages/MG${"0".repeat(30)}`, undefined, { authorization: "Basic eDp5" })).statusCode).toBe(401);
     const text = await call("POST", `/v2/Properties/${p}/Messages`, "To=x" as unknown as object, { "content-type": "text/plain" });
@@ -615,9 +624,7 @@ describe("GET /docs", () => {
       const send = page.locator("#operations-Messaging-SendMessage");
       await send.waitFor({ state: "visible", timeout: 60_000 });
       await expect(send.locator(".opblock-summary-description").innerText()).resolves.toBe("Send SMS");
-      await expect(send.locator(".opblock-summary-path").innerText()).resolves.toContain(
-        "/v2/Properties/{PropertySid}/Messages",
-      );
+      await expect(send.locator(".opblock-summary-path").innerText()).resolves.toContain("/v2/Properties/{PropertySid}/Messages");
       // Opening it renders the parameters from the document.
       await send.locator(".opblock-summary").click();
       await send.locator("text=Idempotency-Key").first().waitFor({ timeout: 30_000 });

@@ -51,7 +51,11 @@ afterAll(async () => {
 });
 
 async function start(logLevel = "info"): Promise<Service> {
-  const svc = await startService({ port, env: { DATABASE_URL: db.url, SWITCHBOARD_ADMIN_TOKEN: ADMIN, LOG_LEVEL: logLevel, SEND_RATE_LIMIT: "off" }, waitReady: false });
+  const svc = await startService({
+    port,
+    env: { DATABASE_URL: db.url, SWITCHBOARD_ADMIN_TOKEN: ADMIN, LOG_LEVEL: logLevel, SEND_RATE_LIMIT: "off" },
+    waitReady: false,
+  });
   services.push(svc);
   await waitForOutput(svc, /"msg":"Switchboard listening"/);
   return svc;
@@ -91,86 +95,90 @@ function refused(): Promise<boolean> {
 }
 
 describe("SIGTERM with requests in flight", () => {
-  it("an HTTP/1.1 and an h2 request whose bodies are still arriving get their 200; meanwhile new connections are refused and the h2 session gets GOAWAY", { timeout: 300_000 }, async () => {
-    const svc = await start("debug");
-    const acc = await operator("/admin/v1/Accounts", { Name: "In flight" });
-    const prop = await operator(`/admin/v1/Accounts/${acc.AccountSid}/Properties`, { Name: "In flight" });
-    const auth = basic(acc.AccountSid, acc.Token);
-    const path = `/v2/Properties/${prop.PropertySid}/Messages`;
-    const payload = (text: string) => JSON.stringify({ From: "Acme", To: "+447911200001", Text: text });
-    const received = (id: string) => waitForOutput(svc, new RegExp(`"requestId":"${id}".*"msg":"request received"`));
+  it(
+    "an HTTP/1.1 and an h2 request whose bodies are still arriving get their 200; meanwhile new connections are refused and the h2 session gets GOAWAY",
+    { timeout: 300_000 },
+    async () => {
+      const svc = await start("debug");
+      const acc = await operator("/admin/v1/Accounts", { Name: "In flight" });
+      const prop = await operator(`/admin/v1/Accounts/${acc.AccountSid}/Properties`, { Name: "In flight" });
+      const auth = basic(acc.AccountSid, acc.Token);
+      const path = `/v2/Properties/${prop.PropertySid}/Messages`;
+      const payload = (text: string) => JSON.stringify({ From: "Acme", To: "+447911200001", Text: text });
+      const received = (id: string) => waitForOutput(svc, new RegExp(`"requestId":"${id}".*"msg":"request received"`));
 
-    // HTTP/1.1 on a keep-alive connection: headers and half the body now, the rest after SIGTERM.
-    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
-    const h1Body = payload("in flight over HTTP/1.1");
-    const h1Req = httpRequest({
-      agent,
-      host: "127.0.0.1",
-      port,
-      method: "POST",
-      path,
-      headers: { authorization: auth, "content-type": "application/json", "content-length": Buffer.byteLength(h1Body), "x-request-id": "slow-h1" },
-    });
-    const h1Res = new Promise<{ res: IncomingMessage; body: string }>((done, fail) => {
-      h1Req.on("response", (res) => {
-        let body = "";
-        res.setEncoding("utf8").on("data", (d: string) => (body += d));
-        res.on("end", () => done({ res, body }));
-        res.on("error", fail);
+      // HTTP/1.1 on a keep-alive connection: headers and half the body now, the rest after SIGTERM.
+      const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+      const h1Body = payload("in flight over HTTP/1.1");
+      const h1Req = httpRequest({
+        agent,
+        host: "127.0.0.1",
+        port,
+        method: "POST",
+        path,
+        headers: { authorization: auth, "content-type": "application/json", "content-length": Buffer.byteLength(h1Body), "x-request-id": "slow-h1" },
       });
-      h1Req.on("error", fail);
-    });
-    h1Req.write(h1Body.slice(0, 20));
+      const h1Res = new Promise<{ res: IncomingMessage; body: string }>((done, fail) => {
+        h1Req.on("response", (res) => {
+          let body = "";
+          res.setEncoding("utf8").on("data", (d: string) => (body += d));
+          res.on("end", () => done({ res, body }));
+          res.on("error", fail);
+        });
+        h1Req.on("error", fail);
+      });
+      h1Req.write(h1Body.slice(0, 20));
 
-    // h2c: the same over a stream of an HTTP/2 session.
-    const session = http2Connect(`http://127.0.0.1:${port}`);
-    const goaway = new Promise<number>((done) => session.once("goaway", (code: number) => done(code)));
-    const h2Body = payload("in flight over h2");
-    const stream = session.request({ ":method": "POST", ":path": path, authorization: auth, "content-type": "application/json", "x-request-id": "slow-h2" });
-    const h2Res = new Promise<{ status: number; body: string }>((done, fail) => {
-      let status = 0;
-      let body = "";
-      stream.on("response", (h) => (status = Number(h[":status"])));
-      stream.setEncoding("utf8").on("data", (d: string) => (body += d));
-      stream.on("end", () => done({ status, body }));
-      stream.on("error", fail);
-    });
-    stream.write(h2Body.slice(0, 20));
+      // h2c: the same over a stream of an HTTP/2 session.
+      const session = http2Connect(`http://127.0.0.1:${port}`);
+      const goaway = new Promise<number>((done) => session.once("goaway", (code: number) => done(code)));
+      const h2Body = payload("in flight over h2");
+      const stream = session.request({ ":method": "POST", ":path": path, authorization: auth, "content-type": "application/json", "x-request-id": "slow-h2" });
+      const h2Res = new Promise<{ status: number; body: string }>((done, fail) => {
+        let status = 0;
+        let body = "";
+        stream.on("response", (h) => (status = Number(h[":status"])));
+        stream.setEncoding("utf8").on("data", (d: string) => (body += d));
+        stream.on("end", () => done({ status, body }));
+        stream.on("error", fail);
+      });
+      stream.write(h2Body.slice(0, 20));
 
-    await Promise.all([received("slow-h1"), received("slow-h2")]);
-    const stopped = stopService(svc);
-    await waitForOutput(svc, /"msg":"shutting down"/, 10_000);
-    expect(await goaway, "GOAWAY error code").toBe(0);
-    let refusedNow = false;
-    for (let i = 0; i < 50 && !refusedNow; i++) {
-      refusedNow = await refused();
-      if (!refusedNow) await new Promise((r) => setTimeout(r, 20));
-    }
-    expect(refusedNow, "a new connection is refused while requests are in flight").toBe(true);
+      await Promise.all([received("slow-h1"), received("slow-h2")]);
+      const stopped = stopService(svc);
+      await waitForOutput(svc, /"msg":"shutting down"/, 10_000);
+      expect(await goaway, "GOAWAY error code").toBe(0);
+      let refusedNow = false;
+      for (let i = 0; i < 50 && !refusedNow; i++) {
+        refusedNow = await refused();
+        if (!refusedNow) await new Promise((r) => setTimeout(r, 20));
+      }
+      expect(refusedNow, "a new connection is refused while requests are in flight").toBe(true);
 
-    h1Req.end(h1Body.slice(20));
-    stream.end(h2Body.slice(20));
-    const [one, two] = await Promise.all([h1Res, h2Res]);
-    expect(one.res.statusCode, one.body).toBe(200);
-    expect(one.res.headers.connection).toBe("close");
-    expect(one.res.headers["x-request-id"]).toBe("slow-h1");
-    expect(two.status, two.body).toBe(200);
-    const sids = [JSON.parse(one.body).MessageSid, JSON.parse(two.body).MessageSid];
-    agent.destroy();
-    session.destroy();
+      h1Req.end(h1Body.slice(20));
+      stream.end(h2Body.slice(20));
+      const [one, two] = await Promise.all([h1Res, h2Res]);
+      expect(one.res.statusCode, one.body).toBe(200);
+      expect(one.res.headers.connection).toBe("close");
+      expect(one.res.headers["x-request-id"]).toBe("slow-h1");
+      expect(two.status, two.body).toBe(200);
+      const sids = [JSON.parse(one.body).MessageSid, JSON.parse(two.body).MessageSid];
+      agent.destroy();
+      session.destroy();
 
-    const end = await stopped;
-    console.log("in-flight shutdown:", JSON.stringify({ exit: end, db: db.kind }));
-    expect(end.code, svc.stderr()).toBe(0);
-    expect(end.ms).toBeLessThan(EXIT_WITHIN_MS);
-    const orm = await db.open();
-    try {
-      const rows = await orm.em.fork().execute<{ sid: string }[]>("select sid from messages where property_sid = ? order by sid", [prop.PropertySid]);
-      expect(rows.map((r) => r.sid)).toEqual([...sids].sort());
-    } finally {
-      await orm.close(true);
-    }
-  });
+      const end = await stopped;
+      console.log("in-flight shutdown:", JSON.stringify({ exit: end, db: db.kind }));
+      expect(end.code, svc.stderr()).toBe(0);
+      expect(end.ms).toBeLessThan(EXIT_WITHIN_MS);
+      const orm = await db.open();
+      try {
+        const rows = await orm.em.fork().execute<{ sid: string }[]>("select sid from messages where property_sid = ? order by sid", [prop.PropertySid]);
+        expect(rows.map((r) => r.sid)).toEqual([...sids].sort());
+      } finally {
+        await orm.close(true);
+      }
+    },
+  );
 });
 
 describe("SIGTERM with a client that never finishes its request", () => {
@@ -247,7 +255,14 @@ describe("SIGTERM during a burst of sends", () => {
       return new Promise<void>((done) => {
         const payload = body(o.text, i);
         const req = httpRequest(
-          { agent, host: "127.0.0.1", port, method: "POST", path, headers: { authorization: auth, "content-type": "application/json", "content-length": Buffer.byteLength(payload) } },
+          {
+            agent,
+            host: "127.0.0.1",
+            port,
+            method: "POST",
+            path,
+            headers: { authorization: auth, "content-type": "application/json", "content-length": Buffer.byteLength(payload) },
+          },
           (res) => {
             let text = "";
             res.setEncoding("utf8").on("data", (d: string) => (text += d));
@@ -347,9 +362,14 @@ describe("SIGTERM during a burst of sends", () => {
     expect(ok.length).toBeGreaterThanOrEqual(SIGTERM_AFTER);
     expect(ok.length, "some sends were refused (SIGTERM came in the middle)").toBeLessThan(outcomes.length);
     for (const key of errors.keys()) {
-      expect(key, "only connection-level refusals").toMatch(/ECONNREFUSED|ECONNRESET|EPIPE|socket hang up|ERR_HTTP2_GOAWAY_SESSION|ERR_HTTP2_STREAM_ERROR|ERR_HTTP2_STREAM_CANCEL|ERR_HTTP2_INVALID_SESSION|ERR_HTTP2_ERROR|stream ended without a response/);
+      expect(key, "only connection-level refusals").toMatch(
+        /ECONNREFUSED|ECONNRESET|EPIPE|socket hang up|ERR_HTTP2_GOAWAY_SESSION|ERR_HTTP2_STREAM_ERROR|ERR_HTTP2_STREAM_CANCEL|ERR_HTTP2_INVALID_SESSION|ERR_HTTP2_ERROR|stream ended without a response/,
+      );
     }
-    expect([...errors.keys()].some((k) => k.includes("ECONNREFUSED")), "new connections are refused").toBe(true);
+    expect(
+      [...errors.keys()].some((k) => k.includes("ECONNREFUSED")),
+      "new connections are refused",
+    ).toBe(true);
     expect([...new Set(goaways)].sort(), "every h2 session got GOAWAY").toEqual([0, 1]);
     expect(svc.stdout()).toMatch(/"msg":"stopped"/);
     // The service's side: every request it took got its answer written (none cut off: aborted), and
@@ -360,19 +380,27 @@ describe("SIGTERM during a burst of sends", () => {
       .filter((l) => l.startsWith("{"))
       .map((l) => JSON.parse(l) as { msg?: string; route?: string; status?: number; aborted?: boolean })
       .filter((l) => l.msg === "request completed" && l.route === "/v2/Properties/:property_sid/Messages");
-    expect(completions.filter((l) => l.aborted), "requests taken but not answered").toEqual([]);
+    expect(
+      completions.filter((l) => l.aborted),
+      "requests taken but not answered",
+    ).toEqual([]);
     expect(completions.filter((l) => l.status === 200)).toHaveLength(ok.length);
 
     // The database holds exactly the answered sends, and the dispatcher left nothing claimed.
     const orm = await db.open();
     try {
-      const rows = await orm.em.fork().execute<{ sid: string; text: string; status: string; claimed_until: unknown }[]>(
-        "select sid, text, status, claimed_until from messages where property_sid = ?",
-        [prop.PropertySid],
-      );
+      const rows = await orm.em
+        .fork()
+        .execute<{ sid: string; text: string; status: string; claimed_until: unknown }[]>(
+          "select sid, text, status, claimed_until from messages where property_sid = ?",
+          [prop.PropertySid],
+        );
       expect(rows.map((r) => r.text).sort()).toEqual(ok.map((o) => o.text).sort());
       const stillClaimed = rows.filter((r) => r.claimed_until !== null && r.status === "Processing");
-      expect(stillClaimed.map((r) => r.sid), "messages claimed but never handed to the carrier").toEqual([]);
+      expect(
+        stillClaimed.map((r) => r.sid),
+        "messages claimed but never handed to the carrier",
+      ).toEqual([]);
     } finally {
       await orm.close(true);
     }

@@ -179,7 +179,10 @@ describe("secrets in the log", () => {
     expect(verified.MessageSid).toBe(sent.body.MessageSid);
 
     // The handset replies: forwarded by e-mail (SMTP with a password) and by the signed Response webhook.
-    const inbound = await call("POST", "/admin/v1/Simulator/Inbound", { auth: operator, body: { From: "+14155550177", To: leased.body.From, Text: "replying" } });
+    const inbound = await call("POST", "/admin/v1/Simulator/Inbound", {
+      auth: operator,
+      body: { From: "+14155550177", To: leased.body.From, Text: "replying" },
+    });
     expect(inbound.status).toBe(200);
     expect(inbound.body.InReplyTo).toBe(leased.body.MessageSid);
     await until("the forwarded e-mail", () => (mails.length > 0 ? true : undefined));
@@ -225,8 +228,14 @@ describe("secrets in the log", () => {
     }
     for (const id of ids) {
       const mine = parsed.filter((l) => l.requestId === id);
-      expect(mine.filter((l) => l.msg === "request completed"), id).toHaveLength(1);
-      expect(mine.filter((l) => l.msg === "request received"), id).toHaveLength(1);
+      expect(
+        mine.filter((l) => l.msg === "request completed"),
+        id,
+      ).toHaveLength(1);
+      expect(
+        mine.filter((l) => l.msg === "request received"),
+        id,
+      ).toHaveLength(1);
     }
     const completedSend = parsed.find((l) => l.requestId === sent.id && l.msg === "request completed");
     expect(completedSend).toMatchObject({ route: "/v2/Properties/:property_sid/Messages", status: 200, accountSid, protocol: "rest" });

@@ -23,7 +23,15 @@ const env = {
   METRICS_TOKEN: "metrics-token-999999",
   LOG_LEVEL: "trace",
 };
-const SECRETS = ["op-token-ABCDEFGHIJKLMNOP-0123456789", "db-pass-QRSTUV%2Fw", "db-pass-QRSTUV/w", "smtp-pass-XYZ123", "kannel-pass-777777", "kannel-callback-888888-0123456789abcdef", "metrics-token-999999"];
+const SECRETS = [
+  "op-token-ABCDEFGHIJKLMNOP-0123456789",
+  "db-pass-QRSTUV%2Fw",
+  "db-pass-QRSTUV/w",
+  "smtp-pass-XYZ123",
+  "kannel-pass-777777",
+  "kannel-callback-888888-0123456789abcdef",
+  "metrics-token-999999",
+];
 
 describe("createLogger", () => {
   it("writes JSON lines with a level label, ISO time and the service name", () => {
@@ -52,7 +60,12 @@ describe("createLogger", () => {
 
   it("logs a request as method, route template and path: never its headers or query string", () => {
     const { log, lines } = capture(env);
-    const req = { method: "GET", url: "/carriers/kannel/dlr?secret=abcdefgh&sid=MG1", routeOptions: { url: "/carriers/kannel/dlr" }, headers: { authorization: "Basic QUM6dG9rZW4=" } };
+    const req = {
+      method: "GET",
+      url: "/carriers/kannel/dlr?secret=abcdefgh&sid=MG1",
+      routeOptions: { url: "/carriers/kannel/dlr" },
+      headers: { authorization: "Basic QUM6dG9rZW4=" },
+    };
     log.info({ req }, "request");
     expect(JSON.parse(lines[0]!).req).toEqual({ method: "GET", route: "/carriers/kannel/dlr", path: "/carriers/kannel/dlr" });
   });

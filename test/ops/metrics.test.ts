@@ -88,8 +88,12 @@ describe("HTTP request metrics", () => {
     expect(m.get(requests("GET", "unmatched", 404, "http"))).toBe(1);
     // Duration histogram with the same labels.
     expect(m.get(`switchboard_http_request_duration_seconds_count{method="GET",route="/v2/Messages/:message_sid",status="200",protocol="rest"}`)).toBe(2);
-    expect(m.get(`switchboard_http_request_duration_seconds_bucket{le="+Inf",method="GET",route="/v2/Messages/:message_sid",status="200",protocol="rest"}`)).toBe(2);
-    expect(m.get(`switchboard_http_request_duration_seconds_sum{method="GET",route="/v2/Messages/:message_sid",status="200",protocol="rest"}`)).toBeGreaterThan(0);
+    expect(
+      m.get(`switchboard_http_request_duration_seconds_bucket{le="+Inf",method="GET",route="/v2/Messages/:message_sid",status="200",protocol="rest"}`),
+    ).toBe(2);
+    expect(m.get(`switchboard_http_request_duration_seconds_sum{method="GET",route="/v2/Messages/:message_sid",status="200",protocol="rest"}`)).toBeGreaterThan(
+      0,
+    );
     // Labels carry templates only: no Sid from any URL above.
     expect(res.body).not.toContain(sid);
     expect(res.body).not.toContain(tenant.propertySid);
@@ -199,7 +203,15 @@ describe("queue metrics read from the database at scrape time", () => {
     await vi.waitFor(async () => expect((await scrape(t)).get("switchboard_webhook_backlog")).toBe(webhooksBefore + 1), { timeout: 10_000, interval: 20 });
 
     await t.db.orm.em.fork().transactional((em) =>
-      enqueueEmail(em, { accountSid: tenant.accountSid, messageSid: sid, from: "a@example.com", to: "b@example.com", subject: "s", body: "b", now: t.clock.now() }),
+      enqueueEmail(em, {
+        accountSid: tenant.accountSid,
+        messageSid: sid,
+        from: "a@example.com",
+        to: "b@example.com",
+        subject: "s",
+        body: "b",
+        now: t.clock.now(),
+      }),
     );
     m = await scrape(t);
     expect(m.get("switchboard_mail_backlog")).toBe(1);
@@ -216,13 +228,21 @@ describe("METRICS_TOKEN", () => {
     const db = await createTestOrm();
     const app = await buildApp({
       orm: db.orm,
-      config: { adminToken: ADMIN_TOKEN, webhookAllowPrivate: false, noAlphaCountries: new Set(["US"]), bodyLimit: 1 << 20, metricsToken: "scrape-token-0123456789" },
+      config: {
+        adminToken: ADMIN_TOKEN,
+        webhookAllowPrivate: false,
+        noAlphaCountries: new Set(["US"]),
+        bodyLimit: 1 << 20,
+        metricsToken: "scrape-token-0123456789",
+      },
     });
     try {
       const none = await app.inject({ method: "GET", url: "/metrics" });
       expect(none.statusCode).toBe(401);
       expect(none.headers["www-authenticate"]).toBe('Bearer realm="switchboard-metrics"');
-      expect(none.json()).toEqual({ ResponseStatus: { ErrorCode: "Unauthorized", Message: "GET /metrics needs `Authorization: Bearer <METRICS_TOKEN>`.", Errors: [] } });
+      expect(none.json()).toEqual({
+        ResponseStatus: { ErrorCode: "Unauthorized", Message: "GET /metrics needs `Authorization: Bearer <METRICS_TOKEN>`.", Errors: [] },
+      });
       const admin = await app.inject({ method: "GET", url: "/metrics", headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
       expect(admin.statusCode).toBe(401);
       const ok = await app.inject({ method: "GET", url: "/metrics", headers: { authorization: "Bearer scrape-token-0123456789" } });

@@ -28,7 +28,10 @@ const lines: string[] = [];
 
 beforeAll(async () => {
   db = await createTestOrm();
-  const log = createLogger({ logLevel: "trace", adminToken: ADMIN_TOKEN, databaseUrl: "memory://", smtpUrl: undefined }, { destination: { write: (s: string) => void lines.push(s) } });
+  const log = createLogger(
+    { logLevel: "trace", adminToken: ADMIN_TOKEN, databaseUrl: "memory://", smtpUrl: undefined },
+    { destination: { write: (s: string) => void lines.push(s) } },
+  );
   app = await buildApp({
     orm: db.orm,
     clock: new ManualClock(new Date("2026-11-22T12:00:00Z")),
@@ -98,7 +101,7 @@ describe("X-Request-Id on REST", () => {
   });
 
   it("an id that is too long, empty or has other characters is replaced by a UUID", async () => {
-    for (const bad of ["x".repeat(129), "has space", "semi;colon", "", "quote\"d", "ümlaut"]) {
+    for (const bad of ["x".repeat(129), "has space", "semi;colon", "", 'quote"d', "ümlaut"]) {
       const res = await fetch(`${baseUrl}/healthz`, { headers: { "x-request-id": bad } });
       expect(res.status).toBe(200);
       const echoed = res.headers.get("x-request-id");
@@ -162,9 +165,10 @@ describe("X-Request-Id on RPC", () => {
     for (const [protocol, client] of Object.entries(clients)) {
       const id = `rpc-denied-${protocol}`;
       let header: Headers | undefined;
-      const err = await client
-        .getMessage({ messageSid: `MG${"0".repeat(30)}` }, { headers: { "x-request-id": id }, onHeader: (h) => (header = h) })
-        .then(() => undefined, (e: unknown) => ConnectError.from(e));
+      const err = await client.getMessage({ messageSid: `MG${"0".repeat(30)}` }, { headers: { "x-request-id": id }, onHeader: (h) => (header = h) }).then(
+        () => undefined,
+        (e: unknown) => ConnectError.from(e),
+      );
       expect(err?.code, protocol).toBe(Code.Unauthenticated);
       // Connect puts an error's headers on the error; gRPC and gRPC-Web send them as response headers.
       expect(header?.get("x-request-id") ?? err?.metadata.get("x-request-id"), protocol).toBe(id);
@@ -174,8 +178,12 @@ describe("X-Request-Id on RPC", () => {
     }
     const metrics = await (await fetch(`${baseUrl}/metrics`)).text();
     for (const protocol of ["connect", "grpc", "grpc-web"]) {
-      expect(metrics).toContain(`switchboard_http_requests_total{method="POST",route="/switchboard.v2.MessagingService/GetMessage",status="401",protocol="${protocol}"} 1`);
-      expect(metrics).toContain(`switchboard_http_requests_total{method="POST",route="/switchboard.v2.MessagingService/SendMessage",status="200",protocol="${protocol}"} 1`);
+      expect(metrics).toContain(
+        `switchboard_http_requests_total{method="POST",route="/switchboard.v2.MessagingService/GetMessage",status="401",protocol="${protocol}"} 1`,
+      );
+      expect(metrics).toContain(
+        `switchboard_http_requests_total{method="POST",route="/switchboard.v2.MessagingService/SendMessage",status="200",protocol="${protocol}"} 1`,
+      );
     }
   });
 });

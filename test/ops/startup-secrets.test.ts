@@ -54,9 +54,13 @@ describe("start-up refuses guessable secrets", () => {
 
   /** Runs a process to its end: its exit code and stderr. */
   function run(args: string[], env: NodeJS.ProcessEnv): Promise<{ code: number | null; stderr: string }> {
-    const clean = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("KANNEL_") && !["SWITCHBOARD_ADMIN_TOKEN", "CARRIER", "DATABASE_URL", "PORT"].includes(k)));
+    const clean = Object.fromEntries(
+      Object.entries(process.env).filter(([k]) => !k.startsWith("KANNEL_") && !["SWITCHBOARD_ADMIN_TOKEN", "CARRIER", "DATABASE_URL", "PORT"].includes(k)),
+    );
     return new Promise((resolve) => {
-      const child = execFile(NODE, args, { cwd: ROOT, env: { ...clean, ...env }, timeout: 60_000 }, (_err, _out, stderr) => resolve({ code: child.exitCode, stderr }));
+      const child = execFile(NODE, args, { cwd: ROOT, env: { ...clean, ...env }, timeout: 60_000 }, (_err, _out, stderr) =>
+        resolve({ code: child.exitCode, stderr }),
+      );
     });
   }
 

@@ -268,8 +268,20 @@ describe.skipIf(without("kannel"))("crash safety: SIGKILL under load, CARRIER=ka
       try {
         const em = orm.em.fork();
         const messages = await em.execute<
-          { sid: string; status: string; text: string; sender_kind: string; lease_sid: string | null; submitted_at: unknown; carrier_ref: string | null; claimed_until: unknown; delivered_at: unknown }[]
-        >("select sid, status, text, sender_kind, lease_sid, submitted_at, carrier_ref, claimed_until, delivered_at from messages where direction = 'Transmit'");
+          {
+            sid: string;
+            status: string;
+            text: string;
+            sender_kind: string;
+            lease_sid: string | null;
+            submitted_at: unknown;
+            carrier_ref: string | null;
+            claimed_until: unknown;
+            delivered_at: unknown;
+          }[]
+        >(
+          "select sid, status, text, sender_kind, lease_sid, submitted_at, carrier_ref, claimed_until, delivered_at from messages where direction = 'Transmit'",
+        );
         const tokenOf = (text: string) => /^crash (t\d+-\d+)$/.exec(text)?.[1];
         const messagesByToken = new Map<string, string[]>();
         for (const m of messages) {
@@ -294,7 +306,12 @@ describe.skipIf(without("kannel"))("crash safety: SIGKILL under load, CARRIER=ka
         // Schema invariants: a claim never left behind; leases and messages point at each other;
         // an Idempotency-Key row exists for exactly the keyed messages and names its message.
         const unresolved = messages.filter(
-          (m) => !["Submitted", "Delivered"].includes(m.status) || m.submitted_at === null || m.carrier_ref === null || m.claimed_until !== null || (m.status === "Delivered" && m.delivered_at === null),
+          (m) =>
+            !["Submitted", "Delivered"].includes(m.status) ||
+            m.submitted_at === null ||
+            m.carrier_ref === null ||
+            m.claimed_until !== null ||
+            (m.status === "Delivered" && m.delivered_at === null),
         );
         const badLeases = await em.execute(
           `select m.sid from messages m left join leases l on l.sid = m.lease_sid
@@ -338,15 +355,24 @@ describe.skipIf(without("kannel"))("crash safety: SIGKILL under load, CARRIER=ka
         console.log(`[crash-safety] ${JSON.stringify(figures)}`);
         if (DIAG_DIR) {
           await mkdir(DIAG_DIR, { recursive: true });
-          await writeFile(join(DIAG_DIR, "duplicates.json"), JSON.stringify(duplicates.map(([t, n]) => ({ token: t, times: n, sids: messagesByToken.get(t) }))));
+          await writeFile(
+            join(DIAG_DIR, "duplicates.json"),
+            JSON.stringify(duplicates.map(([t, n]) => ({ token: t, times: n, sids: messagesByToken.get(t) }))),
+          );
         }
 
         expect(unexpected, "answers other than 200 and 503").toEqual([]);
         expect(serviceErrors, "errors the service logged").toEqual([]);
         expect(multiple, "logical sends stored more than once").toEqual([]);
-        expect(unresolved.map((m) => `${m.sid} ${m.status}`), "messages left unresolved").toEqual([]);
+        expect(
+          unresolved.map((m) => `${m.sid} ${m.status}`),
+          "messages left unresolved",
+        ).toEqual([]);
         expect(badLeases, "messages and leases that do not match").toEqual([]);
-        expect(badKeys.map((m) => m.sid), "messages without their Idempotency-Key row, or with a stray one").toEqual([]);
+        expect(
+          badKeys.map((m) => m.sid),
+          "messages without their Idempotency-Key row, or with a stray one",
+        ).toEqual([]);
         expect(Number(keyRows[0].n), "Idempotency-Key rows without their message").toBe(keys.length);
         expect(notAtCarrier, "stored messages that never reached the carrier").toEqual([]);
         expect(phantom, "SMS at the carrier without a stored message").toEqual([]);

@@ -144,7 +144,16 @@ describe.skipIf(dbKind() !== "postgres" || without("postgresServer"))("database 
             signal: AbortSignal.timeout(30_000),
           });
           const json = (await res.json()) as { MessageSid?: string; ResponseStatus?: { ErrorCode: string } };
-          return { kind: "rest", start, end: performance.now(), outcome: String(res.status), errorCode: json.ResponseStatus?.ErrorCode ?? "", sid: json.MessageSid, to: To, retryAfter: res.headers.get("retry-after") };
+          return {
+            kind: "rest",
+            start,
+            end: performance.now(),
+            outcome: String(res.status),
+            errorCode: json.ResponseStatus?.ErrorCode ?? "",
+            sid: json.MessageSid,
+            to: To,
+            retryAfter: res.headers.get("retry-after"),
+          };
         } catch {
           return { kind: "rest", start, end: performance.now(), outcome: "network", errorCode: "" };
         }
@@ -204,7 +213,12 @@ describe.skipIf(dbKind() !== "postgres" || without("postgresServer"))("database 
           await sleep(50);
         }
       };
-      const [restRecovery, readyRecovery, connectRecovery, grpcRecovery] = await Promise.all([recovered("rest"), recovered("readyz"), recovered("connect"), recovered("grpc")]);
+      const [restRecovery, readyRecovery, connectRecovery, grpcRecovery] = await Promise.all([
+        recovered("rest"),
+        recovered("readyz"),
+        recovered("connect"),
+        recovered("grpc"),
+      ]);
       await sleep(3000);
       loading = false;
       await Promise.all(loops);
@@ -243,7 +257,11 @@ describe.skipIf(dbKind() !== "postgres" || without("postgresServer"))("database 
       const during = calls.filter((c) => c.start >= down && c.end <= restarting);
       const sends = during.filter((c) => c.kind !== "readyz");
       const worst = (cs: Call[]) => Math.round(Math.max(0, ...cs.map((c) => c.end - c.start)));
-      const tally = (cs: Call[]) => cs.reduce<Record<string, number>>((acc, c) => ((acc[`${c.kind} ${c.outcome} ${c.errorCode}`.trim()] = (acc[`${c.kind} ${c.outcome} ${c.errorCode}`.trim()] ?? 0) + 1), acc), {});
+      const tally = (cs: Call[]) =>
+        cs.reduce<Record<string, number>>(
+          (acc, c) => ((acc[`${c.kind} ${c.outcome} ${c.errorCode}`.trim()] = (acc[`${c.kind} ${c.outcome} ${c.errorCode}`.trim()] ?? 0) + 1), acc),
+          {},
+        );
       const figures = {
         requests: calls.length,
         answered200: answered.length,
@@ -252,7 +270,12 @@ describe.skipIf(dbKind() !== "postgres" || without("postgresServer"))("database 
         pgStartMs: Math.round(up - restarting),
         duringOutage: tally(during),
         worstLatencyDuringOutageMs: { sends: worst(sends), readyz: worst(during.filter((c) => c.kind === "readyz")) },
-        recoveryAfterPostgresUpMs: { rest: Math.round(restRecovery), connect: Math.round(connectRecovery), grpc: Math.round(grpcRecovery), readyz: Math.round(readyRecovery) },
+        recoveryAfterPostgresUpMs: {
+          rest: Math.round(restRecovery),
+          connect: Math.round(connectRecovery),
+          grpc: Math.round(grpcRecovery),
+          readyz: Math.round(readyRecovery),
+        },
         answersAfterRestart: tally(calls.filter((c) => c.start >= up)),
         messagesChecked: answered.length,
         lost: lost.length,
@@ -263,11 +286,19 @@ describe.skipIf(dbKind() !== "postgres" || without("postgresServer"))("database 
       };
       console.log(`[db-outage] ${JSON.stringify(figures)}`);
 
-      expect(calls.filter((c) => c.end < stopping).every((c) => c.outcome === "200" || c.outcome === "ok"), "before the outage everything succeeds").toBe(true);
+      expect(
+        calls.filter((c) => c.end < stopping).every((c) => c.outcome === "200" || c.outcome === "ok"),
+        "before the outage everything succeeds",
+      ).toBe(true);
       expect(sends.length).toBeGreaterThan(20);
       // The documented answer, and only it, on every transport.
       for (const c of sends) {
-        if (c.kind === "rest") expect({ outcome: c.outcome, errorCode: c.errorCode, retryAfter: c.retryAfter }).toEqual({ outcome: "503", errorCode: "ServiceUnavailable", retryAfter: "2" });
+        if (c.kind === "rest")
+          expect({ outcome: c.outcome, errorCode: c.errorCode, retryAfter: c.retryAfter }).toEqual({
+            outcome: "503",
+            errorCode: "ServiceUnavailable",
+            retryAfter: "2",
+          });
         else expect({ outcome: c.outcome, errorCode: c.errorCode }).toEqual({ outcome: "Unavailable", errorCode: "ServiceUnavailable" });
       }
       expect(during.filter((c) => c.kind === "readyz").length).toBeGreaterThan(5);

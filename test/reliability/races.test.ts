@@ -65,7 +65,12 @@ function addNumber(number: string, accountSid?: string) {
   });
 }
 function review(sid: string, status: string) {
-  return t.app.inject({ method: "POST", url: `/admin/v1/Addresses/${sid}/Review`, headers: { authorization: `Bearer ${ADMIN_TOKEN}` }, payload: { Status: status } });
+  return t.app.inject({
+    method: "POST",
+    url: `/admin/v1/Addresses/${sid}/Review`,
+    headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+    payload: { Status: status },
+  });
 }
 function send(body: object, key?: string, tenant = a) {
   return t.app.inject({
@@ -93,7 +98,11 @@ function sendConnect(body: object, key: string, tenant = a) {
   });
 }
 async function messageCount(tenant = a): Promise<number> {
-  const res = await t.app.inject({ method: "GET", url: `/v2/Properties/${tenant.propertySid}/Messages?Results_Count=1`, headers: { authorization: tenant.auth } });
+  const res = await t.app.inject({
+    method: "GET",
+    url: `/v2/Properties/${tenant.propertySid}/Messages?Results_Count=1`,
+    headers: { authorization: tenant.auth },
+  });
   expect(res.statusCode, res.body).toBe(200);
   return res.json().TotalCount;
 }
@@ -103,13 +112,31 @@ function body(res: LightMyRequestResponse) {
 }
 const notInAccount = (sid: string) => {
   const message = `AddressSid ${sid} is not an address of this account; add it first (POST /v2/Accounts/{AccountSid}/Addresses).`;
-  return { status: 400, json: { ResponseStatus: { ErrorCode: "InvalidParameter", Message: message, Errors: [{ FieldName: "AddressSid", ErrorCode: "InvalidParameter", Message: message }] } } };
+  return {
+    status: 400,
+    json: {
+      ResponseStatus: {
+        ErrorCode: "InvalidParameter",
+        Message: message,
+        Errors: [{ FieldName: "AddressSid", ErrorCode: "InvalidParameter", Message: message }],
+      },
+    },
+  };
 };
 const inUse = (sid: string) => ({
   status: 400,
-  json: { ResponseStatus: { ErrorCode: "AddressInUse", Message: `Address ${sid} is used to register numbers; assign those numbers another address first (Configure Numbers).`, Errors: [] } },
+  json: {
+    ResponseStatus: {
+      ErrorCode: "AddressInUse",
+      Message: `Address ${sid} is used to register numbers; assign those numbers another address first (Configure Numbers).`,
+      Errors: [],
+    },
+  },
 });
-const numberExists = (n: string) => ({ status: 409, json: { ResponseStatus: { ErrorCode: "NumberExists", Message: `Number ${n} already exists.`, Errors: [] } } });
+const numberExists = (n: string) => ({
+  status: 409,
+  json: { ResponseStatus: { ErrorCode: "NumberExists", Message: `Number ${n} already exists.`, Errors: [] } },
+});
 const notPending = (sid: string, status: string) => ({
   status: 409,
   json: {
@@ -120,10 +147,22 @@ const notPending = (sid: string, status: string) => ({
     },
   },
 });
-const addressNotFound = (sid: string) => ({ status: 404, json: { ResponseStatus: { ErrorCode: "NotFound", Message: `Address ${sid} was not found.`, Errors: [] } } });
+const addressNotFound = (sid: string) => ({
+  status: 404,
+  json: { ResponseStatus: { ErrorCode: "NotFound", Message: `Address ${sid} was not found.`, Errors: [] } },
+});
 const keyReused = (key: string) => {
   const message = `Idempotency-Key "${key}" was already used for a different request in the last 24 hours; send a new key with a new request.`;
-  return { status: 422, json: { ResponseStatus: { ErrorCode: "IdempotencyKeyReused", Message: message, Errors: [{ FieldName: "Idempotency-Key", ErrorCode: "IdempotencyKeyReused", Message: message }] } } };
+  return {
+    status: 422,
+    json: {
+      ResponseStatus: {
+        ErrorCode: "IdempotencyKeyReused",
+        Message: message,
+        Errors: [{ FieldName: "Idempotency-Key", ErrorCode: "IdempotencyKeyReused", Message: message }],
+      },
+    },
+  };
 };
 
 let seq = 0;
@@ -154,29 +193,36 @@ describe("Configure Numbers racing the deletion of its address", () => {
     expect(body(await deleteAddress(used))).toStrictEqual(inUse(used));
   });
 
-  it.runIf(onPostgres)(`concurrent, ${ROUNDS} rounds: one wins, the other gets the answer it would get just after`, async () => {
-    const n = await ownedNumber();
-    const wins = { configure: 0, delete: 0 };
-    for (let round = 0; round < ROUNDS; round++) {
-      const sid = await newAddress(ACTIVE_US);
-      const [c, d] = (await Promise.all([configure(n, { AddressSid: sid }), deleteAddress(sid)])).map(body);
-      tally("configureVsDelete", `configure ${c.status} ${c.json.ResponseStatus?.ErrorCode ?? ""}, delete ${d.status} ${d.json.ResponseStatus?.ErrorCode ?? ""}`.replace(/ ,/g, ","));
-      if (c.status === 200) {
-        wins.configure++;
-        expect(c.json.AddressSid).toBe(sid);
-        expect(d, `round ${round}`).toStrictEqual(inUse(sid));
-        expect((await getAddress(sid)).statusCode).toBe(200);
-        expect((await configure(n, { AddressSid: "" })).statusCode).toBe(200);
-        expect((await deleteAddress(sid)).statusCode).toBe(200);
-      } else {
-        wins.delete++;
-        expect(d, `round ${round}: ${JSON.stringify(c)}`).toStrictEqual({ status: 200, json: { AddressSid: sid } });
-        expect(c, `round ${round}`).toStrictEqual(notInAccount(sid));
-        expect((await getAddress(sid)).statusCode).toBe(404);
+  it.runIf(onPostgres)(
+    `concurrent, ${ROUNDS} rounds: one wins, the other gets the answer it would get just after`,
+    async () => {
+      const n = await ownedNumber();
+      const wins = { configure: 0, delete: 0 };
+      for (let round = 0; round < ROUNDS; round++) {
+        const sid = await newAddress(ACTIVE_US);
+        const [c, d] = (await Promise.all([configure(n, { AddressSid: sid }), deleteAddress(sid)])).map(body);
+        tally(
+          "configureVsDelete",
+          `configure ${c.status} ${c.json.ResponseStatus?.ErrorCode ?? ""}, delete ${d.status} ${d.json.ResponseStatus?.ErrorCode ?? ""}`.replace(/ ,/g, ","),
+        );
+        if (c.status === 200) {
+          wins.configure++;
+          expect(c.json.AddressSid).toBe(sid);
+          expect(d, `round ${round}`).toStrictEqual(inUse(sid));
+          expect((await getAddress(sid)).statusCode).toBe(200);
+          expect((await configure(n, { AddressSid: "" })).statusCode).toBe(200);
+          expect((await deleteAddress(sid)).statusCode).toBe(200);
+        } else {
+          wins.delete++;
+          expect(d, `round ${round}: ${JSON.stringify(c)}`).toStrictEqual({ status: 200, json: { AddressSid: sid } });
+          expect(c, `round ${round}`).toStrictEqual(notInAccount(sid));
+          expect((await getAddress(sid)).statusCode).toBe(404);
+        }
       }
-    }
-    expect(wins.configure + wins.delete).toBe(ROUNDS);
-  }, RACE_TIMEOUT);
+      expect(wins.configure + wins.delete).toBe(ROUNDS);
+    },
+    RACE_TIMEOUT,
+  );
 });
 
 describe("the operator adds one number several times at once", () => {
@@ -186,20 +232,30 @@ describe("the operator adds one number several times at once", () => {
     for (let i = 0; i < 3; i++) expect(body(await addNumber(n, i % 2 ? a.accountSid : undefined))).toStrictEqual(numberExists(n));
   });
 
-  it.runIf(onPostgres)(`concurrent, ${ROUNDS} rounds of four: one 200, three 409 NumberExists`, async () => {
-    for (let round = 0; round < ROUNDS; round++) {
-      const n = freshNumber();
-      const answers = (await Promise.all([addNumber(n), addNumber(n, a.accountSid), addNumber(n), addNumber(n, b.accountSid)])).map(body);
-      for (const x of answers) tally("addNumberFourTimes", `${x.status} ${x.json.ResponseStatus?.ErrorCode ?? ""}`.trim());
-      expect(answers.filter((x) => x.status === 200), `round ${round}: ${JSON.stringify(answers)}`).toHaveLength(1);
-      expect(answers.filter((x) => x.status !== 200)).toStrictEqual([numberExists(n), numberExists(n), numberExists(n)]);
-    }
-  }, RACE_TIMEOUT);
+  it.runIf(onPostgres)(
+    `concurrent, ${ROUNDS} rounds of four: one 200, three 409 NumberExists`,
+    async () => {
+      for (let round = 0; round < ROUNDS; round++) {
+        const n = freshNumber();
+        const answers = (await Promise.all([addNumber(n), addNumber(n, a.accountSid), addNumber(n), addNumber(n, b.accountSid)])).map(body);
+        for (const x of answers) tally("addNumberFourTimes", `${x.status} ${x.json.ResponseStatus?.ErrorCode ?? ""}`.trim());
+        expect(
+          answers.filter((x) => x.status === 200),
+          `round ${round}: ${JSON.stringify(answers)}`,
+        ).toHaveLength(1);
+        expect(answers.filter((x) => x.status !== 200)).toStrictEqual([numberExists(n), numberExists(n), numberExists(n)]);
+      }
+    },
+    RACE_TIMEOUT,
+  );
 });
 
 describe("concurrent reviews of one address", () => {
   it("sequential: the first decision wins; the same decision again is a 200 that changes nothing; the other is 409 AddressNotPending", async () => {
-    for (const [first, other] of [["Active", "Rejected"], ["Rejected", "Active"]]) {
+    for (const [first, other] of [
+      ["Active", "Rejected"],
+      ["Rejected", "Active"],
+    ]) {
       const sid = await newAddress(PENDING_US);
       const decided = body(await review(sid, first));
       expect(decided.status).toBe(200);
@@ -210,24 +266,28 @@ describe("concurrent reviews of one address", () => {
     }
   });
 
-  it.runIf(onPostgres)(`concurrent, ${ROUNDS} rounds of Active, Rejected, Active, Rejected: one decision holds, the others agree or get 409`, async () => {
-    const finals = new Set<string>();
-    for (let round = 0; round < ROUNDS; round++) {
-      const sid = await newAddress(PENDING_US);
-      const decisions = ["Active", "Rejected", "Active", "Rejected"];
-      const answers = (await Promise.all(decisions.map((d) => review(sid, d)))).map(body);
-      const final = (await getAddress(sid)).json().Status;
-      for (const x of answers) tally("fourReviews", `${x.status} ${x.json.ResponseStatus?.ErrorCode ?? x.json.Status}`);
-      finals.add(final);
-      expect(["Active", "Rejected"]).toContain(final);
-      answers.forEach((x, i) => {
-        if (decisions[i] === final) expect(x.status, `round ${round}: ${JSON.stringify(answers)}`).toBe(200);
-        if (decisions[i] === final) expect(x.json.Status).toBe(final);
-        else expect(x, `round ${round}`).toStrictEqual(notPending(sid, final));
-      });
-    }
-    expect(finals.size).toBeGreaterThan(0);
-  }, RACE_TIMEOUT);
+  it.runIf(onPostgres)(
+    `concurrent, ${ROUNDS} rounds of Active, Rejected, Active, Rejected: one decision holds, the others agree or get 409`,
+    async () => {
+      const finals = new Set<string>();
+      for (let round = 0; round < ROUNDS; round++) {
+        const sid = await newAddress(PENDING_US);
+        const decisions = ["Active", "Rejected", "Active", "Rejected"];
+        const answers = (await Promise.all(decisions.map((d) => review(sid, d)))).map(body);
+        const final = (await getAddress(sid)).json().Status;
+        for (const x of answers) tally("fourReviews", `${x.status} ${x.json.ResponseStatus?.ErrorCode ?? x.json.Status}`);
+        finals.add(final);
+        expect(["Active", "Rejected"]).toContain(final);
+        answers.forEach((x, i) => {
+          if (decisions[i] === final) expect(x.status, `round ${round}: ${JSON.stringify(answers)}`).toBe(200);
+          if (decisions[i] === final) expect(x.json.Status).toBe(final);
+          else expect(x, `round ${round}`).toStrictEqual(notPending(sid, final));
+        });
+      }
+      expect(finals.size).toBeGreaterThan(0);
+    },
+    RACE_TIMEOUT,
+  );
 });
 
 describe("concurrent deletes of one address", () => {
@@ -237,21 +297,32 @@ describe("concurrent deletes of one address", () => {
     for (let i = 0; i < 3; i++) expect(body(await deleteAddress(sid))).toStrictEqual(addressNotFound(sid));
   });
 
-  it.runIf(onPostgres)(`concurrent, ${ROUNDS} rounds of four: exactly one 200, three 404`, async () => {
-    for (let round = 0; round < ROUNDS; round++) {
-      const sid = await newAddress(ACTIVE_US);
-      const answers = (await Promise.all([0, 1, 2, 3].map(() => deleteAddress(sid)))).map(body);
-      for (const x of answers) tally("fourDeletes", `${x.status}`);
-      expect(answers.filter((x) => x.status === 200), `round ${round}: ${JSON.stringify(answers)}`).toStrictEqual([{ status: 200, json: { AddressSid: sid } }]);
-      expect(answers.filter((x) => x.status !== 200)).toStrictEqual([addressNotFound(sid), addressNotFound(sid), addressNotFound(sid)]);
-    }
-  }, RACE_TIMEOUT);
+  it.runIf(onPostgres)(
+    `concurrent, ${ROUNDS} rounds of four: exactly one 200, three 404`,
+    async () => {
+      for (let round = 0; round < ROUNDS; round++) {
+        const sid = await newAddress(ACTIVE_US);
+        const answers = (await Promise.all([0, 1, 2, 3].map(() => deleteAddress(sid)))).map(body);
+        for (const x of answers) tally("fourDeletes", `${x.status}`);
+        expect(
+          answers.filter((x) => x.status === 200),
+          `round ${round}: ${JSON.stringify(answers)}`,
+        ).toStrictEqual([{ status: 200, json: { AddressSid: sid } }]);
+        expect(answers.filter((x) => x.status !== 200)).toStrictEqual([addressNotFound(sid), addressNotFound(sid), addressNotFound(sid)]);
+      }
+    },
+    RACE_TIMEOUT,
+  );
 });
 
 describe("Idempotency-Key on single and batch sends", () => {
   /** A batch with a good item, a leased one and one that fails its rules (its ResponseStatus is part of the answer). */
   function batchItems(): object[] {
-    return [{ From: "Acme", To: recipient(), Text: "one" }, { To: recipient(), Text: "leased" }, { From: "Acme", To: "12345", Text: "bad" }];
+    return [
+      { From: "Acme", To: recipient(), Text: "one" },
+      { To: recipient(), Text: "leased" },
+      { From: "Acme", To: "12345", Text: "bad" },
+    ];
   }
 
   it("sequential: a repeated batch returns the first response exactly, every item included, and stores nothing", async () => {
@@ -311,33 +382,42 @@ describe("Idempotency-Key on single and batch sends", () => {
     expect(different.json()).toMatchObject({ code: "invalid_argument", message: keyReused("wires").json.ResponseStatus.Message });
   });
 
-  it.runIf(onPostgres)(`concurrent, ${ROUNDS} rounds: four equal batches, four equal sends, and two different requests under one key`, async () => {
-    for (let round = 0; round < ROUNDS; round++) {
-      const before = await messageCount();
-      // Four copies of one batch under one key: one set of messages, four equal answers.
-      const items = batchItems();
-      const batches = (await Promise.all([0, 1, 2, 3].map(() => sendBatch(items, `batch-${round}`)))).map(body);
-      expect(batches[0].status, JSON.stringify(batches[0])).toBe(200);
-      for (const x of batches) expect(x, `round ${round}`).toStrictEqual(batches[0]);
-      // Four copies of one send under one key.
-      const to = recipient();
-      const singles = (await Promise.all([0, 1, 2, 3].map(() => send({ From: "Acme", To: to, Text: "x" }, `single-${round}`)))).map(body);
-      expect(singles[0].status, JSON.stringify(singles[0])).toBe(200);
-      for (const x of singles) expect(x, `round ${round}`).toStrictEqual(singles[0]);
-      expect(await messageCount(), `round ${round}`).toBe(before + 2 + 1);
-      // Two requests, two copies each, under one key: the first decides; its copies get its answer, the other 422.
-      const key = `mixed-${round}`;
-      const reqs = [{ From: "Acme", To: to, Text: "A" }, { From: "Acme", To: to, Text: "B" }, { From: "Acme", To: to, Text: "A" }, { From: "Acme", To: to, Text: "B" }];
-      const mixed = (await Promise.all(reqs.map((r) => send(r, key)))).map(body);
-      for (const x of mixed) tally("twoRequestsOneKey", `${x.status}`);
-      tally("repeats", `batch answers equal: ${batches.every((x) => JSON.stringify(x) === JSON.stringify(batches[0]))}`);
-      const winner = mixed.find((x) => x.status === 200);
-      expect(winner, `round ${round}: ${JSON.stringify(mixed)}`).toBeDefined();
-      mixed.forEach((x, i) => {
-        if ((reqs[i] as { Text: string }).Text === winner!.json.Text) expect(x).toStrictEqual(winner);
-        else expect(x, `round ${round}`).toStrictEqual(keyReused(key));
-      });
-      expect(await messageCount(), `round ${round}`).toBe(before + 2 + 1 + 1);
-    }
-  }, RACE_TIMEOUT);
+  it.runIf(onPostgres)(
+    `concurrent, ${ROUNDS} rounds: four equal batches, four equal sends, and two different requests under one key`,
+    async () => {
+      for (let round = 0; round < ROUNDS; round++) {
+        const before = await messageCount();
+        // Four copies of one batch under one key: one set of messages, four equal answers.
+        const items = batchItems();
+        const batches = (await Promise.all([0, 1, 2, 3].map(() => sendBatch(items, `batch-${round}`)))).map(body);
+        expect(batches[0].status, JSON.stringify(batches[0])).toBe(200);
+        for (const x of batches) expect(x, `round ${round}`).toStrictEqual(batches[0]);
+        // Four copies of one send under one key.
+        const to = recipient();
+        const singles = (await Promise.all([0, 1, 2, 3].map(() => send({ From: "Acme", To: to, Text: "x" }, `single-${round}`)))).map(body);
+        expect(singles[0].status, JSON.stringify(singles[0])).toBe(200);
+        for (const x of singles) expect(x, `round ${round}`).toStrictEqual(singles[0]);
+        expect(await messageCount(), `round ${round}`).toBe(before + 2 + 1);
+        // Two requests, two copies each, under one key: the first decides; its copies get its answer, the other 422.
+        const key = `mixed-${round}`;
+        const reqs = [
+          { From: "Acme", To: to, Text: "A" },
+          { From: "Acme", To: to, Text: "B" },
+          { From: "Acme", To: to, Text: "A" },
+          { From: "Acme", To: to, Text: "B" },
+        ];
+        const mixed = (await Promise.all(reqs.map((r) => send(r, key)))).map(body);
+        for (const x of mixed) tally("twoRequestsOneKey", `${x.status}`);
+        tally("repeats", `batch answers equal: ${batches.every((x) => JSON.stringify(x) === JSON.stringify(batches[0]))}`);
+        const winner = mixed.find((x) => x.status === 200);
+        expect(winner, `round ${round}: ${JSON.stringify(mixed)}`).toBeDefined();
+        mixed.forEach((x, i) => {
+          if ((reqs[i] as { Text: string }).Text === winner!.json.Text) expect(x).toStrictEqual(winner);
+          else expect(x, `round ${round}`).toStrictEqual(keyReused(key));
+        });
+        expect(await messageCount(), `round ${round}`).toBe(before + 2 + 1 + 1);
+      }
+    },
+    RACE_TIMEOUT,
+  );
 });

@@ -92,7 +92,14 @@ const SEND_FIELDS: Record<string, Kind> = {
 };
 
 const ROUTES: PostRoute[] = [
-  { name: "send", url: () => `/v2/Properties/${a.propertySid}/Messages`, auth: () => a.auth, fields: SEND_FIELDS, path: ["PropertySid"], base: () => ({ ...SEND_BASE }) },
+  {
+    name: "send",
+    url: () => `/v2/Properties/${a.propertySid}/Messages`,
+    auth: () => a.auth,
+    fields: SEND_FIELDS,
+    path: ["PropertySid"],
+    base: () => ({ ...SEND_BASE }),
+  },
   {
     name: "batch",
     url: () => `/v2/Properties/${a.propertySid}/BatchMessages`,
@@ -105,7 +112,17 @@ const ROUTES: PostRoute[] = [
     name: "add address",
     url: () => `/v2/Accounts/${a.accountSid}/Addresses`,
     auth: () => a.auth,
-    fields: { AccountSid: "string", Friendly: "string", Reference: "string", Line1: "string", Line2: "string", City: "string", Region: "string", CountryCode: "string", PostalCode: "string" },
+    fields: {
+      AccountSid: "string",
+      Friendly: "string",
+      Reference: "string",
+      Line1: "string",
+      Line2: "string",
+      City: "string",
+      Region: "string",
+      CountryCode: "string",
+      PostalCode: "string",
+    },
     path: ["AccountSid"],
     base: () => ({ Line1: "1 Market St", City: "San Francisco", CountryCode: "US", PostalCode: "94103" }),
   },
@@ -117,7 +134,14 @@ const ROUTES: PostRoute[] = [
     path: ["Number"],
     base: () => ({ Friendly: "Desk", AddressSid: activeAddressSid }),
   },
-  { name: "create account", url: () => "/admin/v1/Accounts", auth: () => BEARER, fields: { Name: "string", SmsEnabled: "bool" }, path: [], base: () => ({ Name: "Acme", SmsEnabled: true }) },
+  {
+    name: "create account",
+    url: () => "/admin/v1/Accounts",
+    auth: () => BEARER,
+    fields: { Name: "string", SmsEnabled: "bool" },
+    path: [],
+    base: () => ({ Name: "Acme", SmsEnabled: true }),
+  },
   {
     name: "update account",
     url: () => `/admin/v1/Accounts/${victim.accountSid}`,
@@ -126,7 +150,14 @@ const ROUTES: PostRoute[] = [
     path: ["AccountSid"],
     base: () => ({ Name: "Renamed", SmsEnabled: false }),
   },
-  { name: "rotate token", url: () => `/admin/v1/Accounts/${victim.accountSid}/Token`, auth: () => BEARER, fields: { AccountSid: "string" }, path: ["AccountSid"], base: () => ({}) },
+  {
+    name: "rotate token",
+    url: () => `/admin/v1/Accounts/${victim.accountSid}/Token`,
+    auth: () => BEARER,
+    fields: { AccountSid: "string" },
+    path: ["AccountSid"],
+    base: () => ({}),
+  },
   {
     name: "create property",
     url: () => `/admin/v1/Accounts/${victim.accountSid}/Properties`,
@@ -245,7 +276,13 @@ function casesFor(route: PostRoute): Case[] {
     }
   }
   const allWrong = Object.fromEntries(Object.entries(route.fields).map(([f, k], i) => [f, WRONG[k][i % WRONG[k].length]]));
-  cases.push({ label: "every field of a wrong type", payload: json(allWrong), status: 400, errorCode: "InvalidParameter", field: Object.keys(route.fields).join("|") });
+  cases.push({
+    label: "every field of a wrong type",
+    payload: json(allWrong),
+    status: 400,
+    errorCode: "InvalidParameter",
+    field: Object.keys(route.fields).join("|"),
+  });
 
   for (const field of ownStrings) {
     cases.push({ label: `${field} of 100 kB`, payload: json({ ...base, [field]: HUGE }), status: 400 });
@@ -270,7 +307,16 @@ function casesFor(route: PostRoute): Case[] {
   cases.push({ label: "text/plain body over 1 MiB", payload: big, contentType: "text/plain" });
   cases.push({ label: "array over 1 MiB", payload: json(new Array(600_000).fill(1)), status: 413, errorCode: "PayloadTooLarge" });
 
-  for (const contentType of ["text/plain", "text/plain; charset=utf-8", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x", "application/xml", "text/json", "application/jsonx", "application/octet-stream"]) {
+  for (const contentType of [
+    "text/plain",
+    "text/plain; charset=utf-8",
+    "application/x-www-form-urlencoded",
+    "multipart/form-data; boundary=x",
+    "application/xml",
+    "text/json",
+    "application/jsonx",
+    "application/octet-stream",
+  ]) {
     cases.push({ label: `valid body as ${contentType}`, payload: json(base), contentType, status: 415, errorCode: "UnsupportedMediaType" });
   }
   return cases;
@@ -297,7 +343,8 @@ function errorProblems(res: LightMyRequestResponse, c: Pick<Case, "status" | "er
   if (typeof rs.Message !== "string" || rs.Message === "") problems.push("no Message");
   if (!Array.isArray(rs.Errors)) problems.push("Errors is not a list");
   if (rs.ErrorCode === "InternalError") problems.push("InternalError");
-  if (c.errorCode !== undefined && rs.ErrorCode !== c.errorCode) problems.push(`ErrorCode ${rs.ErrorCode}, expected ${c.errorCode}: ${rs.Message.slice(0, 200)}`);
+  if (c.errorCode !== undefined && rs.ErrorCode !== c.errorCode)
+    problems.push(`ErrorCode ${rs.ErrorCode}, expected ${c.errorCode}: ${rs.Message.slice(0, 200)}`);
   if (c.field !== undefined && Array.isArray(rs.Errors)) {
     const named: string[] = rs.Errors.map((e: any) => e.FieldName);
     for (const field of c.field.split("|")) {
@@ -388,13 +435,28 @@ describe("batch items", () => {
 describe("junk query strings on the GET list routes", () => {
   const list = () => [
     { url: `/v2/Properties/${a.propertySid}/Messages`, params: ["Results_Count", "Results_Skip", "Date_From", "Date_To", "Status", "Direction"] },
-    { url: `/v2/Accounts/${a.accountSid}/Addresses`, params: ["Results_Count", "Results_Skip", "Friendly", "Reference", "City", "Region", "CountryCode", "PostalCode"] },
+    {
+      url: `/v2/Accounts/${a.accountSid}/Addresses`,
+      params: ["Results_Count", "Results_Skip", "Friendly", "Reference", "City", "Region", "CountryCode", "PostalCode"],
+    },
     { url: `/v2/Accounts/${a.accountSid}/Numbers`, params: ["Results_Count", "Results_Skip"] },
   ];
   const JUNK: Record<string, string[]> = {
     Results_Count: ["abc", "-1", "1e99", "0", "1001", "1.5", "", "99999999999", "0x10", "%00", "1%002", "NaN", "Infinity", "%F0%9F%98%80"],
     Results_Skip: ["abc", "-1", "1e99", "1.5", "99999999999", "%00", "-0x1"],
-    Date_From: ["xyz", "1e99", "1.5", "", "9223372036854775807", "-9223372036854775808", "99999999999999999999", "8640000000001", "-62135596801", "253402300800", "%00"],
+    Date_From: [
+      "xyz",
+      "1e99",
+      "1.5",
+      "",
+      "9223372036854775807",
+      "-9223372036854775808",
+      "99999999999999999999",
+      "8640000000001",
+      "-62135596801",
+      "253402300800",
+      "%00",
+    ],
     Date_To: ["xyz", "-1e3", "9223372036854775807", "-9223372036854775808", "8640000000000", "253402300800"],
     Status: ["Bogus", "scheduled", "%00", "Scheduled%00"],
     Direction: ["x", "transmit", "%00"],
@@ -414,7 +476,8 @@ describe("junk query strings on the GET list routes", () => {
       for (const param of route.params) {
         for (const value of JUNK[param]) {
           const res = await send("GET", `${route.url}?${param}=${value}`, a.auth);
-          for (const p of errorProblems(res, { status: 400, errorCode: "InvalidParameter", field: param })) failures.push(`${route.url}?${param}=${value}: ${p}`);
+          for (const p of errorProblems(res, { status: 400, errorCode: "InvalidParameter", field: param }))
+            failures.push(`${route.url}?${param}=${value}: ${p}`);
           n++;
         }
       }

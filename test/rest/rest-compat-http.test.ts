@@ -42,7 +42,7 @@ const send = (tenant: Tenant, body: object, headers: Record<string, string> = {}
 const MESSAGE_KEYS = ["AccountSid", "From", "MessageSid", "PropertySid", "Text", "To"];
 
 describe("a FoneDynamics account's message responses", () => {
-  it("send and scheduled send: {\"Message\": <the six fields>}", async () => {
+  it('send and scheduled send: {"Message": <the six fields>}', async () => {
     for (const body of [
       { From: "Acme", To: "+447700900123", Text: "now" },
       { From: "Acme", To: "+447700900124", Text: "later", Schedule: now + 3600 },
@@ -56,7 +56,7 @@ describe("a FoneDynamics account's message responses", () => {
     }
   });
 
-  it("get and cancel: {\"Message\": <the record>} with Scheduled equal to Schedule", async () => {
+  it('get and cancel: {"Message": <the record>} with Scheduled equal to Schedule', async () => {
     const schedule = now + 7200;
     const sid = (await send(fone, { From: "Acme", To: "+447700900125", Text: "to cancel", Schedule: schedule })).json().Message.MessageSid;
     const plainRecord = (await call(plain, "GET", `/v2/Messages/${sid}`)).statusCode; // another account: 404, not a leak
@@ -116,7 +116,7 @@ describe("a FoneDynamics account's message responses", () => {
     expect(changedTables(before, await dbDigest(t.db.orm))).toStrictEqual([]);
   });
 
-  it("errors keep {\"ResponseStatus\"}; 401 keeps its Basic challenge; list, addresses and numbers are unchanged", async () => {
+  it('errors keep {"ResponseStatus"}; 401 keeps its Basic challenge; list, addresses and numbers are unchanged', async () => {
     const bad = await send(fone, { From: "Acme", To: "+447700900129" });
     expect(bad.statusCode).toBe(400);
     expect(Object.keys(bad.json())).toStrictEqual(["ResponseStatus"]);
@@ -154,7 +154,12 @@ describe("body charsets", () => {
     const record = (await textOf(fone, res.json().Message.MessageSid)).Message;
     expect(record).toMatchObject({ Text: "café", Encoding: "GSM7" });
     // Valid UTF-8 is always UTF-8: "cafÃ©" is not what a client sending é as C3 A9 meant.
-    const utf8 = await call(fone, "POST", `/v2/Properties/${fone.propertySid}/Messages`, Buffer.from('{"From":"Acme","To":"+447700900132","Text":"café"}', "utf8"));
+    const utf8 = await call(
+      fone,
+      "POST",
+      `/v2/Properties/${fone.propertySid}/Messages`,
+      Buffer.from('{"From":"Acme","To":"+447700900132","Text":"café"}', "utf8"),
+    );
     expect(utf8.json().Message.Text).toBe("café");
   });
 
@@ -175,7 +180,13 @@ describe("body charsets", () => {
         const sent = tenant === fone ? res.json().Message : res.json();
         expect(sent.Text).toBe("café");
       }
-      const strict = await call(tenant, "POST", `/v2/Properties/${tenant.propertySid}/Messages`, latin1Body("+447700900135"), "application/json; charset=utf-8");
+      const strict = await call(
+        tenant,
+        "POST",
+        `/v2/Properties/${tenant.propertySid}/Messages`,
+        latin1Body("+447700900135"),
+        "application/json; charset=utf-8",
+      );
       expect(strict.statusCode).toBe(400);
       expect(strict.json().ResponseStatus.ErrorCode).toBe("MalformedRequest");
     }
@@ -219,7 +230,12 @@ class SdkLikeClient {
   }
 
   async sendMessage(propertySid: string, to: string, text: string, schedule?: number): Promise<SdkMessage | null> {
-    const res = (await this.post(`/v2/Properties/${propertySid}/Messages`, { From: "Acme", To: to, Text: text, ...(schedule ? { Schedule: schedule } : {}) })) as SdkMessageResponse;
+    const res = (await this.post(`/v2/Properties/${propertySid}/Messages`, {
+      From: "Acme",
+      To: to,
+      Text: text,
+      ...(schedule ? { Schedule: schedule } : {}),
+    })) as SdkMessageResponse;
     return res.Message ?? null;
   }
 

@@ -7,7 +7,7 @@ import { compatPlan, compatShaper } from "../../src/rest/rest-compat.js";
 const m = MessagingService.method;
 
 describe("the compatible REST shape, read from the proto options", () => {
-  it("wraps Message and MessageRecord under \"Message\", unwraps the batch list, leaves the rest alone", () => {
+  it('wraps Message and MessageRecord under "Message", unwraps the batch list, leaves the rest alone', () => {
     expect(compatPlan(m.sendMessage)).toEqual({ wrap: "Message" });
     expect(compatPlan(m.getMessage)).toEqual({ wrap: "Message" });
     expect(compatPlan(m.cancelMessage)).toEqual({ wrap: "Message" });
@@ -33,7 +33,10 @@ describe("the compatible REST shape, read from the proto options", () => {
     const sent = { MessageSid: "SM1", AccountSid: "AC1", PropertySid: "PR1", From: "+1", To: "+2", Text: "hi" };
     const failed = { ResponseStatus: { ErrorCode: "InvalidTo", Message: "To is not a phone number.", Errors: [{ FieldName: "To" }] } };
     const body = { Messages: [{ To: "+2", Text: "hi" }, { To: "nope", Text: "x", From: "Acme" }, { Text: 5 }] };
-    const out = compatShaper(m.sendBatch)!({ Messages: [{ ...sent }, failed, { ResponseStatus: { ErrorCode: "MissingParameter", Message: "To is required." } }] }, body);
+    const out = compatShaper(m.sendBatch)!(
+      { Messages: [{ ...sent }, failed, { ResponseStatus: { ErrorCode: "MissingParameter", Message: "To is required." } }] },
+      body,
+    );
     expect(out).toStrictEqual([
       sent,
       { ErrorCode: "InvalidTo", Message: "To is not a phone number.", From: "Acme", To: "nope", Text: "x" },

@@ -1,19 +1,8 @@
 import { request as httpRequest } from "node:http";
 import type { AddressInfo } from "node:net";
 import { Writable } from "node:stream";
-import {
-  create,
-  createFileRegistry,
-  setExtension,
-  type DescMessage,
-  type DescService,
-} from "@bufbuild/protobuf";
-import {
-  FieldDescriptorProto_Label as Label,
-  FieldDescriptorProto_Type as Type,
-  FileDescriptorProtoSchema,
-  MethodOptionsSchema,
-} from "@bufbuild/protobuf/wkt";
+import { create, createFileRegistry, setExtension, type DescMessage, type DescService } from "@bufbuild/protobuf";
+import { FieldDescriptorProto_Label as Label, FieldDescriptorProto_Type as Type, FileDescriptorProtoSchema, MethodOptionsSchema } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, createContextKey, type HandlerContext, type Interceptor, type ServiceImpl } from "@connectrpc/connect";
 import { fastifyConnectPlugin } from "@connectrpc/connect-fastify";
 import { fastify, type FastifyInstance, type LightMyRequestResponse } from "fastify";
@@ -21,12 +10,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { http } from "../../gen/google/api/annotations_pb.js";
 import { HttpRuleSchema } from "../../gen/google/api/http_pb.js";
 import { AddressService } from "../../gen/switchboard/v2/addresses_pb.js";
-import {
-  MessagingService,
-  type ListMessagesRequest,
-  type SendBatchRequest,
-  type SendMessageRequest,
-} from "../../gen/switchboard/v2/messaging_pb.js";
+import { MessagingService, type ListMessagesRequest, type SendBatchRequest, type SendMessageRequest } from "../../gen/switchboard/v2/messaging_pb.js";
 import { apiError, fieldError } from "../../src/common/errors.js";
 import { reportFailures } from "../../src/ops/failures.js";
 import { restPlugin, restService } from "../../src/rest/rest.js";
@@ -496,9 +480,14 @@ describe("REST transcoder", () => {
       "content-type": "application/x-www-form-urlencoded",
     });
     expect(form.statusCode).toBe(415);
-    const charset = await post(app, "/v2/Properties/PR1/Messages", { Text: "x" }, {
-      "content-type": "application/json; charset=utf-8",
-    });
+    const charset = await post(
+      app,
+      "/v2/Properties/PR1/Messages",
+      { Text: "x" },
+      {
+        "content-type": "application/json; charset=utf-8",
+      },
+    );
     expect(charset.statusCode).toBe(200);
   });
 
@@ -804,9 +793,7 @@ describe("REST transcoder on any descriptor", () => {
     }
     const bad = await app.inject({ method: "GET", url: "/t/v1/Things/T1?Flag=yes&Nums=1&Nums=x" });
     expect(bad.statusCode).toBe(400);
-    expect(bad.json()).toEqual(
-      invalid(["Flag", "Flag must be true or false."], ["Nums", "Nums must be an integer."]),
-    );
+    expect(bad.json()).toEqual(invalid(["Flag", "Flag must be true or false."], ["Nums", "Nums must be an integer."]));
   });
 
   it("serves PUT with body * and PATCH with a body field", async () => {
@@ -824,16 +811,9 @@ describe("REST transcoder on any descriptor", () => {
     expect(patch.json()).toMatchObject({ Id: "T3", Inner: { Note: "p", Count: 7 } });
 
     const badPatch = await app.inject({ method: "PATCH", url: "/t/v1/Things/T3/Inner", payload: { Count: true, Note: 1 } });
-    expect(badPatch.json()).toEqual(
-      invalid(["Count", "Count must be an integer (Unix seconds)."], ["Note", "Note must be a string."]),
-    );
+    expect(badPatch.json()).toEqual(invalid(["Count", "Count must be an integer (Unix seconds)."], ["Note", "Note must be a string."]));
     const badNested = await app.inject({ method: "PUT", url: "/t/v1/Things/T2", payload: { Inner: { Count: 1.5 }, Nums: [1, "a"] } });
-    expect(badNested.json()).toEqual(
-      invalid(
-        ["Inner.Count", "Inner.Count must be an integer (Unix seconds)."],
-        ["Nums[1]", "Nums[1] must be an integer."],
-      ),
-    );
+    expect(badNested.json()).toEqual(invalid(["Inner.Count", "Inner.Count must be an integer (Unix seconds)."], ["Nums[1]", "Nums[1] must be an integer."]));
   });
 
   it("answers 404 under the descriptor's own prefix", async () => {

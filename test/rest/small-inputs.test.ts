@@ -62,7 +62,9 @@ describe("a field sent under both its JSON name and its proto name", () => {
     expect([res.statusCode, res.json()]).toStrictEqual([400, oneField("Messages", "InvalidParameter", twice)]);
     expect(await t.db.orm.em.fork().count(Message, { accountSid: fone.accountSid })).toBe(0);
     // Nested too: the field's path names it.
-    const nested = await post(tenant, `/v2/Properties/${tenant.propertySid}/BatchMessages`, { Messages: [{ From: "Acme", To: "+447700900001", Text: "a", text: "b" }] });
+    const nested = await post(tenant, `/v2/Properties/${tenant.propertySid}/BatchMessages`, {
+      Messages: [{ From: "Acme", To: "+447700900001", Text: "a", text: "b" }],
+    });
     expect([nested.statusCode, nested.json()]).toStrictEqual([
       400,
       oneField("Messages[0].Text", "InvalidParameter", "Messages[0].Text is given twice, as Text and text: send it under one name."),
@@ -71,7 +73,17 @@ describe("a field sent under both its JSON name and its proto name", () => {
 });
 
 describe("e-mail addresses with control characters or line separators", () => {
-  const hostile = ["a@b.c\u0085Bcc:x", "a@b.c\u0000", "a@b.c\u0007", "a\u001f@b.c", "a@b.c\u007f", "a@b.c\u009b", "a@b.c\u2028Bcc:x", "a@b.c\u2029", "a@b.c\rBcc:x"];
+  const hostile = [
+    "a@b.c\u0085Bcc:x",
+    "a@b.c\u0000",
+    "a@b.c\u0007",
+    "a\u001f@b.c",
+    "a@b.c\u007f",
+    "a@b.c\u009b",
+    "a@b.c\u2028Bcc:x",
+    "a@b.c\u2029",
+    "a@b.c\rBcc:x",
+  ];
 
   it("rule: isEmail refuses every C0, DEL, C1 control and U+2028/U+2029, and still takes plain addresses", () => {
     for (const value of hostile) expect(isEmail(value), JSON.stringify(value)).toBe(false);
@@ -81,7 +93,12 @@ describe("e-mail addresses with control characters or line separators", () => {
   });
 
   it("wire: ForwardToEmail a@b.c\\u0085Bcc:x is 400 InvalidEmail naming the field", async () => {
-    const res = await post(tenant, `/v2/Properties/${tenant.propertySid}/Messages`, { From: "Acme", To: "+447700900123", Text: "hi", ForwardToEmail: "a@b.c\u0085Bcc:x" });
+    const res = await post(tenant, `/v2/Properties/${tenant.propertySid}/Messages`, {
+      From: "Acme",
+      To: "+447700900123",
+      Text: "hi",
+      ForwardToEmail: "a@b.c\u0085Bcc:x",
+    });
     expect([res.statusCode, res.json()]).toStrictEqual([
       400,
       oneField("ForwardToEmail", "InvalidEmail", `ForwardToEmail ${JSON.stringify("a@b.c\u0085Bcc:x")} is not a valid e-mail address.`),
@@ -94,8 +111,17 @@ describe("address text fields count code points, as Text does", () => {
   const base = { Line1: "1 Market St", City: "San Francisco", CountryCode: "US", PostalCode: "94103" };
 
   it("rule: 255 code points pass and 256 fail, in every address text field", () => {
-    for (const [name, key] of [["Friendly", "friendly"], ["Reference", "reference"], ["Line1", "line1"], ["Line2", "line2"], ["City", "city"], ["Region", "region"], ["PostalCode", "postalCode"]] as const) {
-      const req = (value: string) => create(CreateAddressRequestSchema, { line1: "1 Market St", city: "San Francisco", countryCode: "US", postalCode: "94103", [key]: value });
+    for (const [name, key] of [
+      ["Friendly", "friendly"],
+      ["Reference", "reference"],
+      ["Line1", "line1"],
+      ["Line2", "line2"],
+      ["City", "city"],
+      ["Region", "region"],
+      ["PostalCode", "postalCode"],
+    ] as const) {
+      const req = (value: string) =>
+        create(CreateAddressRequestSchema, { line1: "1 Market St", city: "San Francisco", countryCode: "US", postalCode: "94103", [key]: value });
       expect("problems" in validateAddress(req(astral.repeat(255))), name).toBe(false);
       const over = validateAddress(req(astral.repeat(256)));
       expect(over, name).toStrictEqual({ problems: [{ field: name, code: "InvalidParameter", message: `${name} is 256 characters long; the limit is 255.` }] });
@@ -137,7 +163,9 @@ describe("an alphanumeric From with surrounding whitespace", () => {
       expect("send" in v && { from: v.send.from, kind: v.send.fromKind }, JSON.stringify(given)).toStrictEqual({ from: "BANK", kind: "Alphanumeric" });
     }
     // Spaces inside stay, as the spec allows them; 11 characters once trimmed is within the limit.
-    const inner = validateSend(create(SendMessageRequestSchema, { from: " MY BANK 123 ", to: "+447700900123", text: "hi" }), now, { webhookAllowPrivate: false });
+    const inner = validateSend(create(SendMessageRequestSchema, { from: " MY BANK 123 ", to: "+447700900123", text: "hi" }), now, {
+      webhookAllowPrivate: false,
+    });
     expect("send" in inner && inner.send.from).toBe("MY BANK 123");
   });
 

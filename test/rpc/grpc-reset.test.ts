@@ -71,9 +71,12 @@ describe("the gRPC stream handler and reset streams (service directly)", () => {
   async function floodAndSettle(resetCode: number, count: number): Promise<void> {
     calls.handler = calls.startCall = calls.finished = 0;
     streams = { opened: 0, closed: 0 };
-    const r = await rapidResetFlood({ port, path: PATH, body: envelope(new Uint8Array([10, 1, 120])), endStream: true, resetCode }, { maxStreams: count, stopAtGoaway: true });
+    const r = await rapidResetFlood(
+      { port, path: PATH, body: envelope(new Uint8Array([10, 1, 120])), endStream: true, resetCode },
+      { maxStreams: count, stopAtGoaway: true },
+    );
     expect(r).toMatchObject({ streams: count, goaways: 0 });
-    for (const deadline = Date.now() + 10_000; streams.closed < count && Date.now() < deadline; ) await new Promise((res) => setTimeout(res, 10));
+    for (const deadline = Date.now() + 10_000; streams.closed < count && Date.now() < deadline;) await new Promise((res) => setTimeout(res, 10));
     expect(streams).toEqual({ opened: count, closed: count });
     // Anything a stream started would have run by now: a turn of the loop for the start, one more for its next step.
     await nextTurn();
@@ -137,11 +140,18 @@ describe(`reset gRPC sends on the real port (${dbKind()})`, () => {
   const messageCount = async () => Number((await t.db.orm.em.fork().execute<{ n: number | string }[]>("select count(*) as n from messages"))[0].n);
   const sendCalls = async () => {
     const text = (await t.app.inject({ method: "GET", url: "/metrics" })).body;
-    return text.split("\n").filter((l) => l.startsWith("switchboard_http_requests_total") && l.includes('route="/switchboard.v2.MessagingService/SendMessage"'));
+    return text
+      .split("\n")
+      .filter((l) => l.startsWith("switchboard_http_requests_total") && l.includes('route="/switchboard.v2.MessagingService/SendMessage"'));
   };
 
   it("50 authenticated sends, each reset right behind its complete request: no message, no call; a normal gRPC send still goes through", async () => {
-    const body = envelope(toBinary(SendMessageRequestSchema, create(SendMessageRequestSchema, { propertySid: tenant.propertySid, from: tenant.ownedNumber, to: "+447700900123", text: "reset" })));
+    const body = envelope(
+      toBinary(
+        SendMessageRequestSchema,
+        create(SendMessageRequestSchema, { propertySid: tenant.propertySid, from: tenant.ownedNumber, to: "+447700900123", text: "reset" }),
+      ),
+    );
     for (const resetCode of [NGHTTP2_CANCEL, NGHTTP2_NO_ERROR]) {
       const r = await rapidResetFlood(
         { port, path: "/switchboard.v2.MessagingService/SendMessage", headers: [["authorization", tenant.auth]], body, endStream: true, resetCode },
@@ -154,7 +164,10 @@ describe(`reset gRPC sends on the real port (${dbKind()})`, () => {
     const sessions = new Http2SessionManager(baseUrl);
     try {
       const client = createClient(MessagingService, createGrpcTransport({ baseUrl, sessionManager: sessions }));
-      const sent = await client.sendMessage({ propertySid: tenant.propertySid, from: tenant.ownedNumber, to: "+447700900124", text: "normal" }, { headers: { authorization: tenant.auth } });
+      const sent = await client.sendMessage(
+        { propertySid: tenant.propertySid, from: tenant.ownedNumber, to: "+447700900124", text: "normal" },
+        { headers: { authorization: tenant.auth } },
+      );
       expect(sent.messageSid).toMatch(/^MG/);
     } finally {
       sessions.abort();

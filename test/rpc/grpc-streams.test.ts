@@ -54,7 +54,11 @@ describe("gRPC on HTTP/2 streams", () => {
   it("a gRPC call is answered by Connect with its status in the trailers, the request id echoed, and counted", async () => {
     const session = http2.connect(baseUrl);
     try {
-      const a = await exchange(session, { ":method": "POST", ":path": GRPC_PATH, "content-type": "application/grpc", te: "trailers", "x-request-id": "h2-check-1" }, EMPTY_MESSAGE);
+      const a = await exchange(
+        session,
+        { ":method": "POST", ":path": GRPC_PATH, "content-type": "application/grpc", te: "trailers", "x-request-id": "h2-check-1" },
+        EMPTY_MESSAGE,
+      );
       expect(a.headers[":status"]).toBe(200);
       expect(a.headers["content-type"]).toBe("application/grpc+proto");
       expect(a.headers["x-request-id"]).toBe("h2-check-1");
@@ -66,7 +70,9 @@ describe("gRPC on HTTP/2 streams", () => {
     } finally {
       session.close();
     }
-    expect(await metricsText()).toMatch(/switchboard_http_requests_total\{method="POST",route="\/grpc\.health\.v1\.Health\/Check",status="200",protocol="grpc"\} [1-9]/);
+    expect(await metricsText()).toMatch(
+      /switchboard_http_requests_total\{method="POST",route="\/grpc\.health\.v1\.Health\/Check",status="200",protocol="grpc"\} [1-9]/,
+    );
   });
 
   it("other h2 requests are Fastify's as before: REST, Connect JSON, unknown paths", async () => {
@@ -76,7 +82,11 @@ describe("gRPC on HTTP/2 streams", () => {
       expect([healthz.headers[":status"], healthz.headers["x-request-id"], JSON.parse(healthz.body.toString())]).toEqual([200, "h2-healthz", { Status: "ok" }]);
       const connect = await exchange(session, { ":method": "POST", ":path": GRPC_PATH, "content-type": "application/json" }, Buffer.from("{}"));
       expect([connect.headers[":status"], JSON.parse(connect.body.toString()).status]).toEqual([200, "SERVING"]);
-      const missing = await exchange(session, { ":method": "POST", ":path": "/grpc.health.v1.Health/Nope", "content-type": "application/grpc", te: "trailers" }, EMPTY_MESSAGE);
+      const missing = await exchange(
+        session,
+        { ":method": "POST", ":path": "/grpc.health.v1.Health/Nope", "content-type": "application/grpc", te: "trailers" },
+        EMPTY_MESSAGE,
+      );
       expect(missing.headers[":status"]).toBe(404);
       expect(JSON.parse(missing.body.toString()).ResponseStatus.ErrorCode).toBe("NotFound");
     } finally {

@@ -47,7 +47,11 @@ function sendBody(text = "hi"): Buffer {
 
 /** One call with the Content-Type spelled as given. */
 function call(contentType: string, body: Uint8Array, headers: Record<string, string> = {}): Promise<RawAnswer> {
-  return sendHttp2(session, { protocol: "grpc", httpMethod: "POST", path: SEND, headers: { "content-type": contentType, te: "trailers", ...headers }, body }, 10_000);
+  return sendHttp2(
+    session,
+    { protocol: "grpc", httpMethod: "POST", path: SEND, headers: { "content-type": contentType, te: "trailers", ...headers }, body },
+    10_000,
+  );
 }
 
 /** What must be equal: all but the date and the request id. */

@@ -5,14 +5,7 @@
  * deadline), and every request not of the common shape handed to Connect's handler unchanged.
  */
 import { create, toBinary, toJsonString } from "@bufbuild/protobuf";
-import {
-  Code,
-  ConnectError,
-  createConnectRouter,
-  createMethodImplSpec,
-  type HandlerContext,
-  type Interceptor,
-} from "@connectrpc/connect";
+import { Code, ConnectError, createConnectRouter, createMethodImplSpec, type HandlerContext, type Interceptor } from "@connectrpc/connect";
 import type { UniversalHandler, UniversalServerRequest, UniversalServerResponse } from "@connectrpc/connect/protocol";
 import { compressionGzip } from "@connectrpc/connect-node";
 import { describe, expect, it } from "vitest";
@@ -197,7 +190,11 @@ describe("the unary gRPC fast path", () => {
     ["the compressed flag without an encoding", async () => request(frame(checkMessage(), 1)), String(Code.Internal)],
     ["a message that does not parse", async () => request(frame(Buffer.from([0x0a, 0x05, 0x61]))), String(Code.Internal)],
     ["an envelope over the read limit", async () => request(frame(checkMessage("y".repeat(READ_MAX)))), String(Code.ResourceExhausted)],
-    ["a declared Content-Length over the limit", async () => request(frame(checkMessage()), { "content-length": String(READ_MAX + 1) }), String(Code.ResourceExhausted)],
+    [
+      "a declared Content-Length over the limit",
+      async () => request(frame(checkMessage()), { "content-length": String(READ_MAX + 1) }),
+      String(Code.ResourceExhausted),
+    ],
     ["a malformed grpc-timeout", async () => request(frame(checkMessage()), { "grpc-timeout": "soon" }), String(Code.InvalidArgument)],
   ];
   for (const [name, make, status] of fallThrough) {
@@ -226,7 +223,11 @@ describe("the unary gRPC fast path", () => {
     const router = createConnectRouter(options);
     router.service(Health, { check, watch: async function* () {}, list: () => ({}) } as never);
     const before = [...router.handlers];
-    serveUnaryGrpcDirectly(router.handlers, Health.methods.map((m) => createMethodImplSpec(m, (() => ({})) as never)), options);
+    serveUnaryGrpcDirectly(
+      router.handlers,
+      Health.methods.map((m) => createMethodImplSpec(m, (() => ({})) as never)),
+      options,
+    );
     for (let i = 0; i < before.length; i++) {
       if (before[i].method.methodKind === "unary") expect(router.handlers[i]).not.toBe(before[i]);
       else expect(router.handlers[i]).toBe(before[i]);

@@ -21,19 +21,17 @@ import { restRoutes } from "../../src/rest/rest-routes.js";
 import { createTestOrm, dbKind, type TestOrm } from "../support/db.js";
 import { ADMIN_TOKEN, createTestApp, type TestApp } from "../support/harness.js";
 
-const SERVICES = [
-  "switchboard.v2.MessagingService",
-  "switchboard.v2.AddressService",
-  "switchboard.v2.NumberService",
-  "switchboard.admin.v1.AdminService",
-];
+const SERVICES = ["switchboard.v2.MessagingService", "switchboard.v2.AddressService", "switchboard.v2.NumberService", "switchboard.admin.v1.AdminService"];
 
 let db: TestOrm;
 let down: MikroORM;
 
 function healthClient(orm: MikroORM, watchIntervalMs = 50): Client<typeof Health> {
   const impl = createHealthService({ orm, services: SERVICES, watchIntervalMs });
-  return createClient(Health, createRouterTransport(({ service }) => service(Health, impl)));
+  return createClient(
+    Health,
+    createRouterTransport(({ service }) => service(Health, impl)),
+  );
 }
 
 async function checkError(client: Client<typeof Health>, service: string): Promise<ConnectError> {
@@ -211,7 +209,10 @@ describe("operational services on the app", () => {
   });
 
   it("health and reflection have no REST routes; the business services keep theirs", async () => {
-    const services = createServices({ orm: db.orm, config: { adminToken: ADMIN_TOKEN, webhookAllowPrivate: false, noAlphaCountries: new Set(), bodyLimit: 1024 } });
+    const services = createServices({
+      orm: db.orm,
+      config: { adminToken: ADMIN_TOKEN, webhookAllowPrivate: false, noAlphaCountries: new Set(), bodyLimit: 1024 },
+    });
     const operational = createOperationalServices(db.orm, services);
     expect(operational.map((s) => s.service.typeName)).toEqual([Health.typeName, ServerReflection.typeName, ServerReflectionV1Alpha.typeName]);
     expect(restRoutes(operational.map((s) => s.service))).toEqual([]);

@@ -9,11 +9,7 @@ import { FileDescriptorProtoSchema, type FileDescriptorProto } from "@bufbuild/p
 import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import {
-  ServerReflection,
-  type ServerReflectionRequestSchema,
-  type ServerReflectionResponse,
-} from "../../gen/grpc/reflection/v1/reflection_pb.js";
+import { ServerReflection, type ServerReflectionRequestSchema, type ServerReflectionResponse } from "../../gen/grpc/reflection/v1/reflection_pb.js";
 import {
   ServerReflection as ServerReflectionV1Alpha,
   type ServerReflectionRequestSchema as ServerReflectionRequestSchemaV1Alpha,
@@ -141,7 +137,10 @@ for (const version of ["v1", "v1alpha"] as const) {
         ["google.rpc.ErrorInfo", "google/rpc/error_details.proto"],
         ["google.rpc.BadRequest.FieldViolation", "google/rpc/error_details.proto"],
       ];
-      const answers = await ask(version, cases.map(([symbol]) => ({ case: "fileContainingSymbol", value: symbol })));
+      const answers = await ask(
+        version,
+        cases.map(([symbol]) => ({ case: "fileContainingSymbol", value: symbol })),
+      );
       cases.forEach(([symbol, file], i) => expect(fileNames(answers[i])[0], symbol).toBe(file));
     });
 
@@ -156,7 +155,10 @@ for (const version of ["v1", "v1alpha"] as const) {
         case: "allExtensionNumbersResponse",
         value: { baseTypeName: "google.protobuf.MethodOptions", extensionNumber: [GOOGLE_API_HTTP] },
       });
-      expect(none.messageResponse).toMatchObject({ case: "allExtensionNumbersResponse", value: { baseTypeName: "switchboard.v2.Message", extensionNumber: [] } });
+      expect(none.messageResponse).toMatchObject({
+        case: "allExtensionNumbersResponse",
+        value: { baseTypeName: "switchboard.v2.Message", extensionNumber: [] },
+      });
     });
 
     it("answers what it does not know with NOT_FOUND on the stream, which stays usable", async () => {

@@ -52,9 +52,7 @@ export async function createTestApp(opts: TestAppOptions = {}): Promise<TestApp>
   const engineOpts: TestEngineOptions | undefined = opts.engine === true ? {} : opts.engine || undefined;
   const carrier = opts.carrier ?? (engineOpts ? createSimulatorCarrier({ clock, reportDelayMs: 0 }) : undefined);
   const { loops, ...engineRest } = engineOpts ?? {};
-  const engine = engineOpts
-    ? createDeliveryEngine({ orm: db.orm, clock, carrier: carrier!, webhookAllowPrivate, ...engineRest })
-    : undefined;
+  const engine = engineOpts ? createDeliveryEngine({ orm: db.orm, clock, carrier: carrier!, webhookAllowPrivate, ...engineRest }) : undefined;
   const app = await buildApp({
     orm: db.orm,
     clock,

@@ -76,8 +76,7 @@ export function kannelBinary(name: "bearerbox" | "smsbox" | "fakesmsc"): string 
     if (d && existsSync(join(d, name))) return join(d, name);
   }
   throw new Error(
-    `Kannel's ${name} was not found (looked in ${dirs.filter(Boolean).join(", ")}). ` +
-      "Install Kannel: apt-get install kannel kannel-extras (.ci/run does).",
+    `Kannel's ${name} was not found (looked in ${dirs.filter(Boolean).join(", ")}). ` + "Install Kannel: apt-get install kannel kannel-extras (.ci/run does).",
   );
 }
 
@@ -322,7 +321,13 @@ export async function startKannel(opts: {
     boxes.push(spawnBox("bearerbox", bins.bearerbox, ["-v", String(opts.logLevel ?? 1), confPath], dir));
     // The fake SMSC's listening socket exists once bearerbox reports the connection.
     await waitFor("bearerbox admin status", async () => (await status()).includes(`FAKE:${fakesmscPort}`));
-    fakesmsc = spawnBox("fakesmsc", bins.fakesmsc, ["-H", "127.0.0.1", "-r", String(fakesmscPort), "-i", "0", ...(opts.logLevel ? ["-v", String(opts.logLevel)] : [])], dir, "pipe");
+    fakesmsc = spawnBox(
+      "fakesmsc",
+      bins.fakesmsc,
+      ["-H", "127.0.0.1", "-r", String(fakesmscPort), "-i", "0", ...(opts.logLevel ? ["-v", String(opts.logLevel)] : [])],
+      dir,
+      "pipe",
+    );
     boxes.push(fakesmsc);
     fakesmsc.proc.stdin?.on("error", () => undefined); // EPIPE after it is stopped
     // Kannel logs to stderr; read stdout too in case a build logs there.
@@ -400,7 +405,13 @@ export async function startKannelStack(opts: { secret: string; mailTransport?: T
   // The secret a deployment could start with (KANNEL_CALLBACK_SECRET's rules), so that the tests run a real configuration.
   checkSecret("the Kannel test secret", opts.secret, "the Kannel callbacks' shared secret");
   const [db, kannel] = await Promise.all([createTestOrm(), startKannel({ callbackBaseUrl: base, secret: opts.secret })]);
-  const carrier = createKannelCarrier({ sendsmsUrl: kannel.sendsmsUrl, ...KANNEL_USER, callbackBaseUrl: base, callbackSecret: opts.secret, clock: systemClock });
+  const carrier = createKannelCarrier({
+    sendsmsUrl: kannel.sendsmsUrl,
+    ...KANNEL_USER,
+    callbackBaseUrl: base,
+    callbackSecret: opts.secret,
+    clock: systemClock,
+  });
   const engine = createDeliveryEngine({ orm: db.orm, clock: systemClock, carrier, webhookAllowPrivate: true, pollMs: 50, mailTransport: opts.mailTransport });
   const app = await buildApp({
     orm: db.orm,

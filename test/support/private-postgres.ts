@@ -74,8 +74,7 @@ export async function startPrivatePostgres(options: PrivatePostgresOptions = {})
   const port = await freePort();
   await exec("initdb", ["-D", data, "-U", "postgres", "-A", "trust", "-E", "UTF8", "--no-sync", "--no-instructions"]);
   const serverOptions =
-    `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c max_connections=${options.maxConnections ?? 50}` +
-    (options.noFsync ? " -c fsync=off" : "");
+    `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c max_connections=${options.maxConnections ?? 50}` + (options.noFsync ? " -c fsync=off" : "");
   const start = async () => {
     await exec("pg_ctl", ["-D", data, "-l", logFile, "-o", serverOptions, "-w", "-t", "60", "start"], 90_000);
   };

@@ -167,13 +167,7 @@ export async function startService(opts: StartOptions): Promise<Service> {
   for (const key of Object.keys(clean)) if (key.startsWith("KANNEL_")) delete clean[key];
   // src/main.ts with `npm start`'s node flags (or its compiled form exactly as `npm start` runs it); the worker likewise.
   const worker = opts.script === "src/worker.ts";
-  const args = opts.compiled
-    ? worker
-      ? [BUILT_WORKER]
-      : [...npmStartFlags(), BUILT_MAIN]
-    : worker
-      ? ["--import", "tsx", "src/worker.ts"]
-      : npmStartArgs();
+  const args = opts.compiled ? (worker ? [BUILT_WORKER] : [...npmStartFlags(), BUILT_MAIN]) : worker ? ["--import", "tsx", "src/worker.ts"] : npmStartArgs();
   const child = spawn(NODE, args, {
     cwd: ROOT,
     detached: true,
@@ -252,7 +246,9 @@ export async function waitForOutput(svc: Service, re: RegExp, timeoutMs = 120_00
   void svc.exited.then(() => (exited = true));
   while (!re.test(svc.stdout())) {
     if (exited || Date.now() > deadline) {
-      throw new Error(`${exited ? "service exited" : "timed out"} waiting for ${re}\n--- stdout\n${svc.stdout().slice(-4000)}\n--- stderr\n${svc.stderr().slice(-4000)}`);
+      throw new Error(
+        `${exited ? "service exited" : "timed out"} waiting for ${re}\n--- stdout\n${svc.stdout().slice(-4000)}\n--- stderr\n${svc.stderr().slice(-4000)}`,
+      );
     }
     await new Promise((r) => setTimeout(r, 50));
   }
@@ -265,7 +261,9 @@ export async function waitForOutput(svc: Service, re: RegExp, timeoutMs = 120_00
 export async function stopService(svc: Service, timeoutMs = 20_000): Promise<{ code: number | null; signal: NodeJS.Signals | null; ms: number }> {
   const t0 = performance.now();
   void svc.kill("SIGTERM");
-  const timeout = new Promise<never>((_, fail) => setTimeout(() => fail(new Error(`no exit ${timeoutMs} ms after SIGTERM\n--- stderr\n${svc.stderr()}`)), timeoutMs).unref());
+  const timeout = new Promise<never>((_, fail) =>
+    setTimeout(() => fail(new Error(`no exit ${timeoutMs} ms after SIGTERM\n--- stderr\n${svc.stderr()}`)), timeoutMs).unref(),
+  );
   const res = await Promise.race([svc.exited, timeout]);
   return { ...res, ms: Math.round(performance.now() - t0) };
 }

@@ -9,12 +9,7 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 import type { DescMethodUnary, DescService } from "@bufbuild/protobuf";
 import { Code, ConnectError, type Transport } from "@connectrpc/connect";
 import { codeToString } from "@connectrpc/connect/protocol-connect";
-import {
-  createConnectTransport,
-  createGrpcTransport,
-  createGrpcWebTransport,
-  Http2SessionManager,
-} from "@connectrpc/connect-node";
+import { createConnectTransport, createGrpcTransport, createGrpcWebTransport, Http2SessionManager } from "@connectrpc/connect-node";
 import type { MikroORM } from "@mikro-orm/sql";
 import { BadRequestSchema, ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { restRoutes, type RestRoute } from "../../src/rest/rest-routes.js";
@@ -152,7 +147,16 @@ export function restAnswerProblems(res: HttpAnswer, method: string): string[] {
 }
 
 /** Connect codes that blame the server (or mean the answer never came: a hang). */
-const SERVER_CODES = new Set<Code>([Code.Internal, Code.Unknown, Code.DataLoss, Code.Unimplemented, Code.Unavailable, Code.DeadlineExceeded, Code.Canceled, Code.Aborted]);
+const SERVER_CODES = new Set<Code>([
+  Code.Internal,
+  Code.Unknown,
+  Code.DataLoss,
+  Code.Unimplemented,
+  Code.Unavailable,
+  Code.DeadlineExceeded,
+  Code.Canceled,
+  Code.Aborted,
+]);
 
 /**
  * Problems with an RPC error (empty when fine): a ConnectError with a client-side code and a
@@ -227,7 +231,10 @@ export async function dbDigest(orm: MikroORM): Promise<Record<string, string>> {
   if (!ready) {
     ready = tablesOf(orm).then(async (tables) => {
       const body = tables
-        .map((t) => `select count(*)::text || ':' || coalesce(sum(hashtext(r::text)::bigint), 0)::text into part from "${t}" as r; out := out || '${t}=' || part || ';';`)
+        .map(
+          (t) =>
+            `select count(*)::text || ':' || coalesce(sum(hashtext(r::text)::bigint), 0)::text into part from "${t}" as r; out := out || '${t}=' || part || ';';`,
+        )
         .join("\n");
       await orm.em.fork().execute(`create or replace function test_table_digest() returns text language plpgsql as $$
 declare out text := ''; part text;
@@ -240,7 +247,12 @@ end $$`);
   }
   await ready;
   const [row] = await orm.em.fork().execute<{ d: string }[]>("select test_table_digest() as d");
-  return Object.fromEntries(row.d.split(";").filter((x) => x !== "").map((x) => x.split("=") as [string, string]));
+  return Object.fromEntries(
+    row.d
+      .split(";")
+      .filter((x) => x !== "")
+      .map((x) => x.split("=") as [string, string]),
+  );
 }
 
 /** The tables whose digests differ. */

@@ -24,7 +24,12 @@ const recipient = () => `+447700${String(800_000 + ++recipientSeq)}`;
 async function sendMany(send: (path: string, body: unknown) => Promise<{ status: number; body: any }>, tenant: Tenant, n: number, uri: string) {
   const sids: string[] = [];
   for (let done = 0; done < n; done += 100) {
-    const items = Array.from({ length: Math.min(100, n - done) }, () => ({ From: tenant.ownedNumber, To: recipient(), Text: "hi", DeliveryReceiptWebhookUri: uri }));
+    const items = Array.from({ length: Math.min(100, n - done) }, () => ({
+      From: tenant.ownedNumber,
+      To: recipient(),
+      Text: "hi",
+      DeliveryReceiptWebhookUri: uri,
+    }));
     const res = await send(`/v2/Properties/${tenant.propertySid}/BatchMessages`, { Messages: items });
     expect(res.status, JSON.stringify(res.body)).toBe(200);
     for (const m of res.body.Messages) {
@@ -72,7 +77,11 @@ describe("account A's 300 receipts to a 12 s endpoint do not hold up account B's
     const a = await createTenant(t.app);
     const b = await createTenant(t.app);
     const post = (auth: string) => async (path: string, body: unknown) => {
-      const res = await fetch(`${base}${path}`, { method: "POST", headers: { authorization: auth, "content-type": "application/json" }, body: JSON.stringify(body) });
+      const res = await fetch(`${base}${path}`, {
+        method: "POST",
+        headers: { authorization: auth, "content-type": "application/json" },
+        body: JSON.stringify(body),
+      });
       return { status: res.status, body: await res.json() };
     };
     await sendMany(post(a.auth), a, 300, slow.url("/a"));
@@ -92,7 +101,9 @@ describe("account A's 300 receipts to a 12 s endpoint do not hold up account B's
     expect(aInFlight).toBeLessThanOrEqual(4);
     expect(await countDeliveries(t.db.orm, a.accountSid, "Pending")).toBe(300);
     await vi.waitFor(async () => expect(await countDeliveries(t.db.orm, b.accountSid, "Delivered")).toBe(1), { timeout: 5000, interval: 20 });
-    console.log(`[fairness ${dbKind()}] A: 300 receipts queued to a 12 s endpoint, ${aInFlight} in flight; B's receipt arrived ${latency.toFixed(0)} ms after B's send`);
+    console.log(
+      `[fairness ${dbKind()}] A: 300 receipts queued to a 12 s endpoint, ${aInFlight} in flight; B's receipt arrived ${latency.toFixed(0)} ms after B's send`,
+    );
   });
 });
 
@@ -191,7 +202,7 @@ describe("the claim, driven by hand", () => {
     rx.answer = () => 200;
     rx.releaseHeld();
     await wk.drain();
-    for (let k; (k = await wk.tick()) > 0; ) expect(k).toBeLessThanOrEqual(8);
+    for (let k; (k = await wk.tick()) > 0;) expect(k).toBeLessThanOrEqual(8);
     expect(await countDeliveries(t.db.orm, a.accountSid, "Pending")).toBe(0);
   });
 
@@ -230,7 +241,7 @@ describe("the claim, driven by hand", () => {
       const made = await Promise.all(
         workers.map(async (w) => {
           let n = 0;
-          for (let k; (k = await w.tick()) > 0; ) n += k;
+          for (let k; (k = await w.tick()) > 0;) n += k;
           return n;
         }),
       );

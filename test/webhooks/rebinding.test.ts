@@ -152,11 +152,29 @@ describe("the checked address keeps the name: Host, SNI and certificate (WEBHOOK
   beforeAll(async () => {
     // A self-signed certificate for NAME only, trusted by this test process.
     dir = mkdtempSync(join(tmpdir(), "rebind-tls-"));
-    execFileSync("openssl", [
-      "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "1",
-      "-subj", `/CN=${NAME}`, "-addext", `subjectAltName=DNS:${NAME}`,
-      "-keyout", join(dir, "key.pem"), "-out", join(dir, "cert.pem"),
-    ], { stdio: "ignore" });
+    execFileSync(
+      "openssl",
+      [
+        "req",
+        "-x509",
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:prime256v1",
+        "-nodes",
+        "-days",
+        "1",
+        "-subj",
+        `/CN=${NAME}`,
+        "-addext",
+        `subjectAltName=DNS:${NAME}`,
+        "-keyout",
+        join(dir, "key.pem"),
+        "-out",
+        join(dir, "cert.pem"),
+      ],
+      { stdio: "ignore" },
+    );
     const cert = readFileSync(join(dir, "cert.pem"), "utf8");
     setDefaultCACertificates([...defaultCAs, cert]);
     https = await startReceiver({ tls: { key: readFileSync(join(dir, "key.pem"), "utf8"), cert } });

@@ -38,12 +38,9 @@ describe("isPrivateAddress", () => {
     expect(isPrivateAddress(ip)).toBe(true);
   });
 
-  it.each(["8.8.8.8", "1.2.3.4", "93.184.215.14", "172.32.0.1", "100.128.0.1", "2606:4700:4700::1111", "2a00:1450:4001:80b::200e"])(
-    "%s is public",
-    (ip) => {
-      expect(isPrivateAddress(ip)).toBe(false);
-    },
-  );
+  it.each(["8.8.8.8", "1.2.3.4", "93.184.215.14", "172.32.0.1", "100.128.0.1", "2606:4700:4700::1111", "2a00:1450:4001:80b::200e"])("%s is public", (ip) => {
+    expect(isPrivateAddress(ip)).toBe(false);
+  });
 
   // Each form, with a blocked and a public IPv4 address inside: judged by the IPv4 address alone.
   it.each([

@@ -115,7 +115,14 @@ describe("delivery receipt webhooks (private targets allowed)", () => {
     expect(() => new Webhook(other.webhookSecret).verify(req.body, req.headers)).toThrow();
 
     const [d] = await deliveries(t, m.MessageSid);
-    expect(d).toMatchObject({ WebhookId: req.headers["webhook-id"], EventType: "DeliveryReceipt", Url: rx.url("/dr"), Method: "POST", Status: "Delivered", Attempts: 1 });
+    expect(d).toMatchObject({
+      WebhookId: req.headers["webhook-id"],
+      EventType: "DeliveryReceipt",
+      Url: rx.url("/dr"),
+      Method: "POST",
+      Status: "Delivered",
+      Attempts: 1,
+    });
     expect(await t.engine!.webhooks.tick()).toBe(0);
   });
 
@@ -126,7 +133,13 @@ describe("delivery receipt webhooks (private targets allowed)", () => {
     const m = await sendAndSettle(t, tenant, { To: SIMULATOR_TEST_NUMBERS.unreachable, DeliveryReceiptWebhookUri: rx.url("/dr") }, "Failed");
     expect(await t.engine!.webhooks.tick()).toBe(1);
     const payload = new Webhook(tenant.webhookSecret).verify(rx.requests[0].body, rx.requests[0].headers) as Record<string, unknown>;
-    expect(payload).toMatchObject({ Type: "DeliveryReceipt", MessageSid: m.MessageSid, To: SIMULATOR_TEST_NUMBERS.unreachable, Status: "Failed", ErrorCode: "Unreachable" });
+    expect(payload).toMatchObject({
+      Type: "DeliveryReceipt",
+      MessageSid: m.MessageSid,
+      To: SIMULATOR_TEST_NUMBERS.unreachable,
+      Status: "Failed",
+      ErrorCode: "Unreachable",
+    });
     expect((await deliveries(t, m.MessageSid))[0]).toMatchObject({ Status: "Delivered", Attempts: 1 });
   });
 
@@ -372,8 +385,20 @@ describe("private address guard (WEBHOOK_ALLOW_PRIVATE=false)", () => {
   });
 
   it("refuses literal loopback, private and localhost URIs, and IPv6 forms embedding them (NAT64, 6to4, compatible, mapped), at send time with InvalidWebhookUri", async () => {
-    const embedded = [`http://[64:ff9b::7f00:1]:${rx.port}/`, `http://[2002:7f00:1::]:${rx.port}/`, `http://[::7f00:1]:${rx.port}/`, "http://[::ffff:a9fe:a9fe]/latest"];
-    for (const uri of [rx.url("/"), `http://localhost:${rx.port}/`, "http://10.1.2.3/hook", "http://[::1]:8080/", "http://169.254.169.254/latest", ...embedded]) {
+    const embedded = [
+      `http://[64:ff9b::7f00:1]:${rx.port}/`,
+      `http://[2002:7f00:1::]:${rx.port}/`,
+      `http://[::7f00:1]:${rx.port}/`,
+      "http://[::ffff:a9fe:a9fe]/latest",
+    ];
+    for (const uri of [
+      rx.url("/"),
+      `http://localhost:${rx.port}/`,
+      "http://10.1.2.3/hook",
+      "http://[::1]:8080/",
+      "http://169.254.169.254/latest",
+      ...embedded,
+    ]) {
       const res = await sendRaw(t, tenant, { DeliveryReceiptWebhookUri: uri });
       expect(res.statusCode, `${uri}: ${res.body}`).toBe(400);
       expect(res.json().ResponseStatus.ErrorCode).toBe("InvalidWebhookUri");

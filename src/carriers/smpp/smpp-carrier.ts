@@ -153,7 +153,10 @@ export function createSmppCarrier(opts: SmppCarrierOptions): SmppCarrier {
             if (resp.command_status !== STATUS.OK) {
               // Never the password: the system_id, the SMSC and its answer identify the attempt.
               lastError = `bind refused: ${formatStatus(resp.command_status)}`;
-              log?.error({ status: formatStatus(resp.command_status) }, "the SMSC refused the bind (check SMPP_URL's system_id and password, SMPP_SYSTEM_TYPE)");
+              log?.error(
+                { status: formatStatus(resp.command_status) },
+                "the SMSC refused the bind (check SMPP_URL's system_id and password, SMPP_SYSTEM_TYPE)",
+              );
               s.destroy();
               return;
             }
@@ -249,7 +252,12 @@ export function createSmppCarrier(opts: SmppCarrierOptions): SmppCarrier {
           log?.warn({ messageSid: sid }, "link lost before the submit_sm_resp: resubmitting once (the handset may get it twice)");
           continue;
         }
-        if (signal.aborted) throw new CarrierError(`not submitted within ${submitDeadlineMs} ms (SMPP link ${link}${lastError ? `: ${lastError}` : ""})`, "CarrierUnavailable", false);
+        if (signal.aborted)
+          throw new CarrierError(
+            `not submitted within ${submitDeadlineMs} ms (SMPP link ${link}${lastError ? `: ${lastError}` : ""})`,
+            "CarrierUnavailable",
+            false,
+          );
         throw err;
       }
       const status = resp.command_status;
@@ -347,7 +355,9 @@ export function createSmppCarrier(opts: SmppCarrierOptions): SmppCarrier {
       loop = runLink();
       const every = opts.housekeepingMs ?? 5000;
       housekeeping = setInterval(() => {
-        events?.housekeeping?.(new Date(opts.clock.now().getTime() - opts.moReassemblyMs)).catch((err: unknown) => log?.warn({ err }, "SMPP housekeeping failed"));
+        events
+          ?.housekeeping?.(new Date(opts.clock.now().getTime() - opts.moReassemblyMs))
+          .catch((err: unknown) => log?.warn({ err }, "SMPP housekeeping failed"));
       }, every);
     },
     async stop() {

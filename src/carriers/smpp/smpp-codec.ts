@@ -91,7 +91,16 @@ export function parseReceiptText(text: string): ReceiptText | undefined {
 }
 
 /** The message_state TLV's values (SMPP 3.4 5.3.2.35) by name, for the final ones. */
-const MESSAGE_STATES: Record<number, string> = { 1: "ENROUTE", 2: "DELIVRD", 3: "EXPIRED", 4: "DELETED", 5: "UNDELIV", 6: "ACCEPTD", 7: "UNKNOWN", 8: "REJECTD" };
+const MESSAGE_STATES: Record<number, string> = {
+  1: "ENROUTE",
+  2: "DELIVRD",
+  3: "EXPIRED",
+  4: "DELETED",
+  5: "UNDELIV",
+  6: "ACCEPTD",
+  7: "UNKNOWN",
+  8: "REJECTD",
+};
 
 /** What a receipt's state means: Delivered, Failed, or null while the message is still on its way. */
 export function receiptOutcome(stat: string | number): "Delivered" | "Failed" | null {

@@ -16,9 +16,7 @@ export class Migration20261124120100 extends Migration {
           set target_host = coalesce(lower(substring(url from '^[A-Za-z][A-Za-z0-9+.-]*://(?:[^@/?#]*@)?(\\[[^]/?#]*\\]|[^:/?#]*)')), '')
         where status = 'Pending'`,
     );
-    this.addSql(
-      `create index webhook_deliveries_target_idx on webhook_deliveries (account_sid, target_host, next_attempt_at) where status = 'Pending'`,
-    );
+    this.addSql(`create index webhook_deliveries_target_idx on webhook_deliveries (account_sid, target_host, next_attempt_at) where status = 'Pending'`);
   }
 
   override down(): void {

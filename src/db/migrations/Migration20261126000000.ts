@@ -2,12 +2,30 @@ import { Migration } from "@mikro-orm/migrations";
 
 /** The columns a send stores, in MESSAGE_COLUMNS order (src/messaging/message-store.ts), and their array types. */
 const COLUMNS: [string, string][] = [
-  ["sid", "text"], ["account_sid", "text"], ["property_sid", "text"], ["direction", "text"], ["status", "text"],
-  ["sender_kind", "text"], ["sender", "text"], ["recipient", "text"], ["text", "text"], ["encoding", "text"],
-  ["num_segments", "int"], ["delivery_receipt", "bool"], ["dr_webhook_uri", "text"], ["dr_webhook_method", "text"],
-  ["forward_to_sms", "text"], ["forward_from_sms", "text"], ["forward_to_email", "text"], ["forward_from_email", "text"],
-  ["webhook_uri", "text"], ["webhook_method", "text"], ["lease_sid", "text"], ["scheduled_at", "timestamptz"],
-  ["send_at", "timestamptz"], ["created_at", "timestamptz"],
+  ["sid", "text"],
+  ["account_sid", "text"],
+  ["property_sid", "text"],
+  ["direction", "text"],
+  ["status", "text"],
+  ["sender_kind", "text"],
+  ["sender", "text"],
+  ["recipient", "text"],
+  ["text", "text"],
+  ["encoding", "text"],
+  ["num_segments", "int"],
+  ["delivery_receipt", "bool"],
+  ["dr_webhook_uri", "text"],
+  ["dr_webhook_method", "text"],
+  ["forward_to_sms", "text"],
+  ["forward_from_sms", "text"],
+  ["forward_to_email", "text"],
+  ["forward_from_email", "text"],
+  ["webhook_uri", "text"],
+  ["webhook_method", "text"],
+  ["lease_sid", "text"],
+  ["scheduled_at", "timestamptz"],
+  ["send_at", "timestamptz"],
+  ["created_at", "timestamptz"],
 ];
 
 /**
@@ -61,6 +79,8 @@ $fn$`);
   }
 
   override down(): void {
-    this.addSql(`drop function if exists sb_send_batch(${["int", "text", "text", "text", "text", "boolean", ...COLUMNS.map(([, t]) => t)].map((t) => `${t}[]`).join(", ")})`);
+    this.addSql(
+      `drop function if exists sb_send_batch(${["int", "text", "text", "text", "text", "boolean", ...COLUMNS.map(([, t]) => t)].map((t) => `${t}[]`).join(", ")})`,
+    );
   }
 }

@@ -64,7 +64,15 @@ describe("KANNEL_TPS", () => {
     await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
     const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
     const kannel = (tps: number) =>
-      createKannelCarrier({ sendsmsUrl: `${base}/cgi-bin/sendsms`, username: "u", password: "p", callbackBaseUrl: base, callbackSecret: "s", clock: systemClock, tps });
+      createKannelCarrier({
+        sendsmsUrl: `${base}/cgi-bin/sendsms`,
+        username: "u",
+        password: "p",
+        callbackBaseUrl: base,
+        callbackSecret: "s",
+        clock: systemClock,
+        tps,
+      });
     // When each call starts, as the carrier makes it (the server's arrival times add network noise).
     const calls: number[] = [];
     const realFetch = globalThis.fetch;
@@ -100,7 +108,12 @@ describe("the dispatcher and a paced carrier", () => {
     try {
       const tenant = await createTenant(t.app);
       for (let i = 0; i < 10; i++) {
-        const res = await t.app.inject({ method: "POST", url: `/v2/Properties/${tenant.propertySid}/Messages`, headers: { authorization: tenant.auth }, payload: { From: tenant.ownedNumber, To: `+4477009004${i}0`, Text: "paced" } });
+        const res = await t.app.inject({
+          method: "POST",
+          url: `/v2/Properties/${tenant.propertySid}/Messages`,
+          headers: { authorization: tenant.auth },
+          payload: { From: tenant.ownedNumber, To: `+4477009004${i}0`, Text: "paced" },
+        });
         expect(res.statusCode, res.body).toBe(200);
       }
       expect(await t.engine!.dispatcher.tick()).toBe(3);

@@ -28,7 +28,11 @@ describe("SMPP codec", () => {
   });
 
   it("reads receipts from the text format and maps states", () => {
-    expect(parseReceiptText("id:0123 sub:001 dlvrd:000 submit date:2611241200 done date:2611241201 stat:UNDELIV err:034 text:hi")).toEqual({ id: "0123", stat: "UNDELIV", err: "034" });
+    expect(parseReceiptText("id:0123 sub:001 dlvrd:000 submit date:2611241200 done date:2611241201 stat:UNDELIV err:034 text:hi")).toEqual({
+      id: "0123",
+      stat: "UNDELIV",
+      err: "034",
+    });
     expect(parseReceiptText("Hello, see you at 8")).toBeUndefined();
     expect(receiptOutcome("DELIVRD")).toBe("Delivered");
     expect(receiptOutcome(2)).toBe("Delivered");

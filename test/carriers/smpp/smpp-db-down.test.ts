@@ -132,10 +132,17 @@ describe.skipIf(dbKind() === "postgres" && without("postgresServer"))(`SMPP deli
     smsc.send("redeliver 700");
     const sentAt = smsc.events.length;
     smsc.send(`deliver esm_class=4 source_addr=${to.slice(1)} destination_addr=${tenant.ownedNumber.slice(1)} tlv_rmi=${submit.f.id} tlv_state=2`);
-    smsc.send(`deliver esm_class=0 source_addr_ton=1 source_addr=${recipient.slice(1)} destination_addr=${leasedFrom.slice(1)} sm=${gsmHex("Yes, while down")}`);
+    smsc.send(
+      `deliver esm_class=0 source_addr_ton=1 source_addr=${recipient.slice(1)} destination_addr=${leasedFrom.slice(1)} sm=${gsmHex("Yes, while down")}`,
+    );
     // Each answered with the temporary error, then sent again by the SMSC and refused again.
     await smsc.waitFor("two refusals of each", (ev) => ev.slice(sentAt).filter((e) => e.kind === "deliver_resp" && e.f.status === "100").length >= 4, 30_000);
-    expect(smsc.events.slice(sentAt).filter((e) => e.kind === "deliver_resp").every((e) => e.f.status === "100")).toBe(true);
+    expect(
+      smsc.events
+        .slice(sentAt)
+        .filter((e) => e.kind === "deliver_resp")
+        .every((e) => e.f.status === "100"),
+    ).toBe(true);
     expect(smsc.events.slice(sentAt).some((e) => e.kind === "redelivered")).toBe(true);
 
     await db.up();
@@ -154,7 +161,9 @@ describe.skipIf(dbKind() === "postgres" && without("postgresServer"))(`SMPP deli
     expect(replies).toHaveLength(1);
     expect(replies[0]!.body).toMatchObject({ Type: "Response", InReplyTo: leased, From: recipient, To: leasedFrom });
     const em = db.orm.em.fork();
-    const inbound = await em.execute<{ n: string | number }[]>(`select count(*) as n from messages where direction = 'Receive' and text = ?`, ["Yes, while down"]);
+    const inbound = await em.execute<{ n: string | number }[]>(`select count(*) as n from messages where direction = 'Receive' and text = ?`, [
+      "Yes, while down",
+    ]);
     expect(Number(inbound[0]!.n)).toBe(1);
     const kept = await em.execute<{ n: string | number }[]>(`select count(*) as n from carrier_pending_receipts`);
     expect(Number(kept[0]!.n)).toBe(0);

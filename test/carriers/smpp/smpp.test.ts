@@ -91,7 +91,14 @@ describe("CARRIER=smpp against Net::SMPP", { timeout: 90_000 }, () => {
     const sid = await send({ From: "Shop", To: to, Text: text });
     await smsc.waitFor("the submit", () => submitsTo(to).length === 1);
     const s = submitsTo(to)[0]!.f;
-    expect(s).toMatchObject({ source_addr_ton: "5", source_addr_npi: "0", source_addr: "Shop", data_coding: "8", esm_class: "0", sm: Buffer.from(text, "utf16le").swap16().toString("hex") });
+    expect(s).toMatchObject({
+      source_addr_ton: "5",
+      source_addr_npi: "0",
+      source_addr: "Shop",
+      data_coding: "8",
+      esm_class: "0",
+      sm: Buffer.from(text, "utf16le").swap16().toString("hex"),
+    });
     await recordIn(sid, "Submitted");
     const receipt = `id:${s.id} sub:001 dlvrd:000 submit date:2611241200 done date:2611241201 stat:UNDELIV err:034 text:`;
     smsc.send(`deliver esm_class=4 source_addr=${to.slice(1)} destination_addr=Shop sm=${Buffer.from(receipt).toString("hex")}`);
@@ -152,7 +159,9 @@ describe("CARRIER=smpp against Net::SMPP", { timeout: 90_000 }, () => {
     const to = "+447700900104";
     smsc.send("early 1");
     const sid = await send({ From: tenant.ownedNumber, To: to, Text: "Early receipt 4" });
-    await smsc.waitFor("the early receipt answered", () => smsc.events.some((e) => e.kind === "submit" && e.f.destination_addr === to.slice(1) && e.f.answer === "after-receipt"));
+    await smsc.waitFor("the early receipt answered", () =>
+      smsc.events.some((e) => e.kind === "submit" && e.f.destination_addr === to.slice(1) && e.f.answer === "after-receipt"),
+    );
     await recordIn(sid, "Delivered");
   });
 
@@ -184,12 +193,18 @@ describe("CARRIER=smpp against Net::SMPP", { timeout: 90_000 }, () => {
     expect(hook.body).toMatchObject({ Type: "Response", InReplyTo: sid, From: recipient, To: out.From });
 
     const udh = (n: number) => `05000377020${n}`;
-    smsc.send(`deliver esm_class=64 source_addr_ton=1 source_addr=${recipient.slice(1)} destination_addr=${out.From.slice(1)} sm=${udh(2)}${gsmHex(" second half")}`);
-    smsc.send(`deliver esm_class=64 source_addr_ton=1 source_addr=${recipient.slice(1)} destination_addr=${out.From.slice(1)} sm=${udh(1)}${gsmHex("First half,")}`);
+    smsc.send(
+      `deliver esm_class=64 source_addr_ton=1 source_addr=${recipient.slice(1)} destination_addr=${out.From.slice(1)} sm=${udh(2)}${gsmHex(" second half")}`,
+    );
+    smsc.send(
+      `deliver esm_class=64 source_addr_ton=1 source_addr=${recipient.slice(1)} destination_addr=${out.From.slice(1)} sm=${udh(1)}${gsmHex("First half,")}`,
+    );
     await waitFor("the reassembled reply", () => hooks.find((h) => h.body.Text === "First half, second half"));
 
     // Only part 1 of 2: after SMPP_MO_REASSEMBLY_SECONDS (1.5 s here) what arrived is delivered.
-    smsc.send(`deliver esm_class=64 source_addr_ton=1 source_addr=${recipient.slice(1)} destination_addr=${out.From.slice(1)} sm=050003780201${gsmHex("Lonely part")}`);
+    smsc.send(
+      `deliver esm_class=64 source_addr_ton=1 source_addr=${recipient.slice(1)} destination_addr=${out.From.slice(1)} sm=050003780201${gsmHex("Lonely part")}`,
+    );
     await waitFor("the incomplete reply after the reassembly time", () => hooks.find((h) => h.body.Text === "Lonely part"), 15_000);
   });
 
@@ -197,7 +212,10 @@ describe("CARRIER=smpp against Net::SMPP", { timeout: 90_000 }, () => {
     const to = "+447700900108";
     smsc.send("silent 1");
     const sid = await send({ From: tenant.ownedNumber, To: to, Text: "Unanswered 8" });
-    await smsc.waitFor("the unanswered submit", () => submitsTo(to).length === 0 && smsc.events.some((e) => e.kind === "submit" && e.f.destination_addr === to.slice(1) && e.f.answer === "none"));
+    await smsc.waitFor(
+      "the unanswered submit",
+      () => submitsTo(to).length === 0 && smsc.events.some((e) => e.kind === "submit" && e.f.destination_addr === to.slice(1) && e.f.answer === "none"),
+    );
     smsc.send("drop");
     const rec = await recordIn(sid, "Submitted");
     const tries = smsc.events.filter((e) => e.kind === "submit" && e.f.destination_addr === to.slice(1));
@@ -238,7 +256,17 @@ describe("SMPP binds: bad credentials and smpps:// through stunnel4", { timeout:
     const smsc = await startSmsc({ password: "right-one" });
     const lines: string[] = [];
     const log = pino({ level: "info" }, { write: (l: string) => lines.push(l) });
-    const carrier = createSmppCarrier({ ...SMPP_DEFAULTS, password: "wrong-pass-xyz", host: "127.0.0.1", port: smsc.port, tls: false, clock: systemClock, log, reconnectMinMs: 100, reconnectMaxMs: 200 });
+    const carrier = createSmppCarrier({
+      ...SMPP_DEFAULTS,
+      password: "wrong-pass-xyz",
+      host: "127.0.0.1",
+      port: smsc.port,
+      tls: false,
+      clock: systemClock,
+      log,
+      reconnectMinMs: 100,
+      reconnectMaxMs: 200,
+    });
     await carrier.start({ deliveryReport: async () => undefined, inbound: async () => ({ messageSid: "", inReplyTo: "" }) });
     try {
       await smsc.waitFor("two refused binds", (ev) => ev.filter((e) => e.kind === "bind" && e.f.ok === "0").length >= 2);
@@ -259,12 +287,43 @@ describe("SMPP binds: bad credentials and smpps:// through stunnel4", { timeout:
     const smsc = await startSmsc();
     let stunnel: ChildProcess | undefined;
     try {
-      execFileSync("openssl", ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost",
-        "-keyout", join(dir, "key.pem"), "-out", join(dir, "cert.pem")], { stdio: "ignore" });
+      execFileSync(
+        "openssl",
+        [
+          "req",
+          "-x509",
+          "-newkey",
+          "rsa:2048",
+          "-nodes",
+          "-days",
+          "1",
+          "-subj",
+          "/CN=localhost",
+          "-addext",
+          "subjectAltName=DNS:localhost",
+          "-keyout",
+          join(dir, "key.pem"),
+          "-out",
+          join(dir, "cert.pem"),
+        ],
+        { stdio: "ignore" },
+      );
       const port = await freePort();
-      writeFileSync(join(dir, "stunnel.conf"), `foreground = yes\npid =\n[smpp]\naccept = 127.0.0.1:${port}\nconnect = 127.0.0.1:${smsc.port}\ncert = ${join(dir, "cert.pem")}\nkey = ${join(dir, "key.pem")}\n`);
+      writeFileSync(
+        join(dir, "stunnel.conf"),
+        `foreground = yes\npid =\n[smpp]\naccept = 127.0.0.1:${port}\nconnect = 127.0.0.1:${smsc.port}\ncert = ${join(dir, "cert.pem")}\nkey = ${join(dir, "key.pem")}\n`,
+      );
       stunnel = spawn("stunnel4", [join(dir, "stunnel.conf")], { stdio: "ignore" });
-      const carrier = createSmppCarrier({ ...SMPP_DEFAULTS, host: "localhost", port, tls: true, tlsCaFile: join(dir, "cert.pem"), clock: systemClock, reconnectMinMs: 200, reconnectMaxMs: 500 });
+      const carrier = createSmppCarrier({
+        ...SMPP_DEFAULTS,
+        host: "localhost",
+        port,
+        tls: true,
+        tlsCaFile: join(dir, "cert.pem"),
+        clock: systemClock,
+        reconnectMinMs: 200,
+        reconnectMaxMs: 500,
+      });
       await carrier.start({ deliveryReport: async () => undefined, inbound: async () => ({ messageSid: "", inReplyTo: "" }) });
       try {
         await waitFor("Bound over TLS", () => carrier.status().link === "Bound");

@@ -65,7 +65,13 @@ export async function startSmsc(opts: { port?: number; systemId?: string; passwo
     async waitFor(what, pred, timeoutMs = 20_000) {
       const deadline = Date.now() + timeoutMs;
       while (!pred(events)) {
-        if (Date.now() > deadline) throw new Error(`timed out waiting for the SMSC: ${what}\nevents: ${events.slice(-20).map((e) => `${e.kind} ${JSON.stringify(e.f)}`).join("\n")}\nstderr: ${stderr.slice(-2000)}`);
+        if (Date.now() > deadline)
+          throw new Error(
+            `timed out waiting for the SMSC: ${what}\nevents: ${events
+              .slice(-20)
+              .map((e) => `${e.kind} ${JSON.stringify(e.f)}`)
+              .join("\n")}\nstderr: ${stderr.slice(-2000)}`,
+          );
         await new Promise((r) => setTimeout(r, 25));
       }
     },

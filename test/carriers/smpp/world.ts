@@ -11,7 +11,15 @@ import { ADMIN_TOKEN, addPoolNumbers, createTenant, type Tenant } from "../../su
 import { type TestSmsc } from "./smsc.js";
 
 /** The bind settings of the tests (SMPP_URL's credentials, window, rate, timers). */
-export const SMPP_DEFAULTS = { systemId: "switchboard", password: "secret", systemType: "sbtest", window: 10, tps: 50, enquireLinkMs: 30_000, moReassemblyMs: 300_000 };
+export const SMPP_DEFAULTS = {
+  systemId: "switchboard",
+  password: "secret",
+  systemType: "sbtest",
+  window: 10,
+  tps: 50,
+  enquireLinkMs: 30_000,
+  moReassemblyMs: 300_000,
+};
 
 /** Polls `probe` every 50 ms until it gives a value (not undefined/false), or throws after `timeoutMs`. */
 export async function waitFor<T>(what: string, probe: () => Promise<T | undefined | false> | T | undefined | false, timeoutMs = 30_000): Promise<T> {
@@ -60,7 +68,17 @@ export async function startSmppWorld(orm: MikroORM, smsc: TestSmsc, carrier: Par
   });
   await new Promise<void>((r) => hookServer.listen(0, "127.0.0.1", r));
   const log = process.env.SMPP_TEST_LOG ? pino({ level: "info" }) : undefined;
-  const smpp = createSmppCarrier({ ...SMPP_DEFAULTS, host: "127.0.0.1", port: smsc.port, tls: false, clock: systemClock, reconnectMinMs: 200, reconnectMaxMs: 1000, log, ...carrier });
+  const smpp = createSmppCarrier({
+    ...SMPP_DEFAULTS,
+    host: "127.0.0.1",
+    port: smsc.port,
+    tls: false,
+    clock: systemClock,
+    reconnectMinMs: 200,
+    reconnectMaxMs: 1000,
+    log,
+    ...carrier,
+  });
   const engine = createDeliveryEngine({ orm, clock: systemClock, carrier: smpp, webhookAllowPrivate: true, pollMs: 50, log });
   const app = await buildApp({
     orm,
