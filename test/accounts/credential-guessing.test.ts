@@ -5,13 +5,13 @@
  * right credential from another address, or from an address the account has used, still works.
  * The same limit on every wire (REST here; Connect and gRPC at the end).
  */
-import { Code, ConnectError, createClient } from "@connectrpc/connect";
+import { Code, createClient } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { AdminService } from "../../gen/switchboard/admin/v1/admin_pb.js";
 import { dbKind } from "../support/db.js";
-import { ADMIN_TOKEN, basic, createTenant, createTestApp, type Tenant, type TestApp } from "../support/harness.js";
+import { ADMIN_TOKEN, basic, createTenant, createTestApp, type Tenant, type TestApp, rpcRefusal } from "../support/harness.js";
 
 // A whole minute: the first window ends 60 s later.
 const T0 = new Date("2026-11-22T12:00:00Z");
@@ -137,16 +137,6 @@ describe(`the limit on failed authentications holds over Connect and gRPC (${dbK
     await t?.close();
   });
 
-  async function refused(call: () => Promise<unknown>): Promise<ConnectError> {
-    try {
-      await call();
-    } catch (e) {
-      expect(e).toBeInstanceOf(ConnectError);
-      return e as ConnectError;
-    }
-    throw new Error("the call succeeded but was expected to fail");
-  }
-
   for (const [name, minute] of [
     ["connect", 0],
     ["grpc", 1],
@@ -158,11 +148,11 @@ describe(`the limit on failed authentications holds over Connect and gRPC (${dbK
       const client = createClient(AdminService, transport);
       const as = (token: string) => ({ headers: { authorization: `Bearer ${token}` } });
       for (let i = 0; i < 20; i++) {
-        const err = await refused(() => client.listAccounts({}, as(`wrong-${i}`)));
+        const err = await rpcRefusal(() => client.listAccounts({}, as(`wrong-${i}`)));
         expect(err.code, `attempt ${i + 1}`).toBe(Code.Unauthenticated);
       }
       t.clock.advance(30_000);
-      const err = await refused(() => client.listAccounts({}, as(ADMIN_TOKEN)));
+      const err = await rpcRefusal(() => client.listAccounts({}, as(ADMIN_TOKEN)));
       expect(err.code).toBe(Code.ResourceExhausted);
       expect(err.rawMessage).toBe("Too many failed authentications from your address. Retry after 30 seconds.");
       expect(err.findDetails(ErrorInfoSchema).map((d) => [d.reason, d.domain])).toEqual([["RateLimited", "switchboard"]]);

@@ -5,7 +5,7 @@
  * 429 (no message, no Idempotency-Key), the same refusal over Connect and gRPC, and the config.
  */
 import type { AddressInfo } from "node:net";
-import { Code, ConnectError, createClient, type Client } from "@connectrpc/connect";
+import { Code, createClient, type Client } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
 import type { LightMyRequestResponse } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -15,7 +15,7 @@ import { loadConfig } from "../../src/config.js";
 import { IdempotencyKey } from "../../src/messaging/idempotency-key.entity.js";
 import { Message } from "../../src/messaging/message.entity.js";
 import { dbKind } from "../support/db.js";
-import { createTenant, createTestApp, type Tenant, type TestApp } from "../support/harness.js";
+import { createTenant, createTestApp, type Tenant, type TestApp, rpcRefusal } from "../support/harness.js";
 
 let recipientSeq = 0;
 const recipient = () => `+447911${String(++recipientSeq).padStart(6, "0")}`;
@@ -212,16 +212,6 @@ describe(`send rate limit over Connect and gRPC (${dbKind()})`, () => {
   const rpcBody = (tenant: Tenant) => ({ propertySid: tenant.propertySid, from: "Acme", to: recipient(), text: "hi" });
   const headers = (tenant: Tenant) => ({ authorization: tenant.auth });
 
-  async function refused(call: () => Promise<unknown>): Promise<ConnectError> {
-    try {
-      await call();
-    } catch (e) {
-      expect(e).toBeInstanceOf(ConnectError);
-      return e as ConnectError;
-    }
-    throw new Error("the call succeeded but RateLimited was expected");
-  }
-
   for (const name of ["connect", "grpc"] as const) {
     it(`${name}: ResourceExhausted with ErrorInfo RateLimited and retry-after; the bucket is the same as REST's`, async () => {
       const a = await createTenant(t.app);
@@ -229,14 +219,14 @@ describe(`send rate limit over Connect and gRPC (${dbKind()})`, () => {
       const client = clients[name];
       await client.sendMessage(rpcBody(a), { headers: headers(a) });
       await client.sendBatch({ propertySid: a.propertySid, messages: [rpcBody(a)] }, { headers: headers(a) });
-      const err = await refused(() => client.sendMessage(rpcBody(a), { headers: headers(a) }));
+      const err = await rpcRefusal(() => client.sendMessage(rpcBody(a), { headers: headers(a) }));
       expect(err.code).toBe(Code.ResourceExhausted);
       expect(err.rawMessage).toBe(`Too many messages: account ${a.accountSid} may send 5 per second, in bursts of up to 5. Retry after 1 second.`);
       expect(err.findDetails(ErrorInfoSchema).map((d) => [d.reason, d.domain])).toEqual([["RateLimited", "switchboard"]]);
       expect(err.metadata.get("retry-after")).toBe("1");
 
       t.clock.advance(400); // two tokens; a batch of three is refused whole
-      const batchErr = await refused(() =>
+      const batchErr = await rpcRefusal(() =>
         client.sendBatch({ propertySid: a.propertySid, messages: [rpcBody(a), rpcBody(a), rpcBody(a)] }, { headers: headers(a) }),
       );
       expect(batchErr.code).toBe(Code.ResourceExhausted);

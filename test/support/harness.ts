@@ -1,3 +1,4 @@
+import { ConnectError } from "@connectrpc/connect";
 import type { FastifyInstance } from "fastify";
 import { buildApp, type AppDeps } from "../../src/app.js";
 import type { Carrier } from "../../src/delivery/carrier.js";
@@ -131,4 +132,15 @@ export async function addPoolNumbers(app: FastifyInstance, count: number, from =
     numbers.push(n);
   }
   return numbers;
+}
+
+/** The ConnectError an RPC call fails with; fails the test if the call succeeds. */
+export async function rpcRefusal(call: () => Promise<unknown>): Promise<ConnectError> {
+  try {
+    await call();
+  } catch (e) {
+    if (e instanceof ConnectError) return e;
+    throw e;
+  }
+  throw new Error("the call succeeded but was expected to fail");
 }
