@@ -10,18 +10,14 @@ import { createGroupCommit, type GroupCommit, type ItemOutcome } from "../common
 import { constraintViolation } from "../common/pg-errors.js";
 import { allocateLease } from "../leases/lease-allocator.js";
 import {
-  type CheckRow,
-  checkSendBatch,
   claimBatchKey,
   deleteIdempotencyKey,
   deleteIdempotencyKeys,
   findBatchKey,
   insertIdempotencyKeys,
-  insertMessages,
-  MESSAGE_COLUMNS,
   setBatchKeyResponse,
-  storeSendBatch,
-} from "./message-store.js";
+} from "./idempotency-key-store.js";
+import { type CheckRow, checkSendBatch, insertMessages, MESSAGE_COLUMNS, storeSendBatch } from "./message-store.js";
 import { deploymentNumbers } from "../numbers/number-store.js";
 import { forwardLoop, senderNotOwned, smsNotEnabled, type ValidSend } from "./send-rules.js";
 

@@ -1,0 +1,76 @@
+import type { EntityManager } from "@mikro-orm/sql";
+import { executeBound } from "../db/bound-sql.js";
+
+/**
+ * Every statement on `idempotency_keys`: the Idempotency-Keys of single sends (each names its
+ * message) and of batch sends (each holds the batch's response). The send batch's check reads
+ * them too, in the same statement as its other checks (message-store.ts CHECK_SQL).
+ */
+
+/** An EntityManager, or the transaction a statement runs in. */
+type Em = EntityManager;
+
+/** Forgets expired Idempotency-Keys, given as (account, key) pairs. */
+export async function deleteIdempotencyKeys(tx: Em, keys: { accountSid: string; key: string }[]): Promise<void> {
+  await executeBound(
+    tx,
+    `delete from idempotency_keys where (account_sid, key) in (${keys.map(() => "(?, ?)").join(", ")})`,
+    keys.flatMap((k) => [k.accountSid, k.key]),
+  );
+}
+
+/** One Idempotency-Key of a single send, and the message it answers. */
+export interface MessageKey {
+  accountSid: string;
+  key: string;
+  messageSid: string;
+  requestHash: string | null;
+  createdAt: Date;
+}
+
+/** Remembers the Idempotency-Keys of stored sends (the caller orders them, for lock order). */
+export async function insertIdempotencyKeys(tx: Em, keys: MessageKey[]): Promise<void> {
+  await executeBound(
+    tx,
+    `insert into idempotency_keys (account_sid, key, message_sid, request_hash, created_at) values ${keys.map(() => "(?, ?, ?, ?, ?)").join(", ")}`,
+    keys.flatMap((k) => [k.accountSid, k.key, k.messageSid, k.requestHash, k.createdAt]),
+  );
+}
+
+/** A batch send's Idempotency-Key as stored: its fingerprint, response, and whether it expired. */
+export interface BatchKeyRow {
+  request_hash: string | null;
+  response: Uint8Array | null;
+  expired: boolean;
+}
+
+/** Reads a batch send's Idempotency-Key; keys created at or before expireBefore count as expired. */
+export async function findBatchKey(tx: Em, accountSid: string, key: string, expireBefore: Date): Promise<BatchKeyRow | undefined> {
+  const [row] = await executeBound<BatchKeyRow>(
+    tx,
+    "select request_hash, response, created_at <= ? as expired from idempotency_keys where account_sid = ? and key = ?",
+    [expireBefore, accountSid, key],
+  );
+  return row;
+}
+
+/** Forgets one Idempotency-Key. */
+export async function deleteIdempotencyKey(tx: Em, accountSid: string, key: string): Promise<void> {
+  await executeBound(tx, "delete from idempotency_keys where account_sid = ? and key = ?", [accountSid, key]);
+}
+
+/** Claims a batch send's Idempotency-Key with a placeholder response (a unique violation if taken). */
+export async function claimBatchKey(tx: Em, accountSid: string, key: string, hash: string, now: Date): Promise<void> {
+  await executeBound(tx, "insert into idempotency_keys (account_sid, key, request_hash, response, created_at) values (?, ?, ?, ?, ?)", [
+    accountSid,
+    key,
+    hash,
+    Buffer.alloc(0),
+    now,
+  ]);
+}
+
+/** Stores a batch send's response under its claimed Idempotency-Key. */
+export async function setBatchKeyResponse(tx: Em, accountSid: string, key: string, response: Uint8Array): Promise<void> {
+  await executeBound(tx, "update idempotency_keys set response = ? where account_sid = ? and key = ?", [Buffer.from(response), accountSid, key]);
+}
