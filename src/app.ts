@@ -21,9 +21,8 @@ import { rejectUnstorableStrings } from "./common/string-guard.js";
 import { DEFAULT_AUTH_FAILURE_LIMITS, DEFAULT_CONNECTION_LIMITS, DEFAULT_SEND_RATE_LIMIT, defaultSendBurst, type Config, defaultReadLimits } from "./config.js";
 import { isDatabaseReady, ormKind } from "./db/orm.js";
 import { createMessagingService } from "./messaging/messaging-service.js";
-import { createSendRateLimiter, limitSendRate } from "./messaging/send-rate-limit.js";
+import { createSendRateLimiter } from "./messaging/send-rate-limit.js";
 import { createNumberService } from "./numbers/number-service.js";
-import { reportFailures } from "./ops/failures.js";
 import { apiDocsPlugin } from "./openapi/api-docs.js";
 import { createHealthService } from "./rpc/health.js";
 import { createReflectionServices } from "./rpc/reflection.js";
@@ -60,12 +59,24 @@ export interface ServedService {
   impl: ServiceImpl<DescService>;
 }
 
-/** Builds the service implementations from their dependencies. */
+/**
+ * Builds the service implementations from their dependencies; their read methods run under the
+ * read gate (src/rpc/read-gate.ts), the same on every wire.
+ */
 export function createServices(deps: AppDeps, accounts: AccountCache = createAccountCache()): ServedService[] {
   const clock = deps.clock ?? systemClock;
-  const served = (service: DescService, impl: object) => ({ service, impl: impl as ServiceImpl<DescService> });
+  const reads = deps.config.reads ?? defaultReadLimits(ormKind(deps.orm));
+  const gate = createReadGate(reads);
+  const served = (service: DescService, impl: object) => ({
+    service,
+    impl: gateReads(service, impl as ServiceImpl<DescService>, deps.orm, gate, reads.statementTimeoutMs),
+  });
+  // In this process's memory: N instances behind a balancer let an account send up to N times as fast.
+  const ratePerSecond = deps.config.sendRateLimit ?? DEFAULT_SEND_RATE_LIMIT;
+  const burst = deps.config.sendRateBurst ?? defaultSendBurst(ratePerSecond);
+  const sendRate = createSendRateLimiter({ ratePerSecond, burst, clock });
   return [
-    served(MessagingService, createMessagingService({ orm: deps.orm, clock, ...deps.config, onQueued: deps.onQueued })),
+    served(MessagingService, createMessagingService({ orm: deps.orm, clock, ...deps.config, onQueued: deps.onQueued, sendRate })),
     served(AddressService, createAddressService({ clock })),
     served(NumberService, createNumberService()),
     served(AdminService, createAdminService({ clock, carrier: deps.carrier, accounts })),
@@ -76,27 +87,15 @@ export function createServices(deps: AppDeps, accounts: AccountCache = createAcc
  * The one request pipeline of the RPC layer: the ordered interceptors every wire runs before a
  * method (REST, Connect, gRPC and gRPC-Web alike). A new rule is one entry here.
  */
-export function createInterceptors(deps: AppDeps, edge: EdgeDeps, observe: Interceptor): Interceptor[] {
-  // In this process's memory: N instances behind a balancer let an account send up to N times as fast.
-  const ratePerSecond = deps.config.sendRateLimit ?? DEFAULT_SEND_RATE_LIMIT;
-  const burst = deps.config.sendRateBurst ?? defaultSendBurst(ratePerSecond);
-  const sendRate = createSendRateLimiter({ ratePerSecond, burst, clock: deps.clock ?? systemClock });
-  const reads = deps.config.reads ?? defaultReadLimits(ormKind(deps.orm));
+export function createInterceptors(edge: EdgeDeps, observe: Interceptor): Interceptor[] {
   return [
-    // The code a call failed with, for the completion line and the metrics.
+    // Every failure as the error a client gets (a lost database is 503 / Unavailable), the log
+    // with the detail of what the server caused, and the code for the completion line and metrics.
     observe,
-    // Every failure as the error a client gets (a lost database is 503 / Unavailable); the log
-    // has the detail of what the server caused.
-    reportFailures,
     // Credentials (and the Idempotency-Key) before anything else is looked at, the body included.
     authentication(edge),
     // A request string PostgreSQL cannot store (U+0000, an unpaired surrogate) is a 400, not a database 500.
     rejectUnstorableStrings,
-    // Sends are charged to the account's bucket before they read or write anything.
-    ...(sendRate ? [limitSendRate(sendRate)] : []),
-    // Reads (Get and List methods) wait for their account's and the process's read slots, and
-    // run under a statement timeout: no account's reads take the connections sends need.
-    gateReads(deps.orm, createReadGate(reads), reads.statementTimeoutMs),
   ];
 }
 
@@ -150,7 +149,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     failures: createAuthFailureGuard(deps.config.authFailures ?? DEFAULT_AUTH_FAILURE_LIMITS, deps.clock ?? systemClock),
   };
 
-  const interceptors = createInterceptors(deps, edgeDeps, ops.interceptor);
+  const interceptors = createInterceptors(edgeDeps, ops.interceptor);
   const jsonOptions = { ignoreUnknownFields: true, alwaysEmitImplicit: true };
   let rpcHandlers: UniversalHandler[] = [];
   const limitGate = bodyLimitGate(deps.config.bodyLimit);

@@ -1,20 +1,15 @@
-import { ConnectError } from "@connectrpc/connect";
 import type { EntityManager } from "@mikro-orm/sql";
 import type { Logger } from "pino";
 import type { InboundSms } from "./carrier.js";
 import { unixSeconds } from "../common/clock.js";
 import { newSid } from "../common/sid.js";
 import { storableText } from "../common/string-guard.js";
-import { errorCodeOf } from "../common/errors.js";
-import { parseE164 } from "../common/phone.js";
-import { allocateLease } from "../leases/lease-allocator.js";
-import { findLiveLeaseMatch, type LeaseMatch, wasEverLeased } from "../leases/lease-store.js";
+import { findLiveLeaseMatch, wasEverLeased } from "../leases/lease-store.js";
 import { insertInboundMessage } from "../messaging/message-store.js";
-import { goesOutLeased, smsNotEnabled } from "../messaging/send-rules.js";
+import { forwardReply } from "../messaging/send-pipeline.js";
 import { textEncoding } from "../common/sms-text.js";
 import { NO_REPLY_EMAIL } from "../config.js";
 import { enqueueEmail } from "../mail/mail-outbox.js";
-import { accountOwnsNumber } from "../numbers/number-store.js";
 import { enqueueWebhook } from "../webhooks/outbox.js";
 import { insertUnmatchedInbound } from "./unmatched-inbound-store.js";
 
@@ -107,7 +102,21 @@ export async function receiveInbound(em: EntityManager, received: InboundSms, no
         "reply from one of this service's own numbers: stored, not forwarded (a forwarding loop)",
       );
     }
-    const forward = lease.forward_to_sms !== "" && !loop ? await forwardSms(tx, lease, sms, sid, now, opts) : undefined;
+    // The forward by SMS runs the one send pipeline, as any send of that account and property.
+    const forward =
+      lease.forward_to_sms !== "" && !loop
+        ? await forwardReply(tx, {
+            accountSid: lease.account_sid,
+            propertySid: lease.property_sid,
+            forwardToSms: lease.forward_to_sms,
+            forwardFromSms: lease.forward_from_sms,
+            replyFrom: sms.from,
+            text: sms.text,
+            replySid: sid,
+            now,
+            noAlphaCountries: opts.noAlphaCountries,
+          })
+        : undefined;
     if (lease.forward_to_email !== "" && !loop) {
       await enqueueEmail(tx, {
         accountSid: lease.account_sid,
@@ -121,72 +130,4 @@ export async function receiveInbound(em: EntityManager, received: InboundSms, no
     }
     return { messageSid: sid, inReplyTo: lease.message_sid, ...(forward ? { forward } : {}) };
   });
-}
-
-/**
- * Queues the forward of a reply by SMS under the rules of any send of that account and property
- * (send-rules): both must be SMS-enabled; an E164 ForwardFromSms must still be one of the
- * account's numbers; an alphanumeric one to a country that does not take alphanumeric IDs goes out
- * from a leased sender; ForwardToSms must not be one of the deployment's own numbers. Left blank, it is the spec's default, the responding party's number. A
- * forward the rules refuse is not sent: it is kept as a Failed message with the rule's ErrorCode
- * (ListMessages shows it), in the same transaction as the reply, which is kept either way.
- */
-async function forwardSms(
-  tx: EntityManager,
-  lease: LeaseMatch,
-  sms: InboundSms,
-  replySid: string,
-  now: Date,
-  opts: InboundOptions,
-): Promise<NonNullable<InboundResult["forward"]>> {
-  const sid = newSid("MG");
-  const requested = lease.forward_from_sms;
-  const to = parseE164(lease.forward_to_sms);
-  let sender = requested || sms.from;
-  let senderKind: "E164" | "Alphanumeric" | "Leased" = sender.startsWith("+") ? "E164" : "Alphanumeric";
-  let leaseSid: string | null = null;
-  let errorCode = "";
-  const disabled = smsNotEnabled({ sid: lease.account_sid, smsEnabled: lease.account_sms }, { sid: lease.property_sid, smsEnabled: lease.property_sms });
-  if (disabled) {
-    errorCode = "SmsNotEnabled";
-  } else if (!to) {
-    errorCode = "InvalidRecipient"; // checked when the message was sent; kept for rows stored before that check
-  } else if (lease.forward_to_ours) {
-    errorCode = "DestinationNotAllowed"; // one of our numbers (checked at the send; this one became ours since): a loop
-  } else if (requested.startsWith("+")) {
-    if (!(await accountOwnsNumber(tx, lease.account_sid, requested))) errorCode = "SenderNotOwned";
-  } else if (requested !== "" && goesOutLeased("Alphanumeric", to, opts.noAlphaCountries)) {
-    try {
-      const allocated = await allocateLease(tx, { recipient: to.number, accountSid: lease.account_sid, messageSid: sid, now });
-      sender = allocated.poolNumber;
-      senderKind = "Leased";
-      leaseSid = allocated.sid;
-    } catch (err) {
-      // A rule (LeaseLimitReached, NoLeasedNumberAvailable) fails this forward only; a database error fails the whole reply.
-      if (!(err instanceof ConnectError)) throw err;
-      errorCode = errorCodeOf(err);
-    }
-  }
-  const status = errorCode === "" ? "Processing" : "Failed";
-  const enc = textEncoding(sms.text || " ");
-  await insertInboundMessage(tx, {
-    sid,
-    accountSid: lease.account_sid,
-    propertySid: lease.property_sid,
-    direction: "Transmit",
-    status,
-    senderKind,
-    sender,
-    recipient: lease.forward_to_sms,
-    text: sms.text,
-    encoding: enc.encoding,
-    numSegments: enc.numSegments,
-    leaseSid,
-    inReplyTo: replySid,
-    sendAt: now,
-    createdAt: now,
-    receivedAt: null,
-    errorCode,
-  });
-  return { messageSid: sid, status, errorCode };
 }

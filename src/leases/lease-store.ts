@@ -81,7 +81,7 @@ export async function liveLeaseCounts(em: EntityManager, poolNumbers: string[], 
   return new Map(rows.map((r) => [r.poolNumber, Number(r.n)]));
 }
 
-/** What an inbound reply needs of the outbound message whose live lease it answers, and of its account and property. */
+/** What an inbound reply needs of the outbound message whose live lease it answers (the forward's own rules are the send pipeline's). */
 export interface LeaseMatch {
   message_sid: string;
   account_sid: string;
@@ -92,30 +92,22 @@ export interface LeaseMatch {
   forward_from_sms: string;
   forward_to_email: string;
   forward_from_email: string;
-  account_sms: boolean;
-  property_sms: boolean;
   /** Whether the reply's sender (the lease's recipient) is one of the deployment's own numbers. */
   recipient_ours: boolean;
-  /** Whether the message's ForwardToSms is one of the deployment's own numbers (now, not at the send). */
-  forward_to_ours: boolean;
 }
 
 /**
- * The newest live lease of `poolNumber` to `recipient` at `at`, with its message's reply settings,
- * whether its account and property may send SMS, and whether the recipient or the ForwardToSms is
- * one of the deployment's own numbers (a forwarding loop); undefined when none is live.
+ * The newest live lease of `poolNumber` to `recipient` at `at`, with its message's reply settings
+ * and whether the recipient is one of the deployment's own numbers (a forwarding loop); undefined
+ * when none is live.
  */
 export async function findLiveLeaseMatch(em: EntityManager, poolNumber: string, recipient: string, at: Date): Promise<LeaseMatch | undefined> {
   const rows = await executeBound<LeaseMatch>(
     em,
     `select m.sid as message_sid, m.account_sid, m.property_sid, m.webhook_uri, m.webhook_method,
               m.forward_to_sms, m.forward_from_sms, m.forward_to_email, m.forward_from_email,
-              a.sms_enabled as account_sms, p.sms_enabled as property_sms,
-              exists (select 1 from numbers n where n.number = l.recipient) as recipient_ours,
-              exists (select 1 from numbers n where n.number = m.forward_to_sms) as forward_to_ours
+              exists (select 1 from numbers n where n.number = l.recipient) as recipient_ours
          from leases l join messages m on m.sid = l.message_sid
-         join accounts a on a.sid = m.account_sid
-         join properties p on p.sid = m.property_sid
         where l.pool_number = ? and l.recipient = ? and not l.released and l.expires_at > ?
         order by l.created_at desc limit 1`,
     [poolNumber, recipient, at],

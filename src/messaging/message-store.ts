@@ -13,24 +13,7 @@ import { RECEIPT_TIMEOUT } from "../common/errors.js";
 type Em = EntityManager;
 
 // ---------------------------------------------------------------------------------------------
-// Send batches (messaging/send-writer.ts)
-
-/** What the check query says of one send of a batch. */
-export interface CheckRow {
-  i: number;
-  account_token_hash: string | null;
-  account_sms: boolean | null;
-  property_sms: boolean | null;
-  owned: boolean;
-  key_expired: boolean | null;
-  key_hash: string | null;
-  m_sid: string | null;
-  m_account_sid: string | null;
-  m_property_sid: string | null;
-  m_sender: string | null;
-  m_recipient: string | null;
-  m_text: string | null;
-}
+// Sends (messaging/send-pipeline.ts)
 
 /** Columns of one stored message, and the SQL type of each (the insert passes one array per column). */
 export const MESSAGE_COLUMNS = [
@@ -55,68 +38,90 @@ export const MESSAGE_COLUMNS = [
   ["webhook_uri", "text"],
   ["webhook_method", "text"],
   ["lease_sid", "text"],
+  ["in_reply_to", "text"],
+  ["error_code", "text"],
   ["scheduled_at", "timestamptz"],
   ["send_at", "timestamptz"],
   ["created_at", "timestamptz"],
 ] as const;
 
+/**
+ * The facts a send's rules are judged on, as sql/sb_send_facts.sql returns them, and the SQL type
+ * of each. The pipeline says which value of each a send needs (a fact it does not name: any).
+ */
+export const SEND_FACTS = [
+  ["token_hash", "text"],
+  ["account_sms", "bool"],
+  ["property_found", "bool"],
+  ["property_sms", "bool"],
+  ["sender_owned", "bool"],
+  ["forward_from_owned", "bool"],
+  ["forward_to_ours", "bool"],
+  ["recipient_ours", "bool"],
+] as const;
+
+/** One send's facts (SEND_FACTS), and its Idempotency-Key with the message it answered. */
+export interface SendFacts {
+  i: number;
+  token_hash: string | null;
+  account_sms: boolean | null;
+  property_found: boolean;
+  property_sms: boolean | null;
+  sender_owned: boolean;
+  forward_from_owned: boolean;
+  forward_to_ours: boolean;
+  recipient_ours: boolean;
+  key_expired: boolean | null;
+  key_hash: string | null;
+  m_sid: string | null;
+  m_account_sid: string | null;
+  m_property_sid: string | null;
+  m_sender: string | null;
+  m_recipient: string | null;
+  m_text: string | null;
+  /** Whether this statement stored the send's message. */
+  stored: boolean;
+}
+
+/** What the facts are looked up by, per send: index, account, property, E164 sender, ForwardFromSms, ForwardToSms, recipient, Idempotency-Key, keys created before this have expired. */
+export const FACT_KEYS = ["int", "text", "text", "text", "text", "text", "text", "text", "timestamptz"] as const;
+
+const cast = (t: string) => `?::${t}[]`;
+const WANTED = SEND_FACTS.map(([f]) => `(v.want_${f} is null or f.${f} = v.want_${f})`).join(" and ");
+
+/**
+ * A batch's facts, and the messages of the sends to store, in one statement: a send is stored when
+ * it asks to be (`store`) and each of its facts is the value it needs (`want_*`, null: any), a
+ * compare-and-set that holds no rule of its own. Parameters: the FACT_KEYS arrays; then the index,
+ * store flag and one array per SEND_FACTS fact (the value wanted); then one per MESSAGE_COLUMNS
+ * column (nulls for a send not to be stored). One text whatever the batch size: prepared once per
+ * connection (executeBound).
+ */
+const SEND_SQL = `with f as materialized (select * from sb_send_facts(${FACT_KEYS.map(cast).join(", ")})),
+v as materialized (
+  select f.*, v.store and ${WANTED} as stored, ${MESSAGE_COLUMNS.map(([c]) => `v.${c}`).join(", ")}
+    from unnest(?::int[], ?::bool[], ${SEND_FACTS.map(([, t]) => cast(t)).join(", ")}, ${MESSAGE_COLUMNS.map(([, t]) => cast(t)).join(", ")})
+         as v(vi, store, ${SEND_FACTS.map(([f]) => `want_${f}`).join(", ")}, ${MESSAGE_COLUMNS.map(([c]) => c).join(", ")})
+    join f on f.i = v.vi),
+ins as (insert into messages (${MESSAGE_COLUMNS.map(([c]) => c).join(", ")}) select ${MESSAGE_COLUMNS.map(([c]) => c).join(", ")} from v where v.stored)
+select i, ${SEND_FACTS.map(([f]) => f).join(", ")}, key_expired, key_hash, m_sid, m_account_sid, m_property_sid, m_sender, m_recipient, m_text, stored from v`;
+
+/**
+ * Reads a batch's facts and stores the messages whose facts are as wanted (SEND_SQL), in one
+ * statement: its own transaction outside one. `keys`: FACT_KEYS arrays; `wanted`: index, store
+ * and SEND_FACTS arrays; `rows`: MESSAGE_COLUMNS arrays.
+ */
+export function sendFactsAndStore(em: Em, keys: unknown[][], wanted: unknown[][], rows: unknown[][]): Promise<SendFacts[]> {
+  return executeBound<SendFacts>(em, SEND_SQL, [...keys, ...wanted, ...rows], "sb_send");
+}
+
 // A batch passes one array per column (unnest), so each statement has one text whatever the
 // batch size and is prepared once per connection (executeBound). With a VALUES row per send,
 // PostgreSQL parsed and planned every batch anew: most of its CPU per send.
 const INSERT_SQL = `insert into messages (${MESSAGE_COLUMNS.map(([c]) => c).join(", ")})
-  select * from unnest(${MESSAGE_COLUMNS.map(([, t]) => `?::${t}[]`).join(", ")})`;
+  select * from unnest(${MESSAGE_COLUMNS.map(([, t]) => cast(t)).join(", ")})`;
 
-/**
- * The check of a send batch: per send (v.i), its account's token hash and SMS flag, its property
- * (of that account), whether it owns the E164 sender, and its Idempotency-Key with the message
- * the key answered. Parameters: one array each of index, account, property, sender, key, expire_before.
- */
-export const CHECK_SQL = `select v.i, a.token_hash as account_token_hash, a.sms_enabled as account_sms, p.sms_enabled as property_sms,
-       n.sid is not null as owned, k.created_at <= v.expire_before as key_expired, k.request_hash as key_hash,
-       m.sid as m_sid, m.account_sid as m_account_sid, m.property_sid as m_property_sid, m.sender as m_sender, m.recipient as m_recipient, m.text as m_text
-  from unnest(?::int[], ?::text[], ?::text[], ?::text[], ?::text[], ?::timestamptz[]) as v(i, account_sid, property_sid, sender, idem_key, expire_before)
-  left join accounts a on a.sid = v.account_sid
-  left join properties p on p.sid = v.property_sid and p.account_sid = v.account_sid
-  left join numbers n on n.number = v.sender and n.account_sid = v.account_sid
-  left join idempotency_keys k on k.account_sid = v.account_sid and k.key = v.idem_key
-  left join messages m on m.sid = k.message_sid`;
-
-/**
- * Planner settings for a send batch's transaction. The check query is prepared once per
- * connection and its plan reused (force_generic_plan: no planning per batch). A plan made while
- * the tables were small could hash-join a sequential scan of idempotency_keys or messages and keep
- * doing so as they grow (40 ms per batch at 100,000 keys); with sequential scans and hash or merge
- * joins off it looks every row up through an index, at any table size.
- */
-export const SEND_BATCH_SETTINGS = `select set_config('plan_cache_mode', 'force_generic_plan', true), set_config('enable_seqscan', 'off', true),
-  set_config('enable_hashjoin', 'off', true), set_config('enable_mergejoin', 'off', true)`;
-
-/** Runs a send batch's check (CHECK_SQL, after SEND_BATCH_SETTINGS) in the batch's transaction. */
-export async function checkSendBatch(tx: Em, check: unknown[][]): Promise<CheckRow[]> {
-  await executeBound(tx, SEND_BATCH_SETTINGS, [], "sb_send_settings");
-  return executeBound<CheckRow>(tx, CHECK_SQL, check, "sb_send_check");
-}
-
-/** What the one-statement send batch says of one send: the check's answers, and whether its message was stored. */
-export type StoredCheckRow = Pick<CheckRow, "i" | "account_token_hash" | "account_sms" | "property_sms" | "owned"> & { stored: boolean };
-
-/**
- * The text of the one-statement send batch (sql/sb_send_batch.sql). Parameters:
- * one array each of index, account, property, E164 sender to check (or null), the token hash the
- * service authenticated, whether to store the send, then one per MESSAGE_COLUMNS column (nulls for
- * a send not to be stored).
- */
-export const STORE_SEND_BATCH_SQL = `select * from sb_send_batch(?::int[], ?::text[], ?::text[], ?::text[], ?::text[], ?::boolean[], ${MESSAGE_COLUMNS.map(([, t]) => `?::${t}[]`).join(", ")})`;
-
-/**
- * Checks a batch of sends and stores the messages of those that pass, in one statement (its own
- * transaction when run outside one): see sql/sb_send_batch.sql for what is checked.
- */
-export function storeSendBatch(em: Em, params: unknown[][]): Promise<StoredCheckRow[]> {
-  return executeBound<StoredCheckRow>(em, STORE_SEND_BATCH_SQL, params, "sb_send_batch");
-}
-
-/** Stores a batch's messages: one array per MESSAGE_COLUMNS column. */
+/** Stores messages the pipeline has judged in a transaction (keyed and leased sends, forwards): one array per MESSAGE_COLUMNS column. */
 export async function insertMessages(tx: Em, columns: unknown[][]): Promise<void> {
   await executeBound(tx, INSERT_SQL, columns, "sb_send_insert");
 }

@@ -11,11 +11,9 @@ import {
   type MessageRecord,
   type MessagingService,
   type SendBatchRequest,
-  SendBatchRequestSchema,
   type SendBatchResponse,
   SendBatchResponseSchema,
   type SendMessageRequest,
-  SendMessageRequestSchema,
   ListMessagesResponseSchema,
   BatchResultSchema,
 } from "../../gen/switchboard/v2/messaging_pb.js";
@@ -29,14 +27,14 @@ import { kIdempotencyKey, requestEm } from "../common/context.js";
 import { requireAccount } from "../accounts/account-context.js";
 import { fieldError, fieldErrors, notFound, apiError, toResponseStatus } from "../common/errors.js";
 import { pageOf } from "../common/paging.js";
-import { isSid, newSid } from "../common/sid.js";
-import { constraintViolation } from "../common/pg-errors.js";
+import { isSid } from "../common/sid.js";
 import type { ItemOutcome } from "../common/group-commit.js";
 import { releaseLease } from "../leases/lease-allocator.js";
 import { cancelScheduledMessage, findAccountMessage, listMessages, reloadMessage } from "./message-api-store.js";
 import { MESSAGE_STATUSES, type Message, type MessageDirection, type MessageStatus } from "./message.entity.js";
-import { goesOutLeased, validateSend } from "./send-rules.js";
-import { createSendWriter, IDEMPOTENCY_TTL_MS, requestHash, type SendItem, type SendOutcome, writeKeyedBatch } from "./send-writer.js";
+import { createSendPipeline } from "./send-pipeline.js";
+import type { SendRateLimiter } from "./send-rate-limit.js";
+import { IDEMPOTENCY_TTL_MS } from "./send-steps.js";
 
 /** What the messaging service needs. */
 export interface MessagingDeps {
@@ -50,6 +48,8 @@ export interface MessagingDeps {
   mailFromDomains?: readonly string[];
   /** Wakes the dispatcher after a message is committed. */
   onQueued?: () => void;
+  /** The per-account send rate, the send pipeline's first step; undefined: no limit. */
+  sendRate?: SendRateLimiter;
 }
 
 /** At most this many items in one batch (docs/api.md#batch-send). */
@@ -96,41 +96,8 @@ async function ownedMessage(em: EntityManager, account: Account, messageSid: str
 
 /** Creates the MessagingService implementation. */
 export function createMessagingService(deps: MessagingDeps): ServiceImpl<typeof MessagingService> {
-  const { clock } = deps;
-
-  const writer = createSendWriter({ orm: deps.orm });
-
-  /** Validates one send here (the rules that need no database), for the writer to check and store. */
-  function prepare(account: Account, propertySid: string, req: SendMessageRequest, now: Date, idemKey?: string): SendItem {
-    const checked = validateSend(req, Math.floor(now.getTime() / 1000), deps);
-    const v = "send" in checked ? checked.send : undefined;
-    // Alphanumeric IDs do not reach operators in some countries (US and CA by default): those go out leased.
-    const leased = v !== undefined && goesOutLeased(v.fromKind, v.to, deps.noAlphaCountries);
-    const idemHash = idemKey === undefined ? undefined : requestHash("SendMessage", SendMessageRequestSchema, req);
-    return { account, propertySid, checked, leased, idemKey, idemHash, now, sid: newSid("MG") };
-  }
-
-  /**
-   * Hands one send to the group-commit writer, which checks it against the database and stores it
-   * with the sends waiting at the same moment; shared by single and batch sends. Answers only
-   * after the message is committed.
-   */
-  async function send(account: Account, propertySid: string, req: SendMessageRequest, idemKey?: string): Promise<MessagePb> {
-    // A malformed Sid cannot name a property: 404 without asking the database.
-    if (!isSid(propertySid, "PR")) throw notFound("Property", propertySid);
-    const item = prepare(account, propertySid, req, clock.now(), idemKey);
-    let out: SendOutcome;
-    try {
-      out = await writer.submit(item);
-    } catch (err) {
-      // A concurrent request with the same Idempotency-Key committed first (this one waited for it
-      // on the key): checked again, this send gets that answer, or 422 if it is another request.
-      if (!idemKey || constraintViolation(err)?.kind !== "unique") throw err;
-      out = await writer.submit({ ...item, sid: newSid("MG") });
-    }
-    if (out.dueNow) deps.onQueued?.();
-    return out.message;
-  }
+  // Every send, single or batch item, runs the one send pipeline (send-pipeline.ts).
+  const pipeline = createSendPipeline(deps);
 
   /** One batch item's answer: its message, or its own ResponseStatus. */
   function batchResult(o: ItemOutcome<MessagePb>) {
@@ -141,39 +108,31 @@ export function createMessagingService(deps: MessagingDeps): ServiceImpl<typeof 
 
   return {
     async sendMessage(req: SendMessageRequest, ctx: HandlerContext) {
-      return send(requireAccount(ctx), req.propertySid, req, ctx.values.get(kIdempotencyKey));
+      return pipeline.send(requireAccount(ctx), req.propertySid, req, { idemKey: ctx.values.get(kIdempotencyKey) });
     },
 
     async sendBatch(req: SendBatchRequest, ctx: HandlerContext): Promise<SendBatchResponse> {
       const account = requireAccount(ctx);
+      // The send rate first (the pipeline's first step, for every item at once): a refused batch
+      // reads and writes nothing. A batch whose size is refused anyway is not charged.
+      const count = req.messages.length;
+      if (count >= 1 && count <= MAX_BATCH) pipeline.admitBatch(account.sid, count);
       const em = requestEm(ctx);
       // Bad credentials are the batch's answer (one 401), not each item's; every item's store
       // re-checks them again in its own transaction.
       await recheckCredentials(em, account);
       const property = await ownedProperty(em, account, req.propertySid);
-      if (req.messages.length === 0) throw fieldError("Messages", "MissingParameter", "Messages is required: a list of 1 to 100 send bodies.");
-      if (req.messages.length > MAX_BATCH)
-        throw fieldError("Messages", "InvalidParameter", `Messages holds ${req.messages.length} items; the limit is ${MAX_BATCH}.`);
+      if (count === 0) throw fieldError("Messages", "MissingParameter", "Messages is required: a list of 1 to 100 send bodies.");
+      if (count > MAX_BATCH) throw fieldError("Messages", "InvalidParameter", `Messages holds ${count} items; the limit is ${MAX_BATCH}.`);
       const key = ctx.values.get(kIdempotencyKey);
       if (key !== undefined) {
         // Under a key the batch is one transaction: the key, every item and the response it stores.
-        const now = clock.now();
-        const out = await writeKeyedBatch(deps.orm, {
-          accountSid: account.sid,
-          key,
-          hash: requestHash("SendBatch", SendBatchRequestSchema, req),
-          now,
-          items: req.messages.map((item) => prepare(account, property.sid, item, now)),
-          respond: (outcomes) =>
-            create(SendBatchResponseSchema, { messages: outcomes.map((o) => batchResult(o.ok ? { ok: true, value: o.value.message } : o)) }),
-        });
-        if (out.dueNow) deps.onQueued?.();
-        return out.response;
+        return pipeline.sendKeyedBatch(account, property.sid, req, key, (outcomes) => create(SendBatchResponseSchema, { messages: outcomes.map(batchResult) }));
       }
       // Submitted together, the items share group commits; each keeps its own outcome, in request order.
       const results = await Promise.all(
         req.messages.map((item) =>
-          send(account, property.sid, item).then(
+          pipeline.send(account, property.sid, item, { admitted: true }).then(
             (m) => batchResult({ ok: true, value: m }),
             (error: unknown) => batchResult({ ok: false, error }),
           ),

@@ -1,9 +1,5 @@
-import type { Interceptor } from "@connectrpc/connect";
-import { MessagingService, type SendBatchRequest } from "../../gen/switchboard/v2/messaging_pb.js";
 import type { Clock } from "../common/clock.js";
-import { kAccount } from "../accounts/account-context.js";
 import { apiError } from "../common/errors.js";
-import { MAX_BATCH } from "./messaging-service.js";
 
 /** How fast an account may send: `ratePerSecond` 0 turns the limit off. */
 export interface SendRateLimitOptions {
@@ -82,27 +78,4 @@ export function createSendRateLimiter(opts: SendRateLimitOptions): SendRateLimit
       );
     },
   };
-}
-
-/**
- * The interceptor that charges sends to the account's bucket: SendMessage costs one token and
- * SendBatch one per item, charged before the method runs, so a refused send reads and writes
- * nothing (nor does it use up its Idempotency-Key). A batch whose size is refused anyway (none,
- * or over 100) is not charged. Runs after authentication; no interceptor at all when the limit is off.
- */
-export function limitSendRate(limiter: SendRateLimiter): Interceptor {
-  const { sendMessage, sendBatch } = MessagingService.method;
-  return (next) => (req) => {
-    const cost = req.method === sendMessage ? 1 : req.method === sendBatch ? batchCost((req.message as SendBatchRequest).messages.length) : 0;
-    if (cost > 0) {
-      // No account: the method answers 401 itself.
-      const account = req.contextValues.get(kAccount);
-      if (account) limiter.take(account.sid, cost);
-    }
-    return next(req);
-  };
-}
-
-function batchCost(n: number): number {
-  return n >= 1 && n <= MAX_BATCH ? n : 0;
 }

@@ -3,7 +3,7 @@
  * the port. The transports report what only they know (the account, the RPC outcome) through a
  * per-request record reachable from the handler's context values.
  */
-import { Code, ConnectError, createContextKey, createContextValues, type ContextValues, type Interceptor } from "@connectrpc/connect";
+import { Code, createContextKey, createContextValues, type ContextValues, type Interceptor } from "@connectrpc/connect";
 import type { MikroORM } from "@mikro-orm/sql";
 import { LogController, type FastifyBaseLogger, type FastifyServerOptions, type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
 import { codeToHttpStatus, codeToString } from "../common/internals.js";
@@ -11,7 +11,8 @@ import { secretsEqual } from "../accounts/auth.js";
 import type { Clock } from "../common/clock.js";
 import { kAdmin, kClientAddress, kLog } from "../common/context.js";
 import { kAccount } from "../accounts/account-context.js";
-import { apiError } from "../common/errors.js";
+import { apiError, isClientError, toConnectError } from "../common/errors.js";
+import { isDatabaseUnavailable } from "../common/pg-errors.js";
 import { lazyChildLoggerFactory } from "../common/logger.js";
 import { writeError } from "../http/http-layer.js";
 import { createMetrics, type Metrics } from "./metrics.js";
@@ -67,7 +68,7 @@ export interface Observability {
   rpcContextValues: (request: FastifyRequest) => ContextValues;
   /** contextValues factory for the REST transport. */
   restContextValues: (request: FastifyRequest) => ContextValues;
-  /** Outermost interceptor of every wire: records the code a call failed with, for the line and the metrics. */
+  /** Outermost interceptor of every wire (observeCall). */
   interceptor: Interceptor;
   /** A call served outside Fastify (gRPC on an HTTP/2 stream): its context values, and its report once it ends. */
   startCall(init: StreamCallInit): StreamCall;
@@ -245,13 +246,6 @@ export function createObservability(deps: ObservabilityDeps): Observability {
   // Not encapsulated (fastify-plugin's flag): the hooks apply to every route of the app.
   Object.assign(plugin, { [Symbol.for("skip-override")]: true, [Symbol.for("fastify.display-name")]: "observability" });
 
-  const interceptor: Interceptor = (next) => (req) =>
-    next(req).catch((e: unknown) => {
-      const record = req.contextValues.get(kCall);
-      if (record) record.rpcCode = ConnectError.from(e).code;
-      throw e;
-    });
-
   return {
     metrics,
     serverOptions: {
@@ -263,7 +257,27 @@ export function createObservability(deps: ObservabilityDeps): Observability {
     plugin,
     rpcContextValues: contextValuesFor(rpcProtocol),
     restContextValues: contextValuesFor(() => "rest"),
-    interceptor,
+    interceptor: observeCall,
     startCall,
   };
 }
+
+/**
+ * The outermost interceptor of every wire: answers every failure of a call as the ConnectError a
+ * client gets (toConnectError: a lost database is ServiceUnavailable, anything else unknown is
+ * internal), logs those the server caused with the detail the client never sees (a lost database
+ * at warn: expected while it lasts, and every call says so), and records the code for the
+ * completion line and the metrics.
+ */
+export const observeCall: Interceptor = (next) => async (req) => {
+  try {
+    return await next(req);
+  } catch (reason) {
+    const err = toConnectError(reason);
+    if (isDatabaseUnavailable(reason)) req.contextValues.get(kLog)?.warn({ err: reason }, "call failed: database unavailable");
+    else if (!isClientError(err)) req.contextValues.get(kLog)?.error({ err: reason }, "call failed");
+    const record = req.contextValues.get(kCall);
+    if (record) record.rpcCode = err.code;
+    throw err;
+  }
+};

@@ -1,5 +1,5 @@
-import { getOption, type DescMethod } from "@bufbuild/protobuf";
-import type { Interceptor } from "@connectrpc/connect";
+import { getOption, type DescMethod, type DescService } from "@bufbuild/protobuf";
+import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import type { MikroORM } from "@mikro-orm/sql";
 import { http } from "../../gen/google/api/annotations_pb.js";
 import { kAdmin, kEm } from "../common/context.js";
@@ -113,34 +113,42 @@ export function isReadMethod(method: DescMethod): boolean {
 }
 
 /**
- * The interceptor that runs every read under the gate and, on PostgreSQL, in a transaction with
- * `SET LOCAL statement_timeout`, so that no account's reads take the connections sends need and
- * no read runs for long. Runs after authentication: the account (or the operator) is the key; an
- * unauthenticated call passes on to be refused by the method. Writes are not touched.
+ * Wraps the read methods of a service implementation (every Get and List) so that each runs under
+ * the gate and, on PostgreSQL, in a transaction with `SET LOCAL statement_timeout`: no account's
+ * reads take the connections sends need, and no read runs for long. A wrapper of the methods, not
+ * an interceptor, so that a write never passes it; every wire calls the same implementation, after
+ * the interceptors (authentication), so the account (or the operator) is the key; an
+ * unauthenticated call passes on to be refused by the method.
  */
-export function gateReads(orm: MikroORM, gate: ReadGate, statementTimeoutMs: number): Interceptor {
+export function gateReads<S extends DescService>(service: S, impl: ServiceImpl<S>, orm: MikroORM, gate: ReadGate, statementTimeoutMs: number): ServiceImpl<S> {
   const timed = ormKind(orm) === "postgres";
-  return (next) => async (req) => {
-    if (!isReadMethod(req.method)) return next(req);
-    const key = req.contextValues.get(kAccount)?.sid ?? (req.contextValues.get(kAdmin) ? "operator" : undefined);
-    if (key === undefined) return next(req);
-    const release = await gate.acquire(key, req.signal);
-    try {
-      if (!timed) return await next(req);
-      return await withStatementTimeout(orm.em.fork(), statementTimeoutMs, (tx) => {
-        req.contextValues.set(kEm, () => tx);
-        return next(req);
-      });
-    } catch (err) {
-      if (!isStatementTimeout(err)) throw err;
-      throw apiError(
-        "ServiceUnavailable",
-        `The read took longer than ${statementTimeoutMs} ms and was stopped. Narrow it (a Status, a date range, a smaller Results_Count) or retry later.`,
-        [],
-        { "retry-after": "2" },
-      );
-    } finally {
-      release();
-    }
-  };
+  const gated: Record<string, unknown> = { ...impl };
+  for (const method of service.methods) {
+    const fn = (impl as Record<string, unknown>)[method.localName];
+    if (!isReadMethod(method) || typeof fn !== "function") continue;
+    const read = (fn as (req: unknown, ctx: HandlerContext) => Promise<unknown>).bind(impl);
+    gated[method.localName] = async (req: unknown, ctx: HandlerContext) => {
+      const key = ctx.values.get(kAccount)?.sid ?? (ctx.values.get(kAdmin) ? "operator" : undefined);
+      if (key === undefined) return read(req, ctx);
+      const release = await gate.acquire(key, ctx.signal);
+      try {
+        if (!timed) return await read(req, ctx);
+        return await withStatementTimeout(orm.em.fork(), statementTimeoutMs, (tx) => {
+          ctx.values.set(kEm, () => tx);
+          return read(req, ctx);
+        });
+      } catch (err) {
+        if (!isStatementTimeout(err)) throw err;
+        throw apiError(
+          "ServiceUnavailable",
+          `The read took longer than ${statementTimeoutMs} ms and was stopped. Narrow it (a Status, a date range, a smaller Results_Count) or retry later.`,
+          [],
+          { "retry-after": "2" },
+        );
+      } finally {
+        release();
+      }
+    };
+  }
+  return gated as ServiceImpl<S>;
 }

@@ -4,7 +4,7 @@ import { executeBound } from "../../src/db/bound-sql.js";
 import { entities } from "../../src/entities.js";
 import { createOrm, migrateUp, ormKind } from "../../src/db/orm.js";
 import { applyRepeatableSql, repeatableSqlFiles, sqlFile } from "../../src/db/repeatable-sql.js";
-import { MESSAGE_COLUMNS } from "../../src/messaging/message-store.js";
+import { SEND_FACTS } from "../../src/messaging/message-store.js";
 import { dbKind, useTestOrm } from "../support/db.js";
 
 const fn = (n: number) =>
@@ -25,22 +25,22 @@ describe(`repeatable SQL files (${dbKind()})`, () => {
       "src/messaging/sql/sb_claim_fair.sql",
       "src/messaging/sql/sb_due_accounts.sql",
       "src/messaging/sql/sb_record_submissions.sql",
-      "src/messaging/sql/sb_send_batch.sql",
+      "src/messaging/sql/sb_send_facts.sql",
     ]);
     const rows = await executeBound<{ name: string; hash: string }>(db.orm.em.fork(), "select name, hash from repeatable_sql order by name", []);
     expect(rows).toEqual(files.map((f) => ({ name: f.name, hash: f.hash })));
     expect(await applyRepeatableSql(db.orm, ormKind(db.orm))).toEqual([]);
   });
 
-  it("sb_send_batch.sql takes the message columns the store sends, in MESSAGE_COLUMNS order", async () => {
-    const [row] = await executeBound<{ args: string }>(
+  it("sb_send_facts.sql returns the facts the store compares, under the names SEND_FACTS gives them", async () => {
+    const [row] = await executeBound<{ result: string }>(
       db.orm.em.fork(),
-      "select pg_get_function_arguments(oid) as args from pg_proc where proname = 'sb_send_batch'",
+      "select pg_get_function_result(oid) as result from pg_proc where proname = 'sb_send_facts'",
       [],
     );
-    const types: Record<string, string> = { int: "integer", bool: "boolean", timestamptz: "timestamp with time zone" };
-    const columns = MESSAGE_COLUMNS.map(([c, t]) => `p_${c} ${types[t] ?? t}[]`);
-    expect(row.args.split(", ").slice(6)).toEqual(columns);
+    const types: Record<string, string> = { bool: "boolean", text: "text" };
+    const columns = row.result.replace(/^TABLE\(|\)$/g, "").split(", ");
+    expect(columns.slice(1, 1 + SEND_FACTS.length)).toEqual(SEND_FACTS.map(([f, t]) => `${f} ${types[t]}`));
   });
 
   it("runs a file once, and again only when its text changes", async () => {

@@ -12,7 +12,7 @@ import { HttpRuleSchema } from "../../gen/google/api/http_pb.js";
 import { AddressService } from "../../gen/switchboard/v2/addresses_pb.js";
 import { MessagingService, type ListMessagesRequest, type SendBatchRequest, type SendMessageRequest } from "../../gen/switchboard/v2/messaging_pb.js";
 import { apiError, fieldError } from "../../src/common/errors.js";
-import { reportFailures } from "../../src/ops/failures.js";
+import { observeCall } from "../../src/ops/observability.js";
 import { restPlugin, restService } from "../../src/rest/rest.js";
 import { restRoutes } from "../../src/rest/rest-routes.js";
 
@@ -112,7 +112,7 @@ function addressImpl(): Partial<ServiceImpl<typeof AddressService>> {
 
 /** The app's failure reporting, then an authentication of the test's own. */
 const interceptors: Interceptor[] = [
-  reportFailures,
+  observeCall,
   (next) => (req) => {
     if (!req.header.get("authorization")) {
       throw apiError("Unauthorized", "Authentication is required.");

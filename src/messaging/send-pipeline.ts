@@ -1,0 +1,460 @@
+import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
+import { ConnectError } from "@connectrpc/connect";
+import type { EntityManager, MikroORM } from "@mikro-orm/sql";
+import {
+  type Message as MessagePb,
+  MessageSchema,
+  type SendBatchRequest,
+  SendBatchRequestSchema,
+  type SendBatchResponse,
+  SendBatchResponseSchema,
+  type SendMessageRequest,
+  SendMessageRequestSchema,
+} from "../../gen/switchboard/v2/messaging_pb.js";
+import type { Clock } from "../common/clock.js";
+import { errorCodeOf, fieldErrors, idempotencyKeyReused, notFound } from "../common/errors.js";
+import { createGroupCommit, type ItemOutcome } from "../common/group-commit.js";
+import { constraintViolation } from "../common/pg-errors.js";
+import { parseE164, type E164Info } from "../common/phone.js";
+import { isSid, newSid } from "../common/sid.js";
+import { textEncoding } from "../common/sms-text.js";
+import { allocateLease } from "../leases/lease-allocator.js";
+import {
+  claimBatchKey,
+  deleteIdempotencyKey,
+  deleteIdempotencyKeys,
+  findBatchKey,
+  insertIdempotencyKeys,
+  setBatchKeyResponse,
+} from "./idempotency-key-store.js";
+import { FACT_KEYS, insertMessages, MESSAGE_COLUMNS, SEND_FACTS, type SendFacts, sendFactsAndStore } from "./message-store.js";
+import type { SendRateLimiter } from "./send-rate-limit.js";
+import { goesOutLeased, validateSend, type ValidSend } from "./send-rules.js";
+import { accessRefusal, IDEMPOTENCY_TTL_MS, neededFacts, requestHash, ruleRefusal, type SendItem, sentMessage } from "./send-steps.js";
+
+/**
+ * The one send pipeline. Every send runs these steps, in this order: SendMessage, each item of
+ * SendBatch, with or without an Idempotency-Key, from a leased sender, and the forward of a reply
+ * by SMS (forwardReply, called by delivery/inbound.ts).
+ *
+ *  1. admit     the account's send rate (send-rate-limit.ts), charged before anything is read; a
+ *               batch is charged for all its items at once (admitBatch)
+ *  2. validate  the request's own rules, which need no data (send-rules.ts validateSend), and
+ *               whether the sender is leased
+ *  3. gather    the sends waiting at the same moment form one batch (common/group-commit.ts)
+ *  4. facts     one statement reads what every rule needs, for the whole batch (message-store.ts)
+ *  5. access    credentials still valid, the property the account's (send-steps.ts ACCESS_RULES)
+ *  6. key       an Idempotency-Key already used answers with its first message
+ *  7. request   the problems step 2 found
+ *  8. rules     send-steps.ts RULES: SMS enabled, senders owned, forward numbers not ours
+ *  9. lease     a leased sender allocated (leases/lease-allocator.ts)
+ * 10. store     the message, and its key, inserted
+ * 11. dispatch  the dispatcher woken for a message due now
+ *
+ * A send with no key, no leased sender and no reply to forward (most) has steps 4 to 10 in one
+ * statement: it stores the send where its facts are what the rules need of it
+ * (send-steps.ts neededFacts), and the answer is judged from the facts it returns, by the same
+ * rules. A batch of only such sends is that statement alone, one round trip; any other batch runs
+ * in one transaction, the same statement first.
+ */
+
+/** What a send is answered with. */
+export interface SendOutcome {
+  message: MessagePb;
+  /** True when a message was stored that is due now (the dispatcher should look). */
+  dueNow: boolean;
+}
+
+/** What the pipeline needs. */
+export interface SendPipelineDeps {
+  orm: MikroORM;
+  clock: Clock;
+  /** The per-account send rate (step 1); undefined: no limit. */
+  sendRate?: SendRateLimiter;
+  webhookAllowPrivate: boolean;
+  /** Countries whose operators do not take alphanumeric sender IDs. */
+  noAlphaCountries: ReadonlySet<string>;
+  /** Domains a ForwardFromEmail may be in (`*`: any); default, the no-reply address's. */
+  mailFromDomains?: readonly string[];
+  /** Wakes the dispatcher after a message is committed (step 11). */
+  onQueued?: () => void;
+}
+
+/** The send pipeline of one process. */
+export interface SendPipeline {
+  /** Step 1 for a batch of `count` sends, charged at once; each is then sent with `admitted`. */
+  admitBatch(accountSid: string, count: number): void;
+  /** One send, every step; answers once its message is committed. */
+  send(account: SendItem["account"], propertySid: string, req: SendMessageRequest, opts?: { idemKey?: string; admitted?: boolean }): Promise<MessagePb>;
+  /**
+   * A batch under one Idempotency-Key, in one transaction of its own: the key (claimed first),
+   * every item's message and the response, every item included; or nothing. A repeat gets that
+   * response back and stores nothing, a repeat while the first is in flight waits for its commit
+   * (the claim's unique key holds it), and a different request under the key is refused.
+   */
+  sendKeyedBatch(
+    account: SendItem["account"],
+    propertySid: string,
+    req: SendBatchRequest,
+    key: string,
+    respond: (outcomes: ItemOutcome<MessagePb>[]) => SendBatchResponse,
+  ): Promise<SendBatchResponse>;
+}
+
+/** Creates the send pipeline; its group commit gathers the sends of every request of this process. */
+export function createSendPipeline(deps: SendPipelineDeps): SendPipeline {
+  const gather = createGroupCommit<SendItem, SendOutcome>({ run: (items) => runBatch(deps.orm, items) });
+
+  /** Step 2. */
+  function validate(account: SendItem["account"], propertySid: string, req: SendMessageRequest, now: Date, idemKey?: string): SendItem {
+    const checked = validateSend(req, Math.floor(now.getTime() / 1000), deps);
+    const v = "send" in checked ? checked.send : undefined;
+    // Alphanumeric IDs do not reach operators in some countries (US and CA by default): those go out leased.
+    const leased = v !== undefined && goesOutLeased(v.fromKind, v.to, deps.noAlphaCountries);
+    const idemHash = idemKey === undefined ? undefined : requestHash("SendMessage", SendMessageRequestSchema, req);
+    return { account, propertySid, checked, leased, idemKey, idemHash, now, sid: newSid("MG") };
+  }
+
+  return {
+    admitBatch(accountSid, count) {
+      deps.sendRate?.take(accountSid, count);
+    },
+
+    async send(account, propertySid, req, opts = {}) {
+      if (!opts.admitted) deps.sendRate?.take(account.sid, 1);
+      // A malformed Sid cannot name a property: 404 without asking the database.
+      if (!isSid(propertySid, "PR")) throw notFound("Property", propertySid);
+      const item = validate(account, propertySid, req, deps.clock.now(), opts.idemKey);
+      let out: SendOutcome;
+      try {
+        out = await gather.submit(item);
+      } catch (err) {
+        // A concurrent request with the same Idempotency-Key committed first (this one waited for it
+        // on the key): judged again, this send gets that answer, or 422 if it is another request.
+        if (!opts.idemKey || constraintViolation(err)?.kind !== "unique") throw err;
+        out = await gather.submit({ ...item, sid: newSid("MG") });
+      }
+      if (out.dueNow) deps.onQueued?.();
+      return out.message;
+    },
+
+    async sendKeyedBatch(account, propertySid, req, key, respond) {
+      const now = deps.clock.now();
+      const hash = requestHash("SendBatch", SendBatchRequestSchema, req);
+      const items = req.messages.map((m) => validate(account, propertySid, m, now));
+      for (let attempt = 0; ; attempt++) {
+        try {
+          const out = await deps.orm.em.fork().transactional(async (tx) => {
+            const row = await findBatchKey(tx, account.sid, key, new Date(now.getTime() - IDEMPOTENCY_TTL_MS));
+            if (row && !row.expired) {
+              if (!row.response || row.request_hash !== hash) throw idempotencyKeyReused(key);
+              return { response: fromBinary(SendBatchResponseSchema, new Uint8Array(row.response)), dueNow: false };
+            }
+            if (row) await deleteIdempotencyKey(tx, account.sid, key);
+            // The claim comes first, so that a concurrent repeat waits here instead of doing the work
+            // twice. Its response is a placeholder no other transaction ever sees.
+            await claimBatchKey(tx, account.sid, key, hash, now);
+            const outcomes = await judgeBatch(tx, items);
+            const response = respond(outcomes.map((o) => (o.ok ? { ok: true, value: o.value.message } : o)));
+            await setBatchKeyResponse(tx, account.sid, key, toBinary(SendBatchResponseSchema, response));
+            return { response, dueNow: outcomes.some((o) => o.ok && o.value.dueNow) };
+          });
+          if (out.dueNow) deps.onQueued?.();
+          return out.response;
+        } catch (err) {
+          // The same key committed by a concurrent request while this one waited: answer from it.
+          if (attempt === 0 && constraintViolation(err)?.kind === "unique") continue;
+          throw err;
+        }
+      }
+    },
+  };
+}
+
+/** What the forward of a reply by SMS is made of (delivery/inbound.ts). */
+export interface ReplyForward {
+  accountSid: string;
+  propertySid: string;
+  /** The lease's ForwardToSms: where the reply goes. */
+  forwardToSms: string;
+  /** The lease's ForwardFromSms; blank: the responding party's number. */
+  forwardFromSms: string;
+  /** The responding party's number and the reply's text. */
+  replyFrom: string;
+  text: string;
+  replySid: string;
+  now: Date;
+  noAlphaCountries: ReadonlySet<string>;
+}
+
+/**
+ * Steps 2 and 4 to 10 for the forward of a reply by SMS, in the reply's transaction: the rules of
+ * any send of that account and property. A forward the rules refuse is not sent: it is kept as a
+ * Failed message with the rule's ErrorCode (ListMessages shows it).
+ */
+export async function forwardReply(tx: EntityManager, f: ReplyForward): Promise<{ messageSid: string; status: "Processing" | "Failed"; errorCode: string }> {
+  const from = f.forwardFromSms || f.replyFrom;
+  const to = parseE164(f.forwardToSms);
+  const { encoding, numSegments } = textEncoding(f.text || " ");
+  const draft: ValidSend = {
+    ...NO_OPTIONS,
+    to: to ?? ({ number: f.forwardToSms, countries: [] } satisfies E164Info),
+    text: f.text,
+    encoding,
+    numSegments,
+    from,
+    fromKind: from.startsWith("+") ? "E164" : "Alphanumeric",
+  };
+  const item: SendItem = {
+    account: { sid: f.accountSid },
+    propertySid: f.propertySid,
+    // Checked when the message was sent; kept for rows stored before that check.
+    checked: to
+      ? { send: draft }
+      : { problems: [{ field: "ForwardToSms", code: "InvalidRecipient", message: `ForwardToSms ${f.forwardToSms} is not a valid E164 number.` }] },
+    leased: to !== undefined && draft.fromKind === "Alphanumeric" && goesOutLeased("Alphanumeric", to, f.noAlphaCountries),
+    now: f.now,
+    sid: newSid("MG"),
+    forward: { inReplyTo: f.replySid, relay: f.forwardFromSms === "", draft },
+  };
+  const [outcome] = await judgeBatch(tx, [item]);
+  if (outcome.ok) return { messageSid: item.sid, status: "Processing", errorCode: "" };
+  if (!(outcome.error instanceof ConnectError)) throw outcome.error;
+  return { messageSid: item.sid, status: "Failed", errorCode: errorCodeOf(outcome.error) };
+}
+
+/** A forward's options that no forward has: it asks for no receipt, and no reply to it is forwarded. */
+const NO_OPTIONS = {
+  schedule: undefined,
+  scheduled: false,
+  deliveryReceipt: false,
+  drWebhookUri: "",
+  drWebhookMethod: "POST",
+  forwardToSms: "",
+  forwardFromSms: "",
+  forwardToEmail: "",
+  forwardFromEmail: "",
+  webhookUri: "",
+  webhookMethod: "POST",
+} as const;
+
+const ok = <O>(value: O): ItemOutcome<O> => ({ ok: true, value });
+const fail = <O>(error: unknown): ItemOutcome<O> => ({ ok: false, error });
+
+/** Whether the facts statement stores the send itself: no key to settle, no lease to allocate, no refusal to keep. */
+function storedByStatement(item: SendItem): boolean {
+  return item.idemKey === undefined && !item.leased && item.forward === undefined;
+}
+
+/** Steps 4 to 10 for a batch gathered by step 3: one statement, or one transaction when some send needs more. */
+function runBatch(orm: MikroORM, items: SendItem[]): Promise<ItemOutcome<SendOutcome>[]> {
+  const em = orm.em.fork();
+  if (items.every(storedByStatement)) return judgeBatch(em, items);
+  return em.transactional((tx) => judgeBatch(tx, items));
+}
+
+const sendOf = (item: SendItem): ValidSend | undefined => ("send" in item.checked ? item.checked.send : undefined);
+
+/** Steps 4 (facts, and the store of the sends storedByStatement) to 10, in the caller's transaction when it has one. */
+async function judgeBatch(tx: EntityManager, items: SendItem[]): Promise<ItemOutcome<SendOutcome>[]> {
+  const facts = await readFacts(tx, items);
+  const outcomes: ItemOutcome<SendOutcome>[] = new Array(items.length);
+  const toStore: number[] = [];
+  const expiredKeys: SendItem[] = [];
+  // Keys claimed earlier in this batch: a repeat gets the first one's message, as after its commit.
+  const claimed = new Map<string, number>();
+  const repeats: { index: number; first: number }[] = [];
+
+  items.forEach((item, i) => {
+    const f = facts[i];
+    if (storedByStatement(item)) return void (outcomes[i] = judgedInStatement(item, f));
+    const denied = accessRefusal(item, f);
+    if (denied) return void (outcomes[i] = fail(denied));
+    // Step 6: a key already used answers before any rule (a repeat gets the first answer even if,
+    // say, its Schedule has passed since); a key another send of this batch claimed is settled at the end.
+    const keyId = item.idemKey ? `${item.account.sid}\n${item.idemKey}` : undefined;
+    if (keyId) {
+      const first = claimed.get(keyId);
+      if (first !== undefined) return void repeats.push({ index: i, first });
+      if (f.key_expired === false) return void (outcomes[i] = keyAnswer(item, f));
+      if (f.key_expired === true) expiredKeys.push(item);
+    }
+    const refusal = ruleRefusal(item, f, fieldErrors);
+    if (refusal) return void (outcomes[i] = fail(refusal));
+    if (keyId) claimed.set(keyId, i);
+    toStore.push(i);
+  });
+  if (expiredKeys.length > 0)
+    await deleteIdempotencyKeys(
+      tx,
+      expiredKeys.map((item) => ({ accountSid: item.account.sid, key: item.idemKey! })),
+    );
+
+  const senders = await allocateLeases(tx, items, toStore, outcomes);
+
+  // Step 10 for the rest: the messages judged here, and the refused forwards kept as Failed.
+  const rows: unknown[][] = MESSAGE_COLUMNS.map(() => []);
+  const add = (row: unknown[]) => row.forEach((v, c) => rows[c].push(v));
+  for (const i of toStore) {
+    if (outcomes[i] !== undefined) continue;
+    const item = items[i];
+    const send = sendOf(item)!;
+    const lease = senders.get(i);
+    add(messageRow(item, send, lease));
+    outcomes[i] = ok({ message: sentMessage(item, send, lease ? lease.sender : send.from), dueNow: !send.scheduled });
+  }
+  items.forEach((item, i) => {
+    const o = outcomes[i];
+    if (item.forward && o && !o.ok && o.error instanceof ConnectError) add(messageRow(item, item.forward.draft, undefined, errorCodeOf(o.error)));
+  });
+  if (rows[0].length > 0) await insertMessages(tx, rows);
+  await storeKeys(tx, items, toStore, outcomes);
+
+  for (const { index, first } of repeats) {
+    const o = outcomes[first];
+    // The first send with this key failed (no lease to be had): the repeat is a send of its own.
+    // Rare enough to redo the whole batch one send per transaction, where it is one.
+    if (!o.ok) throw new Error("an Idempotency-Key repeated in a batch whose first send failed: retry one by one");
+    // As if it came just after the first: the same request gets the first answer, another is refused.
+    outcomes[index] =
+      items[index].idemHash === items[first].idemHash ? ok({ message: o.value.message, dueNow: false }) : fail(idempotencyKeyReused(items[index].idemKey!));
+  }
+  return outcomes;
+}
+
+/**
+ * Step 4: every send's facts, in index order, and the messages of the sends storedByStatement whose
+ * facts are what the rules need (step 10 for them, in the same statement).
+ */
+async function readFacts(em: EntityManager, items: SendItem[]): Promise<SendFacts[]> {
+  const keys: unknown[][] = FACT_KEYS.map(() => []);
+  const wanted: unknown[][] = [[], [], ...SEND_FACTS.map(() => [])];
+  const rows: unknown[][] = MESSAGE_COLUMNS.map(() => []);
+  items.forEach((item, i) => {
+    const send = sendOf(item);
+    const key = [
+      i,
+      item.account.sid,
+      item.propertySid,
+      send?.fromKind === "E164" ? send.from : null,
+      send?.forwardFromSms.startsWith("+") ? send.forwardFromSms : null,
+      send && send.forwardToSms !== "" ? send.forwardToSms : null,
+      item.forward && send ? send.to.number : null,
+      item.idemKey ?? null,
+      new Date(item.now.getTime() - IDEMPOTENCY_TTL_MS),
+    ];
+    key.forEach((v, c) => keys[c].push(v));
+    const store = send !== undefined && storedByStatement(item);
+    const needs = neededFacts(item);
+    wanted[0].push(i);
+    wanted[1].push(store);
+    SEND_FACTS.forEach(([fact], c) => wanted[2 + c].push(needs[fact] ?? null));
+    const row = store ? messageRow(item, send, undefined) : undefined;
+    MESSAGE_COLUMNS.forEach((_, c) => rows[c].push(row ? row[c] : null));
+  });
+  const byIndex: SendFacts[] = new Array(items.length);
+  for (const f of await sendFactsAndStore(em, keys, wanted, rows)) byIndex[Number(f.i)] = f;
+  return byIndex;
+}
+
+/** Steps 5 to 8 for a send the facts statement stored or not: its answer, and a check that the statement agreed with the rules. */
+function judgedInStatement(item: SendItem, f: SendFacts): ItemOutcome<SendOutcome> {
+  const refusal = accessRefusal(item, f) ?? ruleRefusal(item, f, fieldErrors);
+  if (refusal) return f.stored ? fail(new Error(`send batch: message ${item.sid} stored although its rules refused it`)) : fail(refusal);
+  if (!f.stored) return fail(new Error(`send batch: message ${item.sid} passed its rules but was not stored`));
+  const send = sendOf(item)!;
+  return ok({ message: sentMessage(item, send, send.from), dueNow: !send.scheduled });
+}
+
+/** Step 6 for a key already used: the first message, or IdempotencyKeyReused for another request. */
+function keyAnswer(item: SendItem, f: SendFacts): ItemOutcome<SendOutcome> {
+  // Keys stored before fingerprints existed (key_hash null) match any repeat.
+  if (!f.m_sid || (f.key_hash !== null && f.key_hash !== item.idemHash)) return fail(idempotencyKeyReused(item.idemKey!));
+  const message = create(MessageSchema, {
+    messageSid: f.m_sid,
+    accountSid: f.m_account_sid!,
+    propertySid: f.m_property_sid!,
+    from: f.m_sender!,
+    to: f.m_recipient!,
+    text: f.m_text!,
+  });
+  return ok({ message, dueNow: false });
+}
+
+/**
+ * Step 9: leased senders, allocated one by one (each takes its recipient's advisory lock), in
+ * recipient order so that two batches never wait for each other's locks in a cycle. A rule
+ * (LeaseLimitReached, NoLeasedNumberAvailable) fails that send only; a database error, the batch.
+ */
+async function allocateLeases(
+  tx: EntityManager,
+  items: SendItem[],
+  toStore: number[],
+  outcomes: ItemOutcome<SendOutcome>[],
+): Promise<Map<number, { sender: string; leaseSid: string }>> {
+  const senders = new Map<number, { sender: string; leaseSid: string }>();
+  const leased = toStore.filter((i) => items[i].leased).sort((a, b) => compare(sendOf(items[a])!.to.number, sendOf(items[b])!.to.number));
+  for (const i of leased) {
+    const item = items[i];
+    try {
+      const lease = await allocateLease(tx, { recipient: sendOf(item)!.to.number, accountSid: item.account.sid, messageSid: item.sid, now: item.now });
+      senders.set(i, { sender: lease.poolNumber, leaseSid: lease.sid });
+    } catch (err) {
+      if (!(err instanceof ConnectError)) throw err;
+      outcomes[i] = fail(err);
+    }
+  }
+  return senders;
+}
+
+/**
+ * Step 10 for the keys of the sends stored, in key order, so that two batches claiming the same
+ * keys never wait for each other in a cycle. A key another transaction is storing makes this
+ * insert wait for that commit, then fail as a duplicate: the batch is redone and the repeat
+ * answered from the stored key.
+ */
+async function storeKeys(tx: EntityManager, items: SendItem[], toStore: number[], outcomes: ItemOutcome<SendOutcome>[]): Promise<void> {
+  const keyed = toStore.filter((i) => items[i].idemKey && outcomes[i].ok).map((i) => items[i]);
+  if (keyed.length === 0) return;
+  keyed.sort((a, b) => compare(`${a.account.sid}\n${a.idemKey}`, `${b.account.sid}\n${b.idemKey}`));
+  await insertIdempotencyKeys(
+    tx,
+    keyed.map((item) => ({ accountSid: item.account.sid, key: item.idemKey!, messageSid: item.sid, requestHash: item.idemHash ?? null, createdAt: item.now })),
+  );
+}
+
+const compare = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+
+/** One message's values, in MESSAGE_COLUMNS order: a send to go out, or (with an errorCode) a refused forward kept as Failed. */
+function messageRow(item: SendItem, send: ValidSend, lease: { sender: string; leaseSid: string } | undefined, errorCode = ""): unknown[] {
+  // Lease options are kept only where a reply can come back: through a leased sender.
+  const leased = lease !== undefined;
+  return [
+    item.sid,
+    item.account.sid,
+    item.propertySid,
+    "Transmit",
+    errorCode !== "" ? "Failed" : send.scheduled ? "Scheduled" : "Processing",
+    leased ? "Leased" : send.fromKind === "E164" ? "E164" : "Alphanumeric",
+    lease ? lease.sender : send.from,
+    send.to.number,
+    send.text,
+    send.encoding,
+    send.numSegments,
+    send.deliveryReceipt,
+    send.drWebhookUri,
+    send.drWebhookMethod,
+    leased ? send.forwardToSms : "",
+    leased ? send.forwardFromSms : "",
+    leased ? send.forwardToEmail : "",
+    leased ? send.forwardFromEmail : "",
+    leased ? send.webhookUri : "",
+    leased ? send.webhookMethod : "POST",
+    lease?.leaseSid ?? null,
+    item.forward?.inReplyTo ?? null,
+    errorCode,
+    send.schedule === undefined ? null : new Date(send.schedule * 1000),
+    send.scheduled ? new Date(send.schedule! * 1000) : item.now,
+    item.now,
+  ];
+}

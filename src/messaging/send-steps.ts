@@ -1,0 +1,164 @@
+import { createHash } from "node:crypto";
+import { create, type DescMessage, type MessageShape, toBinary } from "@bufbuild/protobuf";
+import type { ConnectError } from "@connectrpc/connect";
+import { type Message as MessagePb, MessageSchema } from "../../gen/switchboard/v2/messaging_pb.js";
+import { wrongCredentials } from "../accounts/auth.js";
+import { apiError, fieldError, type FieldProblem, notFound } from "../common/errors.js";
+import { SEND_FACTS, type SendFacts } from "./message-store.js";
+import { forwardLoop, senderNotOwned, smsNotEnabled, type ValidSend } from "./send-rules.js";
+
+/**
+ * The rules of a send that need data, in the order a send is judged, each written once: which
+ * facts (read for the whole batch by one statement, message-store.ts `sendFactsAndStore`) it
+ * needs to be, and what a send is refused with when one is not. The pipeline
+ * (send-pipeline.ts) reads the facts and judges each send here; where it stores in the same
+ * statement, the statement stores exactly the sends whose facts are what these rules need of them.
+ * A new rule that needs data is one entry of RULES (and its fact, if new, in sb_send_facts.sql).
+ */
+
+/** An Idempotency-Key is remembered this long (docs/api.md#idempotency-key). */
+export const IDEMPOTENCY_TTL_MS = 24 * 3600 * 1000;
+
+/** One send on its way through the pipeline. */
+export interface SendItem {
+  /** The account; tokenHash is the one the edge authenticated, re-checked against the database (none for a forward). */
+  account: { sid: string; tokenHash?: string };
+  propertySid: string;
+  /** The result of validateSend: reported only after the property and the key, as the docs order them. */
+  checked: { problems: FieldProblem[] } | { send: ValidSend };
+  /** Whether the message goes out from a leased sender (From blank, or alphanumeric where not taken). */
+  leased: boolean;
+  idemKey?: string;
+  /** With idemKey: the fingerprint of the request (requestHash), which a repeat must match. */
+  idemHash?: string;
+  now: Date;
+  /** The new message's Sid. */
+  sid: string;
+  /**
+   * The forward of a reply by SMS: it answers no client, so a refused forward is kept as a Failed
+   * message with the rule's ErrorCode. `relay`: From is the responding party's own number (no
+   * ForwardFromSms), which is not the account's to own. `draft`: the send to keep when refused.
+   */
+  forward?: { inReplyTo: string; relay: boolean; draft: ValidSend };
+}
+
+/** The facts a rule needs, by SEND_FACTS name. */
+export type Needs = Partial<Pick<SendFacts, (typeof SEND_FACTS)[number][0]>>;
+
+/** A rule that needs data. */
+export interface DataRule {
+  name: string;
+  /** What the facts must be for the send to pass (none listed: the rule does not apply to it). */
+  needs(item: SendItem, send: ValidSend): Needs;
+  refuse(item: SendItem, send: ValidSend): ConnectError;
+}
+
+/** A rule judged whether or not the request itself is valid. */
+export interface AccessRule {
+  name: string;
+  needs(item: SendItem): Needs;
+  refuse(item: SendItem): ConnectError;
+}
+
+/** The rules checked before the Idempotency-Key and the request's own problems: who asks, for which property. */
+export const ACCESS_RULES: readonly AccessRule[] = [
+  {
+    // The token was rotated (maybe by another process) after the edge authenticated it.
+    name: "credentials",
+    needs: (item) => (item.account.tokenHash === undefined ? {} : { token_hash: item.account.tokenHash }),
+    refuse: () => wrongCredentials(),
+  },
+  { name: "property", needs: () => ({ property_found: true }), refuse: (item) => notFound("Property", item.propertySid) },
+];
+
+/** The rules checked after the key and the request's own problems, in order. */
+export const RULES: readonly DataRule[] = [
+  {
+    name: "account enabled",
+    needs: () => ({ account_sms: true }),
+    refuse: (item) => apiError("SmsNotEnabled", smsNotEnabled({ sid: item.account.sid, smsEnabled: false }, { sid: item.propertySid, smsEnabled: true })!),
+  },
+  {
+    name: "property enabled",
+    needs: () => ({ property_sms: true }),
+    refuse: (item) => apiError("SmsNotEnabled", smsNotEnabled({ sid: item.account.sid, smsEnabled: true }, { sid: item.propertySid, smsEnabled: false })!),
+  },
+  {
+    name: "sender owned",
+    needs: (item, send) => (send.fromKind === "E164" && !item.forward?.relay ? { sender_owned: true } : {}),
+    refuse: (item, send) => fieldError("From", "SenderNotOwned", senderNotOwned("From", send.from)),
+  },
+  {
+    // Replies are forwarded from this number: it must be the account's own, as a From would.
+    name: "forward sender owned",
+    needs: (_item, send) => (send.forwardFromSms.startsWith("+") ? { forward_from_owned: true } : {}),
+    refuse: (_item, send) => fieldError("ForwardFromSms", "SenderNotOwned", senderNotOwned("ForwardFromSms", send.forwardFromSms)),
+  },
+  {
+    // A reply forwarded to one of our own numbers would come back in as a new reply: a loop.
+    name: "forward destination not ours",
+    needs: (_item, send) => (send.forwardToSms !== "" ? { forward_to_ours: false } : {}),
+    refuse: (_item, send) => fieldError("ForwardToSms", "DestinationNotAllowed", forwardLoop(send.forwardToSms)),
+  },
+  {
+    // The forward itself: its ForwardToSms became one of our numbers after the send was accepted.
+    name: "forward not to our numbers",
+    needs: (item) => (item.forward ? { recipient_ours: false } : {}),
+    refuse: (_item, send) => fieldError("ForwardToSms", "DestinationNotAllowed", forwardLoop(send.to.number)),
+  },
+];
+
+/** The first rule of `rules` whose needs the facts do not meet, if any. */
+function firstUnmet<R>(rules: readonly R[], facts: SendFacts, needsOf: (rule: R) => Needs): R | undefined {
+  for (const rule of rules) {
+    const needs = needsOf(rule);
+    for (const fact in needs) if (facts[fact as keyof Needs] !== needs[fact as keyof Needs]) return rule;
+  }
+  return undefined;
+}
+
+/** The access failure of a send (before its key): wrong credentials or not the account's property. */
+export function accessRefusal(item: SendItem, facts: SendFacts): ConnectError | undefined {
+  return firstUnmet(ACCESS_RULES, facts, (r) => r.needs(item))?.refuse(item);
+}
+
+/** The failure of a send's rules once its key is settled: the request's own problems, then RULES. */
+export function ruleRefusal(item: SendItem, facts: SendFacts, problems: (p: FieldProblem[]) => ConnectError): ConnectError | undefined {
+  if ("problems" in item.checked) return problems(item.checked.problems);
+  const send = item.checked.send;
+  return firstUnmet(RULES, facts, (r) => r.needs(item, send))?.refuse(item, send);
+}
+
+/** Every fact value a send needs, by every rule that applies to it: what the storing statement compares. */
+export function neededFacts(item: SendItem): Needs {
+  const needs: Needs = {};
+  for (const rule of ACCESS_RULES) Object.assign(needs, rule.needs(item));
+  if ("send" in item.checked) for (const rule of RULES) Object.assign(needs, rule.needs(item, item.checked.send));
+  return needs;
+}
+
+/**
+ * The fingerprint an Idempotency-Key remembers: SHA-256 of the method's name and the request
+ * message's protobuf binary. Taken from the decoded message, not the bytes sent, so the same
+ * request over REST, Connect or gRPC, in any field order or spelling, matches; unknown fields of a
+ * binary client are left out, since the service ignores them too.
+ */
+export function requestHash<Desc extends DescMessage>(method: string, schema: Desc, request: MessageShape<Desc>): string {
+  return createHash("sha256")
+    .update(method)
+    .update("\n")
+    .update(toBinary(schema, request, { writeUnknownFields: false }))
+    .digest("hex");
+}
+
+/** The Message a stored send is answered with. */
+export function sentMessage(item: SendItem, send: ValidSend, sender: string): MessagePb {
+  return create(MessageSchema, {
+    messageSid: item.sid,
+    accountSid: item.account.sid,
+    propertySid: item.propertySid,
+    from: sender,
+    to: send.to.number,
+    text: send.text,
+  });
+}
