@@ -91,3 +91,9 @@ export async function markEmailFailed(
 export function listEmails(em: EntityManager, page: { limit: number; offset: number }): Promise<[Email[], number]> {
   return em.findAndCount(Email, {}, { orderBy: { createdAt: "desc", id: "asc" }, limit: page.limit, offset: page.offset });
 }
+
+/** Deletes the forwarded e-mails of these messages (retention); how many went. */
+export async function deleteEmailsOfMessages(tx: EntityManager, messageSids: string[]): Promise<number> {
+  const rows = await executeBound<{ id: string }>(tx, `delete from emails where message_sid = any(?::text[]) returning id`, [messageSids]);
+  return rows.length;
+}

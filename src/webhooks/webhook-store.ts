@@ -187,3 +187,12 @@ export async function listWebhookDeliveries(em: EntityManager, messageSid: strin
   const attempts = deliveries.length ? await em.find(AttemptRecord, { deliveryId: { $in: deliveries.map((d) => d.id) } }, { orderBy: { id: "asc" } }) : [];
   return deliveries.map((delivery) => ({ delivery, attempts: attempts.filter((a) => a.deliveryId === delivery.id) }));
 }
+
+/** Deletes the webhook calls of these messages and their attempts (retention); how many calls went. */
+export async function deleteWebhookDeliveriesOfMessages(tx: EntityManager, messageSids: string[]): Promise<number> {
+  await executeBound(tx, `delete from webhook_attempts where delivery_id in (select id from webhook_deliveries where message_sid = any(?::text[]))`, [
+    messageSids,
+  ]);
+  const rows = await executeBound<{ id: string }>(tx, `delete from webhook_deliveries where message_sid = any(?::text[]) returning id`, [messageSids]);
+  return rows.length;
+}
