@@ -2,10 +2,10 @@ import type { MikroORM } from "@mikro-orm/sql";
 import type { Logger } from "pino";
 import type { Clock } from "../common/clock.js";
 import { listRetentionSettings, type RetentionRow } from "../accounts/account-store.js";
-import { deleteEmailsOfMessages } from "../mail/mail-store.js";
+import { deleteEmailsOfMessages, redactEmailsOfMessages } from "../mail/mail-store.js";
 import { deleteBatchKeysBefore, deleteKeysOfMessages } from "../messaging/idempotency-key-store.js";
 import { claimExpiredMessages, deleteMessages, redactExpiredTexts } from "../messaging/message-retention-store.js";
-import { deleteWebhookDeliveriesOfMessages } from "../webhooks/webhook-store.js";
+import { deleteWebhookDeliveriesOfMessages, redactWebhookPayloadsOfMessages } from "../webhooks/webhook-store.js";
 import { deleteSegmentsOfMessages } from "./segment-store.js";
 
 const DAY_MS = 86_400_000;
@@ -55,7 +55,8 @@ const zero = (): PurgeCounts => ({ purged: 0, redacted: 0, webhooks: 0, emails: 
  * Creates the retention purge (issue 33, contract §15). A pass walks each property of the accounts
  * concerned: it deletes messages created more than RetentionDays (the account's, else
  * MESSAGE_RETENTION_DAYS) ago, with their webhook calls and attempts, e-mails, carrier segments and
- * Idempotency-Keys, then empties the text of those older than RedactAfterDays. Only settled
+ * Idempotency-Keys, then empties the text of those older than RedactAfterDays (and its copies: the
+ * Text of a reply's Response webhook, the body of its forwarding e-mail). Only settled
  * messages (Delivered, Failed, Canceled, Received, no webhook or e-mail still pending) are touched:
  * a queued or in-flight message stays whatever its age.
  *
@@ -89,6 +90,18 @@ export function createRetentionPurge(opts: RetentionOptions): RetentionPurge {
     });
   }
 
+  /** Empties the texts of one batch of a property's messages, with the copies in their Response webhooks and e-mails; how many. */
+  async function redactBatch(propertySid: string, before: Date, counts: PurgeCounts): Promise<number> {
+    return opts.orm.em.fork().transactional(async (tx) => {
+      const sids = await redactExpiredTexts(tx, propertySid, before, batch);
+      if (sids.length === 0) return 0;
+      await redactWebhookPayloadsOfMessages(tx, sids);
+      await redactEmailsOfMessages(tx, sids);
+      counts.redacted += sids.length;
+      return sids.length;
+    });
+  }
+
   /** Runs `step` until it returns less than a full batch (or the purge stops), pausing between batches. */
   async function drain(step: () => Promise<number>, what: string, propertySid: string): Promise<void> {
     let done = 0;
@@ -112,17 +125,7 @@ export function createRetentionPurge(opts: RetentionOptions): RetentionPurge {
     }
     if (redactDays !== null && !stopping) {
       const before = new Date(now.getTime() - redactDays * DAY_MS);
-      for (const r of rows) {
-        await drain(
-          async () => {
-            const n = await redactExpiredTexts(opts.orm.em.fork(), r.property_sid, before, batch);
-            counts.redacted += n;
-            return n;
-          },
-          "redacted",
-          r.property_sid,
-        );
-      }
+      for (const r of rows) await drain(() => redactBatch(r.property_sid, before, counts), "redacted", r.property_sid);
       // Batch-send keys hold their responses' texts; past RedactAfterDays they have long expired.
       if (!stopping) counts.keys += await deleteBatchKeysBefore(opts.orm.em.fork(), accountSid, before);
     }

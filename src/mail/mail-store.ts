@@ -97,3 +97,8 @@ export async function deleteEmailsOfMessages(tx: EntityManager, messageSids: str
   const rows = await executeBound<{ id: string }>(tx, `delete from emails where message_sid = any(?::text[]) returning id`, [messageSids]);
   return rows.length;
 }
+
+/** Empties the body of the settled e-mails of these messages (redaction: a forwarded reply's words). */
+export async function redactEmailsOfMessages(tx: EntityManager, messageSids: string[]): Promise<void> {
+  await executeBound(tx, `update emails set body = '' where message_sid = any(?::text[]) and status <> 'Pending'`, [messageSids]);
+}

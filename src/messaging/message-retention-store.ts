@@ -44,18 +44,18 @@ export async function deleteMessages(tx: EntityManager, sids: string[]): Promise
 
 /**
  * Empties the text of up to `limit` of a property's settled messages created before `before` and
- * not yet redacted, oldest first, and marks them Redacted; how many. Rows another transaction
+ * not yet redacted, oldest first, and marks them Redacted; their Sids. Rows another transaction
  * holds are skipped (taken by the next pass).
  */
-export async function redactExpiredTexts(em: EntityManager, propertySid: string, before: Date, limit: number): Promise<number> {
+export async function redactExpiredTexts(em: EntityManager, propertySid: string, before: Date, limit: number): Promise<string[]> {
   const rows = await executeBound<{ sid: string }>(
     em,
     `with r as (
        select m.sid from messages m
-        where m.property_sid = ? and m.created_at < ? and not m.redacted and m.status in ${SETTLED}
+        where m.property_sid = ? and m.created_at < ? and not m.redacted and m.status in ${SETTLED} and ${NOTHING_PENDING}
         order by m.created_at limit ? for update of m skip locked)
      update messages m set text = '', redacted = true from r where m.sid = r.sid returning m.sid`,
     [propertySid, before, limit],
   );
-  return rows.length;
+  return rows.map((r) => r.sid);
 }

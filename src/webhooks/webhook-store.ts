@@ -196,3 +196,13 @@ export async function deleteWebhookDeliveriesOfMessages(tx: EntityManager, messa
   const rows = await executeBound<{ id: string }>(tx, `delete from webhook_deliveries where message_sid = any(?::text[]) returning id`, [messageSids]);
   return rows.length;
 }
+
+/** Empties the Text of the settled Response calls of these messages (redaction: the reply's words). */
+export async function redactWebhookPayloadsOfMessages(tx: EntityManager, messageSids: string[]): Promise<void> {
+  await executeBound(
+    tx,
+    `update webhook_deliveries set payload = jsonb_set(payload, '{Text}', '""')
+      where message_sid = any(?::text[]) and event_type = 'Response' and status <> 'Pending'`,
+    [messageSids],
+  );
+}
