@@ -1257,7 +1257,7 @@ export const AdminService: GenService<{
     output: typeof CreateAccountResponseSchema;
   },
   /**
-   * Renames an account or switches SMS on or off.
+   * Renames an account, switches SMS on or off, or sets its REST format, retention and redaction.
    *
    * @generated from rpc switchboard.admin.v1.AdminService.UpdateAccount
    */
