@@ -143,6 +143,21 @@ describe(`retention (${dbKind()})`, () => {
       expect(metrics.body).toMatch(/^switchboard_oldest_message_age_seconds 0$/m);
     },
   );
+
+  it("keeps a delivered message whose receipt webhook is still being retried, until the call is settled", { timeout: 60_000 }, async () => {
+    const tenant = await createTenant(t.app);
+    await setAccount(t, tenant.accountSid, { RetentionDays: 1, RedactAfterDays: 1 });
+    receiver.answer = (_n, req) => (req.url.startsWith("/down") ? 503 : 200);
+    const m = await send(t, tenant, { DeliveryReceiptWebhookUri: receiver.url("/down") });
+    await drain(t);
+    expect(await count(t, "select count(*) as n from webhook_deliveries where message_sid = ? and status = 'Pending'", [m.MessageSid])).toBe(1);
+    t.clock.advance(2 * DAY);
+    expect(await t.engine!.retention.pass()).toMatchObject({ purged: 0, redacted: 0 });
+    expect((await getRecord(t, tenant, m.MessageSid)).json()).toMatchObject({ Status: "Delivered", Text: "Your code is 424242", Redacted: false });
+    await t.db.orm.em.fork().execute("update webhook_deliveries set status = 'Failed' where message_sid = ?", [m.MessageSid]);
+    expect(await t.engine!.retention.pass()).toMatchObject({ purged: 1, webhooks: 1 });
+    expect((await getRecord(t, tenant, m.MessageSid)).statusCode).toBe(404);
+  });
 });
 
 describe(`retention settings (${dbKind()})`, () => {
