@@ -125,7 +125,9 @@ export async function benchPurge(log: (s: string) => void): Promise<string> {
     const load = { connections: CONNECTIONS, threads: 1, seconds: SECONDS, delayMs: DELAY_MS };
     await wrk(req, { ...load, seconds: 5 });
     const alone: LoadResult = await wrk(req, load);
-    log(`  sends alone: ${f0(alone.rps)} req/s, p50 ${f2(alone.p50Ms)} ms, p99 ${f2(alone.p99Ms)} ms, errors ${alone.errors} (load ${loadavg()[0].toFixed(2)})`);
+    log(
+      `  sends alone: ${f0(alone.rps)} req/s, p50 ${f2(alone.p50Ms)} ms, p99 ${f2(alone.p99Ms)} ms, errors ${alone.errors} (load ${loadavg()[0].toFixed(2)})`,
+    );
 
     // The purge: a worker process, as `npm run worker` runs it, with a retention of 30 days.
     const expired = async () => Number((await db.query("select count(*)::int as n from messages where created_at < now() - interval '30 days'")).rows[0].n);
