@@ -52,7 +52,7 @@ export interface RetentionPurge {
 const zero = (): PurgeCounts => ({ purged: 0, redacted: 0, webhooks: 0, emails: 0, keys: 0 });
 
 /**
- * Creates the retention purge (issue 33, contract §15). A pass walks each property of the accounts
+ * Creates the retention purge (issue 33; the contract's "Retention and redaction"). A pass walks each property of the accounts
  * concerned: it deletes messages created more than RetentionDays (the account's, else
  * MESSAGE_RETENTION_DAYS) ago, with their webhook calls and attempts, e-mails, carrier segments and
  * Idempotency-Keys, then empties the text of those older than RedactAfterDays (and its copies: the

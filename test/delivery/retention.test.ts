@@ -1,5 +1,5 @@
 /**
- * Issue 33 (contract §15): retention and redaction. With an injected clock, on both databases:
+ * Issue 33 (the contract's "Retention and redaction"): retention and redaction. With an injected clock, on both databases:
  * messages past retention go with their webhook calls and attempts, e-mails and Idempotency-Keys;
  * a queued or in-flight message stays whatever its age; an account's RetentionDays overrides the
  * deployment's MESSAGE_RETENTION_DAYS; RedactAfterDays empties Text on every wire; two purges at
