@@ -43,7 +43,7 @@ const SETTINGS = {
   nodeFlags: (env.BENCH_NODE_FLAGS ?? "").split(" ").filter(Boolean),
   /** Write the results into docs/benchmarks.md (0 to only print). */
   write: env.BENCH_WRITE !== "0",
-  /** Which runs: any of idle,kannel,rest,grpc,bare,floor,dispatch,soak (soak is not in the default set); or smpp alone (bench/smpp.ts); or read-flood and/or webhook-flood (bench/hostile.ts); or rapid-reset alone (bench/rapid-reset-run.ts). */
+  /** Which runs: any of idle,kannel,rest,grpc,bare,floor,dispatch,soak (soak is not in the default set); or smpp alone (bench/smpp.ts); or read-flood and/or webhook-flood (bench/hostile.ts); or rapid-reset alone (bench/rapid-reset-run.ts); or purge alone (bench/purge.ts). */
   only: new Set((env.BENCH_ONLY ?? "idle,kannel,rest,grpc,bare,floor,dispatch").split(",").map((s) => s.trim())),
   /** Seconds after /readyz first answers at which the idle service's resident set is read. */
   idleSeconds: num("BENCH_IDLE_SECONDS", 20),
@@ -326,6 +326,12 @@ async function main(): Promise<void> {
     // Hostile load (issue 27): the read gate and per-account webhook slots (bench/hostile.ts); prints only.
     const { benchHostile } = await import("./hostile.js");
     process.stdout.write(`${await benchHostile(SETTINGS.only, log)}\n`);
+    return;
+  }
+  if (SETTINGS.only.has("purge")) {
+    // Retention (issue 33): REST send latency with and without a purge of expired messages running, the purge's rate, table sizes (bench/purge.ts); prints only.
+    const { benchPurge } = await import("./purge.js");
+    process.stdout.write(`${await benchPurge(log)}\n`);
     return;
   }
   if (SETTINGS.only.has("smpp")) {

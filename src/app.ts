@@ -36,6 +36,7 @@ import { createPolyglotServer, type PolyglotServer } from "./http/polyglot-serve
 import { httpLayer, httpServerOptions } from "./http/http-layer.js";
 import { restPlugin } from "./rest/rest.js";
 import { createReadGate, gateReads } from "./rpc/read-gate.js";
+import type { RetentionPurge } from "./delivery/retention.js";
 import { markRequestRead } from "./rpc/rpc-read-errors.js";
 import { serviceWithJsonRules } from "./rpc/rpc-json.js";
 
@@ -49,6 +50,8 @@ export interface AppDeps {
   carrier?: Carrier;
   /** Called after a message is queued, to wake the dispatcher. */
   onQueued?: () => void;
+  /** This process's retention purge, whose totals /metrics shows. */
+  retention?: RetentionPurge;
   /** Fastify logger option: false in tests, a pino instance or options in main. */
   logger?: FastifyServerOptions["logger"] | FastifyServerOptions["loggerInstance"];
 }
@@ -120,7 +123,13 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const loggerOpt = deps.logger ?? false;
   const isInstance = typeof loggerOpt === "object" && loggerOpt !== null && "child" in loggerOpt;
   const limits = deps.config.connections ?? DEFAULT_CONNECTION_LIMITS;
-  const ops = createObservability({ orm: deps.orm, clock: deps.clock ?? systemClock, metricsToken: deps.config.metricsToken, carrier: deps.carrier });
+  const ops = createObservability({
+    orm: deps.orm,
+    clock: deps.clock ?? systemClock,
+    metricsToken: deps.config.metricsToken,
+    carrier: deps.carrier,
+    retention: deps.retention,
+  });
   const app = fastify({
     // HTTP/1.1 and h2c on one port, with the connection limits and a graceful close (src/http/polyglot-server.ts).
     serverFactory: (handler) => createPolyglotServer(handler, { limits, bodyLimit: deps.config.bodyLimit }),

@@ -179,6 +179,20 @@ export interface Config {
   dispatchClaimMs: number;
   /** How long after its submission a message without a delivery report gets ErrorCode ReceiptTimeout, ms (RECEIPT_TIMEOUT_HOURS). */
   receiptTimeoutMs: number;
+  /** Retention and redaction (docs/configuration.md#retention). */
+  retention: RetentionConfig;
+}
+
+/** The purge worker's settings. */
+export interface RetentionConfig {
+  /** MESSAGE_RETENTION_DAYS: days a message is kept when its account sets none; null (unset) keeps them. */
+  defaultDays: number | null;
+  /** PURGE_BATCH_SIZE: messages deleted or redacted per statement (default 1000). */
+  batch: number;
+  /** PURGE_PAUSE_MS: pause between two batches, ms (default 100), so that sends keep their latency. */
+  pauseMs: number;
+  /** PURGE_INTERVAL_SECONDS: time between two passes once one has found nothing more to do, ms (default 300 s). */
+  intervalMs: number;
 }
 
 /** How to reach Kannel's sendsms and how Kannel reaches us back. */
@@ -312,6 +326,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     smpp: carrier === "smpp" ? smppConfig(env) : undefined,
     dispatchClaimMs: seconds("DISPATCH_CLAIM_SECONDS", 60, 1),
     receiptTimeoutMs: receiptTimeoutMs(env),
+    retention: {
+      defaultDays: env.MESSAGE_RETENTION_DAYS?.trim() ? wholeNumber(env, "MESSAGE_RETENTION_DAYS", 0, 1) : null,
+      batch: wholeNumber(env, "PURGE_BATCH_SIZE", 1000, 1),
+      pauseMs: wholeNumber(env, "PURGE_PAUSE_MS", 100, 0),
+      intervalMs: seconds("PURGE_INTERVAL_SECONDS", 300, 1),
+    },
   };
 }
 

@@ -75,3 +75,26 @@ export function addProperty(em: EntityManager, data: RequiredEntityData<Property
   em.persist(property);
   return property;
 }
+
+/** One property and its account's retention settings. */
+export interface RetentionRow {
+  account_sid: string;
+  property_sid: string;
+  retention_days: number | null;
+  redact_after_days: number | null;
+}
+
+/**
+ * Every property of the accounts the purge has work for: those with their own RetentionDays or
+ * RedactAfterDays, and every account when the deployment has a default retention.
+ */
+export function listRetentionSettings(em: EntityManager, deploymentDefault: boolean): Promise<RetentionRow[]> {
+  return executeBound<RetentionRow>(
+    em,
+    `select a.sid as account_sid, p.sid as property_sid, a.retention_days, a.redact_after_days
+       from accounts a join properties p on p.account_sid = a.sid
+      where ? or a.retention_days is not null or a.redact_after_days is not null
+      order by a.sid, p.sid`,
+    [deploymentDefault],
+  );
+}

@@ -18,6 +18,10 @@ export const AccountEntity = defineEntity({
     webhookSecret: p.string(),
     // REST response format of the message methods (src/rest/rest-compat.ts).
     restCompatibility: p.text().$type<RestCompatibility>().default("None"),
+    // Days a message is kept (by its creation); null: the deployment's MESSAGE_RETENTION_DAYS.
+    retentionDays: p.integer().nullable(),
+    // Days after which a message's text is emptied (Redacted); null: never.
+    redactAfterDays: p.integer().nullable(),
     createdAt: p.datetime(),
   },
 });

@@ -42,6 +42,8 @@ export function toAccountPb(a: Account): AccountPb {
     name: a.name,
     smsEnabled: a.smsEnabled,
     restCompatibility: a.restCompatibility,
+    retentionDays: a.retentionDays ?? undefined,
+    redactAfterDays: a.redactAfterDays ?? undefined,
     created: BigInt(unixSeconds(a.createdAt)),
   });
 }

@@ -79,6 +79,22 @@ function checkRestCompatibility(value: string | undefined): RestCompatibility | 
   return known;
 }
 
+/** Longest RetentionDays or RedactAfterDays an account takes: a hundred years. */
+export const MAX_RETENTION_DAYS = 36500;
+
+/**
+ * An account's RetentionDays or RedactAfterDays from an update: undefined when omitted, null for
+ * 0 (cleared), else a whole number of days from 1 to MAX_RETENTION_DAYS.
+ */
+function checkDays(field: "RetentionDays" | "RedactAfterDays", value: number | undefined): number | null | undefined {
+  if (value === undefined) return undefined;
+  if (value === 0) return null;
+  if (value < 0 || value > MAX_RETENTION_DAYS) {
+    throw fieldError(field, "InvalidParameter", `${field} must be a whole number of days from 1 to ${MAX_RETENTION_DAYS}, or 0 to clear it; got ${value}.`);
+  }
+  return value;
+}
+
 /**
  * What the operator API reads of the running carrier: its name and link state. Declared here
  * rather than imported from delivery so that this service stays below the delivery layer;
@@ -153,7 +169,11 @@ export function createAdminService(deps: { clock: Clock; carrier?: OperatorCarri
       if (name !== undefined && name !== "") account.name = name;
       if (req.smsEnabled !== undefined) account.smsEnabled = req.smsEnabled;
       const compatibility = checkRestCompatibility(req.restCompatibility);
+      const retentionDays = checkDays("RetentionDays", req.retentionDays);
+      const redactAfterDays = checkDays("RedactAfterDays", req.redactAfterDays);
       if (compatibility !== undefined) account.restCompatibility = compatibility;
+      if (retentionDays !== undefined) account.retentionDays = retentionDays;
+      if (redactAfterDays !== undefined) account.redactAfterDays = redactAfterDays;
       await em.flush();
       deps.accounts?.invalidate(account.sid);
       return toAccountPb(account);

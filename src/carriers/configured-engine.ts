@@ -21,6 +21,7 @@ export async function createConfiguredEngine(config: Config, orm: MikroORM, log:
     noAlphaCountries: config.noAlphaCountries,
     dispatcher: { claimMs: config.dispatchClaimMs },
     receiptTimeoutMs: config.receiptTimeoutMs,
+    retention: config.retention,
     webhooks: {
       concurrency: config.webhookConcurrency,
       concurrencyPerHost: config.webhookConcurrencyPerHost,

@@ -119,6 +119,8 @@ function errorSerializer(err: unknown) {
     delete out.query;
     delete out.params;
     delete out.queryOptions;
+    // PostgreSQL's detail of a CHECK or NOT NULL violation lists the row's values (a message's text among them).
+    if (typeof out.detail === "string" && out.detail.startsWith("Failing row contains")) delete out.detail;
   }
   return out;
 }

@@ -21,6 +21,7 @@ import { Migration20261128070000 } from "./migrations/Migration20261128070000.js
 import { Migration20261128090000 } from "./migrations/Migration20261128090000.js";
 import { Migration20261129000000 } from "./migrations/Migration20261129000000.js";
 import { Migration20261129100000 } from "./migrations/Migration20261129100000.js";
+import { Migration20261130000000 } from "./migrations/Migration20261130000000.js";
 import { applyRepeatableSql } from "./repeatable-sql.js";
 import { DEFAULT_POOL_MAX, databaseKind } from "../config.js";
 
@@ -44,6 +45,7 @@ export const migrations = [
   { name: "Migration20261128090000", class: Migration20261128090000 },
   { name: "Migration20261129000000", class: Migration20261129000000 },
   { name: "Migration20261129100000", class: Migration20261129100000 },
+  { name: "Migration20261130000000", class: Migration20261130000000 },
 ];
 
 /** Options of createOrm. */

@@ -12,6 +12,7 @@ import { createGroupCommit } from "../common/group-commit.js";
 import { applyReportBatch, recordSubmissions, type Submission } from "./receipts.js";
 import { createWorkerLoop, type WorkerLoop } from "./worker-loop.js";
 import { applyPendingReceipts, applySegmentReceipt, flushInboundParts, storeInboundPart } from "./segment-store.js";
+import { createRetentionPurge, type RetentionOptions, type RetentionPurge } from "./retention.js";
 import { createReceiptSweep, listAwaitingReports, type ReceiptSweep } from "./receipt-timeout.js";
 
 /** Options of the delivery engine. */
@@ -55,6 +56,8 @@ export interface DeliveryEngineOptions {
   receiptTimeoutMs?: number;
   /** How often the receipt-timeout sweep looks once it has caught up, ms (default 60 s). */
   receiptSweepMs?: number;
+  /** The retention purge's settings (docs/configuration.md#retention); without them nothing is purged. */
+  retention?: Omit<RetentionOptions, "orm" | "clock" | "log"> & { intervalMs?: number };
 }
 
 /** The dispatcher, the webhook sender and the carrier's event sink, started and stopped together. */
@@ -64,6 +67,8 @@ export interface DeliveryEngine {
   mail: { tick(): Promise<number> };
   /** Gives ErrorCode ReceiptTimeout to messages Submitted longer than receiptTimeoutMs ago; any process may run it. */
   receiptSweep: ReceiptSweep;
+  /** Deletes and redacts old messages (MESSAGE_RETENTION_DAYS, accounts' RetentionDays and RedactAfterDays); any process may run it. */
+  retention: RetentionPurge;
   events: CarrierEvents;
   /** Starts the carrier and (unless `loops` is false) the background loops. */
   start(opts?: { loops?: boolean }): Promise<void>;
@@ -91,6 +96,7 @@ export function createDeliveryEngine(opts: DeliveryEngineOptions): DeliveryEngin
   const pollMs = opts.pollMs ?? 250;
   const receiptTimeoutMs = opts.receiptTimeoutMs ?? 72 * 3_600_000;
   const receiptSweep = createReceiptSweep({ orm: opts.orm, clock: opts.clock, timeoutMs: receiptTimeoutMs, log: opts.log });
+  const retention = createRetentionPurge({ orm: opts.orm, clock: opts.clock, log: opts.log, defaultDays: null, ...opts.retention });
   let loops: WorkerLoop[] = [];
   let dispatchLoops: WorkerLoop[] = [];
 
@@ -156,6 +162,7 @@ export function createDeliveryEngine(opts: DeliveryEngineOptions): DeliveryEngin
     webhooks,
     mail,
     receiptSweep,
+    retention,
     events,
     async start(startOpts) {
       await opts.carrier.start(events);
@@ -182,6 +189,8 @@ export function createDeliveryEngine(opts: DeliveryEngineOptions): DeliveryEngin
         createWorkerLoop("mail", () => mail.tick(), { intervalMs: pollMs * 4, log: opts.log }),
         // Runs again at once while it reads full batches (catching up), else every receiptSweepMs.
         createWorkerLoop("receipt-timeout", () => receiptSweep.tick(), { intervalMs: opts.receiptSweepMs ?? 60_000, log: opts.log }),
+        // A pass drains everything due (batch by batch, paused); the next one comes intervalMs later.
+        createWorkerLoop("retention", () => retention.pass().then(() => 0), { intervalMs: opts.retention?.intervalMs ?? 300_000, log: opts.log }),
       ];
       for (const l of loops) l.start();
     },
@@ -189,6 +198,8 @@ export function createDeliveryEngine(opts: DeliveryEngineOptions): DeliveryEngin
       for (const l of dispatchLoops) l.nudge();
     },
     async stop() {
+      // A purge pass in progress ends after its current batch.
+      retention.stop();
       await Promise.all(loops.map((l) => l.stop()));
       // Webhook calls already started finish (each within its timeout) and are recorded.
       await webhooks.drain();

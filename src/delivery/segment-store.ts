@@ -190,3 +190,8 @@ export async function flushInboundParts(em: EntityManager, before: Date, now: Da
   for (const g of groups) if (await em.transactional((tx) => deliverParts(tx, g, now, opts))) n++;
   return n;
 }
+
+/** Deletes the carrier segments of these messages (retention). */
+export async function deleteSegmentsOfMessages(tx: EntityManager, messageSids: string[]): Promise<void> {
+  await executeBound(tx, `delete from carrier_segments where message_sid = any(?::text[])`, [messageSids]);
+}

@@ -91,3 +91,14 @@ export async function markEmailFailed(
 export function listEmails(em: EntityManager, page: { limit: number; offset: number }): Promise<[Email[], number]> {
   return em.findAndCount(Email, {}, { orderBy: { createdAt: "desc", id: "asc" }, limit: page.limit, offset: page.offset });
 }
+
+/** Deletes the forwarded e-mails of these messages (retention); how many went. */
+export async function deleteEmailsOfMessages(tx: EntityManager, messageSids: string[]): Promise<number> {
+  const rows = await executeBound<{ id: string }>(tx, `delete from emails where message_sid = any(?::text[]) returning id`, [messageSids]);
+  return rows.length;
+}
+
+/** Empties the body of the settled e-mails of these messages (redaction: a forwarded reply's words). */
+export async function redactEmailsOfMessages(tx: EntityManager, messageSids: string[]): Promise<void> {
+  await executeBound(tx, `update emails set body = '' where message_sid = any(?::text[]) and status <> 'Pending'`, [messageSids]);
+}

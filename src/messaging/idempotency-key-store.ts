@@ -74,3 +74,22 @@ export async function claimBatchKey(tx: Em, accountSid: string, key: string, has
 export async function setBatchKeyResponse(tx: Em, accountSid: string, key: string, response: Uint8Array): Promise<void> {
   await executeBound(tx, "update idempotency_keys set response = ? where account_sid = ? and key = ?", [Buffer.from(response), accountSid, key]);
 }
+
+/** Deletes the Idempotency-Keys of these messages (retention: they go with their messages); how many. */
+export async function deleteKeysOfMessages(tx: Em, messageSids: string[]): Promise<number> {
+  const rows = await executeBound<{ key: string }>(tx, "delete from idempotency_keys where message_sid = any(?::text[]) returning key", [messageSids]);
+  return rows.length;
+}
+
+/**
+ * Deletes an account's batch-send keys created before `before` (retention and redaction: each
+ * holds its batch's response, texts included; it expired after IDEMPOTENCY_TTL_MS); how many.
+ */
+export async function deleteBatchKeysBefore(tx: Em, accountSid: string, before: Date): Promise<number> {
+  const rows = await executeBound<{ key: string }>(
+    tx,
+    "delete from idempotency_keys where created_at < ? and account_sid = ? and message_sid is null returning key",
+    [before, accountSid],
+  );
+  return rows.length;
+}

@@ -26,6 +26,8 @@ export const MessageEntity = defineEntity({
     sender: p.string().length(32),
     recipient: p.string().length(32),
     text: p.text(),
+    // The text was emptied by the account's RedactAfterDays (src/delivery/retention.ts).
+    redacted: p.boolean().default(false),
     encoding: p.string().length(8).$type<MessageEncoding>(),
     numSegments: p.integer(),
     deliveryReceipt: p.boolean().default(true),

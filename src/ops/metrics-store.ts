@@ -6,9 +6,9 @@
 import type { EntityManager } from "@mikro-orm/sql";
 import { executeBound } from "../db/bound-sql.js";
 
-/** One gauge value: messages per status, the webhook and mail backlogs, the dispatcher's lag. */
+/** One gauge value: messages per status, the webhook and mail backlogs, the dispatcher's lag, the oldest message's age. */
 export interface GaugeRow {
-  metric: "messages" | "webhook_backlog" | "mail_backlog" | "dispatcher_lag";
+  metric: "messages" | "webhook_backlog" | "mail_backlog" | "dispatcher_lag" | "oldest_message";
   label: string;
   value: number | string | null;
 }
@@ -25,9 +25,12 @@ union all
 select 'dispatcher_lag', '', coalesce(extract(epoch from (?::timestamptz - min(send_at))), 0)::float8
   from messages
  where queued and direction = 'Transmit'
-   and send_at <= ? and (claimed_until is null or claimed_until < ?)`;
+   and send_at <= ? and (claimed_until is null or claimed_until < ?)
+union all
+select 'oldest_message', '', coalesce(extract(epoch from (?::timestamptz - min(o.created_at))), 0)::float8
+  from properties p cross join lateral (select created_at from messages where property_sid = p.sid order by created_at limit 1) o`;
 
 /** Reads every database gauge at `now` in one statement, cancelled after `timeoutMs`. */
 export function readGaugeRows(em: EntityManager, now: Date, timeoutMs: number): Promise<GaugeRow[]> {
-  return executeBound<GaugeRow>(em, GAUGES_SQL, [now, now, now], undefined, AbortSignal.timeout(timeoutMs));
+  return executeBound<GaugeRow>(em, GAUGES_SQL, [now, now, now, now], undefined, AbortSignal.timeout(timeoutMs));
 }

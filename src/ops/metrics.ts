@@ -2,6 +2,7 @@ import type { MikroORM } from "@mikro-orm/sql";
 import type { FastifyBaseLogger } from "fastify";
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
 import type { Carrier } from "../delivery/carrier.js";
+import type { RetentionPurge } from "../delivery/retention.js";
 import type { Clock } from "../common/clock.js";
 import { readGaugeRows } from "./metrics-store.js";
 import { MESSAGE_STATUSES } from "../messaging/message.entity.js";
@@ -36,6 +37,8 @@ export interface MetricsOptions {
   queryTimeoutMs?: number;
   /** The process's carrier: its link state and queue are read at scrape time. */
   carrier?: Carrier;
+  /** The process's retention purge: its totals are read at scrape time. */
+  retention?: Pick<RetentionPurge, "totals">;
 }
 
 /** Creates the registry with the HTTP, queue and process metrics (docs/operations.md#metrics). */
@@ -96,6 +99,31 @@ export function createMetrics(opts: MetricsOptions): Metrics {
     labelNames: ["carrier"] as const,
     registers,
   });
+  const purged = new Counter({
+    name: "switchboard_retention_purged_messages_total",
+    help: "Messages this process deleted past their retention (MESSAGE_RETENTION_DAYS, RetentionDays), with what hangs off them.",
+    registers,
+  });
+  const redacted = new Counter({
+    name: "switchboard_retention_redacted_messages_total",
+    help: "Messages whose text this process emptied past their account's RedactAfterDays.",
+    registers,
+  });
+  const oldest = new Gauge({
+    name: "switchboard_oldest_message_age_seconds",
+    help: "Age of the oldest message kept (by Created), read at scrape time; 0 when there is none.",
+    registers,
+  });
+  // The purge counts in its own totals; the counters follow them by the difference since the last scrape.
+  const seen = { purged: 0, redacted: 0 };
+  function readRetention(): void {
+    const t = opts.retention?.totals();
+    if (!t) return;
+    purged.inc(t.purged - seen.purged);
+    redacted.inc(t.redacted - seen.redacted);
+    seen.purged = t.purged;
+    seen.redacted = t.redacted;
+  }
   if (opts.processMetrics !== false) collectDefaultMetrics({ register: registry });
 
   function readCarrier(): void {
@@ -119,6 +147,7 @@ export function createMetrics(opts: MetricsOptions): Metrics {
         if (r.metric === "messages") messages.set({ status: r.label }, value);
         else if (r.metric === "webhook_backlog") webhookBacklog.set(value);
         else if (r.metric === "mail_backlog") mailBacklog.set(value);
+        else if (r.metric === "oldest_message") oldest.set(Math.max(0, value));
         else lag.set(Math.max(0, value));
       }
       databaseUp.set(1);
@@ -137,6 +166,7 @@ export function createMetrics(opts: MetricsOptions): Metrics {
     },
     async render() {
       readCarrier();
+      readRetention();
       await readGauges();
       return registry.metrics();
     },

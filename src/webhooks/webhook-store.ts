@@ -187,3 +187,22 @@ export async function listWebhookDeliveries(em: EntityManager, messageSid: strin
   const attempts = deliveries.length ? await em.find(AttemptRecord, { deliveryId: { $in: deliveries.map((d) => d.id) } }, { orderBy: { id: "asc" } }) : [];
   return deliveries.map((delivery) => ({ delivery, attempts: attempts.filter((a) => a.deliveryId === delivery.id) }));
 }
+
+/** Deletes the webhook calls of these messages and their attempts (retention); how many calls went. */
+export async function deleteWebhookDeliveriesOfMessages(tx: EntityManager, messageSids: string[]): Promise<number> {
+  await executeBound(tx, `delete from webhook_attempts where delivery_id in (select id from webhook_deliveries where message_sid = any(?::text[]))`, [
+    messageSids,
+  ]);
+  const rows = await executeBound<{ id: string }>(tx, `delete from webhook_deliveries where message_sid = any(?::text[]) returning id`, [messageSids]);
+  return rows.length;
+}
+
+/** Empties the Text of the settled Response calls of these messages (redaction: the reply's words). */
+export async function redactWebhookPayloadsOfMessages(tx: EntityManager, messageSids: string[]): Promise<void> {
+  await executeBound(
+    tx,
+    `update webhook_deliveries set payload = jsonb_set(payload, '{Text}', '""')
+      where message_sid = any(?::text[]) and event_type = 'Response' and status <> 'Pending'`,
+    [messageSids],
+  );
+}

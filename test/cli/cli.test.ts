@@ -267,6 +267,9 @@ describe("operator flow", () => {
     const fone = await ok(["update-account", account.AccountSid, "--rest-compatibility", "FoneDynamics"]);
     expect(fone).toEqual({ ...on, RestCompatibility: "FoneDynamics" });
     expect(await ok(["update-account", account.AccountSid, "--rest-compatibility", "None"])).toEqual(on);
+    const kept = await ok(["update-account", account.AccountSid, "--retention-days", "90", "--redact-after-days", "7"]);
+    expect(kept).toEqual({ ...on, RetentionDays: 90, RedactAfterDays: 7 });
+    expect(await ok(["update-account", account.AccountSid, "--retention-days", "0", "--redact-after-days", "0"])).toEqual(on);
     const prop = await ok(["update-property", propertySid, "--json", '{"Name":"From JSON","SmsEnabled":false}', "--name", "Flag wins"]);
     expect(prop).toEqual({ PropertySid: propertySid, AccountSid: account.AccountSid, Name: "Flag wins", SmsEnabled: false, Created });
   });

@@ -446,6 +446,7 @@ describe("a reply to a leased sender with every forward set", () => {
         Received: at,
         ErrorCode: "",
         CarrierError: "",
+        Redacted: false,
       });
       const received = await listByDirection(r, "Receive");
       expect(received.Messages.filter((m) => m.From === recipient)).toStrictEqual([rec]);

@@ -21,6 +21,7 @@ const RECORD_KEYS = [
   "NumSegments",
   "PropertySid",
   "Received",
+  "Redacted",
   "Schedule",
   "Status",
   "Submitted",
@@ -126,6 +127,7 @@ describe("GET /v2/Messages/{MessageSid}", () => {
       Received: 0,
       ErrorCode: "",
       CarrierError: "",
+      Redacted: false,
     });
   });
 
@@ -156,6 +158,7 @@ describe("GET /v2/Messages/{MessageSid}", () => {
       Received: 0,
       ErrorCode: "",
       CarrierError: "",
+      Redacted: false,
     });
   });
 

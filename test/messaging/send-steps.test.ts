@@ -1,4 +1,4 @@
-import { create } from "@bufbuild/protobuf";
+import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import { describe, expect, it } from "vitest";
 import { SendMessageRequestSchema } from "../../gen/switchboard/v2/messaging_pb.js";
 import { errorCodeOf, fieldErrors } from "../../src/common/errors.js";
@@ -11,7 +11,7 @@ import { ACCESS_RULES, accessRefusal, neededFacts, RULES, ruleRefusal, type Send
 
 const NOW = 1_900_000_000;
 
-function item(fields: Partial<Parameters<typeof create<typeof SendMessageRequestSchema>>[1]>, extra: Partial<SendItem> = {}): SendItem {
+function item(fields: Omit<MessageInitShape<typeof SendMessageRequestSchema>, "$typeName">, extra: Partial<SendItem> = {}): SendItem {
   const req = create(SendMessageRequestSchema, { propertySid: "PR1", to: "+447700900123", text: "hi", ...fields });
   return {
     account: { sid: "AC1", tokenHash: "hash-1" },

@@ -98,6 +98,23 @@ describe("createLogger", () => {
     expect(lines[0]).not.toContain("whsec_leaky");
   });
 
+  it("drops PostgreSQL's detail when it lists a row's values (a message's text); keeps a key's detail", () => {
+    const { log, lines } = capture(env);
+    const check = Object.assign(new Error('new row for relation "messages" violates check constraint'), {
+      code: "23514",
+      detail: "Failing row contains (MG1, AC1, Your appointment is at 9:40, GSM7).",
+    });
+    const unique = Object.assign(new Error("duplicate key value violates unique constraint"), {
+      code: "23505",
+      detail: "Key (number)=(+447700900001) already exists.",
+    });
+    log.error({ err: check }, "call failed");
+    log.error({ err: unique }, "call failed");
+    expect(JSON.parse(lines[0]!).err).toMatchObject({ code: "23514", message: 'new row for relation "messages" violates check constraint' });
+    expect(lines[0]).not.toContain("appointment");
+    expect(JSON.parse(lines[1]!).err).toMatchObject({ code: "23505", detail: "Key (number)=(+447700900001) already exists." });
+  });
+
   it("leaves documented public defaults and short values alone (they would mangle ordinary words)", () => {
     const { log, text } = capture({ LOG_LEVEL: "info", SWITCHBOARD_ADMIN_TOKEN: "op-token-ABCDEFGHIJKLMNOP-0123456789" });
     log.info("Switchboard uses switchboard and switchboard-kannel by default");

@@ -285,6 +285,7 @@ describe("REST transcoder", () => {
         Received: 0,
         ErrorCode: "",
         CarrierError: "",
+        Redacted: false,
       }),
     );
   });
@@ -317,6 +318,7 @@ describe("REST transcoder", () => {
           Received: 0,
           ErrorCode: "",
           CarrierError: "",
+          Redacted: false,
         },
       ],
       TotalCount: 5,

@@ -316,7 +316,9 @@ export function createSmppCarrier(opts: SmppCarrierOptions): SmppCarrier {
     if (isReceiptClass || tlvId !== undefined || fromText) {
       const id = tlvId ?? fromText?.id;
       if (!id) {
-        log?.warn({ text: text.slice(0, 160) }, "a delivery receipt without a message id: ignored");
+        // Its text only at debug: a deliver_sm flagged as a receipt may carry a customer's words.
+        log?.warn({ length: text.length }, "a delivery receipt without a message id: ignored");
+        log?.debug({ text: text.slice(0, 160) }, "the receipt without a message id");
         return;
       }
       const state = pdu.message_state !== undefined ? Number(pdu.message_state) : undefined;
