@@ -15,7 +15,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file switchboard/admin/v1/admin.proto.
  */
 export const file_switchboard_admin_v1_admin: GenFile = /*@__PURE__*/
-  fileDesc("CiBzd2l0Y2hib2FyZC9hZG1pbi92MS9hZG1pbi5wcm90bxIUc3dpdGNoYm9hcmQuYWRtaW4udjEiqAEKB0FjY291bnQSHwoLYWNjb3VudF9zaWQYASABKAlSCkFjY291bnRTaWQSEgoEbmFtZRgCIAEoCVIETmFtZRIfCgtzbXNfZW5hYmxlZBgDIAEoCFIKU21zRW5hYmxlZBIYCgdjcmVhdGVkGAQgASgDUgdDcmVhdGVkEi0KEnJlc3RfY29tcGF0aWJpbGl0eRgFIAEoCVIRUmVzdENvbXBhdGliaWxpdHkidgoTTGlzdEFjY291bnRzUmVxdWVzdBIpCg1yZXN1bHRzX2NvdW50GAEgASgFSABSDVJlc3VsdHNfQ291bnSIAQESIgoMcmVzdWx0c19za2lwGAIgASgFUgxSZXN1bHRzX1NraXBCEAoOX3Jlc3VsdHNfY291bnQicgoUTGlzdEFjY291bnRzUmVzcG9uc2USOQoIYWNjb3VudHMYASADKAsyHS5zd2l0Y2hib2FyZC5hZG1pbi52MS5BY2NvdW50UghBY2NvdW50cxIfCgt0b3RhbF9jb3VudBgCIAEoBVIKVG90YWxDb3VudCI0ChFHZXRBY2NvdW50UmVxdWVzdBIfCgthY2NvdW50X3NpZBgBIAEoCVIKQWNjb3VudFNpZCKrAQoUQ3JlYXRlQWNjb3VudFJlcXVlc3QSEgoEbmFtZRgBIAEoCVIETmFtZRIkCgtzbXNfZW5hYmxlZBgCIAEoCEgAUgpTbXNFbmFibGVkiAEBEjIKEnJlc3RfY29tcGF0aWJpbGl0eRgDIAEoCUgBUhFSZXN0Q29tcGF0aWJpbGl0eYgBAUIOCgxfc21zX2VuYWJsZWRCFQoTX3Jlc3RfY29tcGF0aWJpbGl0eSLZAQoVQ3JlYXRlQWNjb3VudFJlc3BvbnNlEh8KC2FjY291bnRfc2lkGAEgASgJUgpBY2NvdW50U2lkEhIKBG5hbWUYAiABKAlSBE5hbWUSHwoLc21zX2VuYWJsZWQYAyABKAhSClNtc0VuYWJsZWQSFAoFdG9rZW4YBCABKAlSBVRva2VuEiUKDndlYmhvb2tfc2VjcmV0GAUgASgJUg1XZWJob29rU2VjcmV0Ei0KEnJlc3RfY29tcGF0aWJpbGl0eRgGIAEoCVIRUmVzdENvbXBhdGliaWxpdHki2gEKFFVwZGF0ZUFjY291bnRSZXF1ZXN0Eh8KC2FjY291bnRfc2lkGAEgASgJUgpBY2NvdW50U2lkEhcKBG5hbWUYAiABKAlIAFIETmFtZYgBARIkCgtzbXNfZW5hYmxlZBgDIAEoCEgBUgpTbXNFbmFibGVkiAEBEjIKEnJlc3RfY29tcGF0aWJpbGl0eRgEIAEoCUgCUhFSZXN0Q29tcGF0aWJpbGl0eYgBAUIHCgVfbmFtZUIOCgxfc21zX2VuYWJsZWRCFQoTX3Jlc3RfY29tcGF0aWJpbGl0eSI1ChJSb3RhdGVUb2tlblJlcXVlc3QSHwoLYWNjb3VudF9zaWQYASABKAlSCkFjY291bnRTaWQiTAoTUm90YXRlVG9rZW5SZXNwb25zZRIfCgthY2NvdW50X3NpZBgBIAEoCVIKQWNjb3VudFNpZBIUCgV0b2tlbhgCIAEoCVIFVG9rZW4iNgoTQ2FuY2VsUXVldWVkUmVxdWVzdBIfCgthY2NvdW50X3NpZBgBIAEoCVIKQWNjb3VudFNpZCJTChRDYW5jZWxRdWV1ZWRSZXNwb25zZRIfCgthY2NvdW50X3NpZBgBIAEoCVIKQWNjb3VudFNpZBIaCghjYW5jZWxlZBgCIAEoBVIIQ2FuY2VsZWQinQEKCFByb3BlcnR5EiEKDHByb3BlcnR5X3NpZBgBIAEoCVILUHJvcGVydHlTaWQSHwoLYWNjb3VudF9zaWQYAiABKAlSCkFjY291bnRTaWQSEgoEbmFtZRgDIAEoCVIETmFtZRIfCgtzbXNfZW5hYmxlZBgEIAEoCFIKU21zRW5hYmxlZBIYCgdjcmVhdGVkGAUgASgDUgdDcmVhdGVkIpkBChVMaXN0UHJvcGVydGllc1JlcXVlc3QSHwoLYWNjb3VudF9zaWQYASABKAlSCkFjY291bnRTaWQSKQoNcmVzdWx0c19jb3VudBgCIAEoBUgAUg1SZXN1bHRzX0NvdW50iAEBEiIKDHJlc3VsdHNfc2tpcBgDIAEoBVIMUmVzdWx0c19Ta2lwQhAKDl9yZXN1bHRzX2NvdW50InkKFkxpc3RQcm9wZXJ0aWVzUmVzcG9uc2USPgoKcHJvcGVydGllcxgBIAMoCzIeLnN3aXRjaGJvYXJkLmFkbWluLnYxLlByb3BlcnR5UgpQcm9wZXJ0aWVzEh8KC3RvdGFsX2NvdW50GAIgASgFUgpUb3RhbENvdW50IoIBChVDcmVhdGVQcm9wZXJ0eVJlcXVlc3QSHwoLYWNjb3VudF9zaWQYASABKAlSCkFjY291bnRTaWQSEgoEbmFtZRgCIAEoCVIETmFtZRIkCgtzbXNfZW5hYmxlZBgDIAEoCEgAUgpTbXNFbmFibGVkiAEBQg4KDF9zbXNfZW5hYmxlZCKSAQoVVXBkYXRlUHJvcGVydHlSZXF1ZXN0EiEKDHByb3BlcnR5X3NpZBgBIAEoCVILUHJvcGVydHlTaWQSFwoEbmFtZRgCIAEoCUgAUgROYW1liAEBEiQKC3Ntc19lbmFibGVkGAMgASgISAFSClNtc0VuYWJsZWSIAQFCBwoFX25hbWVCDgoMX3Ntc19lbmFibGVkIk4KE0NyZWF0ZU51bWJlclJlcXVlc3QSFgoGbnVtYmVyGAEgASgJUgZOdW1iZXISHwoLYWNjb3VudF9zaWQYAiABKAlSCkFjY291bnRTaWQiuAEKEkxpc3ROdW1iZXJzUmVxdWVzdBIfCgthY2NvdW50X3NpZBgBIAEoCVIKQWNjb3VudFNpZBIXCgRwb29sGAIgASgISABSBFBvb2yIAQESKQoNcmVzdWx0c19jb3VudBgDIAEoBUgBUg1SZXN1bHRzX0NvdW50iAEBEiIKDHJlc3VsdHNfc2tpcBgEIAEoBVIMUmVzdWx0c19Ta2lwQgcKBV9wb29sQhAKDl9yZXN1bHRzX2NvdW50IuwBCg1OdW1iZXJEZXRhaWxzEhYKBm51bWJlchgBIAEoCVIGTnVtYmVyEh8KC2FjY291bnRfc2lkGAIgASgJUgpBY2NvdW50U2lkEhoKCGZyaWVuZGx5GAMgASgJUghGcmllbmRseRIfCgthZGRyZXNzX3NpZBgEIAEoCVIKQWRkcmVzc1NpZBISCgRwb29sGAUgASgIUgRQb29sEhYKBmxlYXNlZBgGIAEoCFIGTGVhc2VkEh8KC2xpdmVfbGVhc2VzGAcgASgFUgpMaXZlTGVhc2VzEhgKB2NyZWF0ZWQYCCABKANSB0NyZWF0ZWQidQoTTGlzdE51bWJlcnNSZXNwb25zZRI9CgdudW1iZXJzGAEgAygLMiMuc3dpdGNoYm9hcmQuYWRtaW4udjEuTnVtYmVyRGV0YWlsc1IHTnVtYmVycxIfCgt0b3RhbF9jb3VudBgCIAEoBVIKVG90YWxDb3VudCKwAQoUTGlzdEFkZHJlc3Nlc1JlcXVlc3QSFgoGc3RhdHVzGAEgASgJUgZTdGF0dXMSHwoLYWNjb3VudF9zaWQYAiABKAlSCkFjY291bnRTaWQSKQoNcmVzdWx0c19jb3VudBgDIAEoBUgAUg1SZXN1bHRzX0NvdW50iAEBEiIKDHJlc3VsdHNfc2tpcBgEIAEoBVIMUmVzdWx0c19Ta2lwQhAKDl9yZXN1bHRzX2NvdW50Ik8KFFJldmlld0FkZHJlc3NSZXF1ZXN0Eh8KC2FkZHJlc3Nfc2lkGAEgASgJUgpBZGRyZXNzU2lkEhYKBnN0YXR1cxgCIAEoCVIGU3RhdHVzIk4KFEluamVjdEluYm91bmRSZXF1ZXN0EhIKBGZyb20YASABKAlSBEZyb20SDgoCdG8YAiABKAlSAlRvEhIKBHRleHQYAyABKAlSBFRleHQiWAoVSW5qZWN0SW5ib3VuZFJlc3BvbnNlEh8KC21lc3NhZ2Vfc2lkGAEgASgJUgpNZXNzYWdlU2lkEh4KC2luX3JlcGx5X3RvGAIgASgJUglJblJlcGx5VG8iNAoaTGlzdEhhbmRzZXRNZXNzYWdlc1JlcXVlc3QSFgoGbnVtYmVyGAEgASgJUgZOdW1iZXIihQEKDkhhbmRzZXRNZXNzYWdlEh8KC21lc3NhZ2Vfc2lkGAEgASgJUgpNZXNzYWdlU2lkEhIKBGZyb20YAiABKAlSBEZyb20SDgoCdG8YAyABKAlSAlRvEhIKBHRleHQYBCABKAlSBFRleHQSGgoIcmVjZWl2ZWQYBSABKANSCFJlY2VpdmVkIl8KG0xpc3RIYW5kc2V0TWVzc2FnZXNSZXNwb25zZRJACghtZXNzYWdlcxgBIAMoCzIkLnN3aXRjaGJvYXJkLmFkbWluLnYxLkhhbmRzZXRNZXNzYWdlUghNZXNzYWdlcyI/ChxMaXN0V2ViaG9va0RlbGl2ZXJpZXNSZXF1ZXN0Eh8KC21lc3NhZ2Vfc2lkGAEgASgJUgpNZXNzYWdlU2lkIoYBCg5XZWJob29rQXR0ZW1wdBIcCglhdHRlbXB0ZWQYASABKANSCUF0dGVtcHRlZBIfCgtzdGF0dXNfY29kZRgCIAEoBVIKU3RhdHVzQ29kZRIUCgVlcnJvchgDIAEoCVIFRXJyb3ISHwoLZHVyYXRpb25fbXMYBCABKAVSCkR1cmF0aW9uTXMizwIKD1dlYmhvb2tEZWxpdmVyeRIdCgp3ZWJob29rX2lkGAEgASgJUglXZWJob29rSWQSHQoKZXZlbnRfdHlwZRgCIAEoCVIJRXZlbnRUeXBlEhAKA3VybBgDIAEoCVIDVXJsEhYKBm1ldGhvZBgEIAEoCVIGTWV0aG9kEhYKBnN0YXR1cxgFIAEoCVIGU3RhdHVzEhoKCGF0dGVtcHRzGAYgASgFUghBdHRlbXB0cxIhCgxuZXh0X2F0dGVtcHQYByABKANSC05leHRBdHRlbXB0EhgKB2NyZWF0ZWQYCCABKANSB0NyZWF0ZWQSHAoJZGVsaXZlcmVkGAkgASgDUglEZWxpdmVyZWQSRQoLYXR0ZW1wdF9sb2cYCiADKAsyJC5zd2l0Y2hib2FyZC5hZG1pbi52MS5XZWJob29rQXR0ZW1wdFIKQXR0ZW1wdExvZyJmCh1MaXN0V2ViaG9va0RlbGl2ZXJpZXNSZXNwb25zZRJFCgpkZWxpdmVyaWVzGAEgAygLMiUuc3dpdGNoYm9hcmQuYWRtaW4udjEuV2ViaG9va0RlbGl2ZXJ5UgpEZWxpdmVyaWVzInQKEUxpc3RFbWFpbHNSZXF1ZXN0EikKDXJlc3VsdHNfY291bnQYASABKAVIAFINUmVzdWx0c19Db3VudIgBARIiCgxyZXN1bHRzX3NraXAYAiABKAVSDFJlc3VsdHNfU2tpcEIQCg5fcmVzdWx0c19jb3VudCL8AQoFRW1haWwSGQoIZW1haWxfaWQYASABKAlSB0VtYWlsSWQSHwoLYWNjb3VudF9zaWQYAiABKAlSCkFjY291bnRTaWQSHwoLbWVzc2FnZV9zaWQYAyABKAlSCk1lc3NhZ2VTaWQSEgoEZnJvbRgEIAEoCVIERnJvbRIOCgJ0bxgFIAEoCVICVG8SGAoHc3ViamVjdBgGIAEoCVIHU3ViamVjdBISCgRib2R5GAcgASgJUgRCb2R5EhYKBnN0YXR1cxgIIAEoCVIGU3RhdHVzEhgKB2NyZWF0ZWQYCSABKANSB0NyZWF0ZWQSEgoEc2VudBgKIAEoA1IEU2VudCJqChJMaXN0RW1haWxzUmVzcG9uc2USMwoGZW1haWxzGAEgAygLMhsuc3dpdGNoYm9hcmQuYWRtaW4udjEuRW1haWxSBkVtYWlscxIfCgt0b3RhbF9jb3VudBgCIAEoBVIKVG90YWxDb3VudCIZChdHZXRDYXJyaWVyU3RhdHVzUmVxdWVzdCLRAQoNQ2FycmllclN0YXR1cxIYCgdjYXJyaWVyGAEgASgJUgdDYXJyaWVyEhIKBGxpbmsYAiABKAlSBExpbmsSFAoFc2luY2UYAyABKANSBVNpbmNlEh0KCmxhc3RfZXJyb3IYBCABKAlSCUxhc3RFcnJvchIbCglpbl9mbGlnaHQYBSABKAVSCEluRmxpZ2h0EhYKBndpbmRvdxgGIAEoBVIGV2luZG93EhAKA3RwcxgHIAEoAVIDVHBzEhYKBnF1ZXVlZBgIIAEoBVIGUXVldWVkMqUUCgxBZG1pblNlcnZpY2USgQEKDExpc3RBY2NvdW50cxIpLnN3aXRjaGJvYXJkLmFkbWluLnYxLkxpc3RBY2NvdW50c1JlcXVlc3QaKi5zd2l0Y2hib2FyZC5hZG1pbi52MS5MaXN0QWNjb3VudHNSZXNwb25zZSIagtPkkwIUEhIvYWRtaW4vdjEvQWNjb3VudHMSfgoKR2V0QWNjb3VudBInLnN3aXRjaGJvYXJkLmFkbWluLnYxLkdldEFjY291bnRSZXF1ZXN0Gh0uc3dpdGNoYm9hcmQuYWRtaW4udjEuQWNjb3VudCIogtPkkwIiEiAvYWRtaW4vdjEvQWNjb3VudHMve2FjY291bnRfc2lkfRKHAQoNQ3JlYXRlQWNjb3VudBIqLnN3aXRjaGJvYXJkLmFkbWluLnYxLkNyZWF0ZUFjY291bnRSZXF1ZXN0Gisuc3dpdGNoYm9hcmQuYWRtaW4udjEuQ3JlYXRlQWNjb3VudFJlc3BvbnNlIh2C0+STAhc6ASoiEi9hZG1pbi92MS9BY2NvdW50cxKHAQoNVXBkYXRlQWNjb3VudBIqLnN3aXRjaGJvYXJkLmFkbWluLnYxLlVwZGF0ZUFjY291bnRSZXF1ZXN0Gh0uc3dpdGNoYm9hcmQuYWRtaW4udjEuQWNjb3VudCIrgtPkkwIlOgEqIiAvYWRtaW4vdjEvQWNjb3VudHMve2FjY291bnRfc2lkfRKVAQoLUm90YXRlVG9rZW4SKC5zd2l0Y2hib2FyZC5hZG1pbi52MS5Sb3RhdGVUb2tlblJlcXVlc3QaKS5zd2l0Y2hib2FyZC5hZG1pbi52MS5Sb3RhdGVUb2tlblJlc3BvbnNlIjGC0+STAis6ASoiJi9hZG1pbi92MS9BY2NvdW50cy97YWNjb3VudF9zaWR9L1Rva2VuEp8BCgxDYW5jZWxRdWV1ZWQSKS5zd2l0Y2hib2FyZC5hZG1pbi52MS5DYW5jZWxRdWV1ZWRSZXF1ZXN0Giouc3dpdGNoYm9hcmQuYWRtaW4udjEuQ2FuY2VsUXVldWVkUmVzcG9uc2UiOILT5JMCMjoBKiItL2FkbWluL3YxL0FjY291bnRzL3thY2NvdW50X3NpZH0vQ2FuY2VsUXVldWVkEqABCg5MaXN0UHJvcGVydGllcxIrLnN3aXRjaGJvYXJkLmFkbWluLnYxLkxpc3RQcm9wZXJ0aWVzUmVxdWVzdBosLnN3aXRjaGJvYXJkLmFkbWluLnYxLkxpc3RQcm9wZXJ0aWVzUmVzcG9uc2UiM4LT5JMCLRIrL2FkbWluL3YxL0FjY291bnRzL3thY2NvdW50X3NpZH0vUHJvcGVydGllcxKVAQoOQ3JlYXRlUHJvcGVydHkSKy5zd2l0Y2hib2FyZC5hZG1pbi52MS5DcmVhdGVQcm9wZXJ0eVJlcXVlc3QaHi5zd2l0Y2hib2FyZC5hZG1pbi52MS5Qcm9wZXJ0eSI2gtPkkwIwOgEqIisvYWRtaW4vdjEvQWNjb3VudHMve2FjY291bnRfc2lkfS9Qcm9wZXJ0aWVzEo0BCg5VcGRhdGVQcm9wZXJ0eRIrLnN3aXRjaGJvYXJkLmFkbWluLnYxLlVwZGF0ZVByb3BlcnR5UmVxdWVzdBoeLnN3aXRjaGJvYXJkLmFkbWluLnYxLlByb3BlcnR5Ii6C0+STAig6ASoiIy9hZG1pbi92MS9Qcm9wZXJ0aWVzL3twcm9wZXJ0eV9zaWR9En0KC0xpc3ROdW1iZXJzEiguc3dpdGNoYm9hcmQuYWRtaW4udjEuTGlzdE51bWJlcnNSZXF1ZXN0Gikuc3dpdGNoYm9hcmQuYWRtaW4udjEuTGlzdE51bWJlcnNSZXNwb25zZSIZgtPkkwITEhEvYWRtaW4vdjEvTnVtYmVycxJvCgxDcmVhdGVOdW1iZXISKS5zd2l0Y2hib2FyZC5hZG1pbi52MS5DcmVhdGVOdW1iZXJSZXF1ZXN0GhYuc3dpdGNoYm9hcmQudjIuTnVtYmVyIhyC0+STAhY6ASoiES9hZG1pbi92MS9OdW1iZXJzEn8KDUxpc3RBZGRyZXNzZXMSKi5zd2l0Y2hib2FyZC5hZG1pbi52MS5MaXN0QWRkcmVzc2VzUmVxdWVzdBolLnN3aXRjaGJvYXJkLnYyLkxpc3RBZGRyZXNzZXNSZXNwb25zZSIbgtPkkwIVEhMvYWRtaW4vdjEvQWRkcmVzc2VzEokBCg1SZXZpZXdBZGRyZXNzEiouc3dpdGNoYm9hcmQuYWRtaW4udjEuUmV2aWV3QWRkcmVzc1JlcXVlc3QaFy5zd2l0Y2hib2FyZC52Mi5BZGRyZXNzIjOC0+STAi06ASoiKC9hZG1pbi92MS9BZGRyZXNzZXMve2FkZHJlc3Nfc2lkfS9SZXZpZXcSkAEKDUluamVjdEluYm91bmQSKi5zd2l0Y2hib2FyZC5hZG1pbi52MS5JbmplY3RJbmJvdW5kUmVxdWVzdBorLnN3aXRjaGJvYXJkLmFkbWluLnYxLkluamVjdEluYm91bmRSZXNwb25zZSImgtPkkwIgOgEqIhsvYWRtaW4vdjEvU2ltdWxhdG9yL0luYm91bmQSsgEKE0xpc3RIYW5kc2V0TWVzc2FnZXMSMC5zd2l0Y2hib2FyZC5hZG1pbi52MS5MaXN0SGFuZHNldE1lc3NhZ2VzUmVxdWVzdBoxLnN3aXRjaGJvYXJkLmFkbWluLnYxLkxpc3RIYW5kc2V0TWVzc2FnZXNSZXNwb25zZSI2gtPkkwIwEi4vYWRtaW4vdjEvU2ltdWxhdG9yL0hhbmRzZXRzL3tudW1iZXJ9L01lc3NhZ2VzEnkKCkxpc3RFbWFpbHMSJy5zd2l0Y2hib2FyZC5hZG1pbi52MS5MaXN0RW1haWxzUmVxdWVzdBooLnN3aXRjaGJvYXJkLmFkbWluLnYxLkxpc3RFbWFpbHNSZXNwb25zZSIYgtPkkwISEhAvYWRtaW4vdjEvRW1haWxzEoEBChBHZXRDYXJyaWVyU3RhdHVzEi0uc3dpdGNoYm9hcmQuYWRtaW4udjEuR2V0Q2FycmllclN0YXR1c1JlcXVlc3QaIy5zd2l0Y2hib2FyZC5hZG1pbi52MS5DYXJyaWVyU3RhdHVzIhmC0+STAhMSES9hZG1pbi92MS9DYXJyaWVyErMBChVMaXN0V2ViaG9va0RlbGl2ZXJpZXMSMi5zd2l0Y2hib2FyZC5hZG1pbi52MS5MaXN0V2ViaG9va0RlbGl2ZXJpZXNSZXF1ZXN0GjMuc3dpdGNoYm9hcmQuYWRtaW4udjEuTGlzdFdlYmhvb2tEZWxpdmVyaWVzUmVzcG9uc2UiMYLT5JMCKxIpL2FkbWluL3YxL01lc3NhZ2VzL3ttZXNzYWdlX3NpZH0vV2ViaG9va3NiBnByb3RvMw", [file_google_api_annotations, file_switchboard_v2_addresses, file_switchboard_v2_numbers]);
+  fileDesc("CiBzd2l0Y2hib2FyZC9hZG1pbi92MS9hZG1pbi5wcm90bxIUc3dpdGNoYm9hcmQuYWRtaW4udjEiqAEKB0FjY291bnQSHwoLYWNjb3VudF9zaWQYASABKAlSCkFjY291bnRTaWQSEgoEbmFtZRgCIAEoCVIETmFtZRIfCgtzbXNfZW5hYmxlZBgDIAEoCFIKU21zRW5hYmxlZBIYCgdjcmVhdGVkGAQgASgDUgdDcmVhdGVkEi0KEnJlc3RfY29tcGF0aWJpbGl0eRgFIAEoCVIRUmVzdENvbXBhdGliaWxpdHkidgoTTGlzdEFjY291bnRzUmVxdWVzdBIpCg1yZXN1bHRzX2NvdW50GAEgASgFSABSDVJlc3VsdHNfQ291bnSIAQESIgoMcmVzdWx0c19za2lwGAIgASgFUgxSZXN1bHRzX1NraXBCEAoOX3Jlc3VsdHNfY291bnQicgoUTGlzdEFjY291bnRzUmVzcG9uc2USOQoIYWNjb3VudHMYASADKAsyHS5zd2l0Y2hib2FyZC5hZG1pbi52MS5BY2NvdW50UghBY2NvdW50cxIfCgt0b3RhbF9jb3VudBgCIAEoBVIKVG90YWxDb3VudCI0ChFHZXRBY2NvdW50UmVxdWVzdBIfCgthY2NvdW50X3NpZBgBIAEoCVIKQWNjb3VudFNpZCKrAQoUQ3JlYXRlQWNjb3VudFJlcXVlc3QSEgoEbmFtZRgBIAEoCVIETmFtZRIkCgtzbXNfZW5hYmxlZBgCIAEoCEgAUgpTbXNFbmFibGVkiAEBEjIKEnJlc3RfY29tcGF0aWJpbGl0eRgDIAEoCUgBUhFSZXN0Q29tcGF0aWJpbGl0eYgBAUIOCgxfc21zX2VuYWJsZWRCFQoTX3Jlc3RfY29tcGF0aWJpbGl0eSLZAQoVQ3JlYXRlQWNjb3VudFJlc3BvbnNlEh8KC2FjY291bnRfc2lkGAEgASgJUgpBY2NvdW50U2lkEhIKBG5hbWUYAiABKAlSBE5hbWUSHwoLc21zX2VuYWJsZWQYAyABKAhSClNtc0VuYWJsZWQSFAoFdG9rZW4YBCABKAlSBVRva2VuEiUKDndlYmhvb2tfc2VjcmV0GAUgASgJUg1XZWJob29rU2VjcmV0Ei0KEnJlc3RfY29tcGF0aWJpbGl0eRgGIAEoCVIRUmVzdENvbXBhdGliaWxpdHki2gEKFFVwZGF0ZUFjY291bnRSZXF1ZXN0Eh8KC2FjY291bnRfc2lkGAEgASgJUgpBY2NvdW50U2lkEhcKBG5hbWUYAiABKAlIAFIETmFtZYgBARIkCgtzbXNfZW5hYmxlZBgDIAEoCEgBUgpTbXNFbmFibGVkiAEBEjIKEnJlc3RfY29tcGF0aWJpbGl0eRgEIAEoCUgCUhFSZXN0Q29tcGF0aWJpbGl0eYgBAUIHCgVfbmFtZUIOCgxfc21zX2VuYWJsZWRCFQoTX3Jlc3RfY29tcGF0aWJpbGl0eSI1ChJSb3RhdGVUb2tlblJlcXVlc3QSHwoLYWNjb3VudF9zaWQYASABKAlSCkFjY291bnRTaWQiTAoTUm90YXRlVG9rZW5SZXNwb25zZRIfCgthY2NvdW50X3NpZBgBIAEoCVIKQWNjb3VudFNpZBIUCgV0b2tlbhgCIAEoCVIFVG9rZW4iNgoTQ2FuY2VsUXVldWVkUmVxdWVzdBIfCgthY2NvdW50X3NpZBgBIAEoCVIKQWNjb3VudFNpZCJTChRDYW5jZWxRdWV1ZWRSZXNwb25zZRIfCgthY2NvdW50X3NpZBgBIAEoCVIKQWNjb3VudFNpZBIaCghjYW5jZWxlZBgCIAEoBVIIQ2FuY2VsZWQinQEKCFByb3BlcnR5EiEKDHByb3BlcnR5X3NpZBgBIAEoCVILUHJvcGVydHlTaWQSHwoLYWNjb3VudF9zaWQYAiABKAlSCkFjY291bnRTaWQSEgoEbmFtZRgDIAEoCVIETmFtZRIfCgtzbXNfZW5hYmxlZBgEIAEoCFIKU21zRW5hYmxlZBIYCgdjcmVhdGVkGAUgASgDUgdDcmVhdGVkIpkBChVMaXN0UHJvcGVydGllc1JlcXVlc3QSHwoLYWNjb3VudF9zaWQYASABKAlSCkFjY291bnRTaWQSKQoNcmVzdWx0c19jb3VudBgCIAEoBUgAUg1SZXN1bHRzX0NvdW50iAEBEiIKDHJlc3VsdHNfc2tpcBgDIAEoBVIMUmVzdWx0c19Ta2lwQhAKDl9yZXN1bHRzX2NvdW50InkKFkxpc3RQcm9wZXJ0aWVzUmVzcG9uc2USPgoKcHJvcGVydGllcxgBIAMoCzIeLnN3aXRjaGJvYXJkLmFkbWluLnYxLlByb3BlcnR5UgpQcm9wZXJ0aWVzEh8KC3RvdGFsX2NvdW50GAIgASgFUgpUb3RhbENvdW50IoIBChVDcmVhdGVQcm9wZXJ0eVJlcXVlc3QSHwoLYWNjb3VudF9zaWQYASABKAlSCkFjY291bnRTaWQSEgoEbmFtZRgCIAEoCVIETmFtZRIkCgtzbXNfZW5hYmxlZBgDIAEoCEgAUgpTbXNFbmFibGVkiAEBQg4KDF9zbXNfZW5hYmxlZCKSAQoVVXBkYXRlUHJvcGVydHlSZXF1ZXN0EiEKDHByb3BlcnR5X3NpZBgBIAEoCVILUHJvcGVydHlTaWQSFwoEbmFtZRgCIAEoCUgAUgROYW1liAEBEiQKC3Ntc19lbmFibGVkGAMgASgISAFSClNtc0VuYWJsZWSIAQFCBwoFX25hbWVCDgoMX3Ntc19lbmFibGVkIk4KE0NyZWF0ZU51bWJlclJlcXVlc3QSFgoGbnVtYmVyGAEgASgJUgZOdW1iZXISHwoLYWNjb3VudF9zaWQYAiABKAlSCkFjY291bnRTaWQiuAEKEkxpc3ROdW1iZXJzUmVxdWVzdBIfCgthY2NvdW50X3NpZBgBIAEoCVIKQWNjb3VudFNpZBIXCgRwb29sGAIgASgISABSBFBvb2yIAQESKQoNcmVzdWx0c19jb3VudBgDIAEoBUgBUg1SZXN1bHRzX0NvdW50iAEBEiIKDHJlc3VsdHNfc2tpcBgEIAEoBVIMUmVzdWx0c19Ta2lwQgcKBV9wb29sQhAKDl9yZXN1bHRzX2NvdW50IuwBCg1OdW1iZXJEZXRhaWxzEhYKBm51bWJlchgBIAEoCVIGTnVtYmVyEh8KC2FjY291bnRfc2lkGAIgASgJUgpBY2NvdW50U2lkEhoKCGZyaWVuZGx5GAMgASgJUghGcmllbmRseRIfCgthZGRyZXNzX3NpZBgEIAEoCVIKQWRkcmVzc1NpZBISCgRwb29sGAUgASgIUgRQb29sEhYKBmxlYXNlZBgGIAEoCFIGTGVhc2VkEh8KC2xpdmVfbGVhc2VzGAcgASgFUgpMaXZlTGVhc2VzEhgKB2NyZWF0ZWQYCCABKANSB0NyZWF0ZWQidQoTTGlzdE51bWJlcnNSZXNwb25zZRI9CgdudW1iZXJzGAEgAygLMiMuc3dpdGNoYm9hcmQuYWRtaW4udjEuTnVtYmVyRGV0YWlsc1IHTnVtYmVycxIfCgt0b3RhbF9jb3VudBgCIAEoBVIKVG90YWxDb3VudCKwAQoUTGlzdEFkZHJlc3Nlc1JlcXVlc3QSFgoGc3RhdHVzGAEgASgJUgZTdGF0dXMSHwoLYWNjb3VudF9zaWQYAiABKAlSCkFjY291bnRTaWQSKQoNcmVzdWx0c19jb3VudBgDIAEoBUgAUg1SZXN1bHRzX0NvdW50iAEBEiIKDHJlc3VsdHNfc2tpcBgEIAEoBVIMUmVzdWx0c19Ta2lwQhAKDl9yZXN1bHRzX2NvdW50Ik8KFFJldmlld0FkZHJlc3NSZXF1ZXN0Eh8KC2FkZHJlc3Nfc2lkGAEgASgJUgpBZGRyZXNzU2lkEhYKBnN0YXR1cxgCIAEoCVIGU3RhdHVzIk4KFEluamVjdEluYm91bmRSZXF1ZXN0EhIKBGZyb20YASABKAlSBEZyb20SDgoCdG8YAiABKAlSAlRvEhIKBHRleHQYAyABKAlSBFRleHQiWAoVSW5qZWN0SW5ib3VuZFJlc3BvbnNlEh8KC21lc3NhZ2Vfc2lkGAEgASgJUgpNZXNzYWdlU2lkEh4KC2luX3JlcGx5X3RvGAIgASgJUglJblJlcGx5VG8iNAoaTGlzdEhhbmRzZXRNZXNzYWdlc1JlcXVlc3QSFgoGbnVtYmVyGAEgASgJUgZOdW1iZXIihQEKDkhhbmRzZXRNZXNzYWdlEh8KC21lc3NhZ2Vfc2lkGAEgASgJUgpNZXNzYWdlU2lkEhIKBGZyb20YAiABKAlSBEZyb20SDgoCdG8YAyABKAlSAlRvEhIKBHRleHQYBCABKAlSBFRleHQSGgoIcmVjZWl2ZWQYBSABKANSCFJlY2VpdmVkIl8KG0xpc3RIYW5kc2V0TWVzc2FnZXNSZXNwb25zZRJACghtZXNzYWdlcxgBIAMoCzIkLnN3aXRjaGJvYXJkLmFkbWluLnYxLkhhbmRzZXRNZXNzYWdlUghNZXNzYWdlcyI/ChxMaXN0V2ViaG9va0RlbGl2ZXJpZXNSZXF1ZXN0Eh8KC21lc3NhZ2Vfc2lkGAEgASgJUgpNZXNzYWdlU2lkIoYBCg5XZWJob29rQXR0ZW1wdBIcCglhdHRlbXB0ZWQYASABKANSCUF0dGVtcHRlZBIfCgtzdGF0dXNfY29kZRgCIAEoBVIKU3RhdHVzQ29kZRIUCgVlcnJvchgDIAEoCVIFRXJyb3ISHwoLZHVyYXRpb25fbXMYBCABKAVSCkR1cmF0aW9uTXMizwIKD1dlYmhvb2tEZWxpdmVyeRIdCgp3ZWJob29rX2lkGAEgASgJUglXZWJob29rSWQSHQoKZXZlbnRfdHlwZRgCIAEoCVIJRXZlbnRUeXBlEhAKA3VybBgDIAEoCVIDVXJsEhYKBm1ldGhvZBgEIAEoCVIGTWV0aG9kEhYKBnN0YXR1cxgFIAEoCVIGU3RhdHVzEhoKCGF0dGVtcHRzGAYgASgFUghBdHRlbXB0cxIhCgxuZXh0X2F0dGVtcHQYByABKANSC05leHRBdHRlbXB0EhgKB2NyZWF0ZWQYCCABKANSB0NyZWF0ZWQSHAoJZGVsaXZlcmVkGAkgASgDUglEZWxpdmVyZWQSRQoLYXR0ZW1wdF9sb2cYCiADKAsyJC5zd2l0Y2hib2FyZC5hZG1pbi52MS5XZWJob29rQXR0ZW1wdFIKQXR0ZW1wdExvZyJmCh1MaXN0V2ViaG9va0RlbGl2ZXJpZXNSZXNwb25zZRJFCgpkZWxpdmVyaWVzGAEgAygLMiUuc3dpdGNoYm9hcmQuYWRtaW4udjEuV2ViaG9va0RlbGl2ZXJ5UgpEZWxpdmVyaWVzInQKEUxpc3RFbWFpbHNSZXF1ZXN0EikKDXJlc3VsdHNfY291bnQYASABKAVIAFINUmVzdWx0c19Db3VudIgBARIiCgxyZXN1bHRzX3NraXAYAiABKAVSDFJlc3VsdHNfU2tpcEIQCg5fcmVzdWx0c19jb3VudCL8AQoFRW1haWwSGQoIZW1haWxfaWQYASABKAlSB0VtYWlsSWQSHwoLYWNjb3VudF9zaWQYAiABKAlSCkFjY291bnRTaWQSHwoLbWVzc2FnZV9zaWQYAyABKAlSCk1lc3NhZ2VTaWQSEgoEZnJvbRgEIAEoCVIERnJvbRIOCgJ0bxgFIAEoCVICVG8SGAoHc3ViamVjdBgGIAEoCVIHU3ViamVjdBISCgRib2R5GAcgASgJUgRCb2R5EhYKBnN0YXR1cxgIIAEoCVIGU3RhdHVzEhgKB2NyZWF0ZWQYCSABKANSB0NyZWF0ZWQSEgoEc2VudBgKIAEoA1IEU2VudCJqChJMaXN0RW1haWxzUmVzcG9uc2USMwoGZW1haWxzGAEgAygLMhsuc3dpdGNoYm9hcmQuYWRtaW4udjEuRW1haWxSBkVtYWlscxIfCgt0b3RhbF9jb3VudBgCIAEoBVIKVG90YWxDb3VudCIZChdHZXRDYXJyaWVyU3RhdHVzUmVxdWVzdCLRAQoNQ2FycmllclN0YXR1cxIYCgdjYXJyaWVyGAEgASgJUgdDYXJyaWVyEhIKBGxpbmsYAiABKAlSBExpbmsSFAoFc2luY2UYAyABKANSBVNpbmNlEh0KCmxhc3RfZXJyb3IYBCABKAlSCUxhc3RFcnJvchIbCglpbl9mbGlnaHQYBSABKAVSCEluRmxpZ2h0EhYKBndpbmRvdxgGIAEoBVIGV2luZG93EhAKA3RwcxgHIAEoAVIDVHBzEhYKBnF1ZXVlZBgIIAEoBVIGUXVldWVkIhUKE0xpc3RDYXJyaWVyc1JlcXVlc3QiogEKB0NhcnJpZXISHwoLY2Fycmllcl9zaWQYASABKAlSCkNhcnJpZXJTaWQSEgoEbmFtZRgCIAEoCVIETmFtZRISCgRraW5kGAMgASgJUgRLaW5kEhAKA3VybBgEIAEoCVIDVXJsEhAKA3RwcxgFIAEoAVIDVHBzEhYKBndpbmRvdxgGIAEoBVIGV2luZG93EhIKBGxpbmsYByABKAlSBExpbmsiUQoUTGlzdENhcnJpZXJzUmVzcG9uc2USOQoIY2FycmllcnMYASADKAsyHS5zd2l0Y2hib2FyZC5hZG1pbi52MS5DYXJyaWVyUghDYXJyaWVycyLKAQoRQWRkQ2FycmllclJlcXVlc3QSEgoEbmFtZRgBIAEoCVIETmFtZRISCgRraW5kGAIgASgJUgRLaW5kEhAKA3VybBgDIAEoCVIDVXJsEhUKA3RwcxgEIAEoAUgAUgNUcHOIAQESGwoGd2luZG93GAUgASgFSAFSBldpbmRvd4gBARIkCgtzeXN0ZW1fdHlwZRgGIAEoCUgCUgpTeXN0ZW1UeXBliAEBQgYKBF90cHNCCQoHX3dpbmRvd0IOCgxfc3lzdGVtX3R5cGUilwIKFFVwZGF0ZUNhcnJpZXJSZXF1ZXN0Eh8KC2NhcnJpZXJfc2lkGAEgASgJUgpDYXJyaWVyU2lkEhcKBG5hbWUYAiABKAlIAFIETmFtZYgBARIXCgRraW5kGAMgASgJSAFSBEtpbmSIAQESFQoDdXJsGAQgASgJSAJSA1VybIgBARIVCgN0cHMYBSABKAFIA1IDVHBziAEBEhsKBndpbmRvdxgGIAEoBUgEUgZXaW5kb3eIAQESJAoLc3lzdGVtX3R5cGUYByABKAlIBVIKU3lzdGVtVHlwZYgBAUIHCgVfbmFtZUIHCgVfa2luZEIGCgRfdXJsQgYKBF90cHNCCQoHX3dpbmRvd0IOCgxfc3lzdGVtX3R5cGUiNwoUUmVtb3ZlQ2FycmllclJlcXVlc3QSHwoLY2Fycmllcl9zaWQYASABKAlSCkNhcnJpZXJTaWQiOAoVUmVtb3ZlQ2FycmllclJlc3BvbnNlEh8KC2NhcnJpZXJfc2lkGAEgASgJUgpDYXJyaWVyU2lkIhIKEEdldFJvdXRlc1JlcXVlc3QinQEKBVJvdXRlEhsKBnByZWZpeBgBIAEoCUgAUgZQcmVmaXiIAQESJAoLYWNjb3VudF9zaWQYAiABKAlIAVIKQWNjb3VudFNpZIgBARIaCghjYXJyaWVycxgDIAMoCVIIQ2FycmllcnMSGgoIc3RyYXRlZ3kYBCABKAlSCFN0cmF0ZWd5QgkKB19wcmVmaXhCDgoMX2FjY291bnRfc2lkIkEKClJvdXRlVGFibGUSMwoGcm91dGVzGAEgAygLMhsuc3dpdGNoYm9hcmQuYWRtaW4udjEuUm91dGVSBlJvdXRlcyJLChRSZXBsYWNlUm91dGVzUmVxdWVzdBIzCgZyb3V0ZXMYASADKAsyGy5zd2l0Y2hib2FyZC5hZG1pbi52MS5Sb3V0ZVIGUm91dGVzMqoaCgxBZG1pblNlcnZpY2USgQEKDExpc3RBY2NvdW50cxIpLnN3aXRjaGJvYXJkLmFkbWluLnYxLkxpc3RBY2NvdW50c1JlcXVlc3QaKi5zd2l0Y2hib2FyZC5hZG1pbi52MS5MaXN0QWNjb3VudHNSZXNwb25zZSIagtPkkwIUEhIvYWRtaW4vdjEvQWNjb3VudHMSfgoKR2V0QWNjb3VudBInLnN3aXRjaGJvYXJkLmFkbWluLnYxLkdldEFjY291bnRSZXF1ZXN0Gh0uc3dpdGNoYm9hcmQuYWRtaW4udjEuQWNjb3VudCIogtPkkwIiEiAvYWRtaW4vdjEvQWNjb3VudHMve2FjY291bnRfc2lkfRKHAQoNQ3JlYXRlQWNjb3VudBIqLnN3aXRjaGJvYXJkLmFkbWluLnYxLkNyZWF0ZUFjY291bnRSZXF1ZXN0Gisuc3dpdGNoYm9hcmQuYWRtaW4udjEuQ3JlYXRlQWNjb3VudFJlc3BvbnNlIh2C0+STAhc6ASoiEi9hZG1pbi92MS9BY2NvdW50cxKHAQoNVXBkYXRlQWNjb3VudBIqLnN3aXRjaGJvYXJkLmFkbWluLnYxLlVwZGF0ZUFjY291bnRSZXF1ZXN0Gh0uc3dpdGNoYm9hcmQuYWRtaW4udjEuQWNjb3VudCIrgtPkkwIlOgEqIiAvYWRtaW4vdjEvQWNjb3VudHMve2FjY291bnRfc2lkfRKVAQoLUm90YXRlVG9rZW4SKC5zd2l0Y2hib2FyZC5hZG1pbi52MS5Sb3RhdGVUb2tlblJlcXVlc3QaKS5zd2l0Y2hib2FyZC5hZG1pbi52MS5Sb3RhdGVUb2tlblJlc3BvbnNlIjGC0+STAis6ASoiJi9hZG1pbi92MS9BY2NvdW50cy97YWNjb3VudF9zaWR9L1Rva2VuEp8BCgxDYW5jZWxRdWV1ZWQSKS5zd2l0Y2hib2FyZC5hZG1pbi52MS5DYW5jZWxRdWV1ZWRSZXF1ZXN0Giouc3dpdGNoYm9hcmQuYWRtaW4udjEuQ2FuY2VsUXVldWVkUmVzcG9uc2UiOILT5JMCMjoBKiItL2FkbWluL3YxL0FjY291bnRzL3thY2NvdW50X3NpZH0vQ2FuY2VsUXVldWVkEqABCg5MaXN0UHJvcGVydGllcxIrLnN3aXRjaGJvYXJkLmFkbWluLnYxLkxpc3RQcm9wZXJ0aWVzUmVxdWVzdBosLnN3aXRjaGJvYXJkLmFkbWluLnYxLkxpc3RQcm9wZXJ0aWVzUmVzcG9uc2UiM4LT5JMCLRIrL2FkbWluL3YxL0FjY291bnRzL3thY2NvdW50X3NpZH0vUHJvcGVydGllcxKVAQoOQ3JlYXRlUHJvcGVydHkSKy5zd2l0Y2hib2FyZC5hZG1pbi52MS5DcmVhdGVQcm9wZXJ0eVJlcXVlc3QaHi5zd2l0Y2hib2FyZC5hZG1pbi52MS5Qcm9wZXJ0eSI2gtPkkwIwOgEqIisvYWRtaW4vdjEvQWNjb3VudHMve2FjY291bnRfc2lkfS9Qcm9wZXJ0aWVzEo0BCg5VcGRhdGVQcm9wZXJ0eRIrLnN3aXRjaGJvYXJkLmFkbWluLnYxLlVwZGF0ZVByb3BlcnR5UmVxdWVzdBoeLnN3aXRjaGJvYXJkLmFkbWluLnYxLlByb3BlcnR5Ii6C0+STAig6ASoiIy9hZG1pbi92MS9Qcm9wZXJ0aWVzL3twcm9wZXJ0eV9zaWR9En0KC0xpc3ROdW1iZXJzEiguc3dpdGNoYm9hcmQuYWRtaW4udjEuTGlzdE51bWJlcnNSZXF1ZXN0Gikuc3dpdGNoYm9hcmQuYWRtaW4udjEuTGlzdE51bWJlcnNSZXNwb25zZSIZgtPkkwITEhEvYWRtaW4vdjEvTnVtYmVycxJvCgxDcmVhdGVOdW1iZXISKS5zd2l0Y2hib2FyZC5hZG1pbi52MS5DcmVhdGVOdW1iZXJSZXF1ZXN0GhYuc3dpdGNoYm9hcmQudjIuTnVtYmVyIhyC0+STAhY6ASoiES9hZG1pbi92MS9OdW1iZXJzEn8KDUxpc3RBZGRyZXNzZXMSKi5zd2l0Y2hib2FyZC5hZG1pbi52MS5MaXN0QWRkcmVzc2VzUmVxdWVzdBolLnN3aXRjaGJvYXJkLnYyLkxpc3RBZGRyZXNzZXNSZXNwb25zZSIbgtPkkwIVEhMvYWRtaW4vdjEvQWRkcmVzc2VzEokBCg1SZXZpZXdBZGRyZXNzEiouc3dpdGNoYm9hcmQuYWRtaW4udjEuUmV2aWV3QWRkcmVzc1JlcXVlc3QaFy5zd2l0Y2hib2FyZC52Mi5BZGRyZXNzIjOC0+STAi06ASoiKC9hZG1pbi92MS9BZGRyZXNzZXMve2FkZHJlc3Nfc2lkfS9SZXZpZXcSkAEKDUluamVjdEluYm91bmQSKi5zd2l0Y2hib2FyZC5hZG1pbi52MS5JbmplY3RJbmJvdW5kUmVxdWVzdBorLnN3aXRjaGJvYXJkLmFkbWluLnYxLkluamVjdEluYm91bmRSZXNwb25zZSImgtPkkwIgOgEqIhsvYWRtaW4vdjEvU2ltdWxhdG9yL0luYm91bmQSsgEKE0xpc3RIYW5kc2V0TWVzc2FnZXMSMC5zd2l0Y2hib2FyZC5hZG1pbi52MS5MaXN0SGFuZHNldE1lc3NhZ2VzUmVxdWVzdBoxLnN3aXRjaGJvYXJkLmFkbWluLnYxLkxpc3RIYW5kc2V0TWVzc2FnZXNSZXNwb25zZSI2gtPkkwIwEi4vYWRtaW4vdjEvU2ltdWxhdG9yL0hhbmRzZXRzL3tudW1iZXJ9L01lc3NhZ2VzEnkKCkxpc3RFbWFpbHMSJy5zd2l0Y2hib2FyZC5hZG1pbi52MS5MaXN0RW1haWxzUmVxdWVzdBooLnN3aXRjaGJvYXJkLmFkbWluLnYxLkxpc3RFbWFpbHNSZXNwb25zZSIYgtPkkwISEhAvYWRtaW4vdjEvRW1haWxzEoEBChBHZXRDYXJyaWVyU3RhdHVzEi0uc3dpdGNoYm9hcmQuYWRtaW4udjEuR2V0Q2FycmllclN0YXR1c1JlcXVlc3QaIy5zd2l0Y2hib2FyZC5hZG1pbi52MS5DYXJyaWVyU3RhdHVzIhmC0+STAhMSES9hZG1pbi92MS9DYXJyaWVyEoEBCgxMaXN0Q2FycmllcnMSKS5zd2l0Y2hib2FyZC5hZG1pbi52MS5MaXN0Q2FycmllcnNSZXF1ZXN0Giouc3dpdGNoYm9hcmQuYWRtaW4udjEuTGlzdENhcnJpZXJzUmVzcG9uc2UiGoLT5JMCFBISL2FkbWluL3YxL0NhcnJpZXJzEnMKCkFkZENhcnJpZXISJy5zd2l0Y2hib2FyZC5hZG1pbi52MS5BZGRDYXJyaWVyUmVxdWVzdBodLnN3aXRjaGJvYXJkLmFkbWluLnYxLkNhcnJpZXIiHYLT5JMCFzoBKiISL2FkbWluL3YxL0NhcnJpZXJzEocBCg1VcGRhdGVDYXJyaWVyEiouc3dpdGNoYm9hcmQuYWRtaW4udjEuVXBkYXRlQ2FycmllclJlcXVlc3QaHS5zd2l0Y2hib2FyZC5hZG1pbi52MS5DYXJyaWVyIiuC0+STAiU6ASoiIC9hZG1pbi92MS9DYXJyaWVycy97Y2Fycmllcl9zaWR9EpIBCg1SZW1vdmVDYXJyaWVyEiouc3dpdGNoYm9hcmQuYWRtaW4udjEuUmVtb3ZlQ2FycmllclJlcXVlc3QaKy5zd2l0Y2hib2FyZC5hZG1pbi52MS5SZW1vdmVDYXJyaWVyUmVzcG9uc2UiKILT5JMCIiogL2FkbWluL3YxL0NhcnJpZXJzL3tjYXJyaWVyX3NpZH0SbwoJR2V0Um91dGVzEiYuc3dpdGNoYm9hcmQuYWRtaW4udjEuR2V0Um91dGVzUmVxdWVzdBogLnN3aXRjaGJvYXJkLmFkbWluLnYxLlJvdXRlVGFibGUiGILT5JMCEhIQL2FkbWluL3YxL1JvdXRlcxJ6Cg1SZXBsYWNlUm91dGVzEiouc3dpdGNoYm9hcmQuYWRtaW4udjEuUmVwbGFjZVJvdXRlc1JlcXVlc3QaIC5zd2l0Y2hib2FyZC5hZG1pbi52MS5Sb3V0ZVRhYmxlIhuC0+STAhU6ASoaEC9hZG1pbi92MS9Sb3V0ZXMSswEKFUxpc3RXZWJob29rRGVsaXZlcmllcxIyLnN3aXRjaGJvYXJkLmFkbWluLnYxLkxpc3RXZWJob29rRGVsaXZlcmllc1JlcXVlc3QaMy5zd2l0Y2hib2FyZC5hZG1pbi52MS5MaXN0V2ViaG9va0RlbGl2ZXJpZXNSZXNwb25zZSIxgtPkkwIrEikvYWRtaW4vdjEvTWVzc2FnZXMve21lc3NhZ2Vfc2lkfS9XZWJob29rc2IGcHJvdG8z", [file_google_api_annotations, file_switchboard_v2_addresses, file_switchboard_v2_numbers]);
 
 /**
  * An account, without secrets.
@@ -1191,6 +1191,338 @@ export const CarrierStatusSchema: GenMessage<CarrierStatus> = /*@__PURE__*/
   messageDesc(file_switchboard_admin_v1_admin, 35);
 
 /**
+ * No parameters: every configured carrier.
+ *
+ * @generated from message switchboard.admin.v1.ListCarriersRequest
+ */
+export type ListCarriersRequest = Message<"switchboard.admin.v1.ListCarriersRequest"> & {
+};
+
+/**
+ * Describes the message switchboard.admin.v1.ListCarriersRequest.
+ * Use `create(ListCarriersRequestSchema)` to create a new message.
+ */
+export const ListCarriersRequestSchema: GenMessage<ListCarriersRequest> = /*@__PURE__*/
+  messageDesc(file_switchboard_admin_v1_admin, 36);
+
+/**
+ * A configured carrier as the operator sees it (the Url without its password).
+ *
+ * @generated from message switchboard.admin.v1.Carrier
+ */
+export type Carrier = Message<"switchboard.admin.v1.Carrier"> & {
+  /**
+   * @generated from field: string carrier_sid = 1 [json_name = "CarrierSid"];
+   */
+  carrierSid: string;
+
+  /**
+   * @generated from field: string name = 2 [json_name = "Name"];
+   */
+  name: string;
+
+  /**
+   * smpp, kannel or simulator.
+   *
+   * @generated from field: string kind = 3 [json_name = "Kind"];
+   */
+  kind: string;
+
+  /**
+   * The Url with the password removed.
+   *
+   * @generated from field: string url = 4 [json_name = "Url"];
+   */
+  url: string;
+
+  /**
+   * Submissions per second allowed per link; 0 for no limit.
+   *
+   * @generated from field: double tps = 5 [json_name = "Tps"];
+   */
+  tps: number;
+
+  /**
+   * Outstanding submissions per link (SMPP).
+   *
+   * @generated from field: int32 window = 6 [json_name = "Window"];
+   */
+  window: number;
+
+  /**
+   * The answering process's link: Bound, Connecting or Down; "-" for a carrier without a standing link or not open here.
+   *
+   * @generated from field: string link = 7 [json_name = "Link"];
+   */
+  link: string;
+};
+
+/**
+ * Describes the message switchboard.admin.v1.Carrier.
+ * Use `create(CarrierSchema)` to create a new message.
+ */
+export const CarrierSchema: GenMessage<Carrier> = /*@__PURE__*/
+  messageDesc(file_switchboard_admin_v1_admin, 37);
+
+/**
+ * Every configured carrier, by name.
+ *
+ * @generated from message switchboard.admin.v1.ListCarriersResponse
+ */
+export type ListCarriersResponse = Message<"switchboard.admin.v1.ListCarriersResponse"> & {
+  /**
+   * @generated from field: repeated switchboard.admin.v1.Carrier carriers = 1 [json_name = "Carriers"];
+   */
+  carriers: Carrier[];
+};
+
+/**
+ * Describes the message switchboard.admin.v1.ListCarriersResponse.
+ * Use `create(ListCarriersResponseSchema)` to create a new message.
+ */
+export const ListCarriersResponseSchema: GenMessage<ListCarriersResponse> = /*@__PURE__*/
+  messageDesc(file_switchboard_admin_v1_admin, 38);
+
+/**
+ * A new carrier.
+ *
+ * @generated from message switchboard.admin.v1.AddCarrierRequest
+ */
+export type AddCarrierRequest = Message<"switchboard.admin.v1.AddCarrierRequest"> & {
+  /**
+   * Unique, 1 to 64 characters of letters, digits, '.', '_' and '-'; recorded on each message it takes.
+   *
+   * @generated from field: string name = 1 [json_name = "Name"];
+   */
+  name: string;
+
+  /**
+   * smpp, kannel or simulator.
+   *
+   * @generated from field: string kind = 2 [json_name = "Kind"];
+   */
+  kind: string;
+
+  /**
+   * smpp://system_id:password@host:port (smpps:// for TLS); kannel: the sendsms URL with username
+   * and password in its query; simulator: simulator://.
+   *
+   * @generated from field: string url = 3 [json_name = "Url"];
+   */
+  url: string;
+
+  /**
+   * Submissions per second per link; 0 or absent for no limit.
+   *
+   * @generated from field: optional double tps = 4 [json_name = "Tps"];
+   */
+  tps?: number | undefined;
+
+  /**
+   * Outstanding submissions per link (SMPP), 1 to 1000; default 10.
+   *
+   * @generated from field: optional int32 window = 5 [json_name = "Window"];
+   */
+  window?: number | undefined;
+
+  /**
+   * SMPP system_type, at most 12 characters; default "".
+   *
+   * @generated from field: optional string system_type = 6 [json_name = "SystemType"];
+   */
+  systemType?: string | undefined;
+};
+
+/**
+ * Describes the message switchboard.admin.v1.AddCarrierRequest.
+ * Use `create(AddCarrierRequestSchema)` to create a new message.
+ */
+export const AddCarrierRequestSchema: GenMessage<AddCarrierRequest> = /*@__PURE__*/
+  messageDesc(file_switchboard_admin_v1_admin, 39);
+
+/**
+ * The fields to change; absent ones stay.
+ *
+ * @generated from message switchboard.admin.v1.UpdateCarrierRequest
+ */
+export type UpdateCarrierRequest = Message<"switchboard.admin.v1.UpdateCarrierRequest"> & {
+  /**
+   * @generated from field: string carrier_sid = 1 [json_name = "CarrierSid"];
+   */
+  carrierSid: string;
+
+  /**
+   * @generated from field: optional string name = 2 [json_name = "Name"];
+   */
+  name?: string | undefined;
+
+  /**
+   * @generated from field: optional string kind = 3 [json_name = "Kind"];
+   */
+  kind?: string | undefined;
+
+  /**
+   * @generated from field: optional string url = 4 [json_name = "Url"];
+   */
+  url?: string | undefined;
+
+  /**
+   * @generated from field: optional double tps = 5 [json_name = "Tps"];
+   */
+  tps?: number | undefined;
+
+  /**
+   * @generated from field: optional int32 window = 6 [json_name = "Window"];
+   */
+  window?: number | undefined;
+
+  /**
+   * @generated from field: optional string system_type = 7 [json_name = "SystemType"];
+   */
+  systemType?: string | undefined;
+};
+
+/**
+ * Describes the message switchboard.admin.v1.UpdateCarrierRequest.
+ * Use `create(UpdateCarrierRequestSchema)` to create a new message.
+ */
+export const UpdateCarrierRequestSchema: GenMessage<UpdateCarrierRequest> = /*@__PURE__*/
+  messageDesc(file_switchboard_admin_v1_admin, 40);
+
+/**
+ * The carrier to remove.
+ *
+ * @generated from message switchboard.admin.v1.RemoveCarrierRequest
+ */
+export type RemoveCarrierRequest = Message<"switchboard.admin.v1.RemoveCarrierRequest"> & {
+  /**
+   * @generated from field: string carrier_sid = 1 [json_name = "CarrierSid"];
+   */
+  carrierSid: string;
+};
+
+/**
+ * Describes the message switchboard.admin.v1.RemoveCarrierRequest.
+ * Use `create(RemoveCarrierRequestSchema)` to create a new message.
+ */
+export const RemoveCarrierRequestSchema: GenMessage<RemoveCarrierRequest> = /*@__PURE__*/
+  messageDesc(file_switchboard_admin_v1_admin, 41);
+
+/**
+ * The removal result.
+ *
+ * @generated from message switchboard.admin.v1.RemoveCarrierResponse
+ */
+export type RemoveCarrierResponse = Message<"switchboard.admin.v1.RemoveCarrierResponse"> & {
+  /**
+   * @generated from field: string carrier_sid = 1 [json_name = "CarrierSid"];
+   */
+  carrierSid: string;
+};
+
+/**
+ * Describes the message switchboard.admin.v1.RemoveCarrierResponse.
+ * Use `create(RemoveCarrierResponseSchema)` to create a new message.
+ */
+export const RemoveCarrierResponseSchema: GenMessage<RemoveCarrierResponse> = /*@__PURE__*/
+  messageDesc(file_switchboard_admin_v1_admin, 42);
+
+/**
+ * No parameters: the whole table.
+ *
+ * @generated from message switchboard.admin.v1.GetRoutesRequest
+ */
+export type GetRoutesRequest = Message<"switchboard.admin.v1.GetRoutesRequest"> & {
+};
+
+/**
+ * Describes the message switchboard.admin.v1.GetRoutesRequest.
+ * Use `create(GetRoutesRequestSchema)` to create a new message.
+ */
+export const GetRoutesRequestSchema: GenMessage<GetRoutesRequest> = /*@__PURE__*/
+  messageDesc(file_switchboard_admin_v1_admin, 43);
+
+/**
+ * One route: the carriers that take the messages it matches.
+ *
+ * @generated from message switchboard.admin.v1.Route
+ */
+export type Route = Message<"switchboard.admin.v1.Route"> & {
+  /**
+   * An E164 prefix such as +61; absent: any destination.
+   *
+   * @generated from field: optional string prefix = 1 [json_name = "Prefix"];
+   */
+  prefix?: string | undefined;
+
+  /**
+   * Absent: any account.
+   *
+   * @generated from field: optional string account_sid = 2 [json_name = "AccountSid"];
+   */
+  accountSid?: string | undefined;
+
+  /**
+   * Carrier Sids, in order (Failover tries them in this order).
+   *
+   * @generated from field: repeated string carriers = 3 [json_name = "Carriers"];
+   */
+  carriers: string[];
+
+  /**
+   * Failover (the first carrier whose link is up) or RoundRobin (spread evenly over those up).
+   *
+   * @generated from field: string strategy = 4 [json_name = "Strategy"];
+   */
+  strategy: string;
+};
+
+/**
+ * Describes the message switchboard.admin.v1.Route.
+ * Use `create(RouteSchema)` to create a new message.
+ */
+export const RouteSchema: GenMessage<Route> = /*@__PURE__*/
+  messageDesc(file_switchboard_admin_v1_admin, 44);
+
+/**
+ * The route table, in order: the first match carries the message.
+ *
+ * @generated from message switchboard.admin.v1.RouteTable
+ */
+export type RouteTable = Message<"switchboard.admin.v1.RouteTable"> & {
+  /**
+   * @generated from field: repeated switchboard.admin.v1.Route routes = 1 [json_name = "Routes"];
+   */
+  routes: Route[];
+};
+
+/**
+ * Describes the message switchboard.admin.v1.RouteTable.
+ * Use `create(RouteTableSchema)` to create a new message.
+ */
+export const RouteTableSchema: GenMessage<RouteTable> = /*@__PURE__*/
+  messageDesc(file_switchboard_admin_v1_admin, 45);
+
+/**
+ * The new route table, in order.
+ *
+ * @generated from message switchboard.admin.v1.ReplaceRoutesRequest
+ */
+export type ReplaceRoutesRequest = Message<"switchboard.admin.v1.ReplaceRoutesRequest"> & {
+  /**
+   * @generated from field: repeated switchboard.admin.v1.Route routes = 1 [json_name = "Routes"];
+   */
+  routes: Route[];
+};
+
+/**
+ * Describes the message switchboard.admin.v1.ReplaceRoutesRequest.
+ * Use `create(ReplaceRoutesRequestSchema)` to create a new message.
+ */
+export const ReplaceRoutesRequestSchema: GenMessage<ReplaceRoutesRequest> = /*@__PURE__*/
+  messageDesc(file_switchboard_admin_v1_admin, 46);
+
+/**
  * Operator API: accounts, properties, numbers and address review (bearer admin token).
  *
  * @generated from service switchboard.admin.v1.AdminService
@@ -1374,6 +1706,74 @@ export const AdminService: GenService<{
     methodKind: "unary";
     input: typeof GetCarrierStatusRequestSchema;
     output: typeof CarrierStatusSchema;
+  },
+  /**
+   * Lists the configured carriers, by name, with the state of the answering process's link to each.
+   *
+   * @generated from rpc switchboard.admin.v1.AdminService.ListCarriers
+   */
+  listCarriers: {
+    methodKind: "unary";
+    input: typeof ListCarriersRequestSchema;
+    output: typeof ListCarriersResponseSchema;
+  },
+  /**
+   * Adds a carrier (an SMPP bind, a Kannel endpoint or a simulator) that routes may name.
+   *
+   * Every dispatching process opens a link to it within a few seconds. Its Url keeps the password;
+   * no answer returns it.
+   *
+   * @generated from rpc switchboard.admin.v1.AdminService.AddCarrier
+   */
+  addCarrier: {
+    methodKind: "unary";
+    input: typeof AddCarrierRequestSchema;
+    output: typeof CarrierSchema;
+  },
+  /**
+   * Changes a carrier's fields; the links to it are opened again with the new settings.
+   *
+   * @generated from rpc switchboard.admin.v1.AdminService.UpdateCarrier
+   */
+  updateCarrier: {
+    methodKind: "unary";
+    input: typeof UpdateCarrierRequestSchema;
+    output: typeof CarrierSchema;
+  },
+  /**
+   * Removes a carrier no route names (CarrierInUse otherwise).
+   *
+   * Each process closes its link once the messages it submitted there have been answered.
+   *
+   * @generated from rpc switchboard.admin.v1.AdminService.RemoveCarrier
+   */
+  removeCarrier: {
+    methodKind: "unary";
+    input: typeof RemoveCarrierRequestSchema;
+    output: typeof RemoveCarrierResponseSchema;
+  },
+  /**
+   * The route table, in order.
+   *
+   * @generated from rpc switchboard.admin.v1.AdminService.GetRoutes
+   */
+  getRoutes: {
+    methodKind: "unary";
+    input: typeof GetRoutesRequestSchema;
+    output: typeof RouteTableSchema;
+  },
+  /**
+   * Replaces the whole route table at once (from a file: --json-file routes.json).
+   *
+   * The first route in order whose Prefix and AccountSid match a message carries it; a message no
+   * route matches fails with NoRoute.
+   *
+   * @generated from rpc switchboard.admin.v1.AdminService.ReplaceRoutes
+   */
+  replaceRoutes: {
+    methodKind: "unary";
+    input: typeof ReplaceRoutesRequestSchema;
+    output: typeof RouteTableSchema;
   },
   /**
    * The webhook calls queued for a message, with every attempt.
