@@ -50,6 +50,8 @@ export interface ObservabilityDeps {
   processMetrics?: boolean;
   /** The carrier whose link and queue the metrics show. */
   carrier?: import("../delivery/carrier.js").Carrier;
+  /** The router's links, one per configured carrier: when given, the carrier metrics are these. */
+  carriers?: () => import("../delivery/carrier-router.js").LinkInfo[];
 }
 
 /** The pieces buildApp wires in: Fastify server options, the plugin, and the transports' hooks. */
@@ -124,7 +126,7 @@ function rpcProtocol(request: FastifyRequest): CallProtocol {
 
 /** Creates the observability layer of one app (its own metrics registry). */
 export function createObservability(deps: ObservabilityDeps): Observability {
-  const metrics = createMetrics({ orm: deps.orm, clock: deps.clock, processMetrics: deps.processMetrics, carrier: deps.carrier });
+  const metrics = createMetrics({ orm: deps.orm, clock: deps.clock, processMetrics: deps.processMetrics, carrier: deps.carrier, carriers: deps.carriers });
   // On the request object itself (not in a WeakMap/WeakSet: an entry per request is garbage-collector work).
   const records = (request: FastifyRequest) => (request as RecordedRequest)[kRecord];
   /** Requests without their line yet: whatever is left when the app closes was cut off. */
