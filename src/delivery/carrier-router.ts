@@ -133,7 +133,7 @@ export function createCarrierRouter(opts: CarrierRouterOptions): CarrierRouter {
   }
 
   async function startLink(link: Link): Promise<void> {
-    if (link.started || !events) return;
+    if (link.started || !events || stopped) return;
     link.started = true;
     await link.carrier.start(linkEvents(link.name));
   }
@@ -305,7 +305,7 @@ export function createCarrierRouter(opts: CarrierRouterOptions): CarrierRouter {
       fingerprint = "";
     },
 
-    refresh: reload,
+    refresh: () => (stopped ? Promise.resolve() : reload()),
 
     links() {
       return [...links.values()].map((l) => ({

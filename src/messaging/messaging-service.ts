@@ -79,6 +79,7 @@ export function toMessageRecord(m: Message): MessageRecord {
     received: BigInt(unixSeconds(m.receivedAt)),
     errorCode: m.errorCode,
     carrierError: m.carrierError,
+    carrier: m.carrier,
   });
 }
 

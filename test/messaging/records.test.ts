@@ -9,6 +9,7 @@ import { addPoolNumbers, createTenant, createTestApp, type Tenant, type TestApp 
 const MESSAGE_KEYS = ["AccountSid", "From", "MessageSid", "PropertySid", "Text", "To"];
 const RECORD_KEYS = [
   "AccountSid",
+  "Carrier",
   "CarrierError",
   "Created",
   "DeliveryReceipt",
@@ -126,6 +127,7 @@ describe("GET /v2/Messages/{MessageSid}", () => {
       Received: 0,
       ErrorCode: "",
       CarrierError: "",
+      Carrier: "",
     });
   });
 
@@ -156,6 +158,7 @@ describe("GET /v2/Messages/{MessageSid}", () => {
       Received: 0,
       ErrorCode: "",
       CarrierError: "",
+      Carrier: "",
     });
   });
 
