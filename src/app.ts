@@ -135,7 +135,13 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const loggerOpt = deps.logger ?? false;
   const isInstance = typeof loggerOpt === "object" && loggerOpt !== null && "child" in loggerOpt;
   const limits = deps.config.connections ?? DEFAULT_CONNECTION_LIMITS;
-  const ops = createObservability({ orm: deps.orm, clock: deps.clock ?? systemClock, metricsToken: deps.config.metricsToken, carrier: deps.carrier, carriers: deps.router ? () => deps.router!.links() : undefined });
+  const ops = createObservability({
+    orm: deps.orm,
+    clock: deps.clock ?? systemClock,
+    metricsToken: deps.config.metricsToken,
+    carrier: deps.carrier,
+    carriers: deps.router ? () => deps.router!.links() : undefined,
+  });
   const app = fastify({
     // HTTP/1.1 and h2c on one port, with the connection limits and a graceful close (src/http/polyglot-server.ts).
     serverFactory: (handler) => createPolyglotServer(handler, { limits, bodyLimit: deps.config.bodyLimit }),

@@ -24,7 +24,16 @@ import type { Clock } from "../common/clock.js";
 import { apiError, fieldErrors, type FieldProblem, notFound, quoted } from "../common/errors.js";
 import { isSid, newSid } from "../common/sid.js";
 import { CARRIER_KINDS, type CarrierKind } from "./carrier.entity.js";
-import { type CarrierRecord, deleteUnroutedCarrier, findCarrier, insertCarrier, listCarriers, lockCarriers, publicUrl, updateCarrier } from "./carrier-store.js";
+import {
+  type CarrierRecord,
+  deleteUnroutedCarrier,
+  findCarrier,
+  insertCarrier,
+  listCarriers,
+  lockCarriers,
+  publicUrl,
+  updateCarrier,
+} from "./carrier-store.js";
 import { ROUTE_STRATEGIES, type RouteStrategy } from "./route.entity.js";
 import { listRoutes, replaceRoutes, type RouteRecord } from "./route-store.js";
 
@@ -59,7 +68,9 @@ function checkKind(kind: string, field = "Kind"): CarrierKind | FieldProblem {
 /** The problem with a Url for a kind of carrier, or undefined when it is fine. */
 export function urlProblem(kind: CarrierKind, url: string): FieldProblem | undefined {
   if (kind === "simulator") {
-    return url === "" || url.startsWith("simulator:") ? undefined : problem("Url", `Url of a simulator carrier must be simulator:// or empty; got ${quoted(url)}.`);
+    return url === "" || url.startsWith("simulator:")
+      ? undefined
+      : problem("Url", `Url of a simulator carrier must be simulator:// or empty; got ${quoted(url)}.`);
   }
   if (url === "") return problem("Url", "Url is required.", "MissingParameter");
   let u: URL;
@@ -69,7 +80,8 @@ export function urlProblem(kind: CarrierKind, url: string): FieldProblem | undef
     return problem("Url", `Url must be an absolute URL; got ${quoted(publicUrl(url) || "(unreadable)")}.`);
   }
   if (kind === "smpp") {
-    if (u.protocol !== "smpp:" && u.protocol !== "smpps:") return problem("Url", "Url of an smpp carrier must be smpp://system_id:password@host:port or smpps://….");
+    if (u.protocol !== "smpp:" && u.protocol !== "smpps:")
+      return problem("Url", "Url of an smpp carrier must be smpp://system_id:password@host:port or smpps://….");
     if (!u.hostname || !u.username) return problem("Url", "Url of an smpp carrier must name the system_id and the host: smpp://system_id:password@host:port.");
     return undefined;
   }
@@ -78,7 +90,8 @@ export function urlProblem(kind: CarrierKind, url: string): FieldProblem | undef
 }
 
 function checkTps(tps: number | undefined, out: FieldProblem[]): void {
-  if (tps !== undefined && (!Number.isFinite(tps) || tps < 0 || tps > 100_000)) out.push(problem("Tps", `Tps must be a number from 0 (no limit) to 100000; got ${tps}.`));
+  if (tps !== undefined && (!Number.isFinite(tps) || tps < 0 || tps > 100_000))
+    out.push(problem("Tps", `Tps must be a number from 0 (no limit) to 100000; got ${tps}.`));
 }
 
 function checkWindow(window: number | undefined, out: FieldProblem[]): void {
@@ -108,7 +121,8 @@ function checkRoutes(req: ReplaceRoutesRequest): { routes: RouteRecord[]; proble
     if (r.prefix !== undefined && !PREFIX_RE.test(r.prefix)) {
       problems.push(problem(`${at}.Prefix`, `${at}.Prefix must be an E164 prefix such as +61 (+ and 1 to 15 digits); got ${quoted(r.prefix)}.`));
     }
-    if (r.accountSid !== undefined && !isSid(r.accountSid, "AC")) problems.push(problem(`${at}.AccountSid`, `${at}.AccountSid must be an AccountSid; got ${quoted(r.accountSid)}.`));
+    if (r.accountSid !== undefined && !isSid(r.accountSid, "AC"))
+      problems.push(problem(`${at}.AccountSid`, `${at}.AccountSid must be an AccountSid; got ${quoted(r.accountSid)}.`));
     if (r.carriers.length === 0) problems.push(problem(`${at}.Carriers`, `${at}.Carriers must name at least one CarrierSid.`, "MissingParameter"));
     if (r.carriers.length > MAX_ROUTE_CARRIERS) problems.push(problem(`${at}.Carriers`, `${at}.Carriers names at most ${MAX_ROUTE_CARRIERS} carriers.`));
     r.carriers.forEach((c, j) => {
@@ -125,7 +139,9 @@ function checkRoutes(req: ReplaceRoutesRequest): { routes: RouteRecord[]; proble
 
 function routeTable(routes: RouteRecord[]) {
   return create(RouteTableSchema, {
-    routes: routes.map((r) => create(RouteSchema, { prefix: r.prefix ?? undefined, accountSid: r.accountSid ?? undefined, carriers: r.carriers, strategy: r.strategy })),
+    routes: routes.map((r) =>
+      create(RouteSchema, { prefix: r.prefix ?? undefined, accountSid: r.accountSid ?? undefined, carriers: r.carriers, strategy: r.strategy }),
+    ),
   });
 }
 

@@ -75,11 +75,17 @@ export async function findCarrier(em: EntityManager, sid: string): Promise<Carri
 
 /** Adds a carrier; a name taken already breaks carriers_name_key (409 CarrierExists). */
 export async function insertCarrier(em: EntityManager, c: CarrierRecord): Promise<CarrierRecord> {
-  const rows = await executeBound<CarrierDbRow>(
-    em,
-    `insert into carriers (${COLUMNS}) values (?, ?, ?, ?, ?, ?, ?, ?, ?) returning ${COLUMNS}`,
-    [c.sid, c.name, c.kind, c.url, c.tps, c.window, c.systemType, c.createdAt, c.updatedAt],
-  );
+  const rows = await executeBound<CarrierDbRow>(em, `insert into carriers (${COLUMNS}) values (?, ?, ?, ?, ?, ?, ?, ?, ?) returning ${COLUMNS}`, [
+    c.sid,
+    c.name,
+    c.kind,
+    c.url,
+    c.tps,
+    c.window,
+    c.systemType,
+    c.createdAt,
+    c.updatedAt,
+  ]);
   return toRecord(rows[0]!);
 }
 

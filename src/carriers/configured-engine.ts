@@ -13,7 +13,11 @@ import { createCarrierRouter, type CarrierRouter } from "../delivery/carrier-rou
  * run them: the environment's carrier (CARRIER) and the router over the configured carriers, which
  * falls back to the environment's carrier while none is configured.
  */
-export async function createConfiguredEngine(config: Config, orm: MikroORM, log: Logger): Promise<{ carrier: Carrier; router: CarrierRouter; engine: DeliveryEngine }> {
+export async function createConfiguredEngine(
+  config: Config,
+  orm: MikroORM,
+  log: Logger,
+): Promise<{ carrier: Carrier; router: CarrierRouter; engine: DeliveryEngine }> {
   const carrier = await createCarrier(config, systemClock, log);
   const router = createCarrierRouter({ orm, log, fallback: carrier, build: (row) => createCarrierFromRow(row, config, systemClock, { log }) });
   const mailTransport = config.smtpUrl ? (await import("nodemailer")).createTransport(config.smtpUrl) : undefined;

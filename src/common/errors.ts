@@ -237,7 +237,9 @@ export function numberExists(number: string): ConnectError {
 
 /** 409 CarrierExists: another carrier has that name. */
 export function carrierExists(name: string): ConnectError {
-  return apiError("CarrierExists", `A carrier named ${quoted(name)} already exists.`, [{ field: "Name", code: "CarrierExists", message: `A carrier named ${quoted(name)} already exists.` }]);
+  return apiError("CarrierExists", `A carrier named ${quoted(name)} already exists.`, [
+    { field: "Name", code: "CarrierExists", message: `A carrier named ${quoted(name)} already exists.` },
+  ]);
 }
 
 /** 409 AddressNotPending: a review of an address another review (or this one earlier) already decided otherwise. */

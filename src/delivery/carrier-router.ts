@@ -263,7 +263,11 @@ export function createCarrierRouter(opts: CarrierRouterOptions): CarrierRouter {
           const refusal = err instanceof CarrierError ? err : new CarrierError(String((err as Error)?.message ?? err), "CarrierError", false);
           if (refusal.permanent) throw refusal;
           last = refusal;
-          if (i < order.length - 1) opts.log?.info({ messageSid: sms.messageSid, carrier: order[i].name, errorCode: refusal.errorCode }, "carrier refused for now: trying the next of the route");
+          if (i < order.length - 1)
+            opts.log?.info(
+              { messageSid: sms.messageSid, carrier: order[i].name, errorCode: refusal.errorCode },
+              "carrier refused for now: trying the next of the route",
+            );
         }
       }
       throw last ?? new CarrierError("no carrier of the route", "CarrierUnavailable", false);

@@ -94,7 +94,9 @@ export function createDispatcher(opts: DispatcherOptions): Dispatcher {
     if (done.length === 0) return;
     const deadline = performance.now() + claimMs / 2;
     // A carrier that reports per segment: the segments' ids are committed with the submissions.
-    const segmented = done.flatMap((d) => (d.segmentIds && d.segmentIds.length > 0 ? [{ messageSid: d.messageSid, segmentIds: d.segmentIds, at: d.at, carrier: d.carrier ?? "" }] : []));
+    const segmented = done.flatMap((d) =>
+      d.segmentIds && d.segmentIds.length > 0 ? [{ messageSid: d.messageSid, segmentIds: d.segmentIds, at: d.at, carrier: d.carrier ?? "" }] : [],
+    );
     for (let attempt = 1; ; attempt++) {
       try {
         if (segmented.length === 0) await recordSubmissions(opts.orm.em.fork(), done);

@@ -32,7 +32,15 @@ describe("carriers", () => {
     const r = await call("POST", "/admin/v1/Carriers", { ...SMPP, Tps: 25.5, SystemType: "sb" });
     expect(r.status).toBe(200);
     a = r.body;
-    expect(a).toEqual({ CarrierSid: expect.stringMatching(/^CR[A-Z0-9]{30}$/), Name: "smsc-a", Kind: "smpp", Url: "smpp://sys@10.0.0.1:2775", Tps: 25.5, Window: 10, Link: "-" });
+    expect(a).toEqual({
+      CarrierSid: expect.stringMatching(/^CR[A-Z0-9]{30}$/),
+      Name: "smsc-a",
+      Kind: "smpp",
+      Url: "smpp://sys@10.0.0.1:2775",
+      Tps: 25.5,
+      Window: 10,
+      Link: "-",
+    });
     expect(r.raw).not.toContain("s3cret-pw");
   });
 
@@ -46,7 +54,11 @@ describe("carriers", () => {
   });
 
   it("strips a Kannel password from the query", async () => {
-    const r = await call("POST", "/admin/v1/Carriers", { Name: "kannel-1", Kind: "kannel", Url: "http://127.0.0.1:13013/cgi-bin/sendsms?username=sb&password=kpw" });
+    const r = await call("POST", "/admin/v1/Carriers", {
+      Name: "kannel-1",
+      Kind: "kannel",
+      Url: "http://127.0.0.1:13013/cgi-bin/sendsms?username=sb&password=kpw",
+    });
     expect(r.status).toBe(200);
     expect(r.body.Url).toBe("http://127.0.0.1:13013/cgi-bin/sendsms?username=sb");
     expect((await call("DELETE", `/admin/v1/Carriers/${r.body.CarrierSid}`)).status).toBe(200);

@@ -40,7 +40,14 @@ function fake(): Fake {
   return f;
 }
 
-const sms = (n: number, to = "+61400000001", accountSid = "AC1"): OutboundSms => ({ messageSid: `MG${n}`, from: "+1", to, text: "x", deliveryReceipt: true, accountSid });
+const sms = (n: number, to = "+61400000001", accountSid = "AC1"): OutboundSms => ({
+  messageSid: `MG${n}`,
+  from: "+1",
+  to,
+  text: "x",
+  deliveryReceipt: true,
+  accountSid,
+});
 const noEvents = { deliveryReport: async () => undefined, inbound: async () => ({ messageSid: "", inReplyTo: "" }) };
 
 describe("carriersToTry", () => {
@@ -114,10 +121,7 @@ describe("the carrier router", () => {
       throw new CarrierError("no such number", "CarrierRejected", true);
     };
     await expect(router.submit(sms(3))).rejects.toMatchObject({ errorCode: "CarrierRejected", permanent: true });
-    expect([a.got, b.got]).toEqual([
-      ["MG2", "MG3"],
-      ["MG2"],
-    ]);
+    expect([a.got, b.got]).toEqual([["MG2", "MG3"], ["MG2"]]);
     expect(router.links().map((l) => [l.name, l.submitted, l.failed])).toEqual([
       ["A", 0, 2],
       ["B", 1, 0],

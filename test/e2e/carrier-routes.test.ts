@@ -108,12 +108,20 @@ describe("several carriers: routes, Failover, RoundRobin against two Net::SMPP S
   }
   /** Waits (one query a poll) until none of the messages is queued; their carriers by Sid. */
   async function allOut(sids: string[]): Promise<Map<string, string>> {
-    return waitFor(`${sids.length} messages out of the queue`, async () => {
-      const rows = await db.orm.em
-        .fork()
-        .execute<{ sid: string; status: string; carrier: string }[]>(`select sid, status, carrier from messages where sid in (${sids.map((x) => `'${x}'`).join(", ")})`);
-      return rows.length === sids.length && rows.every((r) => ["Submitted", "Delivered"].includes(r.status)) ? new Map(rows.map((r) => [r.sid, r.carrier])) : undefined;
-    }, 60_000);
+    return waitFor(
+      `${sids.length} messages out of the queue`,
+      async () => {
+        const rows = await db.orm.em
+          .fork()
+          .execute<{ sid: string; status: string; carrier: string }[]>(
+            `select sid, status, carrier from messages where sid in (${sids.map((x) => `'${x}'`).join(", ")})`,
+          );
+        return rows.length === sids.length && rows.every((r) => ["Submitted", "Delivered"].includes(r.status))
+          ? new Map(rows.map((r) => [r.sid, r.carrier]))
+          : undefined;
+      },
+      60_000,
+    );
   }
   async function routes(table: object[]): Promise<void> {
     await ok(p.app, "PUT", "/admin/v1/Routes", { Routes: table });
@@ -158,9 +166,14 @@ describe("several carriers: routes, Failover, RoundRobin against two Net::SMPP S
     expect(a).toEqual({ CarrierSid: a.CarrierSid, Name: "A", Kind: "smpp", Url: `smpp://switchboard@127.0.0.1:${smscA.port}`, Tps: 0, Window: 10, Link: "-" });
     expect(a.CarrierSid).toMatch(/^CR[A-Z0-9]{30}$/);
     A = a.CarrierSid;
-    B = (await ok(p.app, "POST", "/admin/v1/Carriers", { Name: "B", Kind: "smpp", Url: `smpp://switchboard:secret@127.0.0.1:${smscB.port}`, Window: 20 })).CarrierSid;
+    B = (await ok(p.app, "POST", "/admin/v1/Carriers", { Name: "B", Kind: "smpp", Url: `smpp://switchboard:secret@127.0.0.1:${smscB.port}`, Window: 20 }))
+      .CarrierSid;
     SIM = (await ok(p.app, "POST", "/admin/v1/Carriers", { Name: "sim", Kind: "simulator", Url: "simulator://" })).CarrierSid;
-    await routes([{ Prefix: "+61", Carriers: [A], Strategy: "Failover" }, { Prefix: "+64", Carriers: [B], Strategy: "Failover" }, { Carriers: [SIM], Strategy: "Failover" }]);
+    await routes([
+      { Prefix: "+61", Carriers: [A], Strategy: "Failover" },
+      { Prefix: "+64", Carriers: [B], Strategy: "Failover" },
+      { Carriers: [SIM], Strategy: "Failover" },
+    ]);
     await waitFor("both binds", async () => {
       const list = (await ok(p.app, "GET", "/admin/v1/Carriers")).Carriers as any[];
       return list.filter((c) => c.Link === "Bound").length === 2 ? list : undefined;
@@ -228,7 +241,10 @@ describe("several carriers: routes, Failover, RoundRobin against two Net::SMPP S
   });
 
   it("an inbound MO on B reaches the lease's webhook", async () => {
-    await routes([{ Prefix: "+64", Carriers: [B], Strategy: "Failover" }, { Carriers: [SIM], Strategy: "Failover" }]);
+    await routes([
+      { Prefix: "+64", Carriers: [B], Strategy: "Failover" },
+      { Carriers: [SIM], Strategy: "Failover" },
+    ]);
     const recipient = dest("+64");
     const sid = await send(tenant, { From: "", To: recipient, Text: "Reply to me", WebhookUri: `${hookBase}/responses` });
     const out = await settled(tenant, sid);
