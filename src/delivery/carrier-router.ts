@@ -2,7 +2,7 @@ import type { MikroORM } from "@mikro-orm/sql";
 import type { Logger } from "pino";
 import { type Carrier, CarrierError, type CarrierEvents, type CarrierStatusInfo, type OutboundSms, type SubmitResult } from "./carrier.js";
 import { NO_ROUTE } from "../common/errors.js";
-import { type CarrierRecord, listCarriers } from "../admin/carrier-store.js";
+import { type CarrierRecord, listCarriers, publicUrl } from "../admin/carrier-store.js";
 import { listRoutes, type RouteRecord } from "../admin/route-store.js";
 
 /** The name of the environment's carrier (CARRIER, SMPP_URL, KANNEL_*) while no carrier is configured. */
@@ -171,7 +171,18 @@ export function createCarrierRouter(opts: CarrierRouterOptions): CarrierRouter {
           next.set(c.sid, old);
           continue;
         }
-        const link = newLink(c.sid, c.name, version, await opts.build(c));
+        let carrier: Carrier;
+        try {
+          carrier = await opts.build(c);
+        } catch (err) {
+          // One unusable row leaves the others routing; the message never carries the password.
+          const reason = String((err as Error)?.message ?? err)
+            .split(c.url)
+            .join(publicUrl(c.url));
+          opts.log?.error({ carrier: c.name, kind: c.kind, reason }, "could not open a configured carrier; routes skip it");
+          continue;
+        }
+        const link = newLink(c.sid, c.name, version, carrier);
         await startLink(link);
         next.set(c.sid, link);
         opts.log?.info({ carrier: c.name, kind: c.kind }, old ? "carrier changed: its link is opened again" : "carrier link opened");

@@ -4,6 +4,7 @@
  * RoundRobin alternates, none up hands the message to the route's first carrier, no route is
  * NoRoute, and a removed carrier's link closes only once its submissions are answered.
  */
+import pino from "pino";
 import { describe, expect, it } from "vitest";
 import { CarrierError, type Carrier, type CarrierStatusInfo, type OutboundSms } from "../../src/delivery/carrier.js";
 import { carriersToTry, createCarrierRouter } from "../../src/delivery/carrier-router.js";
@@ -151,6 +152,42 @@ describe("the carrier router", () => {
     await new Promise((r) => setTimeout(r, 50));
     a.link = "Down";
     expect(await pending).toEqual({ carrierRef: "ref", carrier: "B" });
+    await router.stop();
+  });
+
+  it("a row whose carrier cannot be built is skipped (logged without its password); the others route", async () => {
+    const em = db.orm.em.fork();
+    await em.execute("delete from routes");
+    await em.execute("delete from carriers");
+    const lines: string[] = [];
+    const log = pino({ level: "info" }, { write: (l: string) => lines.push(l) });
+    const rows = ["bad", "good"].map((name) => ({
+      sid: `CR${String(++n).padStart(30, "0")}`,
+      name,
+      kind: "smpp" as const,
+      url: `smpp://sys:pw-${name}-0123@127.0.0.1:1`,
+      tps: 0,
+      window: 10,
+      systemType: "",
+      createdAt: now,
+      updatedAt: now,
+    }));
+    for (const r of rows) await insertCarrier(em, r);
+    await em.transactional((tx) => replaceRoutes(tx, [{ prefix: null, accountSid: null, carriers: rows.map((r) => r.sid), strategy: "Failover" }], now));
+    const good = fake();
+    const router = createCarrierRouter({
+      orm: db.orm,
+      log,
+      fallback: fake(),
+      build: async (row) => {
+        if (row.name === "bad") throw new Error(`cannot read ${row.url}`);
+        return good;
+      },
+    });
+    await router.start(noEvents);
+    expect((await router.submit(sms(10))).carrier).toBe("good");
+    expect(lines.join("")).toContain("could not open a configured carrier");
+    expect(lines.join("")).not.toContain("pw-bad-0123");
     await router.stop();
   });
 
