@@ -1,5 +1,5 @@
 /**
- * The operator's carriers and route table (issue 30, contract §14): AdminService's ListCarriers,
+ * The operator's carriers and route table (issue 30; docs/operations.md#carriers-and-routes): AdminService's ListCarriers,
  * AddCarrier, UpdateCarrier, RemoveCarrier, GetRoutes and ReplaceRoutes. Every field is checked
  * here (a 400 naming it); the stores hold the statements. A carrier's password is stored and
  * never returned: every answer carries `publicUrl`.

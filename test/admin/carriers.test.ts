@@ -1,5 +1,5 @@
 /**
- * The operator's carriers and route table (contract §14) through REST: exact JSON, each field's
+ * The operator's carriers and route table (docs/operations.md#carriers-and-routes) through REST: exact JSON, each field's
  * 400, names unique, a routed carrier never removed (also when the removal races a route table
  * that names it), and the password never in an answer.
  */

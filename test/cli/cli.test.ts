@@ -281,7 +281,7 @@ describe("errors", () => {
     "carriers and routes: add, list (no password), replace the routes from a JSON file, show them, remove only an unrouted carrier",
     { timeout: SLOW * 3 },
     async () => {
-      const added = await ok(["add-carrier", "--name", "cli-smsc", "--kind", "smpp", "--url", "smpp://sys:hunter2@127.0.0.1:2775", "--window", "5"]);
+      const added = await ok(["add-carrier", "--name", "cli-smsc", "--kind", "smpp", "--carrier-url", "smpp://sys:hunter2@127.0.0.1:2775", "--window", "5"]);
       expect(added).toEqual({
         CarrierSid: expect.stringMatching(SID_RE("CR")),
         Name: "cli-smsc",

@@ -1,5 +1,5 @@
 /**
- * Several carriers at once (issue 30, contract §14) end to end: two SMSCs scripted on Perl's
+ * Several carriers at once (issue 30) end to end: two SMSCs scripted on Perl's
  * Net::SMPP (test/carriers/smpp/smsc.pl, two processes on two ports) and a simulator carrier,
  * configured through the operator API, with the dispatcher's carrier router on the real clock.
  */
