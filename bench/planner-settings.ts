@@ -37,8 +37,8 @@ const FUNCTIONS: [string, string, string][] = [
   ["sb_due_accounts", "timestamptz", "now()"],
   [
     "sb_record_submissions",
-    "text[], text[], timestamptz[]",
-    `${sidArray(296001, 296100)}, ${repeated("r1", "text")}, ${repeated("2026-11-25T10:00:00Z", "timestamptz")}`,
+    "text[], text[], timestamptz[], text[]",
+    `${sidArray(296001, 296100)}, ${repeated("r1", "text")}, ${repeated("2026-11-25T10:00:00Z", "timestamptz")}, ${repeated("default", "text")}`,
   ],
   ["sb_apply_final_states", "text[], text[], timestamptz[], text[], text[]", FINAL],
   ["sb_apply_plain_final_states", "text[], text[], timestamptz[], text[], text[]", FINAL],

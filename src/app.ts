@@ -15,6 +15,7 @@ import { createAuthFailureGuard } from "./accounts/auth-failures.js";
 import { createAddressService } from "./addresses/address-service.js";
 import { createAdminService } from "./admin/admin-service.js";
 import type { Carrier } from "./delivery/carrier.js";
+import type { CarrierRouter } from "./delivery/carrier-router.js";
 import type { Clock } from "./common/clock.js";
 import { systemClock } from "./common/clock.js";
 import { rejectUnstorableStrings } from "./common/string-guard.js";
@@ -48,6 +49,8 @@ export interface AppDeps {
   clock?: Clock;
   /** The carrier, for the simulator's operator endpoints. */
   carrier?: Carrier;
+  /** The dispatcher's carrier router: each configured carrier's link for the operator API and the metrics. */
+  router?: Pick<CarrierRouter, "links" | "refresh">;
   /** Called after a message is queued, to wake the dispatcher. */
   onQueued?: () => void;
   /** This process's retention purge, whose totals /metrics shows. */
@@ -78,11 +81,22 @@ export function createServices(deps: AppDeps, accounts: AccountCache = createAcc
   const ratePerSecond = deps.config.sendRateLimit ?? DEFAULT_SEND_RATE_LIMIT;
   const burst = deps.config.sendRateBurst ?? defaultSendBurst(ratePerSecond);
   const sendRate = createSendRateLimiter({ ratePerSecond, burst, clock });
+  const router = deps.router;
   return [
     served(MessagingService, createMessagingService({ orm: deps.orm, clock, ...deps.config, onQueued: deps.onQueued, sendRate })),
     served(AddressService, createAddressService({ clock })),
     served(NumberService, createNumberService()),
-    served(AdminService, createAdminService({ clock, carrier: deps.carrier, accounts })),
+    served(
+      AdminService,
+      createAdminService({
+        clock,
+        carrier: deps.carrier,
+        accounts,
+        carrierLinks: router ? () => new Map(router.links().map((l) => [l.name, l.link === "" ? "-" : l.link])) : undefined,
+        // This process's dispatcher reads the change at once; the others within their poll.
+        routingChanged: router ? () => void router.refresh().catch(() => undefined) : undefined,
+      }),
+    ),
   ];
 }
 
@@ -129,6 +143,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     metricsToken: deps.config.metricsToken,
     carrier: deps.carrier,
     retention: deps.retention,
+    carriers: deps.router ? () => deps.router!.links() : undefined,
   });
   const app = fastify({
     // HTTP/1.1 and h2c on one port, with the connection limits and a graceful close (src/http/polyglot-server.ts).

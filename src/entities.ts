@@ -12,6 +12,8 @@ import { UnmatchedInbound } from "./delivery/unmatched-inbound.entity.js";
 import { CarrierSegment } from "./delivery/carrier-segment.entity.js";
 import { PendingReceipt } from "./delivery/pending-receipt.entity.js";
 import { InboundPart } from "./delivery/inbound-part.entity.js";
+import { CarrierRow } from "./admin/carrier.entity.js";
+import { RouteRow } from "./admin/route.entity.js";
 
 /**
  * Every entity, listed explicitly (no folder discovery), in foreign-key order: one per table the
@@ -32,4 +34,6 @@ export const entities = [
   CarrierSegment,
   PendingReceipt,
   InboundPart,
+  CarrierRow,
+  RouteRow,
 ];

@@ -19,8 +19,8 @@ async function main(): Promise<void> {
   const orm = await createOrm({ entities, databaseUrl: config.databaseUrl });
   await migrateUp(orm);
   const demo = seedsDemo(config.databaseUrl) ? await seedDemo(orm, systemClock) : undefined;
-  const { carrier, engine } = await createConfiguredEngine(config, orm, log);
-  const app = await buildApp({ orm, config, clock: systemClock, logger: log, carrier, onQueued: () => engine.nudge(), retention: engine.retention });
+  const { carrier, router, engine } = await createConfiguredEngine(config, orm, log);
+  const app = await buildApp({ orm, config, clock: systemClock, logger: log, carrier, router, onQueued: () => engine.nudge(), retention: engine.retention });
   // Installed before the port opens: until a handler exists, SIGTERM kills the process outright
   // (exit by signal, no "stopped" line), and /readyz may answer before engine.start() returns.
   // New connections are refused at once; requests in flight finish and get their answer (idle

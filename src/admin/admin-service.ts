@@ -44,6 +44,7 @@ import { listWebhookDeliveries } from "../webhooks/webhook-store.js";
 import { cancelQueuedMessages } from "../messaging/message-store.js";
 import { releaseLease } from "../leases/lease-allocator.js";
 import { createAdminLists, findAccount, toAccountPb, toPropertyPb } from "./admin-lists.js";
+import { type CarrierAdminDeps, createCarrierAdmin } from "./carrier-admin.js";
 
 /** Tokens are at least 32 random characters; we issue 40 (docs/api.md#authentication). */
 export const TOKEN_LENGTH = 40;
@@ -112,7 +113,9 @@ interface SimulatorControls extends OperatorCarrier {
 }
 
 /** Creates the operator's AdminService implementation. */
-export function createAdminService(deps: { clock: Clock; carrier?: OperatorCarrier; accounts?: AccountCache }): ServiceImpl<typeof AdminService> {
+export function createAdminService(
+  deps: { clock: Clock; carrier?: OperatorCarrier; accounts?: AccountCache } & Partial<Pick<CarrierAdminDeps, "carrierLinks" | "routingChanged">>,
+): ServiceImpl<typeof AdminService> {
   const simulator = (): SimulatorControls => {
     if (deps.carrier?.name !== "simulator") {
       throw apiError("InvalidParameter", "The simulator endpoints work only with CARRIER=simulator.");
@@ -121,6 +124,7 @@ export function createAdminService(deps: { clock: Clock; carrier?: OperatorCarri
   };
   return {
     ...createAdminLists({ clock: deps.clock, em: requireAdmin }),
+    ...createCarrierAdmin({ clock: deps.clock, em: requireAdmin, carrierLinks: deps.carrierLinks, routingChanged: deps.routingChanged }),
 
     async getCarrierStatus(_req: unknown, ctx: HandlerContext) {
       requireAdmin(ctx);

@@ -1,20 +1,30 @@
 import type { MikroORM } from "@mikro-orm/sql";
 import type { Logger } from "pino";
 import type { Carrier } from "../delivery/carrier.js";
-import { createCarrier } from "./index.js";
+import { createCarrier, createCarrierFromRow } from "./index.js";
 import { systemClock } from "../common/clock.js";
 import type { Config } from "../config.js";
 import { dnsServersResolver } from "../webhooks/webhook-client.js";
 import { createDeliveryEngine, type DeliveryEngine } from "../delivery/engine.js";
+import { createCarrierRouter, type CarrierRouter } from "../delivery/carrier-router.js";
 
-/** The carrier and delivery engine the configuration asks for, as the service and the worker both run them. */
-export async function createConfiguredEngine(config: Config, orm: MikroORM, log: Logger): Promise<{ carrier: Carrier; engine: DeliveryEngine }> {
+/**
+ * The carriers and delivery engine the configuration asks for, as the service and the worker both
+ * run them: the environment's carrier (CARRIER) and the router over the configured carriers, which
+ * falls back to the environment's carrier while none is configured.
+ */
+export async function createConfiguredEngine(
+  config: Config,
+  orm: MikroORM,
+  log: Logger,
+): Promise<{ carrier: Carrier; router: CarrierRouter; engine: DeliveryEngine }> {
   const carrier = await createCarrier(config, systemClock, log);
+  const router = createCarrierRouter({ orm, log, fallback: carrier, build: (row) => createCarrierFromRow(row, config, systemClock, { log }) });
   const mailTransport = config.smtpUrl ? (await import("nodemailer")).createTransport(config.smtpUrl) : undefined;
   const engine = createDeliveryEngine({
     orm,
     clock: systemClock,
-    carrier,
+    carrier: router,
     webhookAllowPrivate: config.webhookAllowPrivate,
     log,
     mailTransport,
@@ -29,5 +39,5 @@ export async function createConfiguredEngine(config: Config, orm: MikroORM, log:
       resolve: config.webhookDnsServers.length > 0 ? dnsServersResolver(config.webhookDnsServers) : undefined,
     },
   });
-  return { carrier, engine };
+  return { carrier, router, engine };
 }

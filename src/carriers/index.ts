@@ -1,7 +1,9 @@
 import type { Logger } from "pino";
 import type { Clock } from "../common/clock.js";
-import type { Config } from "../config.js";
+import { type Config, smppConfig } from "../config.js";
 import type { Carrier } from "../delivery/carrier.js";
+import type { CarrierRecord } from "../admin/carrier-store.js";
+import type { SmppCarrierOptions } from "./smpp/smpp-carrier.js";
 import { createSimulatorCarrier } from "./simulator.js";
 
 /** The carrier CARRIER names, built from configuration. */
@@ -22,5 +24,40 @@ export async function createCarrier(config: Config, clock: Clock, log?: Logger):
     }
     default:
       throw new Error(`CARRIER=${String(config.carrier)} is not supported by this build; use simulator, kannel or smpp`);
+  }
+}
+
+/**
+ * The carrier of a configured row (`/admin/v1/Carriers`). An SMPP row's Url is read as SMPP_URL
+ * (with the row's Window, Tps and SystemType; the other SMPP_ settings from the environment); a
+ * Kannel row's Url is its sendsms URL with `username` and `password` in the query (the callbacks'
+ * base and secret are the environment's KANNEL_CALLBACK_URL and KANNEL_CALLBACK_SECRET).
+ */
+export async function createCarrierFromRow(
+  row: CarrierRecord,
+  config: Config,
+  clock: Clock,
+  opts: { log?: Logger; env?: NodeJS.ProcessEnv; smpp?: Partial<SmppCarrierOptions> } = {},
+): Promise<Carrier> {
+  switch (row.kind) {
+    case "simulator":
+      return createSimulatorCarrier({ clock, reportDelayMs: config.simulatorReportDelayMs });
+    case "kannel": {
+      const { createKannelCarrier } = await import("./kannel.js");
+      const url = new URL(row.url);
+      const username = url.searchParams.get("username") ?? "";
+      const password = url.searchParams.get("password") ?? "";
+      url.searchParams.delete("username");
+      url.searchParams.delete("password");
+      return createKannelCarrier({ ...config.kannel, sendsmsUrl: url.toString(), username, password, tps: row.tps, clock });
+    }
+    case "smpp": {
+      const { createSmppCarrier } = await import("./smpp/smpp-carrier.js");
+      const env = opts.env ?? process.env;
+      const smpp = smppConfig({ ...env, SMPP_URL: row.url, SMPP_WINDOW: String(row.window), SMPP_TPS: String(row.tps), SMPP_SYSTEM_TYPE: row.systemType });
+      return createSmppCarrier({ ...smpp, clock, log: opts.log?.child({ carrierName: row.name }), submitDeadlineMs: config.dispatchClaimMs / 2, ...opts.smpp });
+    }
+    default:
+      throw new Error(`carrier ${row.name}: unknown kind ${String(row.kind)}`);
   }
 }

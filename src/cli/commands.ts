@@ -18,6 +18,8 @@ interface MethodNotes {
   hints?: Record<string, string>;
   /** Request fields taken as positional arguments after the path fields, in this order. */
   positionals?: string[];
+  /** Option names by proto field name, where the field's own name is a global option (--url, --token). */
+  flags?: Record<string, string>;
 }
 
 const SMS_HINT = "--sms-enabled switches SMS on, --no-sms-enabled off (disables sending)";
@@ -37,6 +39,9 @@ export const METHOD_NOTES: Record<string, MethodNotes> = {
   },
   ReviewAddress: { hints: { status: "Active or Rejected (or use approve-address / reject-address)" } },
   InjectInbound: { hints: { from: "the handset's E164 number", to: "a number of the service, e.g. a leased pool number" } },
+  // --url is the service's URL: the carrier's Url is --carrier-url.
+  AddCarrier: { flags: { url: "carrier-url" } },
+  UpdateCarrier: { flags: { url: "carrier-url" } },
 };
 
 /** Full proto name of an AdminService method, the key of its comment. */
@@ -137,7 +142,7 @@ function buildCommand(
   const options = method.input.fields
     .filter((f) => !positionals.includes(f) && !fixedFields.has(f.jsonName))
     .map((field) => ({
-      flag: kebab(field.name),
+      flag: text?.flags?.[field.name] ?? kebab(field.name),
       field,
       hint: optionHint(typeHint(field), text?.hints?.[field.name] ?? comments.get(`${field.parent.typeName}.${field.name}`) ?? ""),
     }));

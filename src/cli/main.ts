@@ -4,7 +4,7 @@
  * the REST error shape, with an exit code per kind (EXIT). bin/switchboard.mjs launches it.
  */
 import { existsSync, readFileSync } from "node:fs";
-import { join } from "node:path";
+import { join, resolve } from "node:path";
 import { parseArgs, type ParseArgsConfig } from "node:util";
 import { create, fromJson, ScalarType, toJson, type DescField, type JsonObject, type JsonValue } from "@bufbuild/protobuf";
 import { Code, ConnectError, createClient, type Interceptor } from "@connectrpc/connect";
@@ -65,7 +65,7 @@ export async function main(argv: string[], io: CliIo = processIo()): Promise<num
       io.stdout(commandHelp(command));
       return EXIT.ok;
     }
-    const request = buildRequest(command, positionals, values);
+    const request = buildRequest(command, positionals, jsonFromFile(values, io));
     const url = settingsUrl(values.url as string | undefined, io);
     const token = settingsToken(values.token as string | undefined, io);
     return await call(command, request, url, token, io);
@@ -122,12 +122,24 @@ function parse(args: string[], options: NonNullable<ParseArgsConfig["options"]>,
 }
 
 function commandOptions(command: Command): NonNullable<ParseArgsConfig["options"]> {
-  const options: NonNullable<ParseArgsConfig["options"]> = { json: { type: "string" } };
+  const options: NonNullable<ParseArgsConfig["options"]> = { json: { type: "string" }, "json-file": { type: "string" } };
   for (const o of command.options) {
     const isBool = o.field.fieldKind === "scalar" && o.field.scalar === ScalarType.BOOL;
     options[o.flag] = { type: isBool ? "boolean" : "string", multiple: o.field.fieldKind === "list" };
   }
   return options;
+}
+
+/** --json-file PATH (relative to the working directory) read as --json; both at once is a usage error. */
+function jsonFromFile(values: Values, io: CliIo): Values {
+  const path = values["json-file"];
+  if (path === undefined) return values;
+  if (values.json !== undefined) throw new UsageError("Give the request as --json or --json-file, not both.");
+  try {
+    return { ...values, json: readFileSync(resolve(io.cwd, String(path)), "utf8") };
+  } catch (e) {
+    throw new UsageError(`--json-file: cannot read '${String(path)}': ${(e as Error).message}`);
+  }
 }
 
 /** The request as proto JSON: --json first, then positional arguments, options and fixed fields on top. */
@@ -296,6 +308,7 @@ function commandHelp(c: Command): string {
     return [isBool ? `--[no-]${o.flag}` : `--${o.flag} ${f.jsonName.toUpperCase()}`, o.hint];
   });
   rows.push(["--json OBJECT", "the request as JSON with the API's field names; arguments and options override it"]);
+  rows.push(["--json-file PATH", "the same JSON read from a file (e.g. replace-routes --json-file routes.json)"]);
   const width = Math.max(...rows.map(([flag]) => flag.length)) + 2;
   const fixed = Object.entries(c.fixed)
     .map(([k, v]) => `${k}=${JSON.stringify(v)}`)

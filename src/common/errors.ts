@@ -122,6 +122,16 @@ export const ERRORS = {
     grpc: Code.AlreadyExists,
     when: "operator adds a number that exists (also when the same number is added several times at once: one 200, the others this)",
   },
+  CarrierExists: {
+    http: 409,
+    grpc: Code.AlreadyExists,
+    when: "operator adds a carrier, or renames one, to a `Name` another carrier has",
+  },
+  CarrierInUse: {
+    http: 409,
+    grpc: Code.Aborted,
+    when: "operator removes a carrier a route still names (replace the route table without it first)",
+  },
   IdempotencyKeyReused: {
     http: 422,
     grpc: Code.InvalidArgument,
@@ -148,6 +158,12 @@ export const ERRORS = {
  * RECEIPT_TIMEOUT_HOURS of its submission (docs/api.md#message-record).
  */
 export const RECEIPT_TIMEOUT = "ReceiptTimeout";
+
+/**
+ * A message's own ErrorCode: no route of the route table matches its destination and account
+ * (docs/operations.md#carriers-and-routes); the message fails at dispatch.
+ */
+export const NO_ROUTE = "NoRoute";
 
 /** Stable PascalCase error codes of the API: the keys of the error table. */
 export type ErrorCode = keyof typeof ERRORS;
@@ -219,6 +235,13 @@ export function numberExists(number: string): ConnectError {
   return apiError("NumberExists", `Number ${number} already exists.`);
 }
 
+/** 409 CarrierExists: another carrier has that name. */
+export function carrierExists(name: string): ConnectError {
+  return apiError("CarrierExists", `A carrier named ${quoted(name)} already exists.`, [
+    { field: "Name", code: "CarrierExists", message: `A carrier named ${quoted(name)} already exists.` },
+  ]);
+}
+
 /** 409 AddressNotPending: a review of an address another review (or this one earlier) already decided otherwise. */
 export function addressNotPending(sid: string, status: string): ConnectError {
   return apiError(
@@ -244,6 +267,7 @@ export function idempotencyKeyReused(key: string): ConnectError {
 const CONSTRAINT_ERRORS: Record<string, (v: ConstraintViolation) => ConnectError | undefined> = {
   numbers_address_sid_fkey: (v) => (v.side === "referencing" ? addressNotOfAccount(v.key ?? "") : addressInUse(v.key ?? "")),
   numbers_number_key: (v) => numberExists(v.key ?? ""),
+  carriers_name_key: (v) => carrierExists(v.key ?? ""),
 };
 
 /** The documented 4xx for a database constraint violation, or undefined when none is mapped (a bug). */

@@ -8,6 +8,7 @@ export const SidPrefix = {
   address: "AD",
   number: "PN",
   lease: "LS",
+  carrier: "CR",
 } as const;
 
 /** A Sid prefix. */

@@ -22,6 +22,7 @@ import { Migration20261128090000 } from "./migrations/Migration20261128090000.js
 import { Migration20261129000000 } from "./migrations/Migration20261129000000.js";
 import { Migration20261129100000 } from "./migrations/Migration20261129100000.js";
 import { Migration20261130000000 } from "./migrations/Migration20261130000000.js";
+import { Migration20261130100000 } from "./migrations/Migration20261130100000.js";
 import { applyRepeatableSql } from "./repeatable-sql.js";
 import { DEFAULT_POOL_MAX, databaseKind } from "../config.js";
 
@@ -46,6 +47,7 @@ export const migrations = [
   { name: "Migration20261129000000", class: Migration20261129000000 },
   { name: "Migration20261129100000", class: Migration20261129100000 },
   { name: "Migration20261130000000", class: Migration20261130000000 },
+  { name: "Migration20261130100000", class: Migration20261130100000 },
 ];
 
 /** Options of createOrm. */

@@ -16,6 +16,8 @@ export const CarrierSegmentEntity = defineEntity({
     status: p.string().length(16).$type<"Submitted" | "Delivered" | "Failed">().default("Submitted"),
     carrierError: p.text().default(""),
     createdAt: p.datetime(),
+    // The carrier (its name) whose id this is: a receipt matches only its own carrier's ids.
+    carrier: p.string().length(64).default(""),
   },
 });
 

@@ -8,6 +8,13 @@ export interface OutboundSms {
   text: string;
   /** Whether the carrier should report delivery (we always track state; this is the client's wish). */
   deliveryReceipt: boolean;
+  /** The sending account (routes may be per account). */
+  accountSid?: string;
+  /**
+   * Aborts a submission still waiting for the carrier's link, window or rate (the carrier then
+   * refuses it as temporary): the router moves it to the next carrier when this one's link drops.
+   */
+  signal?: AbortSignal;
 }
 
 /**
@@ -34,6 +41,8 @@ export interface SegmentReceipt {
   /** The carrier's reason on failure, e.g. "err:034 stat:UNDELIV"; "" otherwise. */
   carrierError: string;
   at: Date;
+  /** The name of the carrier that sent it (set by the router): it matches only that carrier's ids. */
+  carrier?: string;
 }
 
 /** One part of a concatenated inbound SMS (the UDH's reference, part count and part number). */
@@ -88,6 +97,15 @@ export class CarrierError extends Error {
   }
 }
 
+/** A carrier's answer to a submission. */
+export interface SubmitResult {
+  carrierRef: string;
+  /** For a carrier that reports per segment: each segment's id, in order. */
+  segmentIds?: string[];
+  /** The name of the carrier that took it (set by the router; recorded as the message's Carrier). */
+  carrier?: string;
+}
+
 /** A way to hand SMS to the network and hear back reports and inbound messages. */
 export interface Carrier {
   readonly name: string;
@@ -101,7 +119,7 @@ export interface Carrier {
    * Submits one SMS; resolves with the carrier's reference (and, for a carrier that reports per
    * segment, each segment's id in order), throws CarrierError on refusal.
    */
-  submit(sms: OutboundSms): Promise<{ carrierRef: string; segmentIds?: string[] }>;
+  submit(sms: OutboundSms): Promise<SubmitResult>;
   /**
    * How many messages the carrier can take within `withinMs` (its window and rate, minus what it
    * already queues); the dispatcher claims no more. Absent: no limit but the dispatcher's batch.

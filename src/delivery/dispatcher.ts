@@ -57,7 +57,8 @@ export function createDispatcher(opts: DispatcherOptions): Dispatcher {
   const batchSize = opts.batchSize ?? 500;
   const claimMs = opts.claimMs ?? 60_000;
   const retryWindowMs = opts.retryWindowMs ?? 3_600_000;
-  const confirmWaitMs = opts.carrier.confirmWaitMs ?? 0;
+  // Read afresh: a router's carriers (and so the longest wait among them) change while it runs.
+  const confirmWait = () => opts.carrier.confirmWaitMs ?? 0;
   const sweepMs = opts.sweepMs ?? 1000;
   let lastSweep = -Infinity;
   /** Messages this dispatcher holds for the carrier's report, and when each wait ends. */
@@ -66,14 +67,15 @@ export function createDispatcher(opts: DispatcherOptions): Dispatcher {
   /** Hands one message to the carrier: its reference, or undefined when the carrier refused it (already handled). */
   async function submitOne(row: ClaimedRow): Promise<(Submission & { segmentIds?: string[] }) | undefined> {
     try {
-      const { carrierRef, segmentIds } = await opts.carrier.submit({
+      const { carrierRef, segmentIds, carrier } = await opts.carrier.submit({
         messageSid: row.sid,
         from: row.sender,
         to: row.recipient,
         text: row.text,
         deliveryReceipt: row.delivery_receipt,
+        accountSid: row.account_sid,
       });
-      return { messageSid: row.sid, carrierRef, segmentIds, at: opts.clock.now() };
+      return { messageSid: row.sid, carrierRef, segmentIds, carrier, at: opts.clock.now() };
     } catch (err) {
       await carrierRefused(opts.orm.em.fork(), row, err);
       return undefined;
@@ -92,7 +94,9 @@ export function createDispatcher(opts: DispatcherOptions): Dispatcher {
     if (done.length === 0) return;
     const deadline = performance.now() + claimMs / 2;
     // A carrier that reports per segment: the segments' ids are committed with the submissions.
-    const segmented = done.flatMap((d) => (d.segmentIds && d.segmentIds.length > 0 ? [{ messageSid: d.messageSid, segmentIds: d.segmentIds, at: d.at }] : []));
+    const segmented = done.flatMap((d) =>
+      d.segmentIds && d.segmentIds.length > 0 ? [{ messageSid: d.messageSid, segmentIds: d.segmentIds, at: d.at, carrier: d.carrier ?? "" }] : [],
+    );
     for (let attempt = 1; ; attempt++) {
       try {
         if (segmented.length === 0) await recordSubmissions(opts.orm.em.fork(), done);
@@ -123,6 +127,7 @@ export function createDispatcher(opts: DispatcherOptions): Dispatcher {
    * claim and the next dispatcher waits afresh.
    */
   async function holdUnconfirmed(now: Date): Promise<void> {
+    const confirmWaitMs = confirmWait();
     const until = new Date(now.getTime() + confirmWaitMs);
     const held = await holdExpiredClaims(opts.orm.em.fork(), until, now);
     for (const sid of held) holds.set(sid, until);
@@ -149,7 +154,7 @@ export function createDispatcher(opts: DispatcherOptions): Dispatcher {
     }
     if (claimed.length > 0) {
       opts.log?.warn(
-        { count: claimed.length, messageSids: claimed.slice(0, 50).map((r) => r.sid), confirmWaitMs },
+        { count: claimed.length, messageSids: claimed.slice(0, 50).map((r) => r.sid), confirmWaitMs: confirmWait() },
         "no carrier report confirmed these earlier submissions within the wait: submitting them again (a handset may get one twice)",
       );
     }
@@ -220,7 +225,7 @@ export function createDispatcher(opts: DispatcherOptions): Dispatcher {
    * next vacuum).
    */
   async function claimDue(now: Date, limit: number): Promise<ClaimedRow[]> {
-    const confirmed = confirmWaitMs > 0;
+    const confirmed = confirmWait() > 0;
     const until = new Date(now.getTime() + claimMs);
     let rows: ClaimedRow[];
     if (!backlog) {
@@ -255,7 +260,7 @@ export function createDispatcher(opts: DispatcherOptions): Dispatcher {
     async tick() {
       const now = opts.clock.now();
       let held: ClaimedRow[] = [];
-      if (confirmWaitMs > 0) {
+      if (confirmWait() > 0) {
         held = await claimHeld(now);
         if (performance.now() - lastSweep >= sweepMs) {
           lastSweep = performance.now();

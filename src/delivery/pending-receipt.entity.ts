@@ -13,6 +13,8 @@ export const PendingReceiptEntity = defineEntity({
     status: p.string().length(16).$type<"Delivered" | "Failed">(),
     carrierError: p.text().default(""),
     receivedAt: p.datetime(),
+    // The carrier (its name) whose id this is: a receipt matches only its own carrier's ids.
+    carrier: p.string().length(64).default(""),
   },
 });
 

@@ -25,6 +25,8 @@ export interface SegmentSubmission {
   messageSid: string;
   segmentIds: string[];
   at: Date;
+  /** The name of the carrier that issued the ids ("" without a router). */
+  carrier?: string;
 }
 
 interface SegmentRow {
@@ -38,17 +40,25 @@ interface SegmentRow {
  * applies the receipts that arrived before it. A resubmitted message's new ids replace the old.
  */
 export async function recordSegments(tx: EntityManager, subs: SegmentSubmission[], now: Date): Promise<void> {
-  const rows = subs.flatMap((s) => s.segmentIds.map((id, i) => ({ sid: s.messageSid, seq: i + 1, id, ...idForms(id), at: s.at })));
+  const rows = subs.flatMap((s) => s.segmentIds.map((id, i) => ({ sid: s.messageSid, seq: i + 1, id, ...idForms(id), at: s.at, carrier: s.carrier ?? "" })));
   if (rows.length === 0) return;
   // Bound parameters: arrays travel as one parameter each (MikroORM's execute would expand them).
   await executeBound(
     tx,
-    `insert into carrier_segments (message_sid, seq, carrier_id, id_key, id_alt, created_at)
-     select * from unnest(?::text[], ?::int[], ?::text[], ?::text[], ?::text[], ?::timestamptz[])
+    `insert into carrier_segments (message_sid, seq, carrier_id, id_key, id_alt, created_at, carrier)
+     select * from unnest(?::text[], ?::int[], ?::text[], ?::text[], ?::text[], ?::timestamptz[], ?::text[])
      on conflict (message_sid, seq) do update
         set carrier_id = excluded.carrier_id, id_key = excluded.id_key, id_alt = excluded.id_alt,
-            status = 'Submitted', carrier_error = '', created_at = excluded.created_at`,
-    [rows.map((r) => r.sid), rows.map((r) => r.seq), rows.map((r) => r.id), rows.map((r) => r.key), rows.map((r) => r.hexValue), rows.map((r) => r.at)],
+            status = 'Submitted', carrier_error = '', created_at = excluded.created_at, carrier = excluded.carrier`,
+    [
+      rows.map((r) => r.sid),
+      rows.map((r) => r.seq),
+      rows.map((r) => r.id),
+      rows.map((r) => r.key),
+      rows.map((r) => r.hexValue),
+      rows.map((r) => r.at),
+      rows.map((r) => r.carrier),
+    ],
   );
   await applyPendingReceipts(
     tx,
@@ -59,24 +69,26 @@ export async function recordSegments(tx: EntityManager, subs: SegmentSubmission[
 
 /**
  * Applies one receipt: to its segment when the id is known (in any of its forms, the exact form
- * first), else keeps it for when the submission is recorded. Runs in one transaction: the caller
- * answers the SMSC only after it committed.
+ * first), else keeps it for when the submission is recorded. Only the ids of the receipt's own
+ * carrier match (segments recorded before carriers had names, carrier "", match any). Runs in one
+ * transaction: the caller answers the SMSC only after it committed.
  */
 export async function applySegmentReceipt(em: EntityManager, r: SegmentReceipt, now: Date): Promise<"applied" | "kept"> {
   return em.transactional(async (tx) => {
     const { key, hexValue } = idForms(r.carrierId);
+    const carrier = r.carrier ?? "";
     const found = await executeBound<SegmentRow>(
       tx,
       `select message_sid, seq, status from carrier_segments
-        where id_key = ? or id_alt = ? or id_key = ?
-        order by (id_key = ?) desc, created_at desc limit 1 for update`,
-      [key, key, hexValue ?? key, key],
+        where (id_key = ? or id_alt = ? or id_key = ?) and carrier in (?, '')
+        order by (id_key = ?) desc, (carrier = ?) desc, created_at desc limit 1 for update`,
+      [key, key, hexValue ?? key, carrier, key, carrier],
     );
     if (found.length === 0) {
       await executeBound(
         tx,
-        `insert into carrier_pending_receipts (carrier_id, id_key, id_hex_value, status, carrier_error, received_at) values (?, ?, ?, ?, ?, ?)`,
-        [r.carrierId, key, hexValue, r.status, r.carrierError, r.at],
+        `insert into carrier_pending_receipts (carrier_id, id_key, id_hex_value, status, carrier_error, received_at, carrier) values (?, ?, ?, ?, ?, ?, ?)`,
+        [r.carrierId, key, hexValue, r.status, r.carrierError, r.at, carrier],
       );
       return "kept";
     }
@@ -118,7 +130,7 @@ export async function applyPendingReceipts(tx: EntityManager, now: Date, message
     `with p as (select * from carrier_pending_receipts for update skip locked)
      select distinct on (p.id) p.id, p.status as p_status, p.carrier_error, p.received_at, s.message_sid, s.seq, s.status
        from p
-       join carrier_segments s on s.id_key = p.id_key or s.id_alt = p.id_key or s.id_key = p.id_hex_value
+       join carrier_segments s on (s.id_key = p.id_key or s.id_alt = p.id_key or s.id_key = p.id_hex_value) and (s.carrier = p.carrier or s.carrier = '' or p.carrier = '')
       ${messageSids ? "where s.message_sid = any(?::text[])" : ""}
       order by p.id, (s.id_key = p.id_key) desc, s.created_at desc`,
     messageSids ? [messageSids] : [],

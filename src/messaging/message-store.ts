@@ -377,6 +377,8 @@ export interface Submission {
   messageSid: string;
   at: Date;
   carrierRef: string | null;
+  /** The name of the carrier that took it; absent or null: unknown (the recorded name is kept). */
+  carrier?: string | null;
 }
 
 /**
@@ -387,8 +389,8 @@ export async function updateSubmissions(em: Em, subs: Submission[]): Promise<str
   // The function sb_record_submissions (sql/sb_record_submissions.sql), as in updateFinalStates.
   const rows = await executeBound<{ sid: string }>(
     em,
-    "select sid from sb_record_submissions(?::text[], ?::text[], ?::timestamptz[])",
-    [subs.map((x) => x.messageSid), subs.map((x) => x.carrierRef), subs.map((x) => x.at)],
+    "select sid from sb_record_submissions(?::text[], ?::text[], ?::timestamptz[], ?::text[])",
+    [subs.map((x) => x.messageSid), subs.map((x) => x.carrierRef), subs.map((x) => x.at), subs.map((x) => x.carrier ?? null)],
     "sb_record_submissions",
   );
   return rows.map((r) => r.sid);

@@ -53,6 +53,8 @@ export const MessageEntity = defineEntity({
     carrierError: p.text().default(""),
     attempts: p.integer().default(0),
     carrierRef: p.string().nullable(),
+    // The name of the carrier that took the message (issue 30), "" before its submission.
+    carrier: p.string().length(64).default(""),
     // The dispatcher's columns, written only by its own SQL. Not lazy: entity reads then stay
     // `select m0.*`, as before they were mapped. `queued` is derived by the database (the queue
     // indexes' predicate, Migration20261122030000, declared without NOT NULL); the ORM never writes it.

@@ -80,6 +80,7 @@ export function toMessageRecord(m: Message): MessageRecord {
     errorCode: m.errorCode,
     carrierError: m.carrierError,
     redacted: m.redacted,
+    carrier: m.carrier,
   });
 }
 

@@ -3,6 +3,7 @@ import type { FastifyBaseLogger } from "fastify";
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
 import type { Carrier } from "../delivery/carrier.js";
 import type { RetentionPurge } from "../delivery/retention.js";
+import type { LinkInfo } from "../delivery/carrier-router.js";
 import type { Clock } from "../common/clock.js";
 import { readGaugeRows } from "./metrics-store.js";
 import { MESSAGE_STATUSES } from "../messaging/message.entity.js";
@@ -39,6 +40,8 @@ export interface MetricsOptions {
   carrier?: Carrier;
   /** The process's retention purge: its totals are read at scrape time. */
   retention?: Pick<RetentionPurge, "totals">;
+  /** The router's links (one per configured carrier, by name): when given, the carrier metrics are these. */
+  carriers?: () => LinkInfo[];
 }
 
 /** Creates the registry with the HTTP, queue and process metrics (docs/operations.md#metrics). */
@@ -124,9 +127,34 @@ export function createMetrics(opts: MetricsOptions): Metrics {
     seen.purged = t.purged;
     seen.redacted = t.redacted;
   }
+  const carrierSubmitted = new Gauge({
+    name: "switchboard_carrier_submitted",
+    help: "Messages the carrier accepted since this process started (per configured carrier).",
+    labelNames: ["carrier"] as const,
+    registers,
+  });
+  const carrierFailed = new Gauge({
+    name: "switchboard_carrier_failed",
+    help: "Submissions the carrier refused (temporarily or for good) or lost since this process started (per configured carrier).",
+    labelNames: ["carrier"] as const,
+    registers,
+  });
   if (opts.processMetrics !== false) collectDefaultMetrics({ register: registry });
 
   function readCarrier(): void {
+    if (opts.carriers) {
+      // Carriers come and go: only the current ones are shown.
+      for (const g of [carrierLink, carrierInFlight, carrierQueued, carrierSubmitted, carrierFailed]) g.reset();
+      for (const l of opts.carriers()) {
+        const carrier = l.name;
+        if (l.link !== "") for (const state of ["Bound", "Connecting", "Down"]) carrierLink.set({ carrier, state }, l.link === state ? 1 : 0);
+        carrierInFlight.set({ carrier }, l.inFlight);
+        carrierQueued.set({ carrier }, l.queued);
+        carrierSubmitted.set({ carrier }, l.submitted);
+        carrierFailed.set({ carrier }, l.failed);
+      }
+      return;
+    }
     const s = opts.carrier?.status?.();
     if (!opts.carrier || !s) return;
     const carrier = opts.carrier.name;

@@ -53,6 +53,8 @@ export interface ObservabilityDeps {
   carrier?: import("../delivery/carrier.js").Carrier;
   /** The retention purge whose totals the metrics show. */
   retention?: import("../delivery/retention.js").RetentionPurge;
+  /** The router's links, one per configured carrier: when given, the carrier metrics are these. */
+  carriers?: () => import("../delivery/carrier-router.js").LinkInfo[];
 }
 
 /** The pieces buildApp wires in: Fastify server options, the plugin, and the transports' hooks. */
@@ -127,7 +129,14 @@ function rpcProtocol(request: FastifyRequest): CallProtocol {
 
 /** Creates the observability layer of one app (its own metrics registry). */
 export function createObservability(deps: ObservabilityDeps): Observability {
-  const metrics = createMetrics({ orm: deps.orm, clock: deps.clock, processMetrics: deps.processMetrics, carrier: deps.carrier, retention: deps.retention });
+  const metrics = createMetrics({
+    orm: deps.orm,
+    clock: deps.clock,
+    processMetrics: deps.processMetrics,
+    carrier: deps.carrier,
+    retention: deps.retention,
+    carriers: deps.carriers,
+  });
   // On the request object itself (not in a WeakMap/WeakSet: an entry per request is garbage-collector work).
   const records = (request: FastifyRequest) => (request as RecordedRequest)[kRecord];
   /** Requests without their line yet: whatever is left when the app closes was cut off. */

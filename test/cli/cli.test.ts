@@ -280,6 +280,36 @@ describe("operator flow", () => {
 });
 
 describe("errors", () => {
+  it(
+    "carriers and routes: add, list (no password), replace the routes from a JSON file, show them, remove only an unrouted carrier",
+    { timeout: SLOW * 3 },
+    async () => {
+      const added = await ok(["add-carrier", "--name", "cli-smsc", "--kind", "smpp", "--carrier-url", "smpp://sys:hunter2@127.0.0.1:2775", "--window", "5"]);
+      expect(added).toEqual({
+        CarrierSid: expect.stringMatching(SID_RE("CR")),
+        Name: "cli-smsc",
+        Kind: "smpp",
+        Url: "smpp://sys@127.0.0.1:2775",
+        Tps: 0,
+        Window: 5,
+        Link: "-",
+      });
+      const listed = await ok(["list-carriers"]);
+      expect(listed.Carriers.map((c: any) => c.Name)).toContain("cli-smsc");
+      expect(JSON.stringify(listed)).not.toContain("hunter2");
+      const file = join(scratch, "routes.json");
+      const table = { Routes: [{ Prefix: "+61", Carriers: [added.CarrierSid], Strategy: "Failover" }] };
+      writeFileSync(file, JSON.stringify(table));
+      expect(await ok(["replace-routes", "--json-file", "routes.json"])).toEqual(table);
+      expect(await ok(["get-routes"])).toEqual(table);
+      const refused = await fails(["remove-carrier", added.CarrierSid]);
+      expect(refused.code).toBe(1);
+      expect(refused.status.ErrorCode).toBe("CarrierInUse");
+      await ok(["replace-routes", "--json", '{"Routes":[]}']);
+      expect(await ok(["remove-carrier", added.CarrierSid])).toEqual({ CarrierSid: added.CarrierSid });
+    },
+  );
+
   it("a wrong admin token: exit 1, ErrorCode Unauthorized on stderr", { timeout: SLOW }, async () => {
     const r = await fails(["create-account", "--name", "Nope"], { env: { SWITCHBOARD_ADMIN_TOKEN: "not-the-operator-token" } });
     expect(r.code).toBe(1);

@@ -140,7 +140,7 @@ describe(`hot statements (${dbKind()})`, () => {
 
   const FINAL_ARGS = "array['MG1', 'MG2'], array['Delivered', 'Failed'], array[now(), now()], array['', 'CarrierFailed'], array['', 'x']";
   for (const [name, types, args] of [
-    ["sb_record_submissions", "text[], text[], timestamptz[]", "array['MG1', 'MG2'], array['r1', 'r2'], array[now(), now()]"],
+    ["sb_record_submissions", "text[], text[], timestamptz[], text[]", "array['MG1', 'MG2'], array['r1', 'r2'], array[now(), now()], array['A', 'B']"],
     ["sb_apply_final_states", "text[], text[], timestamptz[], text[], text[]", FINAL_ARGS],
     ["sb_apply_plain_final_states", "text[], text[], timestamptz[], text[], text[]", FINAL_ARGS],
   ]) {

@@ -447,6 +447,7 @@ describe("a reply to a leased sender with every forward set", () => {
         ErrorCode: "",
         CarrierError: "",
         Redacted: false,
+        Carrier: "",
       });
       const received = await listByDirection(r, "Receive");
       expect(received.Messages.filter((m) => m.From === recipient)).toStrictEqual([rec]);

@@ -9,6 +9,7 @@ import { addPoolNumbers, createTenant, createTestApp, type Tenant, type TestApp 
 const MESSAGE_KEYS = ["AccountSid", "From", "MessageSid", "PropertySid", "Text", "To"];
 const RECORD_KEYS = [
   "AccountSid",
+  "Carrier",
   "CarrierError",
   "Created",
   "DeliveryReceipt",
@@ -128,6 +129,7 @@ describe("GET /v2/Messages/{MessageSid}", () => {
       ErrorCode: "",
       CarrierError: "",
       Redacted: false,
+      Carrier: "",
     });
   });
 
@@ -159,6 +161,7 @@ describe("GET /v2/Messages/{MessageSid}", () => {
       ErrorCode: "",
       CarrierError: "",
       Redacted: false,
+      Carrier: "",
     });
   });
 

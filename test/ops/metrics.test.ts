@@ -254,3 +254,45 @@ describe("METRICS_TOKEN", () => {
     }
   });
 });
+
+describe("per-carrier metrics", () => {
+  it("with a router, one series per configured carrier: link state, in flight, queued, submitted, failed; removed carriers drop out", async () => {
+    const db = await createTestOrm();
+    let links = [
+      { name: "A", link: "Bound" as const, inFlight: 3, queued: 1, submitted: 120, failed: 2 },
+      { name: "sim", link: "" as const, inFlight: 0, queued: 0, submitted: 7, failed: 0 },
+    ];
+    const app = await buildApp({
+      orm: db.orm,
+      router: { links: () => links, refresh: async () => undefined },
+      config: { adminToken: ADMIN_TOKEN, webhookAllowPrivate: false, noAlphaCountries: new Set(["US"]), bodyLimit: 1 << 20 },
+    });
+    const read = async () => samples((await app.inject({ method: "GET", url: "/metrics" })).body);
+    const carrierSeries = (m: Map<string, number>) => [...m].filter(([k]) => k.startsWith("switchboard_carrier_")).sort(([x], [y]) => x.localeCompare(y));
+    try {
+      expect(carrierSeries(await read())).toEqual([
+        ['switchboard_carrier_failed{carrier="A"}', 2],
+        ['switchboard_carrier_failed{carrier="sim"}', 0],
+        ['switchboard_carrier_in_flight{carrier="A"}', 3],
+        ['switchboard_carrier_in_flight{carrier="sim"}', 0],
+        ['switchboard_carrier_link{carrier="A",state="Bound"}', 1],
+        ['switchboard_carrier_link{carrier="A",state="Connecting"}', 0],
+        ['switchboard_carrier_link{carrier="A",state="Down"}', 0],
+        ['switchboard_carrier_queued{carrier="A"}', 1],
+        ['switchboard_carrier_queued{carrier="sim"}', 0],
+        ['switchboard_carrier_submitted{carrier="A"}', 120],
+        ['switchboard_carrier_submitted{carrier="sim"}', 7],
+      ]);
+      links = [{ name: "sim", link: "", inFlight: 0, queued: 0, submitted: 9, failed: 1 }];
+      expect(carrierSeries(await read())).toEqual([
+        ['switchboard_carrier_failed{carrier="sim"}', 1],
+        ['switchboard_carrier_in_flight{carrier="sim"}', 0],
+        ['switchboard_carrier_queued{carrier="sim"}', 0],
+        ['switchboard_carrier_submitted{carrier="sim"}', 9],
+      ]);
+    } finally {
+      await app.close();
+      await db.close();
+    }
+  });
+});

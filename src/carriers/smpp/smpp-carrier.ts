@@ -212,6 +212,8 @@ export function createSmppCarrier(opts: SmppCarrierOptions): SmppCarrier {
 
   function waitBound(signal: AbortSignal): Promise<void> {
     if (link === "Bound" && session) return Promise.resolve();
+    // An abort event never fires for a signal aborted already (the deadline passed, the router moved on).
+    if (signal.aborted) return Promise.reject(signal.reason as Error);
     return new Promise((resolve, reject) => {
       const w = () => {
         signal.removeEventListener("abort", onAbort);
@@ -278,7 +280,9 @@ export function createSmppCarrier(opts: SmppCarrierOptions): SmppCarrier {
   async function submit(sms: OutboundSms): Promise<{ carrierRef: string; segmentIds: string[] }> {
     concatRef = (concatRef + 1) & 0xff;
     const parts = submitParts(sms.text, concatRef);
-    const signal = AbortSignal.timeout(submitDeadlineMs);
+    const deadline = AbortSignal.timeout(submitDeadlineMs);
+    // The router's signal: this link dropped and another carrier of the route can take it.
+    const signal = sms.signal ? AbortSignal.any([deadline, sms.signal]) : deadline;
     const base = {
       ...sourceAddress(sms.from),
       dest_addr_ton: 1,

@@ -1,5 +1,6 @@
 -- The delivery engine's submission update (message-store.ts updateSubmissions): a round's
--- carrier references by Sid, in one statement outside a transaction.
+-- carrier references by Sid, in one statement outside a transaction, with the name of the carrier
+-- that took each (null: unknown, as in a carrier's own Submitted report; the column is kept).
 -- Settings, measured (bench/planner-settings.ts: the statement's generic plan, cached per
 -- connection, on PostgreSQL 15 with an analyzed messages table of 30 rows, as when a new
 -- deployment's first call makes the plan, and of 300,000 rows, 50 accounts; every setting
@@ -12,7 +13,7 @@
 -- No bitmap or merge join setting: the plan was the same with or without each.
 -- plan_cache_mode = force_generic_plan: one plan per connection, no planning per call (PL/pgSQL
 -- would plan the first five calls anew, and again whenever the generic estimate looks dearer).
-create or replace function sb_record_submissions(p_sids text[], p_refs text[], p_ats timestamptz[])
+create or replace function sb_record_submissions(p_sids text[], p_refs text[], p_ats timestamptz[], p_carriers text[])
   returns table (sid text)
   language plpgsql
   set enable_seqscan = off set enable_hashjoin = off
@@ -23,8 +24,9 @@ begin
   return query
   update messages m
      set status = case when m.status = 'Processing' then 'Submitted' else m.status end,
-         submitted_at = least(v.at, m.delivered_at), carrier_ref = coalesce(v.carrier_ref, m.carrier_ref), claimed_until = null
-    from unnest(p_sids, p_refs, p_ats) as v(sid, carrier_ref, at)
+         submitted_at = least(v.at, m.delivered_at), carrier_ref = coalesce(v.carrier_ref, m.carrier_ref),
+         carrier = coalesce(v.carrier, m.carrier), claimed_until = null
+    from unnest(p_sids, p_refs, p_ats, p_carriers) as v(sid, carrier_ref, at, carrier)
    where m.sid = v.sid and m.direction = 'Transmit'
      and (m.status = 'Processing' or (m.status in ('Delivered', 'Failed') and m.submitted_at is null))
   returning m.sid::text;

@@ -15,7 +15,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file switchboard/admin/v1/admin.proto.
  */
 export const file_switchboard_admin_v1_admin: GenFile = /*@__PURE__*/
-  fileDesc("CiBzd2l0Y2hib2FyZC9hZG1pbi92MS9hZG1pbi5wcm90bxIUc3dpdGNoYm9hcmQuYWRtaW4udjEirgIKB0FjY291bnQSHwoLYWNjb3VudF9zaWQYASABKAlSCkFjY291bnRTaWQSEgoEbmFtZRgCIAEoCVIETmFtZRIfCgtzbXNfZW5hYmxlZBgDIAEoCFIKU21zRW5hYmxlZBIYCgdjcmVhdGVkGAQgASgDUgdDcmVhdGVkEi0KEnJlc3RfY29tcGF0aWJpbGl0eRgFIAEoCVIRUmVzdENvbXBhdGliaWxpdHkSKgoOcmV0ZW50aW9uX2RheXMYCiABKAVIAFINUmV0ZW50aW9uRGF5c4gBARIvChFyZWRhY3RfYWZ0ZXJfZGF5cxgLIAEoBUgBUg9SZWRhY3RBZnRlckRheXOIAQFCEQoPX3JldGVudGlvbl9kYXlzQhQKEl9yZWRhY3RfYWZ0ZXJfZGF5cyJ2ChNMaXN0QWNjb3VudHNSZXF1ZXN0EikKDXJlc3VsdHNfY291bnQYASABKAVIAFINUmVzdWx0c19Db3VudIgBARIiCgxyZXN1bHRzX3NraXAYAiABKAVSDFJlc3VsdHNfU2tpcEIQCg5fcmVzdWx0c19jb3VudCJyChRMaXN0QWNjb3VudHNSZXNwb25zZRI5CghhY2NvdW50cxgBIAMoCzIdLnN3aXRjaGJvYXJkLmFkbWluLnYxLkFjY291bnRSCEFjY291bnRzEh8KC3RvdGFsX2NvdW50GAIgASgFUgpUb3RhbENvdW50IjQKEUdldEFjY291bnRSZXF1ZXN0Eh8KC2FjY291bnRfc2lkGAEgASgJUgpBY2NvdW50U2lkIqsBChRDcmVhdGVBY2NvdW50UmVxdWVzdBISCgRuYW1lGAEgASgJUgROYW1lEiQKC3Ntc19lbmFibGVkGAIgASgISABSClNtc0VuYWJsZWSIAQESMgoScmVzdF9jb21wYXRpYmlsaXR5GAMgASgJSAFSEVJlc3RDb21wYXRpYmlsaXR5iAEBQg4KDF9zbXNfZW5hYmxlZEIVChNfcmVzdF9jb21wYXRpYmlsaXR5ItkBChVDcmVhdGVBY2NvdW50UmVzcG9uc2USHwoLYWNjb3VudF9zaWQYASABKAlSCkFjY291bnRTaWQSEgoEbmFtZRgCIAEoCVIETmFtZRIfCgtzbXNfZW5hYmxlZBgDIAEoCFIKU21zRW5hYmxlZBIUCgV0b2tlbhgEIAEoCVIFVG9rZW4SJQoOd2ViaG9va19zZWNyZXQYBSABKAlSDVdlYmhvb2tTZWNyZXQSLQoScmVzdF9jb21wYXRpYmlsaXR5GAYgASgJUhFSZXN0Q29tcGF0aWJpbGl0eSLgAgoUVXBkYXRlQWNjb3VudFJlcXVlc3QSHwoLYWNjb3VudF9zaWQYASABKAlSCkFjY291bnRTaWQSFwoEbmFtZRgCIAEoCUgAUgROYW1liAEBEiQKC3Ntc19lbmFibGVkGAMgASgISAFSClNtc0VuYWJsZWSIAQESMgoScmVzdF9jb21wYXRpYmlsaXR5GAQgASgJSAJSEVJlc3RDb21wYXRpYmlsaXR5iAEBEioKDnJldGVudGlvbl9kYXlzGAogASgFSANSDVJldGVudGlvbkRheXOIAQESLwoRcmVkYWN0X2FmdGVyX2RheXMYCyABKAVIBFIPUmVkYWN0QWZ0ZXJEYXlziAEBQgcKBV9uYW1lQg4KDF9zbXNfZW5hYmxlZEIVChNfcmVzdF9jb21wYXRpYmlsaXR5QhEKD19yZXRlbnRpb25fZGF5c0IUChJfcmVkYWN0X2FmdGVyX2RheXMiNQoSUm90YXRlVG9rZW5SZXF1ZXN0Eh8KC2FjY291bnRfc2lkGAEgASgJUgpBY2NvdW50U2lkIkwKE1JvdGF0ZVRva2VuUmVzcG9uc2USHwoLYWNjb3VudF9zaWQYASABKAlSCkFjY291bnRTaWQSFAoFdG9rZW4YAiABKAlSBVRva2VuIjYKE0NhbmNlbFF1ZXVlZFJlcXVlc3QSHwoLYWNjb3VudF9zaWQYASABKAlSCkFjY291bnRTaWQiUwoUQ2FuY2VsUXVldWVkUmVzcG9uc2USHwoLYWNjb3VudF9zaWQYASABKAlSCkFjY291bnRTaWQSGgoIY2FuY2VsZWQYAiABKAVSCENhbmNlbGVkIp0BCghQcm9wZXJ0eRIhCgxwcm9wZXJ0eV9zaWQYASABKAlSC1Byb3BlcnR5U2lkEh8KC2FjY291bnRfc2lkGAIgASgJUgpBY2NvdW50U2lkEhIKBG5hbWUYAyABKAlSBE5hbWUSHwoLc21zX2VuYWJsZWQYBCABKAhSClNtc0VuYWJsZWQSGAoHY3JlYXRlZBgFIAEoA1IHQ3JlYXRlZCKZAQoVTGlzdFByb3BlcnRpZXNSZXF1ZXN0Eh8KC2FjY291bnRfc2lkGAEgASgJUgpBY2NvdW50U2lkEikKDXJlc3VsdHNfY291bnQYAiABKAVIAFINUmVzdWx0c19Db3VudIgBARIiCgxyZXN1bHRzX3NraXAYAyABKAVSDFJlc3VsdHNfU2tpcEIQCg5fcmVzdWx0c19jb3VudCJ5ChZMaXN0UHJvcGVydGllc1Jlc3BvbnNlEj4KCnByb3BlcnRpZXMYASADKAsyHi5zd2l0Y2hib2FyZC5hZG1pbi52MS5Qcm9wZXJ0eVIKUHJvcGVydGllcxIfCgt0b3RhbF9jb3VudBgCIAEoBVIKVG90YWxDb3VudCKCAQoVQ3JlYXRlUHJvcGVydHlSZXF1ZXN0Eh8KC2FjY291bnRfc2lkGAEgASgJUgpBY2NvdW50U2lkEhIKBG5hbWUYAiABKAlSBE5hbWUSJAoLc21zX2VuYWJsZWQYAyABKAhIAFIKU21zRW5hYmxlZIgBAUIOCgxfc21zX2VuYWJsZWQikgEKFVVwZGF0ZVByb3BlcnR5UmVxdWVzdBIhCgxwcm9wZXJ0eV9zaWQYASABKAlSC1Byb3BlcnR5U2lkEhcKBG5hbWUYAiABKAlIAFIETmFtZYgBARIkCgtzbXNfZW5hYmxlZBgDIAEoCEgBUgpTbXNFbmFibGVkiAEBQgcKBV9uYW1lQg4KDF9zbXNfZW5hYmxlZCJOChNDcmVhdGVOdW1iZXJSZXF1ZXN0EhYKBm51bWJlchgBIAEoCVIGTnVtYmVyEh8KC2FjY291bnRfc2lkGAIgASgJUgpBY2NvdW50U2lkIrgBChJMaXN0TnVtYmVyc1JlcXVlc3QSHwoLYWNjb3VudF9zaWQYASABKAlSCkFjY291bnRTaWQSFwoEcG9vbBgCIAEoCEgAUgRQb29siAEBEikKDXJlc3VsdHNfY291bnQYAyABKAVIAVINUmVzdWx0c19Db3VudIgBARIiCgxyZXN1bHRzX3NraXAYBCABKAVSDFJlc3VsdHNfU2tpcEIHCgVfcG9vbEIQCg5fcmVzdWx0c19jb3VudCLsAQoNTnVtYmVyRGV0YWlscxIWCgZudW1iZXIYASABKAlSBk51bWJlchIfCgthY2NvdW50X3NpZBgCIAEoCVIKQWNjb3VudFNpZBIaCghmcmllbmRseRgDIAEoCVIIRnJpZW5kbHkSHwoLYWRkcmVzc19zaWQYBCABKAlSCkFkZHJlc3NTaWQSEgoEcG9vbBgFIAEoCFIEUG9vbBIWCgZsZWFzZWQYBiABKAhSBkxlYXNlZBIfCgtsaXZlX2xlYXNlcxgHIAEoBVIKTGl2ZUxlYXNlcxIYCgdjcmVhdGVkGAggASgDUgdDcmVhdGVkInUKE0xpc3ROdW1iZXJzUmVzcG9uc2USPQoHbnVtYmVycxgBIAMoCzIjLnN3aXRjaGJvYXJkLmFkbWluLnYxLk51bWJlckRldGFpbHNSB051bWJlcnMSHwoLdG90YWxfY291bnQYAiABKAVSClRvdGFsQ291bnQisAEKFExpc3RBZGRyZXNzZXNSZXF1ZXN0EhYKBnN0YXR1cxgBIAEoCVIGU3RhdHVzEh8KC2FjY291bnRfc2lkGAIgASgJUgpBY2NvdW50U2lkEikKDXJlc3VsdHNfY291bnQYAyABKAVIAFINUmVzdWx0c19Db3VudIgBARIiCgxyZXN1bHRzX3NraXAYBCABKAVSDFJlc3VsdHNfU2tpcEIQCg5fcmVzdWx0c19jb3VudCJPChRSZXZpZXdBZGRyZXNzUmVxdWVzdBIfCgthZGRyZXNzX3NpZBgBIAEoCVIKQWRkcmVzc1NpZBIWCgZzdGF0dXMYAiABKAlSBlN0YXR1cyJOChRJbmplY3RJbmJvdW5kUmVxdWVzdBISCgRmcm9tGAEgASgJUgRGcm9tEg4KAnRvGAIgASgJUgJUbxISCgR0ZXh0GAMgASgJUgRUZXh0IlgKFUluamVjdEluYm91bmRSZXNwb25zZRIfCgttZXNzYWdlX3NpZBgBIAEoCVIKTWVzc2FnZVNpZBIeCgtpbl9yZXBseV90bxgCIAEoCVIJSW5SZXBseVRvIjQKGkxpc3RIYW5kc2V0TWVzc2FnZXNSZXF1ZXN0EhYKBm51bWJlchgBIAEoCVIGTnVtYmVyIoUBCg5IYW5kc2V0TWVzc2FnZRIfCgttZXNzYWdlX3NpZBgBIAEoCVIKTWVzc2FnZVNpZBISCgRmcm9tGAIgASgJUgRGcm9tEg4KAnRvGAMgASgJUgJUbxISCgR0ZXh0GAQgASgJUgRUZXh0EhoKCHJlY2VpdmVkGAUgASgDUghSZWNlaXZlZCJfChtMaXN0SGFuZHNldE1lc3NhZ2VzUmVzcG9uc2USQAoIbWVzc2FnZXMYASADKAsyJC5zd2l0Y2hib2FyZC5hZG1pbi52MS5IYW5kc2V0TWVzc2FnZVIITWVzc2FnZXMiPwocTGlzdFdlYmhvb2tEZWxpdmVyaWVzUmVxdWVzdBIfCgttZXNzYWdlX3NpZBgBIAEoCVIKTWVzc2FnZVNpZCKGAQoOV2ViaG9va0F0dGVtcHQSHAoJYXR0ZW1wdGVkGAEgASgDUglBdHRlbXB0ZWQSHwoLc3RhdHVzX2NvZGUYAiABKAVSClN0YXR1c0NvZGUSFAoFZXJyb3IYAyABKAlSBUVycm9yEh8KC2R1cmF0aW9uX21zGAQgASgFUgpEdXJhdGlvbk1zIs8CCg9XZWJob29rRGVsaXZlcnkSHQoKd2ViaG9va19pZBgBIAEoCVIJV2ViaG9va0lkEh0KCmV2ZW50X3R5cGUYAiABKAlSCUV2ZW50VHlwZRIQCgN1cmwYAyABKAlSA1VybBIWCgZtZXRob2QYBCABKAlSBk1ldGhvZBIWCgZzdGF0dXMYBSABKAlSBlN0YXR1cxIaCghhdHRlbXB0cxgGIAEoBVIIQXR0ZW1wdHMSIQoMbmV4dF9hdHRlbXB0GAcgASgDUgtOZXh0QXR0ZW1wdBIYCgdjcmVhdGVkGAggASgDUgdDcmVhdGVkEhwKCWRlbGl2ZXJlZBgJIAEoA1IJRGVsaXZlcmVkEkUKC2F0dGVtcHRfbG9nGAogAygLMiQuc3dpdGNoYm9hcmQuYWRtaW4udjEuV2ViaG9va0F0dGVtcHRSCkF0dGVtcHRMb2ciZgodTGlzdFdlYmhvb2tEZWxpdmVyaWVzUmVzcG9uc2USRQoKZGVsaXZlcmllcxgBIAMoCzIlLnN3aXRjaGJvYXJkLmFkbWluLnYxLldlYmhvb2tEZWxpdmVyeVIKRGVsaXZlcmllcyJ0ChFMaXN0RW1haWxzUmVxdWVzdBIpCg1yZXN1bHRzX2NvdW50GAEgASgFSABSDVJlc3VsdHNfQ291bnSIAQESIgoMcmVzdWx0c19za2lwGAIgASgFUgxSZXN1bHRzX1NraXBCEAoOX3Jlc3VsdHNfY291bnQi/AEKBUVtYWlsEhkKCGVtYWlsX2lkGAEgASgJUgdFbWFpbElkEh8KC2FjY291bnRfc2lkGAIgASgJUgpBY2NvdW50U2lkEh8KC21lc3NhZ2Vfc2lkGAMgASgJUgpNZXNzYWdlU2lkEhIKBGZyb20YBCABKAlSBEZyb20SDgoCdG8YBSABKAlSAlRvEhgKB3N1YmplY3QYBiABKAlSB1N1YmplY3QSEgoEYm9keRgHIAEoCVIEQm9keRIWCgZzdGF0dXMYCCABKAlSBlN0YXR1cxIYCgdjcmVhdGVkGAkgASgDUgdDcmVhdGVkEhIKBHNlbnQYCiABKANSBFNlbnQiagoSTGlzdEVtYWlsc1Jlc3BvbnNlEjMKBmVtYWlscxgBIAMoCzIbLnN3aXRjaGJvYXJkLmFkbWluLnYxLkVtYWlsUgZFbWFpbHMSHwoLdG90YWxfY291bnQYAiABKAVSClRvdGFsQ291bnQiGQoXR2V0Q2FycmllclN0YXR1c1JlcXVlc3Qi0QEKDUNhcnJpZXJTdGF0dXMSGAoHY2FycmllchgBIAEoCVIHQ2FycmllchISCgRsaW5rGAIgASgJUgRMaW5rEhQKBXNpbmNlGAMgASgDUgVTaW5jZRIdCgpsYXN0X2Vycm9yGAQgASgJUglMYXN0RXJyb3ISGwoJaW5fZmxpZ2h0GAUgASgFUghJbkZsaWdodBIWCgZ3aW5kb3cYBiABKAVSBldpbmRvdxIQCgN0cHMYByABKAFSA1RwcxIWCgZxdWV1ZWQYCCABKAVSBlF1ZXVlZDKlFAoMQWRtaW5TZXJ2aWNlEoEBCgxMaXN0QWNjb3VudHMSKS5zd2l0Y2hib2FyZC5hZG1pbi52MS5MaXN0QWNjb3VudHNSZXF1ZXN0Giouc3dpdGNoYm9hcmQuYWRtaW4udjEuTGlzdEFjY291bnRzUmVzcG9uc2UiGoLT5JMCFBISL2FkbWluL3YxL0FjY291bnRzEn4KCkdldEFjY291bnQSJy5zd2l0Y2hib2FyZC5hZG1pbi52MS5HZXRBY2NvdW50UmVxdWVzdBodLnN3aXRjaGJvYXJkLmFkbWluLnYxLkFjY291bnQiKILT5JMCIhIgL2FkbWluL3YxL0FjY291bnRzL3thY2NvdW50X3NpZH0ShwEKDUNyZWF0ZUFjY291bnQSKi5zd2l0Y2hib2FyZC5hZG1pbi52MS5DcmVhdGVBY2NvdW50UmVxdWVzdBorLnN3aXRjaGJvYXJkLmFkbWluLnYxLkNyZWF0ZUFjY291bnRSZXNwb25zZSIdgtPkkwIXOgEqIhIvYWRtaW4vdjEvQWNjb3VudHMShwEKDVVwZGF0ZUFjY291bnQSKi5zd2l0Y2hib2FyZC5hZG1pbi52MS5VcGRhdGVBY2NvdW50UmVxdWVzdBodLnN3aXRjaGJvYXJkLmFkbWluLnYxLkFjY291bnQiK4LT5JMCJToBKiIgL2FkbWluL3YxL0FjY291bnRzL3thY2NvdW50X3NpZH0SlQEKC1JvdGF0ZVRva2VuEiguc3dpdGNoYm9hcmQuYWRtaW4udjEuUm90YXRlVG9rZW5SZXF1ZXN0Gikuc3dpdGNoYm9hcmQuYWRtaW4udjEuUm90YXRlVG9rZW5SZXNwb25zZSIxgtPkkwIrOgEqIiYvYWRtaW4vdjEvQWNjb3VudHMve2FjY291bnRfc2lkfS9Ub2tlbhKfAQoMQ2FuY2VsUXVldWVkEikuc3dpdGNoYm9hcmQuYWRtaW4udjEuQ2FuY2VsUXVldWVkUmVxdWVzdBoqLnN3aXRjaGJvYXJkLmFkbWluLnYxLkNhbmNlbFF1ZXVlZFJlc3BvbnNlIjiC0+STAjI6ASoiLS9hZG1pbi92MS9BY2NvdW50cy97YWNjb3VudF9zaWR9L0NhbmNlbFF1ZXVlZBKgAQoOTGlzdFByb3BlcnRpZXMSKy5zd2l0Y2hib2FyZC5hZG1pbi52MS5MaXN0UHJvcGVydGllc1JlcXVlc3QaLC5zd2l0Y2hib2FyZC5hZG1pbi52MS5MaXN0UHJvcGVydGllc1Jlc3BvbnNlIjOC0+STAi0SKy9hZG1pbi92MS9BY2NvdW50cy97YWNjb3VudF9zaWR9L1Byb3BlcnRpZXMSlQEKDkNyZWF0ZVByb3BlcnR5Eisuc3dpdGNoYm9hcmQuYWRtaW4udjEuQ3JlYXRlUHJvcGVydHlSZXF1ZXN0Gh4uc3dpdGNoYm9hcmQuYWRtaW4udjEuUHJvcGVydHkiNoLT5JMCMDoBKiIrL2FkbWluL3YxL0FjY291bnRzL3thY2NvdW50X3NpZH0vUHJvcGVydGllcxKNAQoOVXBkYXRlUHJvcGVydHkSKy5zd2l0Y2hib2FyZC5hZG1pbi52MS5VcGRhdGVQcm9wZXJ0eVJlcXVlc3QaHi5zd2l0Y2hib2FyZC5hZG1pbi52MS5Qcm9wZXJ0eSIugtPkkwIoOgEqIiMvYWRtaW4vdjEvUHJvcGVydGllcy97cHJvcGVydHlfc2lkfRJ9CgtMaXN0TnVtYmVycxIoLnN3aXRjaGJvYXJkLmFkbWluLnYxLkxpc3ROdW1iZXJzUmVxdWVzdBopLnN3aXRjaGJvYXJkLmFkbWluLnYxLkxpc3ROdW1iZXJzUmVzcG9uc2UiGYLT5JMCExIRL2FkbWluL3YxL051bWJlcnMSbwoMQ3JlYXRlTnVtYmVyEikuc3dpdGNoYm9hcmQuYWRtaW4udjEuQ3JlYXRlTnVtYmVyUmVxdWVzdBoWLnN3aXRjaGJvYXJkLnYyLk51bWJlciIcgtPkkwIWOgEqIhEvYWRtaW4vdjEvTnVtYmVycxJ/Cg1MaXN0QWRkcmVzc2VzEiouc3dpdGNoYm9hcmQuYWRtaW4udjEuTGlzdEFkZHJlc3Nlc1JlcXVlc3QaJS5zd2l0Y2hib2FyZC52Mi5MaXN0QWRkcmVzc2VzUmVzcG9uc2UiG4LT5JMCFRITL2FkbWluL3YxL0FkZHJlc3NlcxKJAQoNUmV2aWV3QWRkcmVzcxIqLnN3aXRjaGJvYXJkLmFkbWluLnYxLlJldmlld0FkZHJlc3NSZXF1ZXN0Ghcuc3dpdGNoYm9hcmQudjIuQWRkcmVzcyIzgtPkkwItOgEqIigvYWRtaW4vdjEvQWRkcmVzc2VzL3thZGRyZXNzX3NpZH0vUmV2aWV3EpABCg1JbmplY3RJbmJvdW5kEiouc3dpdGNoYm9hcmQuYWRtaW4udjEuSW5qZWN0SW5ib3VuZFJlcXVlc3QaKy5zd2l0Y2hib2FyZC5hZG1pbi52MS5JbmplY3RJbmJvdW5kUmVzcG9uc2UiJoLT5JMCIDoBKiIbL2FkbWluL3YxL1NpbXVsYXRvci9JbmJvdW5kErIBChNMaXN0SGFuZHNldE1lc3NhZ2VzEjAuc3dpdGNoYm9hcmQuYWRtaW4udjEuTGlzdEhhbmRzZXRNZXNzYWdlc1JlcXVlc3QaMS5zd2l0Y2hib2FyZC5hZG1pbi52MS5MaXN0SGFuZHNldE1lc3NhZ2VzUmVzcG9uc2UiNoLT5JMCMBIuL2FkbWluL3YxL1NpbXVsYXRvci9IYW5kc2V0cy97bnVtYmVyfS9NZXNzYWdlcxJ5CgpMaXN0RW1haWxzEicuc3dpdGNoYm9hcmQuYWRtaW4udjEuTGlzdEVtYWlsc1JlcXVlc3QaKC5zd2l0Y2hib2FyZC5hZG1pbi52MS5MaXN0RW1haWxzUmVzcG9uc2UiGILT5JMCEhIQL2FkbWluL3YxL0VtYWlscxKBAQoQR2V0Q2FycmllclN0YXR1cxItLnN3aXRjaGJvYXJkLmFkbWluLnYxLkdldENhcnJpZXJTdGF0dXNSZXF1ZXN0GiMuc3dpdGNoYm9hcmQuYWRtaW4udjEuQ2FycmllclN0YXR1cyIZgtPkkwITEhEvYWRtaW4vdjEvQ2FycmllchKzAQoVTGlzdFdlYmhvb2tEZWxpdmVyaWVzEjIuc3dpdGNoYm9hcmQuYWRtaW4udjEuTGlzdFdlYmhvb2tEZWxpdmVyaWVzUmVxdWVzdBozLnN3aXRjaGJvYXJkLmFkbWluLnYxLkxpc3RXZWJob29rRGVsaXZlcmllc1Jlc3BvbnNlIjGC0+STAisSKS9hZG1pbi92MS9NZXNzYWdlcy97bWVzc2FnZV9zaWR9L1dlYmhvb2tzYgZwcm90bzM", [file_google_api_annotations, file_switchboard_v2_addresses, file_switchboard_v2_numbers]);
+  fileDesc("CiBzd2l0Y2hib2FyZC9hZG1pbi92MS9hZG1pbi5wcm90bxIUc3dpdGNoYm9hcmQuYWRtaW4udjEirgIKB0FjY291bnQSHwoLYWNjb3VudF9zaWQYASABKAlSCkFjY291bnRTaWQSEgoEbmFtZRgCIAEoCVIETmFtZRIfCgtzbXNfZW5hYmxlZBgDIAEoCFIKU21zRW5hYmxlZBIYCgdjcmVhdGVkGAQgASgDUgdDcmVhdGVkEi0KEnJlc3RfY29tcGF0aWJpbGl0eRgFIAEoCVIRUmVzdENvbXBhdGliaWxpdHkSKgoOcmV0ZW50aW9uX2RheXMYCiABKAVIAFINUmV0ZW50aW9uRGF5c4gBARIvChFyZWRhY3RfYWZ0ZXJfZGF5cxgLIAEoBUgBUg9SZWRhY3RBZnRlckRheXOIAQFCEQoPX3JldGVudGlvbl9kYXlzQhQKEl9yZWRhY3RfYWZ0ZXJfZGF5cyJ2ChNMaXN0QWNjb3VudHNSZXF1ZXN0EikKDXJlc3VsdHNfY291bnQYASABKAVIAFINUmVzdWx0c19Db3VudIgBARIiCgxyZXN1bHRzX3NraXAYAiABKAVSDFJlc3VsdHNfU2tpcEIQCg5fcmVzdWx0c19jb3VudCJyChRMaXN0QWNjb3VudHNSZXNwb25zZRI5CghhY2NvdW50cxgBIAMoCzIdLnN3aXRjaGJvYXJkLmFkbWluLnYxLkFjY291bnRSCEFjY291bnRzEh8KC3RvdGFsX2NvdW50GAIgASgFUgpUb3RhbENvdW50IjQKEUdldEFjY291bnRSZXF1ZXN0Eh8KC2FjY291bnRfc2lkGAEgASgJUgpBY2NvdW50U2lkIqsBChRDcmVhdGVBY2NvdW50UmVxdWVzdBISCgRuYW1lGAEgASgJUgROYW1lEiQKC3Ntc19lbmFibGVkGAIgASgISABSClNtc0VuYWJsZWSIAQESMgoScmVzdF9jb21wYXRpYmlsaXR5GAMgASgJSAFSEVJlc3RDb21wYXRpYmlsaXR5iAEBQg4KDF9zbXNfZW5hYmxlZEIVChNfcmVzdF9jb21wYXRpYmlsaXR5ItkBChVDcmVhdGVBY2NvdW50UmVzcG9uc2USHwoLYWNjb3VudF9zaWQYASABKAlSCkFjY291bnRTaWQSEgoEbmFtZRgCIAEoCVIETmFtZRIfCgtzbXNfZW5hYmxlZBgDIAEoCFIKU21zRW5hYmxlZBIUCgV0b2tlbhgEIAEoCVIFVG9rZW4SJQoOd2ViaG9va19zZWNyZXQYBSABKAlSDVdlYmhvb2tTZWNyZXQSLQoScmVzdF9jb21wYXRpYmlsaXR5GAYgASgJUhFSZXN0Q29tcGF0aWJpbGl0eSLgAgoUVXBkYXRlQWNjb3VudFJlcXVlc3QSHwoLYWNjb3VudF9zaWQYASABKAlSCkFjY291bnRTaWQSFwoEbmFtZRgCIAEoCUgAUgROYW1liAEBEiQKC3Ntc19lbmFibGVkGAMgASgISAFSClNtc0VuYWJsZWSIAQESMgoScmVzdF9jb21wYXRpYmlsaXR5GAQgASgJSAJSEVJlc3RDb21wYXRpYmlsaXR5iAEBEioKDnJldGVudGlvbl9kYXlzGAogASgFSANSDVJldGVudGlvbkRheXOIAQESLwoRcmVkYWN0X2FmdGVyX2RheXMYCyABKAVIBFIPUmVkYWN0QWZ0ZXJEYXlziAEBQgcKBV9uYW1lQg4KDF9zbXNfZW5hYmxlZEIVChNfcmVzdF9jb21wYXRpYmlsaXR5QhEKD19yZXRlbnRpb25fZGF5c0IUChJfcmVkYWN0X2FmdGVyX2RheXMiNQoSUm90YXRlVG9rZW5SZXF1ZXN0Eh8KC2FjY291bnRfc2lkGAEgASgJUgpBY2NvdW50U2lkIkwKE1JvdGF0ZVRva2VuUmVzcG9uc2USHwoLYWNjb3VudF9zaWQYASABKAlSCkFjY291bnRTaWQSFAoFdG9rZW4YAiABKAlSBVRva2VuIjYKE0NhbmNlbFF1ZXVlZFJlcXVlc3QSHwoLYWNjb3VudF9zaWQYASABKAlSCkFjY291bnRTaWQiUwoUQ2FuY2VsUXVldWVkUmVzcG9uc2USHwoLYWNjb3VudF9zaWQYASABKAlSCkFjY291bnRTaWQSGgoIY2FuY2VsZWQYAiABKAVSCENhbmNlbGVkIp0BCghQcm9wZXJ0eRIhCgxwcm9wZXJ0eV9zaWQYASABKAlSC1Byb3BlcnR5U2lkEh8KC2FjY291bnRfc2lkGAIgASgJUgpBY2NvdW50U2lkEhIKBG5hbWUYAyABKAlSBE5hbWUSHwoLc21zX2VuYWJsZWQYBCABKAhSClNtc0VuYWJsZWQSGAoHY3JlYXRlZBgFIAEoA1IHQ3JlYXRlZCKZAQoVTGlzdFByb3BlcnRpZXNSZXF1ZXN0Eh8KC2FjY291bnRfc2lkGAEgASgJUgpBY2NvdW50U2lkEikKDXJlc3VsdHNfY291bnQYAiABKAVIAFINUmVzdWx0c19Db3VudIgBARIiCgxyZXN1bHRzX3NraXAYAyABKAVSDFJlc3VsdHNfU2tpcEIQCg5fcmVzdWx0c19jb3VudCJ5ChZMaXN0UHJvcGVydGllc1Jlc3BvbnNlEj4KCnByb3BlcnRpZXMYASADKAsyHi5zd2l0Y2hib2FyZC5hZG1pbi52MS5Qcm9wZXJ0eVIKUHJvcGVydGllcxIfCgt0b3RhbF9jb3VudBgCIAEoBVIKVG90YWxDb3VudCKCAQoVQ3JlYXRlUHJvcGVydHlSZXF1ZXN0Eh8KC2FjY291bnRfc2lkGAEgASgJUgpBY2NvdW50U2lkEhIKBG5hbWUYAiABKAlSBE5hbWUSJAoLc21zX2VuYWJsZWQYAyABKAhIAFIKU21zRW5hYmxlZIgBAUIOCgxfc21zX2VuYWJsZWQikgEKFVVwZGF0ZVByb3BlcnR5UmVxdWVzdBIhCgxwcm9wZXJ0eV9zaWQYASABKAlSC1Byb3BlcnR5U2lkEhcKBG5hbWUYAiABKAlIAFIETmFtZYgBARIkCgtzbXNfZW5hYmxlZBgDIAEoCEgBUgpTbXNFbmFibGVkiAEBQgcKBV9uYW1lQg4KDF9zbXNfZW5hYmxlZCJOChNDcmVhdGVOdW1iZXJSZXF1ZXN0EhYKBm51bWJlchgBIAEoCVIGTnVtYmVyEh8KC2FjY291bnRfc2lkGAIgASgJUgpBY2NvdW50U2lkIrgBChJMaXN0TnVtYmVyc1JlcXVlc3QSHwoLYWNjb3VudF9zaWQYASABKAlSCkFjY291bnRTaWQSFwoEcG9vbBgCIAEoCEgAUgRQb29siAEBEikKDXJlc3VsdHNfY291bnQYAyABKAVIAVINUmVzdWx0c19Db3VudIgBARIiCgxyZXN1bHRzX3NraXAYBCABKAVSDFJlc3VsdHNfU2tpcEIHCgVfcG9vbEIQCg5fcmVzdWx0c19jb3VudCLsAQoNTnVtYmVyRGV0YWlscxIWCgZudW1iZXIYASABKAlSBk51bWJlchIfCgthY2NvdW50X3NpZBgCIAEoCVIKQWNjb3VudFNpZBIaCghmcmllbmRseRgDIAEoCVIIRnJpZW5kbHkSHwoLYWRkcmVzc19zaWQYBCABKAlSCkFkZHJlc3NTaWQSEgoEcG9vbBgFIAEoCFIEUG9vbBIWCgZsZWFzZWQYBiABKAhSBkxlYXNlZBIfCgtsaXZlX2xlYXNlcxgHIAEoBVIKTGl2ZUxlYXNlcxIYCgdjcmVhdGVkGAggASgDUgdDcmVhdGVkInUKE0xpc3ROdW1iZXJzUmVzcG9uc2USPQoHbnVtYmVycxgBIAMoCzIjLnN3aXRjaGJvYXJkLmFkbWluLnYxLk51bWJlckRldGFpbHNSB051bWJlcnMSHwoLdG90YWxfY291bnQYAiABKAVSClRvdGFsQ291bnQisAEKFExpc3RBZGRyZXNzZXNSZXF1ZXN0EhYKBnN0YXR1cxgBIAEoCVIGU3RhdHVzEh8KC2FjY291bnRfc2lkGAIgASgJUgpBY2NvdW50U2lkEikKDXJlc3VsdHNfY291bnQYAyABKAVIAFINUmVzdWx0c19Db3VudIgBARIiCgxyZXN1bHRzX3NraXAYBCABKAVSDFJlc3VsdHNfU2tpcEIQCg5fcmVzdWx0c19jb3VudCJPChRSZXZpZXdBZGRyZXNzUmVxdWVzdBIfCgthZGRyZXNzX3NpZBgBIAEoCVIKQWRkcmVzc1NpZBIWCgZzdGF0dXMYAiABKAlSBlN0YXR1cyJOChRJbmplY3RJbmJvdW5kUmVxdWVzdBISCgRmcm9tGAEgASgJUgRGcm9tEg4KAnRvGAIgASgJUgJUbxISCgR0ZXh0GAMgASgJUgRUZXh0IlgKFUluamVjdEluYm91bmRSZXNwb25zZRIfCgttZXNzYWdlX3NpZBgBIAEoCVIKTWVzc2FnZVNpZBIeCgtpbl9yZXBseV90bxgCIAEoCVIJSW5SZXBseVRvIjQKGkxpc3RIYW5kc2V0TWVzc2FnZXNSZXF1ZXN0EhYKBm51bWJlchgBIAEoCVIGTnVtYmVyIoUBCg5IYW5kc2V0TWVzc2FnZRIfCgttZXNzYWdlX3NpZBgBIAEoCVIKTWVzc2FnZVNpZBISCgRmcm9tGAIgASgJUgRGcm9tEg4KAnRvGAMgASgJUgJUbxISCgR0ZXh0GAQgASgJUgRUZXh0EhoKCHJlY2VpdmVkGAUgASgDUghSZWNlaXZlZCJfChtMaXN0SGFuZHNldE1lc3NhZ2VzUmVzcG9uc2USQAoIbWVzc2FnZXMYASADKAsyJC5zd2l0Y2hib2FyZC5hZG1pbi52MS5IYW5kc2V0TWVzc2FnZVIITWVzc2FnZXMiPwocTGlzdFdlYmhvb2tEZWxpdmVyaWVzUmVxdWVzdBIfCgttZXNzYWdlX3NpZBgBIAEoCVIKTWVzc2FnZVNpZCKGAQoOV2ViaG9va0F0dGVtcHQSHAoJYXR0ZW1wdGVkGAEgASgDUglBdHRlbXB0ZWQSHwoLc3RhdHVzX2NvZGUYAiABKAVSClN0YXR1c0NvZGUSFAoFZXJyb3IYAyABKAlSBUVycm9yEh8KC2R1cmF0aW9uX21zGAQgASgFUgpEdXJhdGlvbk1zIs8CCg9XZWJob29rRGVsaXZlcnkSHQoKd2ViaG9va19pZBgBIAEoCVIJV2ViaG9va0lkEh0KCmV2ZW50X3R5cGUYAiABKAlSCUV2ZW50VHlwZRIQCgN1cmwYAyABKAlSA1VybBIWCgZtZXRob2QYBCABKAlSBk1ldGhvZBIWCgZzdGF0dXMYBSABKAlSBlN0YXR1cxIaCghhdHRlbXB0cxgGIAEoBVIIQXR0ZW1wdHMSIQoMbmV4dF9hdHRlbXB0GAcgASgDUgtOZXh0QXR0ZW1wdBIYCgdjcmVhdGVkGAggASgDUgdDcmVhdGVkEhwKCWRlbGl2ZXJlZBgJIAEoA1IJRGVsaXZlcmVkEkUKC2F0dGVtcHRfbG9nGAogAygLMiQuc3dpdGNoYm9hcmQuYWRtaW4udjEuV2ViaG9va0F0dGVtcHRSCkF0dGVtcHRMb2ciZgodTGlzdFdlYmhvb2tEZWxpdmVyaWVzUmVzcG9uc2USRQoKZGVsaXZlcmllcxgBIAMoCzIlLnN3aXRjaGJvYXJkLmFkbWluLnYxLldlYmhvb2tEZWxpdmVyeVIKRGVsaXZlcmllcyJ0ChFMaXN0RW1haWxzUmVxdWVzdBIpCg1yZXN1bHRzX2NvdW50GAEgASgFSABSDVJlc3VsdHNfQ291bnSIAQESIgoMcmVzdWx0c19za2lwGAIgASgFUgxSZXN1bHRzX1NraXBCEAoOX3Jlc3VsdHNfY291bnQi/AEKBUVtYWlsEhkKCGVtYWlsX2lkGAEgASgJUgdFbWFpbElkEh8KC2FjY291bnRfc2lkGAIgASgJUgpBY2NvdW50U2lkEh8KC21lc3NhZ2Vfc2lkGAMgASgJUgpNZXNzYWdlU2lkEhIKBGZyb20YBCABKAlSBEZyb20SDgoCdG8YBSABKAlSAlRvEhgKB3N1YmplY3QYBiABKAlSB1N1YmplY3QSEgoEYm9keRgHIAEoCVIEQm9keRIWCgZzdGF0dXMYCCABKAlSBlN0YXR1cxIYCgdjcmVhdGVkGAkgASgDUgdDcmVhdGVkEhIKBHNlbnQYCiABKANSBFNlbnQiagoSTGlzdEVtYWlsc1Jlc3BvbnNlEjMKBmVtYWlscxgBIAMoCzIbLnN3aXRjaGJvYXJkLmFkbWluLnYxLkVtYWlsUgZFbWFpbHMSHwoLdG90YWxfY291bnQYAiABKAVSClRvdGFsQ291bnQiGQoXR2V0Q2FycmllclN0YXR1c1JlcXVlc3Qi0QEKDUNhcnJpZXJTdGF0dXMSGAoHY2FycmllchgBIAEoCVIHQ2FycmllchISCgRsaW5rGAIgASgJUgRMaW5rEhQKBXNpbmNlGAMgASgDUgVTaW5jZRIdCgpsYXN0X2Vycm9yGAQgASgJUglMYXN0RXJyb3ISGwoJaW5fZmxpZ2h0GAUgASgFUghJbkZsaWdodBIWCgZ3aW5kb3cYBiABKAVSBldpbmRvdxIQCgN0cHMYByABKAFSA1RwcxIWCgZxdWV1ZWQYCCABKAVSBlF1ZXVlZCIVChNMaXN0Q2FycmllcnNSZXF1ZXN0IqIBCgdDYXJyaWVyEh8KC2NhcnJpZXJfc2lkGAEgASgJUgpDYXJyaWVyU2lkEhIKBG5hbWUYAiABKAlSBE5hbWUSEgoEa2luZBgDIAEoCVIES2luZBIQCgN1cmwYBCABKAlSA1VybBIQCgN0cHMYBSABKAFSA1RwcxIWCgZ3aW5kb3cYBiABKAVSBldpbmRvdxISCgRsaW5rGAcgASgJUgRMaW5rIlEKFExpc3RDYXJyaWVyc1Jlc3BvbnNlEjkKCGNhcnJpZXJzGAEgAygLMh0uc3dpdGNoYm9hcmQuYWRtaW4udjEuQ2FycmllclIIQ2FycmllcnMiygEKEUFkZENhcnJpZXJSZXF1ZXN0EhIKBG5hbWUYASABKAlSBE5hbWUSEgoEa2luZBgCIAEoCVIES2luZBIQCgN1cmwYAyABKAlSA1VybBIVCgN0cHMYBCABKAFIAFIDVHBziAEBEhsKBndpbmRvdxgFIAEoBUgBUgZXaW5kb3eIAQESJAoLc3lzdGVtX3R5cGUYBiABKAlIAlIKU3lzdGVtVHlwZYgBAUIGCgRfdHBzQgkKB193aW5kb3dCDgoMX3N5c3RlbV90eXBlIpcCChRVcGRhdGVDYXJyaWVyUmVxdWVzdBIfCgtjYXJyaWVyX3NpZBgBIAEoCVIKQ2FycmllclNpZBIXCgRuYW1lGAIgASgJSABSBE5hbWWIAQESFwoEa2luZBgDIAEoCUgBUgRLaW5kiAEBEhUKA3VybBgEIAEoCUgCUgNVcmyIAQESFQoDdHBzGAUgASgBSANSA1Rwc4gBARIbCgZ3aW5kb3cYBiABKAVIBFIGV2luZG93iAEBEiQKC3N5c3RlbV90eXBlGAcgASgJSAVSClN5c3RlbVR5cGWIAQFCBwoFX25hbWVCBwoFX2tpbmRCBgoEX3VybEIGCgRfdHBzQgkKB193aW5kb3dCDgoMX3N5c3RlbV90eXBlIjcKFFJlbW92ZUNhcnJpZXJSZXF1ZXN0Eh8KC2NhcnJpZXJfc2lkGAEgASgJUgpDYXJyaWVyU2lkIjgKFVJlbW92ZUNhcnJpZXJSZXNwb25zZRIfCgtjYXJyaWVyX3NpZBgBIAEoCVIKQ2FycmllclNpZCISChBHZXRSb3V0ZXNSZXF1ZXN0Ip0BCgVSb3V0ZRIbCgZwcmVmaXgYASABKAlIAFIGUHJlZml4iAEBEiQKC2FjY291bnRfc2lkGAIgASgJSAFSCkFjY291bnRTaWSIAQESGgoIY2FycmllcnMYAyADKAlSCENhcnJpZXJzEhoKCHN0cmF0ZWd5GAQgASgJUghTdHJhdGVneUIJCgdfcHJlZml4Qg4KDF9hY2NvdW50X3NpZCJBCgpSb3V0ZVRhYmxlEjMKBnJvdXRlcxgBIAMoCzIbLnN3aXRjaGJvYXJkLmFkbWluLnYxLlJvdXRlUgZSb3V0ZXMiSwoUUmVwbGFjZVJvdXRlc1JlcXVlc3QSMwoGcm91dGVzGAEgAygLMhsuc3dpdGNoYm9hcmQuYWRtaW4udjEuUm91dGVSBlJvdXRlczKqGgoMQWRtaW5TZXJ2aWNlEoEBCgxMaXN0QWNjb3VudHMSKS5zd2l0Y2hib2FyZC5hZG1pbi52MS5MaXN0QWNjb3VudHNSZXF1ZXN0Giouc3dpdGNoYm9hcmQuYWRtaW4udjEuTGlzdEFjY291bnRzUmVzcG9uc2UiGoLT5JMCFBISL2FkbWluL3YxL0FjY291bnRzEn4KCkdldEFjY291bnQSJy5zd2l0Y2hib2FyZC5hZG1pbi52MS5HZXRBY2NvdW50UmVxdWVzdBodLnN3aXRjaGJvYXJkLmFkbWluLnYxLkFjY291bnQiKILT5JMCIhIgL2FkbWluL3YxL0FjY291bnRzL3thY2NvdW50X3NpZH0ShwEKDUNyZWF0ZUFjY291bnQSKi5zd2l0Y2hib2FyZC5hZG1pbi52MS5DcmVhdGVBY2NvdW50UmVxdWVzdBorLnN3aXRjaGJvYXJkLmFkbWluLnYxLkNyZWF0ZUFjY291bnRSZXNwb25zZSIdgtPkkwIXOgEqIhIvYWRtaW4vdjEvQWNjb3VudHMShwEKDVVwZGF0ZUFjY291bnQSKi5zd2l0Y2hib2FyZC5hZG1pbi52MS5VcGRhdGVBY2NvdW50UmVxdWVzdBodLnN3aXRjaGJvYXJkLmFkbWluLnYxLkFjY291bnQiK4LT5JMCJToBKiIgL2FkbWluL3YxL0FjY291bnRzL3thY2NvdW50X3NpZH0SlQEKC1JvdGF0ZVRva2VuEiguc3dpdGNoYm9hcmQuYWRtaW4udjEuUm90YXRlVG9rZW5SZXF1ZXN0Gikuc3dpdGNoYm9hcmQuYWRtaW4udjEuUm90YXRlVG9rZW5SZXNwb25zZSIxgtPkkwIrOgEqIiYvYWRtaW4vdjEvQWNjb3VudHMve2FjY291bnRfc2lkfS9Ub2tlbhKfAQoMQ2FuY2VsUXVldWVkEikuc3dpdGNoYm9hcmQuYWRtaW4udjEuQ2FuY2VsUXVldWVkUmVxdWVzdBoqLnN3aXRjaGJvYXJkLmFkbWluLnYxLkNhbmNlbFF1ZXVlZFJlc3BvbnNlIjiC0+STAjI6ASoiLS9hZG1pbi92MS9BY2NvdW50cy97YWNjb3VudF9zaWR9L0NhbmNlbFF1ZXVlZBKgAQoOTGlzdFByb3BlcnRpZXMSKy5zd2l0Y2hib2FyZC5hZG1pbi52MS5MaXN0UHJvcGVydGllc1JlcXVlc3QaLC5zd2l0Y2hib2FyZC5hZG1pbi52MS5MaXN0UHJvcGVydGllc1Jlc3BvbnNlIjOC0+STAi0SKy9hZG1pbi92MS9BY2NvdW50cy97YWNjb3VudF9zaWR9L1Byb3BlcnRpZXMSlQEKDkNyZWF0ZVByb3BlcnR5Eisuc3dpdGNoYm9hcmQuYWRtaW4udjEuQ3JlYXRlUHJvcGVydHlSZXF1ZXN0Gh4uc3dpdGNoYm9hcmQuYWRtaW4udjEuUHJvcGVydHkiNoLT5JMCMDoBKiIrL2FkbWluL3YxL0FjY291bnRzL3thY2NvdW50X3NpZH0vUHJvcGVydGllcxKNAQoOVXBkYXRlUHJvcGVydHkSKy5zd2l0Y2hib2FyZC5hZG1pbi52MS5VcGRhdGVQcm9wZXJ0eVJlcXVlc3QaHi5zd2l0Y2hib2FyZC5hZG1pbi52MS5Qcm9wZXJ0eSIugtPkkwIoOgEqIiMvYWRtaW4vdjEvUHJvcGVydGllcy97cHJvcGVydHlfc2lkfRJ9CgtMaXN0TnVtYmVycxIoLnN3aXRjaGJvYXJkLmFkbWluLnYxLkxpc3ROdW1iZXJzUmVxdWVzdBopLnN3aXRjaGJvYXJkLmFkbWluLnYxLkxpc3ROdW1iZXJzUmVzcG9uc2UiGYLT5JMCExIRL2FkbWluL3YxL051bWJlcnMSbwoMQ3JlYXRlTnVtYmVyEikuc3dpdGNoYm9hcmQuYWRtaW4udjEuQ3JlYXRlTnVtYmVyUmVxdWVzdBoWLnN3aXRjaGJvYXJkLnYyLk51bWJlciIcgtPkkwIWOgEqIhEvYWRtaW4vdjEvTnVtYmVycxJ/Cg1MaXN0QWRkcmVzc2VzEiouc3dpdGNoYm9hcmQuYWRtaW4udjEuTGlzdEFkZHJlc3Nlc1JlcXVlc3QaJS5zd2l0Y2hib2FyZC52Mi5MaXN0QWRkcmVzc2VzUmVzcG9uc2UiG4LT5JMCFRITL2FkbWluL3YxL0FkZHJlc3NlcxKJAQoNUmV2aWV3QWRkcmVzcxIqLnN3aXRjaGJvYXJkLmFkbWluLnYxLlJldmlld0FkZHJlc3NSZXF1ZXN0Ghcuc3dpdGNoYm9hcmQudjIuQWRkcmVzcyIzgtPkkwItOgEqIigvYWRtaW4vdjEvQWRkcmVzc2VzL3thZGRyZXNzX3NpZH0vUmV2aWV3EpABCg1JbmplY3RJbmJvdW5kEiouc3dpdGNoYm9hcmQuYWRtaW4udjEuSW5qZWN0SW5ib3VuZFJlcXVlc3QaKy5zd2l0Y2hib2FyZC5hZG1pbi52MS5JbmplY3RJbmJvdW5kUmVzcG9uc2UiJoLT5JMCIDoBKiIbL2FkbWluL3YxL1NpbXVsYXRvci9JbmJvdW5kErIBChNMaXN0SGFuZHNldE1lc3NhZ2VzEjAuc3dpdGNoYm9hcmQuYWRtaW4udjEuTGlzdEhhbmRzZXRNZXNzYWdlc1JlcXVlc3QaMS5zd2l0Y2hib2FyZC5hZG1pbi52MS5MaXN0SGFuZHNldE1lc3NhZ2VzUmVzcG9uc2UiNoLT5JMCMBIuL2FkbWluL3YxL1NpbXVsYXRvci9IYW5kc2V0cy97bnVtYmVyfS9NZXNzYWdlcxJ5CgpMaXN0RW1haWxzEicuc3dpdGNoYm9hcmQuYWRtaW4udjEuTGlzdEVtYWlsc1JlcXVlc3QaKC5zd2l0Y2hib2FyZC5hZG1pbi52MS5MaXN0RW1haWxzUmVzcG9uc2UiGILT5JMCEhIQL2FkbWluL3YxL0VtYWlscxKBAQoQR2V0Q2FycmllclN0YXR1cxItLnN3aXRjaGJvYXJkLmFkbWluLnYxLkdldENhcnJpZXJTdGF0dXNSZXF1ZXN0GiMuc3dpdGNoYm9hcmQuYWRtaW4udjEuQ2FycmllclN0YXR1cyIZgtPkkwITEhEvYWRtaW4vdjEvQ2FycmllchKBAQoMTGlzdENhcnJpZXJzEikuc3dpdGNoYm9hcmQuYWRtaW4udjEuTGlzdENhcnJpZXJzUmVxdWVzdBoqLnN3aXRjaGJvYXJkLmFkbWluLnYxLkxpc3RDYXJyaWVyc1Jlc3BvbnNlIhqC0+STAhQSEi9hZG1pbi92MS9DYXJyaWVycxJzCgpBZGRDYXJyaWVyEicuc3dpdGNoYm9hcmQuYWRtaW4udjEuQWRkQ2FycmllclJlcXVlc3QaHS5zd2l0Y2hib2FyZC5hZG1pbi52MS5DYXJyaWVyIh2C0+STAhc6ASoiEi9hZG1pbi92MS9DYXJyaWVycxKHAQoNVXBkYXRlQ2FycmllchIqLnN3aXRjaGJvYXJkLmFkbWluLnYxLlVwZGF0ZUNhcnJpZXJSZXF1ZXN0Gh0uc3dpdGNoYm9hcmQuYWRtaW4udjEuQ2FycmllciIrgtPkkwIlOgEqIiAvYWRtaW4vdjEvQ2FycmllcnMve2NhcnJpZXJfc2lkfRKSAQoNUmVtb3ZlQ2FycmllchIqLnN3aXRjaGJvYXJkLmFkbWluLnYxLlJlbW92ZUNhcnJpZXJSZXF1ZXN0Gisuc3dpdGNoYm9hcmQuYWRtaW4udjEuUmVtb3ZlQ2FycmllclJlc3BvbnNlIiiC0+STAiIqIC9hZG1pbi92MS9DYXJyaWVycy97Y2Fycmllcl9zaWR9Em8KCUdldFJvdXRlcxImLnN3aXRjaGJvYXJkLmFkbWluLnYxLkdldFJvdXRlc1JlcXVlc3QaIC5zd2l0Y2hib2FyZC5hZG1pbi52MS5Sb3V0ZVRhYmxlIhiC0+STAhISEC9hZG1pbi92MS9Sb3V0ZXMSegoNUmVwbGFjZVJvdXRlcxIqLnN3aXRjaGJvYXJkLmFkbWluLnYxLlJlcGxhY2VSb3V0ZXNSZXF1ZXN0GiAuc3dpdGNoYm9hcmQuYWRtaW4udjEuUm91dGVUYWJsZSIbgtPkkwIVOgEqGhAvYWRtaW4vdjEvUm91dGVzErMBChVMaXN0V2ViaG9va0RlbGl2ZXJpZXMSMi5zd2l0Y2hib2FyZC5hZG1pbi52MS5MaXN0V2ViaG9va0RlbGl2ZXJpZXNSZXF1ZXN0GjMuc3dpdGNoYm9hcmQuYWRtaW4udjEuTGlzdFdlYmhvb2tEZWxpdmVyaWVzUmVzcG9uc2UiMYLT5JMCKxIpL2FkbWluL3YxL01lc3NhZ2VzL3ttZXNzYWdlX3NpZH0vV2ViaG9va3NiBnByb3RvMw", [file_google_api_annotations, file_switchboard_v2_addresses, file_switchboard_v2_numbers]);
 
 /**
  * An account, without secrets.
@@ -1221,6 +1221,338 @@ export const CarrierStatusSchema: GenMessage<CarrierStatus> = /*@__PURE__*/
   messageDesc(file_switchboard_admin_v1_admin, 35);
 
 /**
+ * No parameters: every configured carrier.
+ *
+ * @generated from message switchboard.admin.v1.ListCarriersRequest
+ */
+export type ListCarriersRequest = Message<"switchboard.admin.v1.ListCarriersRequest"> & {
+};
+
+/**
+ * Describes the message switchboard.admin.v1.ListCarriersRequest.
+ * Use `create(ListCarriersRequestSchema)` to create a new message.
+ */
+export const ListCarriersRequestSchema: GenMessage<ListCarriersRequest> = /*@__PURE__*/
+  messageDesc(file_switchboard_admin_v1_admin, 36);
+
+/**
+ * A configured carrier as the operator sees it (the Url without its password).
+ *
+ * @generated from message switchboard.admin.v1.Carrier
+ */
+export type Carrier = Message<"switchboard.admin.v1.Carrier"> & {
+  /**
+   * @generated from field: string carrier_sid = 1 [json_name = "CarrierSid"];
+   */
+  carrierSid: string;
+
+  /**
+   * @generated from field: string name = 2 [json_name = "Name"];
+   */
+  name: string;
+
+  /**
+   * smpp, kannel or simulator.
+   *
+   * @generated from field: string kind = 3 [json_name = "Kind"];
+   */
+  kind: string;
+
+  /**
+   * The Url with the password removed.
+   *
+   * @generated from field: string url = 4 [json_name = "Url"];
+   */
+  url: string;
+
+  /**
+   * Submissions per second allowed per link; 0 for no limit.
+   *
+   * @generated from field: double tps = 5 [json_name = "Tps"];
+   */
+  tps: number;
+
+  /**
+   * Outstanding submissions per link (SMPP).
+   *
+   * @generated from field: int32 window = 6 [json_name = "Window"];
+   */
+  window: number;
+
+  /**
+   * The answering process's link: Bound, Connecting or Down; "-" for a carrier without a standing link or not open here.
+   *
+   * @generated from field: string link = 7 [json_name = "Link"];
+   */
+  link: string;
+};
+
+/**
+ * Describes the message switchboard.admin.v1.Carrier.
+ * Use `create(CarrierSchema)` to create a new message.
+ */
+export const CarrierSchema: GenMessage<Carrier> = /*@__PURE__*/
+  messageDesc(file_switchboard_admin_v1_admin, 37);
+
+/**
+ * Every configured carrier, by name.
+ *
+ * @generated from message switchboard.admin.v1.ListCarriersResponse
+ */
+export type ListCarriersResponse = Message<"switchboard.admin.v1.ListCarriersResponse"> & {
+  /**
+   * @generated from field: repeated switchboard.admin.v1.Carrier carriers = 1 [json_name = "Carriers"];
+   */
+  carriers: Carrier[];
+};
+
+/**
+ * Describes the message switchboard.admin.v1.ListCarriersResponse.
+ * Use `create(ListCarriersResponseSchema)` to create a new message.
+ */
+export const ListCarriersResponseSchema: GenMessage<ListCarriersResponse> = /*@__PURE__*/
+  messageDesc(file_switchboard_admin_v1_admin, 38);
+
+/**
+ * A new carrier.
+ *
+ * @generated from message switchboard.admin.v1.AddCarrierRequest
+ */
+export type AddCarrierRequest = Message<"switchboard.admin.v1.AddCarrierRequest"> & {
+  /**
+   * Unique, 1 to 64 characters of letters, digits, '.', '_' and '-'; recorded on each message it takes.
+   *
+   * @generated from field: string name = 1 [json_name = "Name"];
+   */
+  name: string;
+
+  /**
+   * smpp, kannel or simulator.
+   *
+   * @generated from field: string kind = 2 [json_name = "Kind"];
+   */
+  kind: string;
+
+  /**
+   * smpp://system_id:password@host:port (smpps:// for TLS); kannel: the sendsms URL with username
+   * and password in its query; simulator: simulator://.
+   *
+   * @generated from field: string url = 3 [json_name = "Url"];
+   */
+  url: string;
+
+  /**
+   * Submissions per second per link; 0 or absent for no limit.
+   *
+   * @generated from field: optional double tps = 4 [json_name = "Tps"];
+   */
+  tps?: number | undefined;
+
+  /**
+   * Outstanding submissions per link (SMPP), 1 to 1000; default 10.
+   *
+   * @generated from field: optional int32 window = 5 [json_name = "Window"];
+   */
+  window?: number | undefined;
+
+  /**
+   * SMPP system_type, at most 12 characters; default "".
+   *
+   * @generated from field: optional string system_type = 6 [json_name = "SystemType"];
+   */
+  systemType?: string | undefined;
+};
+
+/**
+ * Describes the message switchboard.admin.v1.AddCarrierRequest.
+ * Use `create(AddCarrierRequestSchema)` to create a new message.
+ */
+export const AddCarrierRequestSchema: GenMessage<AddCarrierRequest> = /*@__PURE__*/
+  messageDesc(file_switchboard_admin_v1_admin, 39);
+
+/**
+ * The fields to change; absent ones stay.
+ *
+ * @generated from message switchboard.admin.v1.UpdateCarrierRequest
+ */
+export type UpdateCarrierRequest = Message<"switchboard.admin.v1.UpdateCarrierRequest"> & {
+  /**
+   * @generated from field: string carrier_sid = 1 [json_name = "CarrierSid"];
+   */
+  carrierSid: string;
+
+  /**
+   * @generated from field: optional string name = 2 [json_name = "Name"];
+   */
+  name?: string | undefined;
+
+  /**
+   * @generated from field: optional string kind = 3 [json_name = "Kind"];
+   */
+  kind?: string | undefined;
+
+  /**
+   * @generated from field: optional string url = 4 [json_name = "Url"];
+   */
+  url?: string | undefined;
+
+  /**
+   * @generated from field: optional double tps = 5 [json_name = "Tps"];
+   */
+  tps?: number | undefined;
+
+  /**
+   * @generated from field: optional int32 window = 6 [json_name = "Window"];
+   */
+  window?: number | undefined;
+
+  /**
+   * @generated from field: optional string system_type = 7 [json_name = "SystemType"];
+   */
+  systemType?: string | undefined;
+};
+
+/**
+ * Describes the message switchboard.admin.v1.UpdateCarrierRequest.
+ * Use `create(UpdateCarrierRequestSchema)` to create a new message.
+ */
+export const UpdateCarrierRequestSchema: GenMessage<UpdateCarrierRequest> = /*@__PURE__*/
+  messageDesc(file_switchboard_admin_v1_admin, 40);
+
+/**
+ * The carrier to remove.
+ *
+ * @generated from message switchboard.admin.v1.RemoveCarrierRequest
+ */
+export type RemoveCarrierRequest = Message<"switchboard.admin.v1.RemoveCarrierRequest"> & {
+  /**
+   * @generated from field: string carrier_sid = 1 [json_name = "CarrierSid"];
+   */
+  carrierSid: string;
+};
+
+/**
+ * Describes the message switchboard.admin.v1.RemoveCarrierRequest.
+ * Use `create(RemoveCarrierRequestSchema)` to create a new message.
+ */
+export const RemoveCarrierRequestSchema: GenMessage<RemoveCarrierRequest> = /*@__PURE__*/
+  messageDesc(file_switchboard_admin_v1_admin, 41);
+
+/**
+ * The removal result.
+ *
+ * @generated from message switchboard.admin.v1.RemoveCarrierResponse
+ */
+export type RemoveCarrierResponse = Message<"switchboard.admin.v1.RemoveCarrierResponse"> & {
+  /**
+   * @generated from field: string carrier_sid = 1 [json_name = "CarrierSid"];
+   */
+  carrierSid: string;
+};
+
+/**
+ * Describes the message switchboard.admin.v1.RemoveCarrierResponse.
+ * Use `create(RemoveCarrierResponseSchema)` to create a new message.
+ */
+export const RemoveCarrierResponseSchema: GenMessage<RemoveCarrierResponse> = /*@__PURE__*/
+  messageDesc(file_switchboard_admin_v1_admin, 42);
+
+/**
+ * No parameters: the whole table.
+ *
+ * @generated from message switchboard.admin.v1.GetRoutesRequest
+ */
+export type GetRoutesRequest = Message<"switchboard.admin.v1.GetRoutesRequest"> & {
+};
+
+/**
+ * Describes the message switchboard.admin.v1.GetRoutesRequest.
+ * Use `create(GetRoutesRequestSchema)` to create a new message.
+ */
+export const GetRoutesRequestSchema: GenMessage<GetRoutesRequest> = /*@__PURE__*/
+  messageDesc(file_switchboard_admin_v1_admin, 43);
+
+/**
+ * One route: the carriers that take the messages it matches.
+ *
+ * @generated from message switchboard.admin.v1.Route
+ */
+export type Route = Message<"switchboard.admin.v1.Route"> & {
+  /**
+   * An E164 prefix such as +61; absent: any destination.
+   *
+   * @generated from field: optional string prefix = 1 [json_name = "Prefix"];
+   */
+  prefix?: string | undefined;
+
+  /**
+   * Absent: any account.
+   *
+   * @generated from field: optional string account_sid = 2 [json_name = "AccountSid"];
+   */
+  accountSid?: string | undefined;
+
+  /**
+   * Carrier Sids, in order (Failover tries them in this order).
+   *
+   * @generated from field: repeated string carriers = 3 [json_name = "Carriers"];
+   */
+  carriers: string[];
+
+  /**
+   * Failover (the first carrier whose link is up) or RoundRobin (spread evenly over those up).
+   *
+   * @generated from field: string strategy = 4 [json_name = "Strategy"];
+   */
+  strategy: string;
+};
+
+/**
+ * Describes the message switchboard.admin.v1.Route.
+ * Use `create(RouteSchema)` to create a new message.
+ */
+export const RouteSchema: GenMessage<Route> = /*@__PURE__*/
+  messageDesc(file_switchboard_admin_v1_admin, 44);
+
+/**
+ * The route table, in order: the first match carries the message.
+ *
+ * @generated from message switchboard.admin.v1.RouteTable
+ */
+export type RouteTable = Message<"switchboard.admin.v1.RouteTable"> & {
+  /**
+   * @generated from field: repeated switchboard.admin.v1.Route routes = 1 [json_name = "Routes"];
+   */
+  routes: Route[];
+};
+
+/**
+ * Describes the message switchboard.admin.v1.RouteTable.
+ * Use `create(RouteTableSchema)` to create a new message.
+ */
+export const RouteTableSchema: GenMessage<RouteTable> = /*@__PURE__*/
+  messageDesc(file_switchboard_admin_v1_admin, 45);
+
+/**
+ * The new route table, in order.
+ *
+ * @generated from message switchboard.admin.v1.ReplaceRoutesRequest
+ */
+export type ReplaceRoutesRequest = Message<"switchboard.admin.v1.ReplaceRoutesRequest"> & {
+  /**
+   * @generated from field: repeated switchboard.admin.v1.Route routes = 1 [json_name = "Routes"];
+   */
+  routes: Route[];
+};
+
+/**
+ * Describes the message switchboard.admin.v1.ReplaceRoutesRequest.
+ * Use `create(ReplaceRoutesRequestSchema)` to create a new message.
+ */
+export const ReplaceRoutesRequestSchema: GenMessage<ReplaceRoutesRequest> = /*@__PURE__*/
+  messageDesc(file_switchboard_admin_v1_admin, 46);
+
+/**
  * Operator API: accounts, properties, numbers and address review (bearer admin token).
  *
  * @generated from service switchboard.admin.v1.AdminService
@@ -1404,6 +1736,74 @@ export const AdminService: GenService<{
     methodKind: "unary";
     input: typeof GetCarrierStatusRequestSchema;
     output: typeof CarrierStatusSchema;
+  },
+  /**
+   * Lists the configured carriers, by name, with the state of the answering process's link to each.
+   *
+   * @generated from rpc switchboard.admin.v1.AdminService.ListCarriers
+   */
+  listCarriers: {
+    methodKind: "unary";
+    input: typeof ListCarriersRequestSchema;
+    output: typeof ListCarriersResponseSchema;
+  },
+  /**
+   * Adds a carrier (an SMPP bind, a Kannel endpoint or a simulator) that routes may name.
+   *
+   * Every dispatching process opens a link to it within a few seconds. Its Url keeps the password;
+   * no answer returns it.
+   *
+   * @generated from rpc switchboard.admin.v1.AdminService.AddCarrier
+   */
+  addCarrier: {
+    methodKind: "unary";
+    input: typeof AddCarrierRequestSchema;
+    output: typeof CarrierSchema;
+  },
+  /**
+   * Changes a carrier's fields; the links to it are opened again with the new settings.
+   *
+   * @generated from rpc switchboard.admin.v1.AdminService.UpdateCarrier
+   */
+  updateCarrier: {
+    methodKind: "unary";
+    input: typeof UpdateCarrierRequestSchema;
+    output: typeof CarrierSchema;
+  },
+  /**
+   * Removes a carrier no route names (CarrierInUse otherwise).
+   *
+   * Each process closes its link once the messages it submitted there have been answered.
+   *
+   * @generated from rpc switchboard.admin.v1.AdminService.RemoveCarrier
+   */
+  removeCarrier: {
+    methodKind: "unary";
+    input: typeof RemoveCarrierRequestSchema;
+    output: typeof RemoveCarrierResponseSchema;
+  },
+  /**
+   * The route table, in order.
+   *
+   * @generated from rpc switchboard.admin.v1.AdminService.GetRoutes
+   */
+  getRoutes: {
+    methodKind: "unary";
+    input: typeof GetRoutesRequestSchema;
+    output: typeof RouteTableSchema;
+  },
+  /**
+   * Replaces the whole route table at once (from a file: --json-file routes.json).
+   *
+   * The first route in order whose Prefix and AccountSid match a message carries it; a message no
+   * route matches fails with NoRoute.
+   *
+   * @generated from rpc switchboard.admin.v1.AdminService.ReplaceRoutes
+   */
+  replaceRoutes: {
+    methodKind: "unary";
+    input: typeof ReplaceRoutesRequestSchema;
+    output: typeof RouteTableSchema;
   },
   /**
    * The webhook calls queued for a message, with every attempt.

@@ -1,0 +1,336 @@
+import type { MikroORM } from "@mikro-orm/sql";
+import type { Logger } from "pino";
+import { type Carrier, CarrierError, type CarrierEvents, type CarrierStatusInfo, type OutboundSms, type SubmitResult } from "./carrier.js";
+import { NO_ROUTE } from "../common/errors.js";
+import { type CarrierRecord, listCarriers, publicUrl } from "../admin/carrier-store.js";
+import { listRoutes, type RouteRecord } from "../admin/route-store.js";
+
+/** The name of the environment's carrier (CARRIER, SMPP_URL, KANNEL_*) while no carrier is configured. */
+export const DEFAULT_CARRIER_NAME = "default";
+
+/** What the router reports of each of its links (the operator API's Link, the metrics). */
+export interface LinkInfo {
+  name: string;
+  /** "Bound", "Connecting", "Down", or "" for a carrier without a standing link. */
+  link: CarrierStatusInfo["link"];
+  /** Submissions handed to the carrier and not yet answered (waiting in its queue included). */
+  inFlight: number;
+  /** Submissions waiting in the carrier's queue for its window or rate. */
+  queued: number;
+  submitted: number;
+  failed: number;
+}
+
+/** Options of the carrier router. */
+export interface CarrierRouterOptions {
+  orm: MikroORM;
+  log?: Logger;
+  /** The environment's carrier: the one route while the carriers table is empty. */
+  fallback: Carrier;
+  /** Builds the Carrier of a configured row (carriers/ knows the kinds). */
+  build(spec: CarrierRecord): Promise<Carrier>;
+  /** How often the configuration is read again, ms (default 2000). */
+  pollMs?: number;
+  /** How often the links' states are looked at, to move waiting submissions off a dropped link, ms (default 100). */
+  watchMs?: number;
+}
+
+/** A Carrier that routes each message to one of several carriers by the route table. */
+export interface CarrierRouter extends Carrier {
+  /** Reads the configuration now (after an operator change in this process). */
+  refresh(): Promise<void>;
+  links(): LinkInfo[];
+}
+
+interface Link {
+  sid: string;
+  name: string;
+  version: string;
+  carrier: Carrier;
+  started: boolean;
+  inFlight: number;
+  submitted: number;
+  failed: number;
+  closing: boolean;
+  /** Aborted when the link drops: submissions waiting on it move to the next carrier of their route. */
+  abort: AbortController;
+  wasUp: boolean;
+}
+
+interface CompiledRoute {
+  prefix: string | null;
+  accountSid: string | null;
+  links: Link[];
+  strategy: RouteRecord["strategy"];
+  next: number;
+}
+
+/** Whether a link takes messages: bound, or a carrier without a standing link (Kannel, the simulator). */
+function isUp(link: Link): boolean {
+  const s = link.carrier.status?.();
+  return !s || s.link === "" || s.link === "Bound";
+}
+
+/** The first route in order whose prefix and account match, or undefined. */
+function matchRoute(routes: CompiledRoute[], to: string, accountSid: string | undefined): CompiledRoute | undefined {
+  return routes.find((r) => (r.prefix === null || to.startsWith(r.prefix)) && (r.accountSid === null || r.accountSid === accountSid));
+}
+
+/**
+ * The carriers to try for one message, in order. Failover: those up, in the route's order.
+ * RoundRobin: those up, starting one further along for each message. With none up, the route's
+ * first carrier alone: it holds the message until its link comes back (SMPP waits for the bind
+ * within its submit deadline) or refuses it as temporary, and the dispatcher retries it later.
+ */
+export function carriersToTry<T>(route: { links: T[]; strategy: RouteRecord["strategy"]; next: number }, up: (l: T) => boolean): T[] {
+  const live = route.links.filter(up);
+  if (live.length === 0) return route.links.slice(0, 1);
+  if (route.strategy === "Failover") return live;
+  const start = route.next++ % live.length;
+  if (route.next >= Number.MAX_SAFE_INTEGER) route.next = 0;
+  return [...live.slice(start), ...live.slice(0, start)];
+}
+
+/**
+ * Creates the router. Every process that dispatches keeps the carriers and routes in memory and
+ * reads them again every pollMs (and at once on refresh()), so a change made through any process
+ * reaches every dispatcher within seconds. It opens one link per configured carrier (the Carrier
+ * its `build` makes), and a removed or changed carrier's link is stopped once the submissions
+ * it holds have been answered. While the carriers table is empty, the environment's carrier is
+ * the one route, named `default`. Each message goes to the first matching route's carriers in
+ * carriersToTry order: a temporary refusal passes it to the next, a permanent one fails it, no
+ * matching route fails it with NoRoute. A message goes to a second carrier only after the first
+ * refused it, or dropped its link before answering (the documented case where it may arrive twice).
+ */
+export function createCarrierRouter(opts: CarrierRouterOptions): CarrierRouter {
+  const pollMs = opts.pollMs ?? 2000;
+  const watchMs = opts.watchMs ?? 100;
+  let events: CarrierEvents | undefined;
+  let links = new Map<string, Link>();
+  let routes: CompiledRoute[] = [];
+  let fingerprint = "";
+  let poll: NodeJS.Timeout | undefined;
+  let watch: NodeJS.Timeout | undefined;
+  let stopped = true;
+  let loading: Promise<void> | undefined;
+  const fallback: Link = newLink(DEFAULT_CARRIER_NAME, DEFAULT_CARRIER_NAME, "", opts.fallback);
+  /** Links being closed: stopped once their last submission is answered. */
+  const closing = new Set<Link>();
+
+  function newLink(sid: string, name: string, version: string, carrier: Carrier): Link {
+    return { sid, name, version, carrier, started: false, inFlight: 0, submitted: 0, failed: 0, closing: false, abort: new AbortController(), wasUp: false };
+  }
+
+  /** The events a link reports through: its segment receipts carry its name. */
+  function linkEvents(name: string): CarrierEvents {
+    const e = events!;
+    return {
+      ...e,
+      deliveryReport: (r) => e.deliveryReport(r),
+      inbound: (sms) => e.inbound(sms),
+      segmentReceipt: e.segmentReceipt ? (r) => e.segmentReceipt!({ ...r, carrier: name }) : undefined,
+    };
+  }
+
+  async function startLink(link: Link): Promise<void> {
+    if (link.started || !events || stopped) return;
+    link.started = true;
+    await link.carrier.start(linkEvents(link.name));
+  }
+
+  async function closeLink(link: Link): Promise<void> {
+    link.closing = true;
+    if (link.inFlight > 0) {
+      closing.add(link);
+      return;
+    }
+    closing.delete(link);
+    if (!link.started) return;
+    link.started = false;
+    try {
+      await link.carrier.stop();
+    } catch (err) {
+      opts.log?.warn({ err, carrier: link.name }, "could not stop a removed carrier's link");
+    }
+  }
+
+  /** Applies a configuration read from the database (no carrier rows: the environment's carrier). */
+  async function apply(carriers: CarrierRecord[], table: RouteRecord[]): Promise<void> {
+    const next = new Map<string, Link>();
+    if (carriers.length === 0) {
+      next.set(fallback.sid, fallback);
+      await startLink(fallback);
+      routes = [{ prefix: null, accountSid: null, links: [fallback], strategy: "Failover", next: 0 }];
+    } else {
+      for (const c of carriers) {
+        // The row's updated_at: a changed carrier gets a new link, the old one closes.
+        const version = c.updatedAt.toISOString();
+        const old = links.get(c.sid);
+        if (old && old.version === version && !old.closing) {
+          old.name = c.name;
+          next.set(c.sid, old);
+          continue;
+        }
+        let carrier: Carrier;
+        try {
+          carrier = await opts.build(c);
+        } catch (err) {
+          // One unusable row leaves the others routing; the message never carries the password.
+          const reason = String((err as Error)?.message ?? err)
+            .split(c.url)
+            .join(publicUrl(c.url));
+          opts.log?.error({ carrier: c.name, kind: c.kind, reason }, "could not open a configured carrier; routes skip it");
+          continue;
+        }
+        const link = newLink(c.sid, c.name, version, carrier);
+        await startLink(link);
+        next.set(c.sid, link);
+        opts.log?.info({ carrier: c.name, kind: c.kind }, old ? "carrier changed: its link is opened again" : "carrier link opened");
+      }
+      routes = table.map((r) => ({
+        prefix: r.prefix,
+        accountSid: r.accountSid,
+        links: r.carriers.flatMap((sid) => next.get(sid) ?? []),
+        strategy: r.strategy,
+        next: 0,
+      }));
+    }
+    const previous = links;
+    links = next;
+    for (const [sid, link] of previous) {
+      if (next.get(sid) === link) continue;
+      // The environment's carrier stays open once started (its callbacks are the app's routes).
+      if (link === fallback) continue;
+      opts.log?.info({ carrier: link.name, inFlight: link.inFlight }, "carrier removed or changed: closing its link once its submissions are answered");
+      await closeLink(link);
+    }
+  }
+
+  async function load(): Promise<void> {
+    const em = opts.orm.em.fork();
+    const carriers = await listCarriers(em);
+    const table = await listRoutes(em);
+    const print = JSON.stringify([carriers.map((c) => [c.sid, c.name, c.updatedAt.getTime()]), table]);
+    if (print === fingerprint) return;
+    await apply(carriers, table);
+    fingerprint = print;
+  }
+
+  /** One load at a time; a refresh during a load waits for it and loads again. */
+  function reload(): Promise<void> {
+    const run = (loading ?? Promise.resolve()).then(load, load);
+    loading = run.finally(() => {
+      if (loading === run) loading = undefined;
+    });
+    return run;
+  }
+
+  /** Aborts the submissions waiting on a link that just dropped, so they move to the next carrier. */
+  function watchLinks(): void {
+    for (const link of links.values()) {
+      const up = isUp(link);
+      if (link.wasUp && !up) {
+        opts.log?.warn({ carrier: link.name }, "carrier link down: its share goes to the next carriers of its routes");
+        link.abort.abort(new CarrierError(`carrier ${link.name}'s link went down`, "CarrierUnavailable", false));
+        link.abort = new AbortController();
+      }
+      link.wasUp = up;
+    }
+  }
+
+  async function submitTo(link: Link, sms: OutboundSms, moveOn: boolean): Promise<SubmitResult> {
+    link.inFlight++;
+    try {
+      const result = await link.carrier.submit(moveOn ? { ...sms, signal: link.abort.signal } : sms);
+      link.submitted++;
+      return { ...result, carrier: link.name };
+    } catch (err) {
+      link.failed++;
+      throw err;
+    } finally {
+      link.inFlight--;
+      if (link.closing && link.inFlight === 0) void closeLink(link);
+    }
+  }
+
+  return {
+    name: "router",
+    get confirmWaitMs() {
+      let most: number | undefined;
+      for (const l of links.values()) if (l.carrier.confirmWaitMs !== undefined) most = Math.max(most ?? 0, l.carrier.confirmWaitMs);
+      return most ?? opts.fallback.confirmWaitMs;
+    },
+    routes: opts.fallback.routes,
+
+    async submit(sms) {
+      const route = matchRoute(routes, sms.to, sms.accountSid);
+      if (!route) throw new CarrierError(`no route matches ${sms.to}`, NO_ROUTE, true);
+      const order = carriersToTry(route, isUp);
+      let last: CarrierError | undefined;
+      for (let i = 0; i < order.length; i++) {
+        try {
+          return await submitTo(order[i], sms, i < order.length - 1);
+        } catch (err) {
+          const refusal = err instanceof CarrierError ? err : new CarrierError(String((err as Error)?.message ?? err), "CarrierError", false);
+          if (refusal.permanent) throw refusal;
+          last = refusal;
+          if (i < order.length - 1)
+            opts.log?.info(
+              { messageSid: sms.messageSid, carrier: order[i].name, errorCode: refusal.errorCode },
+              "carrier refused for now: trying the next of the route",
+            );
+        }
+      }
+      throw last ?? new CarrierError("no carrier of the route", "CarrierUnavailable", false);
+    },
+
+    capacity(withinMs) {
+      let sum = 0;
+      for (const l of links.values()) sum += l.carrier.capacity ? l.carrier.capacity(withinMs) : Infinity;
+      return sum;
+    },
+
+    async start(e) {
+      events = e;
+      stopped = false;
+      await reload();
+      poll = setInterval(() => {
+        if (stopped) return;
+        reload().catch((err: unknown) => opts.log?.warn({ err }, "could not read the carriers and routes; keeping the last ones"));
+      }, pollMs);
+      poll.unref();
+      watch = setInterval(watchLinks, watchMs);
+      watch.unref();
+    },
+
+    async stop() {
+      stopped = true;
+      if (poll) clearInterval(poll);
+      if (watch) clearInterval(watch);
+      await loading?.catch(() => undefined);
+      const all = new Set([...links.values(), ...closing]);
+      if (fallback.started) all.add(fallback);
+      for (const l of all) {
+        if (!l.started) continue;
+        l.started = false;
+        await l.carrier.stop();
+      }
+      links = new Map();
+      closing.clear();
+      fingerprint = "";
+    },
+
+    refresh: () => (stopped ? Promise.resolve() : reload()),
+
+    links() {
+      return [...links.values()].map((l) => ({
+        name: l.name,
+        link: l.carrier.status?.().link ?? "",
+        inFlight: l.inFlight,
+        queued: l.carrier.status?.().queued ?? 0,
+        submitted: l.submitted,
+        failed: l.failed,
+      }));
+    },
+  };
+}
