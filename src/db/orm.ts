@@ -20,6 +20,7 @@ import { Migration20261128000300 } from "./migrations/Migration20261128000300.js
 import { Migration20261128070000 } from "./migrations/Migration20261128070000.js";
 import { Migration20261128090000 } from "./migrations/Migration20261128090000.js";
 import { Migration20261129000000 } from "./migrations/Migration20261129000000.js";
+import { Migration20261130002900 } from "./migrations/Migration20261130002900.js";
 import { applyRepeatableSql } from "./repeatable-sql.js";
 import { DEFAULT_POOL_MAX, databaseKind } from "../config.js";
 
@@ -42,6 +43,7 @@ export const migrations = [
   { name: "Migration20261128070000", class: Migration20261128070000 },
   { name: "Migration20261128090000", class: Migration20261128090000 },
   { name: "Migration20261129000000", class: Migration20261129000000 },
+  { name: "Migration20261130002900", class: Migration20261130002900 },
 ];
 
 /** Options of createOrm. */
