@@ -43,6 +43,11 @@ export function toAccountPb(a: Account): AccountPb {
     smsEnabled: a.smsEnabled,
     restCompatibility: a.restCompatibility,
     created: BigInt(unixSeconds(a.createdAt)),
+    optOutText: a.optOutText,
+    optInText: a.optInText,
+    helpText: a.helpText,
+    optOutKeywords: a.optOutKeywords,
+    allowedCountries: a.allowedCountries,
   });
 }
 

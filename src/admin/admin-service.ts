@@ -43,6 +43,7 @@ import { toNumberPb } from "../numbers/number-service.js";
 import { listWebhookDeliveries } from "../webhooks/webhook-store.js";
 import { cancelQueuedMessages } from "../messaging/message-store.js";
 import { releaseLease } from "../leases/lease-allocator.js";
+import { applyAccountSettings } from "./account-settings.js";
 import { createAdminLists, findAccount, toAccountPb, toPropertyPb } from "./admin-lists.js";
 
 /** Tokens are at least 32 random characters; we issue 40 (docs/api.md#authentication). */
@@ -154,6 +155,7 @@ export function createAdminService(deps: { clock: Clock; carrier?: OperatorCarri
       if (req.smsEnabled !== undefined) account.smsEnabled = req.smsEnabled;
       const compatibility = checkRestCompatibility(req.restCompatibility);
       if (compatibility !== undefined) account.restCompatibility = compatibility;
+      applyAccountSettings(account, req);
       await em.flush();
       deps.accounts?.invalidate(account.sid);
       return toAccountPb(account);
