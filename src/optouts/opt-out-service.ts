@@ -15,7 +15,7 @@ import { recheckCredentials } from "../accounts/auth.js";
 import { ownAccountPath } from "../addresses/address-service.js";
 import { type Clock, unixSeconds } from "../common/clock.js";
 import { requestEm } from "../common/context.js";
-import { fieldError, fieldErrors, notFound, quoted } from "../common/errors.js";
+import { apiError, fieldError, fieldErrors, quoted } from "../common/errors.js";
 import { pageOf } from "../common/paging.js";
 import { parseE164 } from "../common/phone.js";
 import { optOutNumber } from "./opt-out.js";
@@ -69,7 +69,7 @@ export function createOptOutService(deps: { clock: Clock }): ServiceImpl<typeof 
       const number = `+${digits}`;
       return requestEm(ctx).transactional(async (tx) => {
         await recheckCredentials(tx, account);
-        if (!(await removeOptOut(tx, account.sid, number))) throw notFound("OptOut", number);
+        if (!(await removeOptOut(tx, account.sid, number))) throw apiError("NotFound", `${number} is not on the account's opt-out list.`);
         return create(DeleteOptOutResponseSchema, { number });
       });
     },
