@@ -180,7 +180,7 @@ export interface Config {
   dispatchClaimMs: number;
   /** How long after its submission a message without a delivery report gets ErrorCode ReceiptTimeout, ms (RECEIPT_TIMEOUT_HOURS). */
   receiptTimeoutMs: number;
-  /** The deployment's destination permissions (contract §12; docs/configuration.md). */
+  /** The deployment's destination permissions (docs/api.md#destination-permissions; docs/configuration.md). */
   destinations: DestinationConfig;
 }
 

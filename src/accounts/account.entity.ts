@@ -19,13 +19,13 @@ export const AccountEntity = defineEntity({
     // REST response format of the message methods (src/rest/rest-compat.ts).
     restCompatibility: p.text().$type<RestCompatibility>().default("None"),
     createdAt: p.datetime(),
-    // Consent (contract §11): the answers to STOP, START and HELP ("" = the default text), and
+    // Consent (docs/api.md#opt-out-stop-start-help): the answers to STOP, START and HELP ("" = the default text), and
     // whether keywords are handled at all (an account that handles consent itself turns them off).
     optOutText: p.text().default(""),
     optInText: p.text().default(""),
     helpText: p.text().default(""),
     optOutKeywords: p.boolean().default(true),
-    // Destination permissions (contract §12): ISO alpha-2 codes; empty = DEFAULT_ALLOWED_COUNTRIES.
+    // Destination permissions (docs/api.md#destination-permissions): ISO alpha-2 codes; empty = DEFAULT_ALLOWED_COUNTRIES.
     allowedCountries: p.array().default([]),
   },
 });

@@ -1,5 +1,5 @@
 /**
- * The operator's consent and destination settings of an account (contract §11, §12), checked and
+ * The operator's consent and destination settings of an account (docs/api.md#opt-out-stop-start-help, docs/api.md#destination-permissions), checked and
  * applied from an UpdateAccount request.
  */
 import type { ListValue } from "@bufbuild/protobuf/wkt";

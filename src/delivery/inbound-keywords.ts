@@ -1,5 +1,5 @@
 /**
- * STOP, START and HELP texted to an account (contract §11, docs/api.md#opt-out-stop-start-help):
+ * STOP, START and HELP texted to an account (docs/api.md#opt-out-stop-start-help):
  * in the inbound SMS's transaction, the keyword's change to the account's opt-out list and its
  * answer, an SMS from the number the keyword was sent to, queued for the dispatcher.
  */

@@ -1,5 +1,5 @@
 /**
- * Destination permissions (contract §12, docs/api.md#destination-permissions): where an account
+ * Destination permissions (docs/api.md#destination-permissions): where an account
  * may send, as a pure rule. The send pipeline calls destinationRefusal for every send, batch item
  * and forward, with the account's AllowedCountries (or the deployment's DEFAULT_ALLOWED_COUNTRIES)
  * and the deployment's BLOCKED_PREFIXES and ALLOW_PREMIUM_DESTINATIONS. The deployment's own

@@ -1,5 +1,5 @@
 /**
- * The keywords of contract §11 as pure rules: which kind an inbound text is, and the SMS that
+ * The keywords as pure rules: which kind an inbound text is, and the SMS that
  * answers it (docs/api.md#opt-out-stop-start-help).
  */
 

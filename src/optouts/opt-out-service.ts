@@ -34,7 +34,7 @@ function checkNumber(value: string): string {
   return number;
 }
 
-/** Creates the OptOutService implementation (contract §11, docs/api.md#opt-out-stop-start-help). */
+/** Creates the OptOutService implementation (docs/api.md#opt-out-stop-start-help). */
 export function createOptOutService(deps: { clock: Clock }): ServiceImpl<typeof OptOutService> {
   return {
     async listOptOuts(req: ListOptOutsRequest, ctx: HandlerContext) {

@@ -1,5 +1,5 @@
 /**
- * The store of `opt_outs` (contract §11): every statement on it. One row per account and
+ * The store of `opt_outs` (docs/api.md#opt-out-stop-start-help): every statement on it. One row per account and
  * recipient, keyed (account_sid, number): the send's `left join opt_outs` and every statement
  * here reach a row through that key.
  */

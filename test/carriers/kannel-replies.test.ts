@@ -182,7 +182,7 @@ describe.skipIf(without("kannel"))("CARRIER=kannel: a reply to a leased sender i
     expect(hooks.filter((h) => h.path === "/responses")).toHaveLength(1);
   }, 60_000);
 
-  // Contract §11: keywords come through Kannel as through any carrier, to a lease or an owned number.
+  // docs/api.md#opt-out-stop-start-help: keywords come through Kannel as through any carrier, to a lease or an owned number.
   it("a STOP through Kannel opts the handset out and is answered once through Kannel; a near miss is only a reply", async () => {
     const recipient = "+14155550178";
     const res = await app.inject({

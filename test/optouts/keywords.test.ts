@@ -1,5 +1,5 @@
 /**
- * STOP, START and HELP through the simulator (contract §11, docs/api.md#opt-out-stop-start-help):
+ * STOP, START and HELP through the simulator (docs/api.md#opt-out-stop-start-help):
  * a keyword texted as a reply to an account's lease, or to one of its own numbers, changes that
  * account's opt-out list, fails what is still queued to the number, and is answered once by an
  * SMS from the number it was sent to; the reply is still stored and its Response webhook carries

@@ -1,5 +1,5 @@
 /**
- * The opt-out list over the customer API (contract §11, docs/api.md#opt-out-stop-start-help):
+ * The opt-out list over the customer API (docs/api.md#opt-out-stop-start-help):
  * `GET|POST /v2/Accounts/{AccountSid}/OptOuts`, `DELETE …/OptOuts/{Number}`, over REST and the same
  * methods over Connect and gRPC; and the operator's consent and destination settings on the account.
  */

@@ -1,5 +1,5 @@
 /**
- * A STOP racing the dispatcher (contract §11): every queued message to the number either went to
+ * A STOP racing the dispatcher (docs/api.md#opt-out-stop-start-help): every queued message to the number either went to
  * the carrier (claimed first) or ends Failed with RecipientOptedOut (failed first), never both,
  * never neither. Real concurrency on PostgreSQL; PGlite serializes the two.
  */

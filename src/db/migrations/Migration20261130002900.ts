@@ -1,7 +1,7 @@
 import { Migration } from "@mikro-orm/migrations";
 
 /**
- * Issue 29 (contract §11, §12): the opt-out list, one row per account and recipient (its primary
+ * Issue 29 (docs/api.md#opt-out-stop-start-help, docs/api.md#destination-permissions): the opt-out list, one row per account and recipient (its primary
  * key is the one index a send's `left join opt_outs` reads), and the account's consent and
  * destination settings. Empty texts mean the built-in default text; an empty allowed_countries
  * means the deployment's DEFAULT_ALLOWED_COUNTRIES.

@@ -208,7 +208,7 @@ describe("CARRIER=smpp against Net::SMPP", { timeout: 90_000 }, () => {
     await waitFor("the incomplete reply after the reassembly time", () => hooks.find((h) => h.body.Text === "Lonely part"), 15_000);
   });
 
-  // Contract §11: keywords come through SMPP as through any carrier.
+  // docs/api.md#opt-out-stop-start-help: keywords come through SMPP as through any carrier.
   it("a STOP as an MO opts the handset out and is answered once by a submit_sm from the pool number; a near miss is only a reply", async () => {
     const recipient = "+447700900118";
     const sid = await send({ From: "", To: recipient, Text: "Reply to me 18", WebhookUri: `${hookBase}/keywords` });
