@@ -20,7 +20,8 @@ export interface AccountSettingsUpdate {
 function answer(field: string, value: string | undefined): string | undefined {
   if (value === undefined) return undefined;
   const text = value.trim();
-  if ([...text].length > MAX_TEXT_CHARS) throw fieldError(field, "InvalidParameter", `${field} is ${[...text].length} characters long; the limit is ${MAX_TEXT_CHARS}.`);
+  if ([...text].length > MAX_TEXT_CHARS)
+    throw fieldError(field, "InvalidParameter", `${field} is ${[...text].length} characters long; the limit is ${MAX_TEXT_CHARS}.`);
   return text;
 }
 
@@ -33,7 +34,11 @@ export function checkAllowedCountries(list: ListValue): string[] {
     }
     const code = v.kind.value.trim().toUpperCase();
     if (!isKnownCountry(code)) {
-      throw fieldError("AllowedCountries", "InvalidCountryCode", `AllowedCountries: ${quoted(v.kind.value)} is not an ISO 3166-1 alpha-2 country code (e.g. GB, AU, US).`);
+      throw fieldError(
+        "AllowedCountries",
+        "InvalidCountryCode",
+        `AllowedCountries: ${quoted(v.kind.value)} is not an ISO 3166-1 alpha-2 country code (e.g. GB, AU, US).`,
+      );
     }
     if (!codes.includes(code)) codes.push(code);
   }

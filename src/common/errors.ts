@@ -86,7 +86,8 @@ export const ERRORS = {
     http: 400,
     grpc: Code.FailedPrecondition,
     when: "`To` has opted out of the account's messages (texted STOP, or added through `/OptOuts`); a queued message to it when the STOP came ends `Failed` with this ErrorCode; see [Opt-out](api.md#opt-out-stop-start-help)",
-    example: "To +61412345678 has opted out of this account's messages (it texted STOP); it must text START, or be removed from the account's OptOuts, before it can be sent to.",
+    example:
+      "To +61412345678 has opted out of this account's messages (it texted STOP); it must text START, or be removed from the account's OptOuts, before it can be sent to.",
   },
   InvalidSchedule: {
     http: 400,

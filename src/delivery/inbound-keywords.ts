@@ -88,6 +88,7 @@ export async function applyKeywordToOwnedNumber(
   if (!number?.accountSid) return undefined;
   const [properties] = await listProperties(tx, number.accountSid, { limit: 1, offset: 0 });
   const outcome = await applyKeyword(tx, { ...sms, accountSid: number.accountSid, propertySid: properties[0]?.sid ?? null, inboundSid: null });
-  if (outcome?.answerSid === "") log?.warn({ accountSid: number.accountSid, to: sms.to }, "keyword to an account without a property: opt-out list changed, no answer sent");
+  if (outcome?.answerSid === "")
+    log?.warn({ accountSid: number.accountSid, to: sms.to }, "keyword to an account without a property: opt-out list changed, no answer sent");
   return outcome;
 }

@@ -89,7 +89,15 @@ export async function receiveInbound(em: EntityManager, received: InboundSms, no
     // Not from one of our own numbers: whatever answers there is this service.
     const keyword = lease.recipient_ours
       ? undefined
-      : await applyKeyword(tx, { accountSid: lease.account_sid, propertySid: lease.property_sid, from: sms.from, to: sms.to, text: sms.text, inboundSid: sid, now });
+      : await applyKeyword(tx, {
+          accountSid: lease.account_sid,
+          propertySid: lease.property_sid,
+          from: sms.from,
+          to: sms.to,
+          text: sms.text,
+          inboundSid: sid,
+          now,
+        });
     if (lease.webhook_uri !== "") {
       await enqueueWebhook(tx, {
         accountSid: lease.account_sid,

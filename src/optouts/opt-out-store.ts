@@ -29,7 +29,10 @@ const toOptOut = (r: OptOutRow): OptOut => ({ number: r.number, source: r.source
  * Opts `number` out of the account; idempotent: a number already on the list keeps its row (its
  * first Source and Created). Returns the row as it stands and whether this call added it.
  */
-export async function addOptOut(em: EntityManager, o: { accountSid: string; number: string; source: OptOutSource; createdAt: Date }): Promise<{ optOut: OptOut; added: boolean }> {
+export async function addOptOut(
+  em: EntityManager,
+  o: { accountSid: string; number: string; source: OptOutSource; createdAt: Date },
+): Promise<{ optOut: OptOut; added: boolean }> {
   // One statement whether or not the row exists: the insert's row, or (on a conflict) the existing one.
   const rows = await executeBound<OptOutRow & { added: boolean }>(
     em,
@@ -70,6 +73,9 @@ export async function listOptOuts(em: EntityManager, accountSid: string, page: P
 /** Of the given numbers, those opted out of the account: one probe of the key per number, in one statement. */
 export async function optedOutAmong(em: EntityManager, accountSid: string, numbers: readonly string[]): Promise<Set<string>> {
   if (numbers.length === 0) return new Set();
-  const rows = await executeBound<{ number: string }>(em, "select number from opt_outs where account_sid = ? and number = any(?::text[])", [accountSid, numbers]);
+  const rows = await executeBound<{ number: string }>(em, "select number from opt_outs where account_sid = ? and number = any(?::text[])", [
+    accountSid,
+    numbers,
+  ]);
   return new Set(rows.map((r) => r.number));
 }

@@ -210,7 +210,9 @@ describe.skipIf(without("kannel"))("CARRIER=kannel: a reply to a leased sender i
 
     // To one of the account's own numbers: no lease, the same keyword handling.
     await kannel!.fakesmsc.sendMo(recipient, tenant.ownedNumber, "start");
-    await waitFor("the START's answer from the owned number", () => kannel!.fakesmsc.messages().find((m) => m.to === recipient && m.from === tenant.ownedNumber));
+    await waitFor("the START's answer from the owned number", () =>
+      kannel!.fakesmsc.messages().find((m) => m.to === recipient && m.from === tenant.ownedNumber),
+    );
     expect(await optOuts()).toEqual([]);
     expect(answers()).toHaveLength(1);
   }, 60_000);

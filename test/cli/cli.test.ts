@@ -290,7 +290,11 @@ describe("operator flow", () => {
     const bad = await fails(["update-account", account.AccountSid, "--allowed-countries", '["UK"]']);
     expect(bad.code).not.toBe(0);
     expect(bad.status.Errors).toEqual([
-      { FieldName: "AllowedCountries", ErrorCode: "InvalidCountryCode", Message: 'AllowedCountries: "UK" is not an ISO 3166-1 alpha-2 country code (e.g. GB, AU, US).' },
+      {
+        FieldName: "AllowedCountries",
+        ErrorCode: "InvalidCountryCode",
+        Message: 'AllowedCountries: "UK" is not an ISO 3166-1 alpha-2 country code (e.g. GB, AU, US).',
+      },
     ]);
   });
 

@@ -65,7 +65,9 @@ describe("destinationConfig", () => {
     expect(() => destinationConfig({ DEFAULT_ALLOWED_COUNTRIES: "AU,UK" })).toThrow(
       'DEFAULT_ALLOWED_COUNTRIES must be a comma-separated list of ISO 3166-1 alpha-2 country codes such as GB,AU; "UK" is not one',
     );
-    expect(() => destinationConfig({ BLOCKED_PREFIXES: "4470" })).toThrow('BLOCKED_PREFIXES must be a comma-separated list of E164 prefixes such as +4470,+882; "4470" is not one');
+    expect(() => destinationConfig({ BLOCKED_PREFIXES: "4470" })).toThrow(
+      'BLOCKED_PREFIXES must be a comma-separated list of E164 prefixes such as +4470,+882; "4470" is not one',
+    );
     expect(() => destinationConfig({ ALLOW_PREMIUM_DESTINATIONS: "maybe" })).toThrow('ALLOW_PREMIUM_DESTINATIONS must be true or false, got "maybe"');
   });
 });

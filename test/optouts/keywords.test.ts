@@ -80,7 +80,7 @@ async function drain(): Promise<void> {
     /* every due message */
   }
   const em = t.db.orm.em.fork();
-  for (const until = Date.now() + 10_000; ; ) {
+  for (const until = Date.now() + 10_000; ;) {
     const [{ n }] = await em.execute<{ n: number | string }[]>(
       "select count(*) as n from messages where direction = 'Transmit' and status in ('Processing', 'Submitted') and send_at <= ?",
       [t.clock.now()],
@@ -102,7 +102,8 @@ async function delivered(number: string, from: string): Promise<string[]> {
   return (res.json().Messages as { From: string; Text: string }[]).filter((m) => m.From === from).map((m) => m.Text);
 }
 
-const optOuts = async (tenant: Tenant) => (await get(tenant, `/v2/Accounts/${tenant.accountSid}/OptOuts`)).OptOuts as { Number: string; Source: string; Created: number }[];
+const optOuts = async (tenant: Tenant) =>
+  (await get(tenant, `/v2/Accounts/${tenant.accountSid}/OptOuts`)).OptOuts as { Number: string; Source: string; Created: number }[];
 const optedOut = async (tenant: Tenant, number: string) => (await optOuts(tenant)).some((o) => o.Number === number);
 
 const STOP_ANSWER = "You have been unsubscribed from Tenant and will get no more messages from it. Reply START to subscribe again.";
@@ -127,7 +128,11 @@ describe(`keywords through the simulator (${dbKind()})`, () => {
         expect(reply.MessageSid).toMatch(/^MG/);
         await drain();
         expect(await delivered(phone, pool), JSON.stringify(text)).toEqual(["Your table is booked", STOP_ANSWER]);
-        expect((await optOuts(tenant)).find((o) => o.Number === phone)).toEqual({ Number: phone, Source: "Keyword", Created: Math.floor(t.clock.now().getTime() / 1000) });
+        expect((await optOuts(tenant)).find((o) => o.Number === phone)).toEqual({
+          Number: phone,
+          Source: "Keyword",
+          Created: Math.floor(t.clock.now().getTime() / 1000),
+        });
         // The reply itself is stored as any reply, and its Response webhook says what it was.
         expect((await get(tenant, `/v2/Messages/${reply.MessageSid}`)).Status).toBe("Received");
         expect(hooks.find((h) => h.MessageSid === reply.MessageSid)).toMatchObject({ Type: "Response", Text: text, OptOutType: "Stop" });

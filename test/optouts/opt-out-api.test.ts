@@ -79,7 +79,9 @@ describe(`OptOuts over REST (${dbKind()})`, () => {
     });
     const missing = await call("POST", base(), tenant, {});
     expect(missing.statusCode).toBe(400);
-    expect(missing.json().ResponseStatus.Errors).toEqual([{ FieldName: "Number", ErrorCode: "MissingParameter", Message: expect.stringContaining("Number is required") }]);
+    expect(missing.json().ResponseStatus.Errors).toEqual([
+      { FieldName: "Number", ErrorCode: "MissingParameter", Message: expect.stringContaining("Number is required") },
+    ]);
     const badDelete = await call("DELETE", `${base()}/abc`);
     expect(badDelete.statusCode).toBe(400);
     expect(badDelete.json().ResponseStatus.Errors[0].FieldName).toBe("Number");
@@ -195,14 +197,24 @@ describe(`the operator's consent and destination settings (${dbKind()})`, () => 
     expect(bad.json().ResponseStatus).toStrictEqual({
       ErrorCode: "InvalidCountryCode",
       Message: 'AllowedCountries: "UK" is not an ISO 3166-1 alpha-2 country code (e.g. GB, AU, US).',
-      Errors: [{ FieldName: "AllowedCountries", ErrorCode: "InvalidCountryCode", Message: 'AllowedCountries: "UK" is not an ISO 3166-1 alpha-2 country code (e.g. GB, AU, US).' }],
+      Errors: [
+        {
+          FieldName: "AllowedCountries",
+          ErrorCode: "InvalidCountryCode",
+          Message: 'AllowedCountries: "UK" is not an ISO 3166-1 alpha-2 country code (e.g. GB, AU, US).',
+        },
+      ],
     });
     const notStrings = await adminCall("POST", url, { AllowedCountries: [61] });
     expect(notStrings.statusCode).toBe(400);
     expect(notStrings.json().ResponseStatus.Errors[0].FieldName).toBe("AllowedCountries");
     const long = await adminCall("POST", url, { HelpText: "x".repeat(1601) });
     expect(long.statusCode).toBe(400);
-    expect(long.json().ResponseStatus.Errors[0]).toStrictEqual({ FieldName: "HelpText", ErrorCode: "InvalidParameter", Message: "HelpText is 1601 characters long; the limit is 1600." });
+    expect(long.json().ResponseStatus.Errors[0]).toStrictEqual({
+      FieldName: "HelpText",
+      ErrorCode: "InvalidParameter",
+      Message: "HelpText is 1601 characters long; the limit is 1600.",
+    });
     expect((await adminCall("GET", url)).json()).toMatchObject({ OptInText: "Welcome back.", AllowedCountries: [] });
   });
 });

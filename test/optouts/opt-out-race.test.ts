@@ -51,13 +51,17 @@ describe(`a STOP while the dispatcher claims (${dbKind()})`, () => {
       /* the STOP's answer */
     }
     const em = t.db.orm.em.fork();
-    for (const until = Date.now() + 10_000; ; ) {
+    for (const until = Date.now() + 10_000; ;) {
       const [{ n }] = await em.execute<{ n: string | number }[]>("select count(*) as n from messages where status in ('Processing', 'Submitted')");
       if (Number(n) === 0) break;
       if (Date.now() > until) throw new Error("timed out waiting for delivery reports");
       await new Promise((r) => setTimeout(r, 10));
     }
-    const handset = await t.app.inject({ method: "GET", url: `/admin/v1/Simulator/Handsets/${to.slice(1)}/Messages`, headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+    const handset = await t.app.inject({
+      method: "GET",
+      url: `/admin/v1/Simulator/Handsets/${to.slice(1)}/Messages`,
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+    });
     const delivered = new Set((handset.json().Messages as { MessageSid: string }[]).map((m) => m.MessageSid));
     let failed = 0;
     for (const sid of sids) {
