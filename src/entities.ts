@@ -12,6 +12,7 @@ import { UnmatchedInbound } from "./delivery/unmatched-inbound.entity.js";
 import { CarrierSegment } from "./delivery/carrier-segment.entity.js";
 import { PendingReceipt } from "./delivery/pending-receipt.entity.js";
 import { InboundPart } from "./delivery/inbound-part.entity.js";
+import { OptOut } from "./optouts/opt-out.entity.js";
 
 /**
  * Every entity, listed explicitly (no folder discovery), in foreign-key order: one per table the
@@ -32,4 +33,5 @@ export const entities = [
   CarrierSegment,
   PendingReceipt,
   InboundPart,
+  OptOut,
 ];

@@ -26,7 +26,7 @@ export const AccountEntity = defineEntity({
     helpText: p.text().default(""),
     optOutKeywords: p.boolean().default(true),
     // Destination permissions (docs/api.md#destination-permissions): ISO alpha-2 codes; empty = DEFAULT_ALLOWED_COUNTRIES.
-    allowedCountries: p.array().default([]),
+    allowedCountries: p.array().columnType("text[]").default([]),
   },
 });
 

@@ -19,10 +19,10 @@ import { apiError, fieldError, fieldErrors, quoted } from "../common/errors.js";
 import { pageOf } from "../common/paging.js";
 import { parseE164 } from "../common/phone.js";
 import { optOutNumber } from "./opt-out.js";
-import { listOptOuts, type OptOut, removeOptOut } from "./opt-out-store.js";
+import { listOptOuts, type OptOutEntry, removeOptOut } from "./opt-out-store.js";
 
 /** The OptOut resource. */
-export function toOptOutPb(o: OptOut): OptOutPb {
+export function toOptOutPb(o: OptOutEntry): OptOutPb {
   return create(OptOutSchema, { number: o.number, source: o.source, created: BigInt(unixSeconds(o.createdAt)) });
 }
 

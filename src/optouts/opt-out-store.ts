@@ -11,7 +11,7 @@ import { executeBound } from "../db/bound-sql.js";
 export type OptOutSource = "Keyword" | "Api";
 
 /** One opted-out number of an account. */
-export interface OptOut {
+export interface OptOutEntry {
   number: string;
   source: OptOutSource;
   createdAt: Date;
@@ -23,7 +23,7 @@ interface OptOutRow {
   created_at: Date | string;
 }
 
-const toOptOut = (r: OptOutRow): OptOut => ({ number: r.number, source: r.source, createdAt: new Date(r.created_at) });
+const toOptOut = (r: OptOutRow): OptOutEntry => ({ number: r.number, source: r.source, createdAt: new Date(r.created_at) });
 
 /**
  * Opts `number` out of the account; idempotent: a number already on the list keeps its row (its
@@ -32,7 +32,7 @@ const toOptOut = (r: OptOutRow): OptOut => ({ number: r.number, source: r.source
 export async function addOptOut(
   em: EntityManager,
   o: { accountSid: string; number: string; source: OptOutSource; createdAt: Date },
-): Promise<{ optOut: OptOut; added: boolean }> {
+): Promise<{ optOut: OptOutEntry; added: boolean }> {
   // One statement whether or not the row exists: the insert's row, or (on a conflict) the existing one.
   const rows = await executeBound<OptOutRow & { added: boolean }>(
     em,
@@ -57,7 +57,7 @@ export async function removeOptOut(em: EntityManager, accountSid: string, number
 }
 
 /** A page of the account's opted-out numbers, newest first, and how many there are. */
-export async function listOptOuts(em: EntityManager, accountSid: string, page: Page): Promise<[OptOut[], number]> {
+export async function listOptOuts(em: EntityManager, accountSid: string, page: Page): Promise<[OptOutEntry[], number]> {
   const rows = await executeBound<OptOutRow & { total: string | number }>(
     em,
     `select number, source, created_at, count(*) over () as total from opt_outs

@@ -9,13 +9,13 @@ import { unixSeconds } from "../common/clock.js";
 import { releaseLease } from "../leases/lease-allocator.js";
 import { failQueuedToOptedOut } from "../messaging/message-store.js";
 import { enqueueWebhook } from "../webhooks/outbox.js";
-import { addOptOut, type OptOut, type OptOutSource } from "./opt-out-store.js";
+import { addOptOut, type OptOutEntry, type OptOutSource } from "./opt-out-store.js";
 
 /** Opts the number out of the account and fails what is queued to it; returns the opt-out, whether it is new, and the Sids failed. */
 export async function optOutNumber(
   tx: EntityManager,
   o: { accountSid: string; number: string; source: OptOutSource; now: Date },
-): Promise<{ optOut: OptOut; added: boolean; failed: string[] }> {
+): Promise<{ optOut: OptOutEntry; added: boolean; failed: string[] }> {
   const { optOut, added } = await addOptOut(tx, { accountSid: o.accountSid, number: o.number, source: o.source, createdAt: o.now });
   const rows = await failQueuedToOptedOut(tx, o.accountSid, o.number);
   for (const m of rows) {
