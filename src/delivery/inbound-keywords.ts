@@ -86,6 +86,8 @@ export async function applyKeywordToOwnedNumber(
   if (keywordOf(sms.text) === undefined) return undefined;
   const number = await findNumber(tx, sms.to);
   if (!number?.accountSid) return undefined;
+  // From one of our own numbers: whatever answers there is this service (as for a leased reply).
+  if (await findNumber(tx, sms.from)) return undefined;
   const [properties] = await listProperties(tx, number.accountSid, { limit: 1, offset: 0 });
   const outcome = await applyKeyword(tx, { ...sms, accountSid: number.accountSid, propertySid: properties[0]?.sid ?? null, inboundSid: null });
   if (outcome?.answerSid === "")

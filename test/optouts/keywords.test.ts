@@ -213,6 +213,11 @@ describe(`keywords through the simulator (${dbKind()})`, () => {
     await drain();
     expect(await optOuts(own)).toEqual([{ Number: phone, Source: "Keyword", Created: Math.floor(t.clock.now().getTime() / 1000) }]);
     expect(await delivered(phone, own.ownedNumber)).toEqual(["Bye from Acme. START to rejoin.", "Acme help: 1300 000 000"]);
+    // From one of the deployment's own numbers: not acted on.
+    await inbound(tenant.ownedNumber, own.ownedNumber, "STOP");
+    await drain();
+    expect((await optOuts(own)).map((o) => o.Number)).toEqual([phone]);
+    expect(await delivered(tenant.ownedNumber, own.ownedNumber)).toEqual([]);
     // Not a keyword: kept apart as before, no answer.
     await inbound(phone, own.ownedNumber, "hello?");
     await drain();
