@@ -10,6 +10,7 @@ import { AdminService } from "../gen/switchboard/admin/v1/admin_pb.js";
 import { AddressService } from "../gen/switchboard/v2/addresses_pb.js";
 import { MessagingService } from "../gen/switchboard/v2/messaging_pb.js";
 import { NumberService } from "../gen/switchboard/v2/numbers_pb.js";
+import { OptOutService } from "../gen/switchboard/v2/opt_outs_pb.js";
 import { type AccountCache, authentication, createAccountCache, type EdgeDeps } from "./accounts/auth.js";
 import { createAuthFailureGuard } from "./accounts/auth-failures.js";
 import { createAddressService } from "./addresses/address-service.js";
@@ -24,6 +25,7 @@ import { isDatabaseReady, ormKind } from "./db/orm.js";
 import { createMessagingService } from "./messaging/messaging-service.js";
 import { createSendRateLimiter } from "./messaging/send-rate-limit.js";
 import { createNumberService } from "./numbers/number-service.js";
+import { createOptOutService } from "./optouts/opt-out-service.js";
 import { apiDocsPlugin } from "./openapi/api-docs.js";
 import { createHealthService } from "./rpc/health.js";
 import { createReflectionServices } from "./rpc/reflection.js";
@@ -86,6 +88,7 @@ export function createServices(deps: AppDeps, accounts: AccountCache = createAcc
     served(MessagingService, createMessagingService({ orm: deps.orm, clock, ...deps.config, onQueued: deps.onQueued, sendRate })),
     served(AddressService, createAddressService({ clock })),
     served(NumberService, createNumberService()),
+    served(OptOutService, createOptOutService({ clock })),
     served(
       AdminService,
       createAdminService({

@@ -1,4 +1,5 @@
 import { Resolver } from "node:dns";
+import { isSupportedCountry } from "libphonenumber-js/max";
 
 /** Sender of forwarded e-mails when the message named no ForwardFromEmail. */
 export const NO_REPLY_EMAIL = "no-reply@switchboard.invalid";
@@ -181,6 +182,8 @@ export interface Config {
   receiptTimeoutMs: number;
   /** Retention and redaction (docs/configuration.md#retention). */
   retention: RetentionConfig;
+  /** The deployment's destination permissions (docs/api.md#destination-permissions; docs/configuration.md). */
+  destinations: DestinationConfig;
 }
 
 /** The purge worker's settings. */
@@ -193,6 +196,43 @@ export interface RetentionConfig {
   pauseMs: number;
   /** PURGE_INTERVAL_SECONDS: time between two passes once one has found nothing more to do, ms (default 300 s). */
   intervalMs: number;
+}
+
+/** Where the deployment lets accounts send (DEFAULT_ALLOWED_COUNTRIES, BLOCKED_PREFIXES, ALLOW_PREMIUM_DESTINATIONS). */
+export interface DestinationConfig {
+  /** ISO alpha-2 codes an account without its own AllowedCountries may send to; empty: every country. */
+  defaultAllowedCountries: string[];
+  /** E164 prefixes (`+` and digits) no account may send to. */
+  blockedPrefixes: string[];
+  /** Whether premium-rate, shared-cost and other special-service numbers may be sent to. */
+  allowPremium: boolean;
+}
+
+/** Whether a string is an ISO 3166-1 alpha-2 code the phone-number library has a numbering plan for. */
+export function isKnownCountry(code: string): boolean {
+  return /^[A-Z]{2}$/.test(code) && isSupportedCountry(code);
+}
+
+/** The destination settings from the environment; a bad value stops start-up naming its variable. */
+export function destinationConfig(env: NodeJS.ProcessEnv): DestinationConfig {
+  const list = (name: string) =>
+    (env[name] ?? "")
+      .split(",")
+      .map((s) => s.trim())
+      .filter(Boolean);
+  const countries = list("DEFAULT_ALLOWED_COUNTRIES").map((c) => c.toUpperCase());
+  const badCountry = countries.find((c) => !isKnownCountry(c));
+  if (badCountry !== undefined) {
+    throw new Error(`DEFAULT_ALLOWED_COUNTRIES must be a comma-separated list of ISO 3166-1 alpha-2 country codes such as GB,AU; "${badCountry}" is not one`);
+  }
+  const prefixes = list("BLOCKED_PREFIXES");
+  const badPrefix = prefixes.find((x) => !/^\+[1-9]\d{0,14}$/.test(x));
+  if (badPrefix !== undefined) {
+    throw new Error(`BLOCKED_PREFIXES must be a comma-separated list of E164 prefixes such as +4470,+882; "${badPrefix}" is not one`);
+  }
+  const premium = (env.ALLOW_PREMIUM_DESTINATIONS ?? "").trim();
+  if (!/^(|1|0|true|false|yes|no)$/i.test(premium)) throw new Error(`ALLOW_PREMIUM_DESTINATIONS must be true or false, got "${premium}"`);
+  return { defaultAllowedCountries: [...new Set(countries)], blockedPrefixes: [...new Set(prefixes)], allowPremium: /^(1|true|yes)$/i.test(premium) };
 }
 
 /** How to reach Kannel's sendsms and how Kannel reaches us back. */
@@ -332,6 +372,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       pauseMs: wholeNumber(env, "PURGE_PAUSE_MS", 100, 0),
       intervalMs: seconds("PURGE_INTERVAL_SECONDS", 300, 1),
     },
+    destinations: destinationConfig(env),
   };
 }
 

@@ -14,6 +14,7 @@ import { PendingReceipt } from "./delivery/pending-receipt.entity.js";
 import { InboundPart } from "./delivery/inbound-part.entity.js";
 import { CarrierRow } from "./admin/carrier.entity.js";
 import { RouteRow } from "./admin/route.entity.js";
+import { OptOut } from "./optouts/opt-out.entity.js";
 
 /**
  * Every entity, listed explicitly (no folder discovery), in foreign-key order: one per table the
@@ -36,4 +37,5 @@ export const entities = [
   InboundPart,
   CarrierRow,
   RouteRow,
+  OptOut,
 ];

@@ -23,6 +23,14 @@ export const AccountEntity = defineEntity({
     // Days after which a message's text is emptied (Redacted); null: never.
     redactAfterDays: p.integer().nullable(),
     createdAt: p.datetime(),
+    // Consent (docs/api.md#opt-out-stop-start-help): the answers to STOP, START and HELP ("" = the default text), and
+    // whether keywords are handled at all (an account that handles consent itself turns them off).
+    optOutText: p.text().default(""),
+    optInText: p.text().default(""),
+    helpText: p.text().default(""),
+    optOutKeywords: p.boolean().default(true),
+    // Destination permissions (docs/api.md#destination-permissions): ISO alpha-2 codes; empty = DEFAULT_ALLOWED_COUNTRIES.
+    allowedCountries: p.array().columnType("text[]").default([]),
   },
 });
 

@@ -45,6 +45,11 @@ export function toAccountPb(a: Account): AccountPb {
     retentionDays: a.retentionDays ?? undefined,
     redactAfterDays: a.redactAfterDays ?? undefined,
     created: BigInt(unixSeconds(a.createdAt)),
+    optOutText: a.optOutText,
+    optInText: a.optInText,
+    helpText: a.helpText,
+    optOutKeywords: a.optOutKeywords,
+    allowedCountries: a.allowedCountries,
   });
 }
 

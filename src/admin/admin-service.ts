@@ -43,6 +43,7 @@ import { toNumberPb } from "../numbers/number-service.js";
 import { listWebhookDeliveries } from "../webhooks/webhook-store.js";
 import { cancelQueuedMessages } from "../messaging/message-store.js";
 import { releaseLease } from "../leases/lease-allocator.js";
+import { applyAccountSettings } from "./account-settings.js";
 import { createAdminLists, findAccount, toAccountPb, toPropertyPb } from "./admin-lists.js";
 import { type CarrierAdminDeps, createCarrierAdmin } from "./carrier-admin.js";
 
@@ -178,6 +179,7 @@ export function createAdminService(
       if (compatibility !== undefined) account.restCompatibility = compatibility;
       if (retentionDays !== undefined) account.retentionDays = retentionDays;
       if (redactAfterDays !== undefined) account.redactAfterDays = redactAfterDays;
+      applyAccountSettings(account, req);
       await em.flush();
       deps.accounts?.invalidate(account.sid);
       return toAccountPb(account);

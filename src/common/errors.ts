@@ -80,7 +80,14 @@ export const ERRORS = {
   DestinationNotAllowed: {
     http: 400,
     grpc: Code.InvalidArgument,
-    when: "`ForwardToSms` is one of this deployment's own numbers (a pool number or any account's number): a reply forwarded there would come back and be forwarded again without end",
+    when: "`To` (or `ForwardToSms`) is a destination the account may not send to: a country outside its `AllowedCountries` (or `DEFAULT_ALLOWED_COUNTRIES`), a prefix in `BLOCKED_PREFIXES`, a premium-rate, shared-cost or other special-service number (unless `ALLOW_PREMIUM_DESTINATIONS`), or one of this deployment's own numbers (a pool number or any account's number: a reply forwarded there would come back and be forwarded again without end); see [Destination permissions](api.md#destination-permissions)",
+  },
+  RecipientOptedOut: {
+    http: 400,
+    grpc: Code.FailedPrecondition,
+    when: "`To` has opted out of the account's messages (texted STOP, or added through `/OptOuts`); a queued message to it when the STOP came ends `Failed` with this ErrorCode; see [Opt-out](api.md#opt-out-stop-start-help)",
+    example:
+      "To +61412345678 has opted out of this account's messages (it texted STOP); it must text START, or be removed from the account's OptOuts, before it can be sent to.",
   },
   InvalidSchedule: {
     http: 400,

@@ -116,6 +116,19 @@ function plainLengthAnswer(value: string): boolean | undefined {
   return undefined; // no calling code: the full parse refuses it
 }
 
+/** A number's type as libphonenumber's 'max' metadata classifies it (PREMIUM_RATE, MOBILE, …); "" when it cannot tell. */
+export function numberType(value: string): string {
+  let known = types.get(value);
+  if (known === undefined) {
+    known = parsePhoneNumberFromString(value)?.getType() ?? "";
+    types.set(value, known);
+  }
+  return known;
+}
+
+// The full parse costs tens of µs; recipients repeat.
+const types = createBoundedMemo<string, string>(10_000);
+
 /** Whether a string follows the alphanumeric sender ID rules: 1–11 of A-Z a-z 0-9 space, at least one letter. */
 export function isAlphanumericSender(value: string): boolean {
   return /^[A-Za-z0-9 ]{1,11}$/.test(value) && /[A-Za-z]/.test(value);

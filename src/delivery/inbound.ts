@@ -12,6 +12,7 @@ import { NO_REPLY_EMAIL } from "../config.js";
 import { enqueueEmail } from "../mail/mail-outbox.js";
 import { enqueueWebhook } from "../webhooks/outbox.js";
 import { insertUnmatchedInbound } from "./unmatched-inbound-store.js";
+import { applyKeyword, applyKeywordToOwnedNumber, type KeywordOutcome } from "./inbound-keywords.js";
 
 /** The no-reply sender of forwarded e-mails; it lives with the mail sender rules (mail/mail-from.ts). */
 export { NO_REPLY_EMAIL };
@@ -22,6 +23,8 @@ export interface InboundResult {
   inReplyTo: string;
   /** The forwarded SMS, when the message asked for one: queued (Processing), or Failed and why. */
   forward?: { messageSid: string; status: "Processing" | "Failed"; errorCode: string };
+  /** The keyword the SMS was (STOP, START, HELP) and its answer, when the account acted on it. */
+  keyword?: KeywordOutcome;
 }
 
 /** What receiveInbound needs besides the SMS. */
@@ -41,6 +44,9 @@ export interface InboundOptions {
  * unmatched_inbound for the operator and not forwarded. A reply from one of the deployment's own
  * numbers is stored (and its Response webhook queued) but never forwarded, by SMS or e-mail:
  * whatever answers there is this service, and a forward could come back again without end.
+ * A keyword (STOP, START, HELP) that reaches an account, as a reply to its lease or an SMS to one
+ * of its own numbers, changes its opt-out list and is answered (inbound-keywords.ts), in the same
+ * transaction.
  */
 export async function receiveInbound(em: EntityManager, received: InboundSms, now: Date, opts: InboundOptions): Promise<InboundResult> {
   // Anyone on the network can send any UCS-2 units: a NUL or an unpaired surrogate must not fail the insert.
@@ -50,7 +56,9 @@ export async function receiveInbound(em: EntityManager, received: InboundSms, no
     if (!lease) {
       const reason = (await wasEverLeased(tx, sms.to, sms.from)) ? "LeaseEnded" : "NoLease";
       await insertUnmatchedInbound(tx, { sender: sms.from, recipient: sms.to, text: sms.text, receivedAt: sms.at, reason });
-      return { messageSid: "", inReplyTo: "" };
+      // An SMS to one of an account's own numbers reaches that account: a keyword acts and is answered.
+      const keyword = await applyKeywordToOwnedNumber(tx, { from: sms.from, to: sms.to, text: sms.text, now }, opts.log);
+      return { messageSid: "", inReplyTo: "", ...(keyword ? { keyword } : {}) };
     }
     const sid = newSid("MG");
     const { encoding, numSegments } = textEncoding(sms.text || " ");
@@ -73,6 +81,18 @@ export async function receiveInbound(em: EntityManager, received: InboundSms, no
       receivedAt: sms.at,
       errorCode: "",
     });
+    // Not from one of our own numbers: whatever answers there is this service.
+    const keyword = lease.recipient_ours
+      ? undefined
+      : await applyKeyword(tx, {
+          accountSid: lease.account_sid,
+          propertySid: lease.property_sid,
+          from: sms.from,
+          to: sms.to,
+          text: sms.text,
+          inboundSid: sid,
+          now,
+        });
     if (lease.webhook_uri !== "") {
       await enqueueWebhook(tx, {
         accountSid: lease.account_sid,
@@ -90,6 +110,7 @@ export async function receiveInbound(em: EntityManager, received: InboundSms, no
           To: sms.to,
           Text: sms.text,
           Timestamp: unixSeconds(sms.at),
+          OptOutType: keyword?.kind ?? "",
         },
         now,
       });
@@ -128,6 +149,6 @@ export async function receiveInbound(em: EntityManager, received: InboundSms, no
         now,
       });
     }
-    return { messageSid: sid, inReplyTo: lease.message_sid, ...(forward ? { forward } : {}) };
+    return { messageSid: sid, inReplyTo: lease.message_sid, ...(forward ? { forward } : {}), ...(keyword ? { keyword } : {}) };
   });
 }

@@ -73,6 +73,8 @@ const KIND_OF_FIELD: Record<string, Kind> = {
   number: "number",
   from: "sender",
 };
+/** Fields named like a resource that are not one: an opt-out's Number is any recipient's phone number, not something an account owns. */
+const NOT_RESOURCES = new Set(["OptOutService.CreateOptOut.number", "OptOutService.DeleteOptOut.number"]);
 const WHAT: Record<Kind, string> = { account: "Account", property: "Property", message: "Message", address: "Address", number: "Number", sender: "Number" };
 
 const digits = (e164: string) => e164.slice(1);
@@ -122,6 +124,9 @@ const BASELINES: Record<string, (own: RichTenant) => Record<string, unknown>> = 
   "AddressService.DeleteAddress": (o) => ({ addressSid: o.addresses.pending }),
   "NumberService.ListNumbers": (o) => ({ accountSid: o.accountSid }),
   "NumberService.ConfigureNumber": (o) => ({ number: digits(o.numbers[1]), friendly: "matrix", addressSid: o.addresses.active }),
+  "OptOutService.ListOptOuts": (o) => ({ accountSid: o.accountSid }),
+  "OptOutService.CreateOptOut": (o) => ({ accountSid: o.accountSid, number: "+447700900124" }),
+  "OptOutService.DeleteOptOut": (o) => ({ accountSid: o.accountSid, number: "447700900124" }),
 };
 
 /** How a reference in the body (not the path) to someone else's resource is refused (docs/api.md). */
@@ -168,7 +173,7 @@ function matrix(caller: RichTenant, victim: RichTenant): Cell[] {
   const cells: Cell[] = [];
   for (const m of methods) {
     const route = routeOf(m);
-    const refs = m.method.input.fields.filter((f) => KIND_OF_FIELD[f.name] !== undefined);
+    const refs = m.method.input.fields.filter((f) => KIND_OF_FIELD[f.name] !== undefined && !NOT_RESOURCES.has(`${m.name}.${f.name}`));
     if (isOperatorService(m.service)) {
       // An account's credentials on the operator API: 401, whatever the request names.
       const init: Record<string, unknown> = {};
@@ -292,16 +297,16 @@ describe("tenant isolation matrix", () => {
   /** Both directions: A attacks B, B attacks A. */
   const allCells = () => (memo ??= [...matrix(a, b), ...matrix(b, a)]);
 
-  it("is generated from every route and method: 34 cells per direction for the 11 account methods, 18 operator cells", () => {
+  it("is generated from every route and method: 37 cells per direction for the 14 account methods, 18 operator cells", () => {
     const ab = matrix(a, b);
     const ba = matrix(b, a);
-    expect(methods).toHaveLength(29);
-    expect(ab.filter((c) => !isOperatorService(c.method.service))).toHaveLength(34);
+    expect(methods).toHaveLength(32);
+    expect(ab.filter((c) => !isOperatorService(c.method.service))).toHaveLength(37);
     expect(ab.filter((c) => isOperatorService(c.method.service))).toHaveLength(18);
     // Every method appears, each account method with each resource field it has.
     expect(new Set(ab.map((c) => c.method.name))).toStrictEqual(new Set(methods.map((m) => m.name)));
     expect(ba).toHaveLength(ab.length);
-    expect(allCells().length * TRANSPORTS.length).toBe(520);
+    expect(allCells().length * TRANSPORTS.length).toBe(550);
   });
 
   it("every cell on every transport is refused as documented, shows nothing of the other tenant's, and writes nothing", async () => {
@@ -320,7 +325,7 @@ describe("tenant isolation matrix", () => {
       }
     }
     expect(failures).toStrictEqual([]);
-    expect(attempts).toBe(520);
+    expect(attempts).toBe(550);
     expect(await dbRows(t.db.orm)).toStrictEqual(rowsBefore);
     console.log(
       `[tenancy] isolation matrix (${dbKind()}): ${cells.length} cells × ${TRANSPORTS.length} transports = ${attempts} attempts, all refused as documented, database unchanged`,
@@ -332,7 +337,7 @@ describe("tenant isolation matrix", () => {
     const controls = allCells()
       .filter((c) => c.ownerInit)
       .sort((x, y) => Number(x.route.method === "DELETE") - Number(y.route.method === "DELETE"));
-    expect(controls).toHaveLength(64); // 34 per direction, less the leased pool number as Number and as From
+    expect(controls).toHaveLength(70); // 37 per direction, less the leased pool number as Number and as From
     for (const c of controls) {
       const req = restRequest(c.route, c.ownerInit!);
       const res = await t.app.inject({
@@ -413,7 +418,7 @@ describe("authentication", () => {
   it("401 comes before 404 and before body validation on every account route", async () => {
     const before = await dbRows(t.db.orm);
     const routesAtB = restRoutesAtB();
-    expect(routesAtB).toHaveLength(11);
+    expect(routesAtB).toHaveLength(14);
     for (const { label, req } of routesAtB) {
       for (const header of [null, basic(b.accountSid, "wrong"), "Basic !!"]) {
         const res = await t.app.inject({
@@ -477,7 +482,7 @@ describe("malformed Sids", () => {
         }
       }
     }
-    expect(n).toBe(80); // 10 routes with a path Sid × 8 variants
+    expect(n).toBe(104); // 13 routes with a path Sid × 8 variants
     expect(await dbRows(t.db.orm)).toStrictEqual(before);
   });
 });

@@ -6,6 +6,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ADMIN_TOKEN, admin, basic, createTestApp, type TestApp } from "../support/harness.js";
 
+/** An account's consent and destination settings as created (docs/api.md#opt-out-stop-start-help). */
+const CONSENT_DEFAULTS = { OptOutText: "", OptInText: "", HelpText: "", OptOutKeywords: true, AllowedCountries: [] };
+
 const BEARER = `Bearer ${ADMIN_TOKEN}`;
 const DAY = 86_400_000;
 
@@ -74,7 +77,7 @@ describe("GET /admin/v1/Accounts and /admin/v1/Accounts/{AccountSid}", () => {
     const res = await get(t, "/admin/v1/Accounts");
     expect(res.statusCode).toBe(200);
     const expected = made
-      .map((a) => ({ AccountSid: a.AccountSid, Name: a.Name, SmsEnabled: a.SmsEnabled, RestCompatibility: "None", Created: a.Created }))
+      .map((a) => ({ AccountSid: a.AccountSid, Name: a.Name, SmsEnabled: a.SmsEnabled, RestCompatibility: "None", Created: a.Created, ...CONSENT_DEFAULTS }))
       .reverse();
     expect(res.json()).toStrictEqual({ Accounts: expected, TotalCount: 3 });
     for (const a of made) {
@@ -111,6 +114,7 @@ describe("GET /admin/v1/Accounts and /admin/v1/Accounts/{AccountSid}", () => {
       SmsEnabled: true,
       RestCompatibility: "None",
       Created: first.Created,
+      ...CONSENT_DEFAULTS,
     });
     await admin(t.app, `/admin/v1/Accounts/${first.AccountSid}`, { Name: "Renamed", SmsEnabled: false });
     expect(await ok(t, `/admin/v1/Accounts/${first.AccountSid}`)).toStrictEqual({
@@ -119,6 +123,7 @@ describe("GET /admin/v1/Accounts and /admin/v1/Accounts/{AccountSid}", () => {
       SmsEnabled: false,
       RestCompatibility: "None",
       Created: first.Created,
+      ...CONSENT_DEFAULTS,
     });
     // A token rotation changes nothing the operator sees.
     await admin(t.app, `/admin/v1/Accounts/${first.AccountSid}/Token`);

@@ -1,6 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ADMIN_TOKEN, basic, createTenant, createTestApp, type Tenant, type TestApp } from "../support/harness.js";
 
+/** An account's consent and destination settings as created (docs/api.md#opt-out-stop-start-help). */
+const CONSENT_DEFAULTS = { OptOutText: "", OptInText: "", HelpText: "", OptOutKeywords: true, AllowedCountries: [] };
+
 let t: TestApp;
 
 beforeAll(async () => {
@@ -182,11 +185,11 @@ describe("POST /admin/v1/Accounts/{AccountSid}", () => {
     const acc = await ok("/admin/v1/Accounts", { Name: "Before" });
     const Created = Math.floor(t.clock.now().getTime() / 1000);
     const renamed = await ok(`/admin/v1/Accounts/${acc.AccountSid}`, { Name: "After" });
-    expect(renamed).toStrictEqual({ AccountSid: acc.AccountSid, Name: "After", SmsEnabled: true, Created, RestCompatibility: "None" });
+    expect(renamed).toStrictEqual({ AccountSid: acc.AccountSid, Name: "After", SmsEnabled: true, Created, RestCompatibility: "None", ...CONSENT_DEFAULTS });
     const disabled = await ok(`/admin/v1/Accounts/${acc.AccountSid}`, { SmsEnabled: false });
-    expect(disabled).toStrictEqual({ AccountSid: acc.AccountSid, Name: "After", SmsEnabled: false, Created, RestCompatibility: "None" });
+    expect(disabled).toStrictEqual({ AccountSid: acc.AccountSid, Name: "After", SmsEnabled: false, Created, RestCompatibility: "None", ...CONSENT_DEFAULTS });
     const both = await ok(`/admin/v1/Accounts/${acc.AccountSid}`, { Name: " Both ", SmsEnabled: true });
-    expect(both).toStrictEqual({ AccountSid: acc.AccountSid, Name: "Both", SmsEnabled: true, Created, RestCompatibility: "None" });
+    expect(both).toStrictEqual({ AccountSid: acc.AccountSid, Name: "Both", SmsEnabled: true, Created, RestCompatibility: "None", ...CONSENT_DEFAULTS });
     const nothing = await ok(`/admin/v1/Accounts/${acc.AccountSid}`, {});
     expect(nothing).toStrictEqual(both);
     // The token is untouched by updates.

@@ -181,4 +181,39 @@ describe.skipIf(without("kannel"))("CARRIER=kannel: a reply to a leased sender i
     });
     expect(hooks.filter((h) => h.path === "/responses")).toHaveLength(1);
   }, 60_000);
+
+  // docs/api.md#opt-out-stop-start-help: keywords come through Kannel as through any carrier, to a lease or an owned number.
+  it("a STOP through Kannel opts the handset out and is answered once through Kannel; a near miss is only a reply", async () => {
+    const recipient = "+14155550178";
+    const res = await app.inject({
+      method: "POST",
+      url: `/v2/Properties/${tenant.propertySid}/Messages`,
+      headers: { authorization: tenant.auth },
+      payload: { From: "", To: recipient, Text: "Your table is booked.", WebhookUri: `${hookBase}/keywords` },
+    });
+    expect(res.statusCode, res.body).toBe(200);
+    await waitFor("fakesmsc to receive the outbound SMS", () => kannel!.fakesmsc.messages().find((m) => m.to === recipient));
+    const optOuts = async () =>
+      (await app.inject({ method: "GET", url: `/v2/Accounts/${tenant.accountSid}/OptOuts`, headers: { authorization: tenant.auth } })).json().OptOuts;
+    const answers = () => kannel!.fakesmsc.messages().filter((m) => m.to === recipient && m.from === pool[0] && m.text.startsWith("You have been"));
+
+    await kannel!.fakesmsc.sendMo(recipient, pool[0]!, "STOP please");
+    await waitFor("the near miss's Response webhook", () => hooks.find((h) => h.path === "/keywords" && JSON.parse(h.body).Text === "STOP please"));
+    expect(await optOuts()).toEqual([]);
+
+    await kannel!.fakesmsc.sendMo(recipient, pool[0]!, "  sToP ");
+    const answer = await waitFor("the STOP's answer through Kannel", () => answers()[0]);
+    expect(answer.text).toBe("You have been unsubscribed from Tenant and will get no more messages from it. Reply START to subscribe again.");
+    expect(await optOuts()).toEqual([{ Number: recipient, Source: "Keyword", Created: expect.any(Number) }]);
+    const hook = await waitFor("the STOP's Response webhook", () => hooks.find((h) => h.path === "/keywords" && JSON.parse(h.body).OptOutType === "Stop"));
+    expect(JSON.parse(hook.body)).toMatchObject({ Text: "  sToP ", From: recipient, To: pool[0] });
+
+    // To one of the account's own numbers: no lease, the same keyword handling.
+    await kannel!.fakesmsc.sendMo(recipient, tenant.ownedNumber, "start");
+    await waitFor("the START's answer from the owned number", () =>
+      kannel!.fakesmsc.messages().find((m) => m.to === recipient && m.from === tenant.ownedNumber),
+    );
+    expect(await optOuts()).toEqual([]);
+    expect(answers()).toHaveLength(1);
+  }, 60_000);
 });

@@ -23,6 +23,9 @@ const SID_RE = (prefix: string) => new RegExp(`^${prefix}[A-Z0-9]{30}$`);
 // Each run is a fresh process that compiles the CLI through tsx; a loaded 2-core machine is slow.
 const SLOW = 120_000;
 
+/** An account's consent and destination settings as created (docs/api.md#opt-out-stop-start-help). */
+const CONSENT_DEFAULTS = { OptOutText: "", OptInText: "", HelpText: "", OptOutKeywords: true, AllowedCountries: [] };
+
 let t: TestApp;
 let baseUrl: string;
 let scratch: string;
@@ -226,7 +229,7 @@ describe("operator flow", () => {
     const accounts = await ok(["list-accounts"]);
     const created = accounts.Accounts[0].Created;
     expect(accounts).toEqual({
-      Accounts: [{ AccountSid: account.AccountSid, Name: "Acme Hotels", SmsEnabled: true, Created: created, RestCompatibility: "None" }],
+      Accounts: [{ AccountSid: account.AccountSid, Name: "Acme Hotels", SmsEnabled: true, Created: created, RestCompatibility: "None", ...CONSENT_DEFAULTS }],
       TotalCount: 1,
     });
     expect(created).toBe(Math.floor(t.clock.now().getTime() / 1000));
@@ -258,12 +261,12 @@ describe("operator flow", () => {
   it("update-account --no-sms-enabled disables sending; --sms-enabled and --name bring it back renamed", { timeout: SLOW }, async () => {
     const off = await ok(["update-account", account.AccountSid, "--no-sms-enabled"]);
     const Created = off.Created;
-    expect(off).toEqual({ AccountSid: account.AccountSid, Name: "Acme Hotels", SmsEnabled: false, Created, RestCompatibility: "None" });
+    expect(off).toEqual({ AccountSid: account.AccountSid, Name: "Acme Hotels", SmsEnabled: false, Created, RestCompatibility: "None", ...CONSENT_DEFAULTS });
     const refused = await v2("POST", `/v2/Properties/${propertySid}/Messages`, basic(account.AccountSid, account.Token), { To: HANDSET, Text: "x" });
     expect(refused.json.ResponseStatus.ErrorCode).toBe("SmsNotEnabled");
 
     const on = await ok(["update-account", account.AccountSid, "--sms-enabled", "--name", "Acme Resorts"]);
-    expect(on).toEqual({ AccountSid: account.AccountSid, Name: "Acme Resorts", SmsEnabled: true, Created, RestCompatibility: "None" });
+    expect(on).toEqual({ AccountSid: account.AccountSid, Name: "Acme Resorts", SmsEnabled: true, Created, RestCompatibility: "None", ...CONSENT_DEFAULTS });
     const fone = await ok(["update-account", account.AccountSid, "--rest-compatibility", "FoneDynamics"]);
     expect(fone).toEqual({ ...on, RestCompatibility: "FoneDynamics" });
     expect(await ok(["update-account", account.AccountSid, "--rest-compatibility", "None"])).toEqual(on);
@@ -272,6 +275,30 @@ describe("operator flow", () => {
     expect(await ok(["update-account", account.AccountSid, "--retention-days", "0", "--redact-after-days", "0"])).toEqual(on);
     const prop = await ok(["update-property", propertySid, "--json", '{"Name":"From JSON","SmsEnabled":false}', "--name", "Flag wins"]);
     expect(prop).toEqual({ PropertySid: propertySid, AccountSid: account.AccountSid, Name: "Flag wins", SmsEnabled: false, Created });
+  });
+
+  it("update-account sets the consent and destination settings; a bad country code is the 400 naming the field", { timeout: SLOW }, async () => {
+    const set = await ok([
+      "update-account",
+      account.AccountSid,
+      "--allowed-countries",
+      '["au","NZ"]',
+      "--opt-out-text",
+      "Bye from Acme. Reply START to rejoin.",
+      "--no-opt-out-keywords",
+    ]);
+    expect(set).toMatchObject({ AllowedCountries: ["AU", "NZ"], OptOutText: "Bye from Acme. Reply START to rejoin.", OptOutKeywords: false });
+    const back = await ok(["update-account", account.AccountSid, "--allowed-countries", "[]", "--opt-out-text", "", "--opt-out-keywords"]);
+    expect(back).toMatchObject(CONSENT_DEFAULTS);
+    const bad = await fails(["update-account", account.AccountSid, "--allowed-countries", '["UK"]']);
+    expect(bad.code).not.toBe(0);
+    expect(bad.status.Errors).toEqual([
+      {
+        FieldName: "AllowedCountries",
+        ErrorCode: "InvalidCountryCode",
+        Message: 'AllowedCountries: "UK" is not an ISO 3166-1 alpha-2 country code (e.g. GB, AU, US).',
+      },
+    ]);
   });
 
   it("list-emails pages with integer options", { timeout: SLOW }, async () => {

@@ -25,7 +25,7 @@ import { ADMIN_TOKEN, addPoolNumbers, createTenant, type Tenant } from "../suppo
 const T0 = new Date("2026-11-22T12:00:00Z");
 const DAY = 86_400_000;
 const SID = (prefix: string) => expect.stringMatching(new RegExp(`^${prefix}[A-Z0-9]{30}$`));
-const RESPONSE_FIELDS = ["AccountSid", "From", "InReplyTo", "MessageSid", "PropertySid", "Text", "Timestamp", "To", "Type"];
+const RESPONSE_FIELDS = ["AccountSid", "From", "InReplyTo", "MessageSid", "OptOutType", "PropertySid", "Text", "Timestamp", "To", "Type"];
 
 let seq = 0;
 /** A fresh US handset (US recipients cannot take alphanumeric senders). */
@@ -502,6 +502,7 @@ describe("a reply to a leased sender with every forward set", () => {
         To: out.From,
         Text: text,
         Timestamp: ts,
+        OptOutType: "",
       });
       const deliveries = (await adminGet(r, `/admin/v1/Messages/${inbound.MessageSid}/Webhooks`)).Deliveries;
       expect(deliveries).toHaveLength(1);

@@ -84,6 +84,7 @@ describe(`buf curl with server reflection, no .proto files (${dbKind()})`, () =>
         "switchboard.v2.MessagingService/CancelMessage",
         "switchboard.v2.AddressService/CreateAddress",
         "switchboard.v2.NumberService/ConfigureNumber",
+        "switchboard.v2.OptOutService/CreateOptOut",
         "switchboard.admin.v1.AdminService/CreateAccount",
       ]),
     );
@@ -96,6 +97,7 @@ describe(`buf curl with server reflection, no .proto files (${dbKind()})`, () =>
         "switchboard.v2.AddressService",
         "switchboard.v2.MessagingService",
         "switchboard.v2.NumberService",
+        "switchboard.v2.OptOutService",
       ]),
     );
     expect(methods.filter((m) => m.startsWith("switchboard.v2.MessagingService/")).sort()).toEqual(

@@ -28,6 +28,7 @@ const SERVED = [
   "switchboard.v2.AddressService",
   "switchboard.v2.MessagingService",
   "switchboard.v2.NumberService",
+  "switchboard.v2.OptOutService",
 ];
 const GOOGLE_API_HTTP = 72295728; // the google.api.http extension of google.protobuf.MethodOptions
 

@@ -21,7 +21,7 @@ import { ADMIN_TOKEN, addPoolNumbers, createTenant, createTestApp, type Tenant, 
 const T0 = new Date(Math.floor(Date.now() / 1000) * 1000);
 const HOUR = 3_600_000;
 const DR_FIELDS = ["AccountSid", "ErrorCode", "From", "MessageSid", "PropertySid", "Status", "Timestamp", "To", "Type"];
-const RESPONSE_FIELDS = ["AccountSid", "From", "InReplyTo", "MessageSid", "PropertySid", "Text", "Timestamp", "To", "Type"];
+const RESPONSE_FIELDS = ["AccountSid", "From", "InReplyTo", "MessageSid", "OptOutType", "PropertySid", "Text", "Timestamp", "To", "Type"];
 
 const secs = (d: Date) => Math.floor(d.getTime() / 1000);
 let ukSeq = 0;
@@ -278,6 +278,7 @@ describe("delivery receipt webhooks (private targets allowed)", () => {
       To: pool,
       Text: "yes please",
       Timestamp: secs(T0) + 60,
+      OptOutType: "",
     });
   });
 });

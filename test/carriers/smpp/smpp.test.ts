@@ -208,6 +208,32 @@ describe("CARRIER=smpp against Net::SMPP", { timeout: 90_000 }, () => {
     await waitFor("the incomplete reply after the reassembly time", () => hooks.find((h) => h.body.Text === "Lonely part"), 15_000);
   });
 
+  // docs/api.md#opt-out-stop-start-help: keywords come through SMPP as through any carrier.
+  it("a STOP as an MO opts the handset out and is answered once by a submit_sm from the pool number; a near miss is only a reply", async () => {
+    const recipient = "+447700900118";
+    const sid = await send({ From: "", To: recipient, Text: "Reply to me 18", WebhookUri: `${hookBase}/keywords` });
+    const out = await record(sid);
+    await recordIn(sid, "Submitted");
+    const mo = (text: string) =>
+      smsc.send(`deliver esm_class=0 source_addr_ton=1 source_addr=${recipient.slice(1)} destination_addr=${out.From.slice(1)} sm=${gsmHex(text)}`);
+    const optOuts = async () =>
+      (await app.inject({ method: "GET", url: `/v2/Accounts/${tenant.accountSid}/OptOuts`, headers: { authorization: tenant.auth } })).json().OptOuts;
+    const answers = () => submitsTo(recipient).filter((e) => e.f.source_addr === out.From.slice(1));
+
+    mo("STOP please");
+    await waitFor("the near miss's Response webhook", () => hooks.find((h) => h.path === "/keywords" && h.body.Text === "STOP please"));
+    expect(await optOuts()).toEqual([]);
+
+    mo(" Unsubscribe ");
+    const hook = await waitFor("the STOP's Response webhook", () => hooks.find((h) => h.path === "/keywords" && h.body.OptOutType === "Stop"));
+    expect(hook.body).toMatchObject({ Type: "Response", Text: " Unsubscribe ", From: recipient, To: out.From });
+    expect(await optOuts()).toEqual([{ Number: recipient, Source: "Keyword", Created: expect.any(Number) }]);
+    // The original message and the answer: one submit_sm each.
+    await waitFor("the answer's submit_sm", () => answers().length === 2);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(answers()).toHaveLength(2);
+  });
+
   it("resubmits once, on the next bind, a submit_sm whose response never came because the link was lost", async () => {
     const to = "+447700900108";
     smsc.send("silent 1");

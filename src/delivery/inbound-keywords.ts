@@ -1,0 +1,96 @@
+/**
+ * STOP, START and HELP texted to an account (docs/api.md#opt-out-stop-start-help):
+ * in the inbound SMS's transaction, the keyword's change to the account's opt-out list and its
+ * answer, an SMS from the number the keyword was sent to, queued for the dispatcher.
+ */
+import type { EntityManager } from "@mikro-orm/sql";
+import type { Logger } from "pino";
+import { findAccountBySid, listProperties } from "../accounts/account-store.js";
+import { newSid } from "../common/sid.js";
+import { textEncoding } from "../common/sms-text.js";
+import { insertInboundMessage } from "../messaging/message-store.js";
+import { findNumber } from "../numbers/number-store.js";
+import { answerText, keywordOf, type KeywordKind } from "../optouts/keywords.js";
+import { optOutNumber } from "../optouts/opt-out.js";
+import { removeOptOut } from "../optouts/opt-out-store.js";
+
+/** An inbound SMS that reached an account, as the keyword step needs it. */
+export interface KeywordSms {
+  accountSid: string;
+  /** The property the answer is stored in; null: none to store it in, so no answer. */
+  propertySid: string | null;
+  /** The handset that texted (the answer's recipient). */
+  from: string;
+  /** The number it texted (the answer's sender). */
+  to: string;
+  text: string;
+  /** The stored inbound message the answer replies to; null when it was not stored as a message (an SMS to an owned number). */
+  inboundSid: string | null;
+  now: Date;
+}
+
+/** What the keyword step did: the keyword (the Response webhook's OptOutType) and the answer's Sid ("" when none could be stored). */
+export interface KeywordOutcome {
+  kind: KeywordKind;
+  answerSid: string;
+}
+
+/**
+ * Acts on the SMS when its text is a keyword and the account handles keywords (OptOutKeywords):
+ * Stop opts the sender out (failing what is still queued to it), Start removes its opt-out, Help
+ * changes nothing; each is answered once. Undefined when the text is no keyword or keywords are off.
+ */
+export async function applyKeyword(tx: EntityManager, sms: KeywordSms): Promise<KeywordOutcome | undefined> {
+  const kind = keywordOf(sms.text);
+  if (kind === undefined) return undefined;
+  const account = await findAccountBySid(tx, sms.accountSid);
+  if (!account || !account.optOutKeywords) return undefined;
+  if (kind === "Stop") await optOutNumber(tx, { accountSid: account.sid, number: sms.from, source: "Keyword", now: sms.now });
+  if (kind === "Start") await removeOptOut(tx, account.sid, sms.from);
+  if (sms.propertySid === null) return { kind, answerSid: "" };
+  const text = answerText(kind, account);
+  const { encoding, numSegments } = textEncoding(text);
+  const answerSid = newSid("MG");
+  await insertInboundMessage(tx, {
+    sid: answerSid,
+    accountSid: account.sid,
+    propertySid: sms.propertySid,
+    direction: "Transmit",
+    status: "Processing",
+    senderKind: "E164",
+    sender: sms.to,
+    recipient: sms.from,
+    text,
+    encoding,
+    numSegments,
+    leaseSid: null,
+    inReplyTo: sms.inboundSid,
+    sendAt: sms.now,
+    createdAt: sms.now,
+    receivedAt: null,
+    errorCode: "",
+  });
+  return { kind, answerSid };
+}
+
+/**
+ * A keyword texted to one of an account's own numbers (no lease: the SMS itself is kept apart, in
+ * unmatched_inbound, as any SMS to an owned number). The answer is stored in the account's oldest
+ * property; an account without a property gets the list change and no answer (logged).
+ */
+export async function applyKeywordToOwnedNumber(
+  tx: EntityManager,
+  sms: { from: string; to: string; text: string; now: Date },
+  log?: Logger,
+): Promise<KeywordOutcome | undefined> {
+  if (keywordOf(sms.text) === undefined) return undefined;
+  const number = await findNumber(tx, sms.to);
+  if (!number?.accountSid) return undefined;
+  // From one of our own numbers: whatever answers there is this service (as for a leased reply).
+  if (await findNumber(tx, sms.from)) return undefined;
+  const [properties] = await listProperties(tx, number.accountSid, { limit: 1, offset: 0 });
+  const outcome = await applyKeyword(tx, { ...sms, accountSid: number.accountSid, propertySid: properties[0]?.sid ?? null, inboundSid: null });
+  if (outcome?.answerSid === "")
+    log?.warn({ accountSid: number.accountSid, to: sms.to }, "keyword to an account without a property: opt-out list changed, no answer sent");
+  return outcome;
+}

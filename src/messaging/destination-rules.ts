@@ -1,0 +1,63 @@
+/**
+ * Destination permissions (docs/api.md#destination-permissions): where an account
+ * may send, as a pure rule. The send pipeline calls destinationRefusal for every send, batch item
+ * and forward, with the account's AllowedCountries (or the deployment's DEFAULT_ALLOWED_COUNTRIES)
+ * and the deployment's BLOCKED_PREFIXES and ALLOW_PREMIUM_DESTINATIONS. The deployment's own
+ * numbers (a forwarding loop) need data and are checked by the pipeline itself.
+ */
+import { numberType, type E164Info } from "../common/phone.js";
+
+/** What a destination is checked against. */
+export interface DestinationPolicy {
+  /** ISO alpha-2 codes; empty: every country. */
+  allowedCountries: readonly string[];
+  /** E164 prefixes (`+` and digits) nobody may send to. */
+  blockedPrefixes: readonly string[];
+  /** Whether SPECIAL_SERVICE_TYPES numbers may be sent to. */
+  allowPremium: boolean;
+}
+
+/**
+ * The number types (libphonenumber-js 'max' metadata, `PhoneNumber.getType()`) refused unless the
+ * operator allows premium destinations: the ones that cost the sender (or pay the number's
+ * holder) more than an ordinary number, the ranges SMS pumping and toll fraud use. TOLL_FREE,
+ * VOIP, MOBILE and FIXED_LINE(_OR_MOBILE) numbers are ordinary destinations.
+ */
+export const SPECIAL_SERVICE_TYPES: Readonly<Record<string, string>> = {
+  PREMIUM_RATE: "a premium-rate number",
+  SHARED_COST: "a shared-cost number",
+  PERSONAL_NUMBER: "a personal (follow-me) number, charged at a premium rate",
+  UAN: "a universal access number (a special-service number)",
+  VOICEMAIL: "a voicemail access number (a special-service number)",
+  PAGER: "a pager number (a special-service number)",
+};
+
+/** The account's AllowedCountries when it has any, else the deployment default. */
+export function allowedCountriesOf(account: readonly string[], deploymentDefault: readonly string[]): readonly string[] {
+  return account.length > 0 ? account : deploymentDefault;
+}
+
+/**
+ * The DestinationNotAllowed message for a send to `to` under `policy` (naming To, why, and what
+ * to do), or undefined when it may go. A number the library cannot place in one country is
+ * allowed only when every country it may belong to is allowed.
+ */
+export function destinationRefusal(to: E164Info, policy: DestinationPolicy): string | undefined {
+  const blocked = policy.blockedPrefixes.find((prefix) => to.number.startsWith(prefix));
+  if (blocked !== undefined) {
+    return `To ${to.number} is in the blocked prefix ${blocked} (BLOCKED_PREFIXES): this deployment sends nothing there; ask the operator if it should.`;
+  }
+  if (policy.allowedCountries.length > 0) {
+    const countries = to.countries;
+    if (countries.length === 0 || !countries.every((c) => policy.allowedCountries.includes(c))) {
+      return `To ${to.number} is in ${countries.join("/") || "no known country"}, which this account may not send to (allowed: ${policy.allowedCountries.join(", ")}); ask the operator to add it to the account's AllowedCountries.`;
+    }
+  }
+  if (!policy.allowPremium) {
+    const kind = SPECIAL_SERVICE_TYPES[numberType(to.number)];
+    if (kind !== undefined) {
+      return `To ${to.number} is ${kind}; sends to premium-rate, shared-cost and other special-service numbers are refused unless the operator sets ALLOW_PREMIUM_DESTINATIONS=true.`;
+    }
+  }
+  return undefined;
+}

@@ -1,0 +1,77 @@
+import { create } from "@bufbuild/protobuf";
+import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
+import {
+  type CreateOptOutRequest,
+  type DeleteOptOutRequest,
+  DeleteOptOutResponseSchema,
+  type ListOptOutsRequest,
+  ListOptOutsResponseSchema,
+  type OptOut as OptOutPb,
+  OptOutSchema,
+  type OptOutService,
+} from "../../gen/switchboard/v2/opt_outs_pb.js";
+import { requireAccount } from "../accounts/account-context.js";
+import { recheckCredentials } from "../accounts/auth.js";
+import { ownAccountPath } from "../addresses/address-service.js";
+import { type Clock, unixSeconds } from "../common/clock.js";
+import { requestEm } from "../common/context.js";
+import { apiError, fieldError, fieldErrors, quoted } from "../common/errors.js";
+import { pageOf } from "../common/paging.js";
+import { parseE164 } from "../common/phone.js";
+import { optOutNumber } from "./opt-out.js";
+import { listOptOuts, type OptOutEntry, removeOptOut } from "./opt-out-store.js";
+
+/** The OptOut resource. */
+export function toOptOutPb(o: OptOutEntry): OptOutPb {
+  return create(OptOutSchema, { number: o.number, source: o.source, created: BigInt(unixSeconds(o.createdAt)) });
+}
+
+/** The Number of an add: E164 with the +, else a 400 naming Number. */
+function checkNumber(value: string): string {
+  const number = value.trim();
+  if (number === "") throw fieldError("Number", "MissingParameter", "Number is required: the E164 number to opt out, e.g. +61412345678.");
+  if (!parseE164(number)) throw fieldError("Number", "InvalidParameter", `Number ${quoted(value)} is not a valid E164 number such as +61412345678.`);
+  return number;
+}
+
+/** Creates the OptOutService implementation (docs/api.md#opt-out-stop-start-help). */
+export function createOptOutService(deps: { clock: Clock }): ServiceImpl<typeof OptOutService> {
+  return {
+    async listOptOuts(req: ListOptOutsRequest, ctx: HandlerContext) {
+      const account = requireAccount(ctx);
+      ownAccountPath(account, req.accountSid);
+      const page = pageOf(req);
+      if (page.problems.length > 0) throw fieldErrors(page.problems);
+      const [rows, total] = await listOptOuts(requestEm(ctx), account.sid, page);
+      return create(ListOptOutsResponseSchema, { optOuts: rows.map(toOptOutPb), totalCount: total });
+    },
+
+    async createOptOut(req: CreateOptOutRequest, ctx: HandlerContext) {
+      const account = requireAccount(ctx);
+      ownAccountPath(account, req.accountSid);
+      const number = checkNumber(req.number);
+      return requestEm(ctx).transactional(async (tx) => {
+        await recheckCredentials(tx, account);
+        // As a STOP would: what is still queued to the number is not sent.
+        const { optOut } = await optOutNumber(tx, { accountSid: account.sid, number, source: "Api", now: deps.clock.now() });
+        return toOptOutPb(optOut);
+      });
+    },
+
+    async deleteOptOut(req: DeleteOptOutRequest, ctx: HandlerContext) {
+      const account = requireAccount(ctx);
+      ownAccountPath(account, req.accountSid);
+      // The path carries E164 without "+" (a "+" in a path is easily mangled); accept either.
+      const digits = req.number.trim().replace(/^\+/, "");
+      if (!/^\d{8,15}$/.test(digits)) {
+        throw fieldError("Number", "InvalidParameter", `Number ${quoted(req.number)} is not an E164 number (digits without the +, e.g. 61412345678).`);
+      }
+      const number = `+${digits}`;
+      return requestEm(ctx).transactional(async (tx) => {
+        await recheckCredentials(tx, account);
+        if (!(await removeOptOut(tx, account.sid, number))) throw apiError("NotFound", `${number} is not on the account's opt-out list.`);
+        return create(DeleteOptOutResponseSchema, { number });
+      });
+    },
+  };
+}

@@ -1,0 +1,45 @@
+/**
+ * What an opt-out changes, in the caller's transaction, whichever way it comes (a STOP texted to
+ * the account, or the customer API): the number goes on the account's list, and every message of
+ * the account to it still queued ends Failed with RecipientOptedOut (its lease released, its
+ * delivery receipt webhook queued as any final state's would be).
+ */
+import type { EntityManager } from "@mikro-orm/sql";
+import { unixSeconds } from "../common/clock.js";
+import { releaseLease } from "../leases/lease-allocator.js";
+import { failQueuedToOptedOut } from "../messaging/message-store.js";
+import { enqueueWebhook } from "../webhooks/outbox.js";
+import { addOptOut, type OptOutEntry, type OptOutSource } from "./opt-out-store.js";
+
+/** Opts the number out of the account and fails what is queued to it; returns the opt-out, whether it is new, and the Sids failed. */
+export async function optOutNumber(
+  tx: EntityManager,
+  o: { accountSid: string; number: string; source: OptOutSource; now: Date },
+): Promise<{ optOut: OptOutEntry; added: boolean; failed: string[] }> {
+  const { optOut, added } = await addOptOut(tx, { accountSid: o.accountSid, number: o.number, source: o.source, createdAt: o.now });
+  const rows = await failQueuedToOptedOut(tx, o.accountSid, o.number);
+  for (const m of rows) {
+    if (m.lease_sid) await releaseLease(tx, m.lease_sid);
+    if (!m.delivery_receipt || m.dr_webhook_uri === "") continue;
+    await enqueueWebhook(tx, {
+      accountSid: m.account_sid,
+      messageSid: m.sid,
+      eventType: "DeliveryReceipt",
+      url: m.dr_webhook_uri,
+      method: m.dr_webhook_method === "GET" ? "GET" : "POST",
+      payload: {
+        Type: "DeliveryReceipt",
+        MessageSid: m.sid,
+        AccountSid: m.account_sid,
+        PropertySid: m.property_sid,
+        From: m.sender,
+        To: m.recipient,
+        Status: "Failed",
+        ErrorCode: "RecipientOptedOut",
+        Timestamp: unixSeconds(o.now),
+      },
+      now: o.now,
+    });
+  }
+  return { optOut, added, failed: rows.map((r) => r.sid) };
+}
