@@ -426,6 +426,19 @@ async function main(): Promise<void> {
     await db.query(
       "create table bench_bare (sid varchar(32) primary key, sender varchar(32) not null, recipient varchar(32) not null, text text not null, created_at timestamptz not null)",
     );
+    // The consent controls' cost (issue 29): BENCH_OPTOUTS numbers on the account's opt-out list (none
+    // of them a bench recipient) and its AllowedCountries (BENCH_ALLOWED_COUNTRIES, e.g. GB).
+    const optOuts = num("BENCH_OPTOUTS", 0);
+    if (optOuts > 0) {
+      await db.query(
+        "insert into opt_outs (account_sid, number, source, created_at) select $1, '+614' || lpad(g::text, 8, '0'), 'Api', now() from generate_series(1, $2) g",
+        [account.AccountSid, optOuts],
+      );
+      await db.query("analyze opt_outs");
+      log(`${optOuts} opt-outs on the bench account`);
+    }
+    const allowedCountries = (env.BENCH_ALLOWED_COUNTRIES ?? "").split(",").filter(Boolean);
+    if (allowedCountries.length > 0) await adminCall(`/admin/v1/Accounts/${account.AccountSid}`, { AllowedCountries: allowedCountries });
     const countMessages = async () => Number((await db!.query("select count(*)::int as n from messages")).rows[0].n);
     const queued = async () => Number((await db!.query("select count(*)::int as n from messages where status in ('Scheduled', 'Processing')")).rows[0].n);
 

@@ -47,7 +47,7 @@ import { serviceWithJsonRules } from "./rpc/rpc-json.js";
 export interface AppDeps {
   orm: MikroORM;
   config: Pick<Config, "adminToken" | "webhookAllowPrivate" | "noAlphaCountries" | "bodyLimit" | "metricsToken"> &
-    Partial<Pick<Config, "sendRateLimit" | "sendRateBurst" | "connections" | "mailFromDomains" | "authFailures" | "reads">>;
+    Partial<Pick<Config, "destinations" | "sendRateLimit" | "sendRateBurst" | "connections" | "mailFromDomains" | "authFailures" | "reads">>;
   clock?: Clock;
   /** The carrier, for the simulator's operator endpoints. */
   carrier?: Carrier;

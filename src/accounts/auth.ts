@@ -52,7 +52,7 @@ const ACCOUNT_CACHE_MAX = 10_000;
  * - this process's own changes (token rotation, SMS enablement) evict the account at once;
  * - a change made by another process shows here within ACCOUNT_CACHE_TTL_MS at most;
  * - sends re-check the token hash and SMS enablement against the database in the transaction
- *   that stores the message (src/messaging/send-writer.ts), and every other write re-checks the
+ *   that stores the message (the send pipeline, src/messaging/send-pipeline.ts), and every other write re-checks the
  *   token in its own transaction (recheckCredentials), so nothing is written on a rotated token
  *   and no send goes out on a disabled account; only reads may still answer within the window;
  * - only successes are cached: a wrong token always costs a lookup.

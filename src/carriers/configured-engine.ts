@@ -29,6 +29,7 @@ export async function createConfiguredEngine(
     log,
     mailTransport,
     noAlphaCountries: config.noAlphaCountries,
+    destinations: config.destinations,
     dispatcher: { claimMs: config.dispatchClaimMs },
     receiptTimeoutMs: config.receiptTimeoutMs,
     retention: config.retention,

@@ -6,7 +6,7 @@ import type { Transporter } from "nodemailer";
 import { createMailWorker } from "../mail/mail-outbox.js";
 import { createWebhookWorker, type WebhookWorker, type WebhookWorkerOptions } from "../webhooks/webhook-worker.js";
 import { createDispatcher, type Dispatcher, type DispatcherOptions } from "./dispatcher.js";
-import { DEFAULT_NO_ALPHA_COUNTRIES } from "../config.js";
+import { DEFAULT_NO_ALPHA_COUNTRIES, type DestinationConfig } from "../config.js";
 import { receiveInbound } from "./inbound.js";
 import { createGroupCommit } from "../common/group-commit.js";
 import { applyReportBatch, recordSubmissions, type Submission } from "./receipts.js";
@@ -52,6 +52,8 @@ export interface DeliveryEngineOptions {
   mailTransport?: Transporter;
   /** Countries whose operators do not take alphanumeric sender IDs (forwarded replies follow the send rules); default US, CA. */
   noAlphaCountries?: ReadonlySet<string>;
+  /** The deployment's destination permissions, which forwarded replies obey as sends do; default: none but premium numbers. */
+  destinations?: DestinationConfig;
   /** How long after its submission a message without a receipt gets ErrorCode ReceiptTimeout, ms (default 72 h: RECEIPT_TIMEOUT_HOURS). */
   receiptTimeoutMs?: number;
   /** How often the receipt-timeout sweep looks once it has caught up, ms (default 60 s). */
@@ -131,7 +133,7 @@ export function createDeliveryEngine(opts: DeliveryEngineOptions): DeliveryEngin
       if (queuedWebhook) webhookLoop?.nudge();
     },
     async inbound(sms) {
-      const result = await receiveInbound(opts.orm.em.fork(), sms, opts.clock.now(), { noAlphaCountries, log: opts.log });
+      const result = await receiveInbound(opts.orm.em.fork(), sms, opts.clock.now(), { noAlphaCountries, destinations: opts.destinations, log: opts.log });
       if (result.forward?.status === "Failed") {
         opts.log?.warn(
           { messageSid: result.messageSid, inReplyTo: result.inReplyTo, forwardSid: result.forward.messageSid, errorCode: result.forward.errorCode },
@@ -146,13 +148,14 @@ export function createDeliveryEngine(opts: DeliveryEngineOptions): DeliveryEngin
       webhookLoop?.nudge();
     },
     async inboundPart(part) {
-      if (await storeInboundPart(opts.orm.em.fork(), part, opts.clock.now(), { noAlphaCountries, log: opts.log })) for (const l of loops) l.nudge();
+      if (await storeInboundPart(opts.orm.em.fork(), part, opts.clock.now(), { noAlphaCountries, destinations: opts.destinations, log: opts.log }))
+        for (const l of loops) l.nudge();
     },
     awaitingReports: (before) => listAwaitingReports(opts.orm, before, new Date(before.getTime() - receiptTimeoutMs)),
     async housekeeping(partsBefore) {
       const now = opts.clock.now();
       const applied = await opts.orm.em.fork().transactional((tx) => applyPendingReceipts(tx, now));
-      const flushed = await flushInboundParts(opts.orm.em.fork(), partsBefore, now, { noAlphaCountries, log: opts.log });
+      const flushed = await flushInboundParts(opts.orm.em.fork(), partsBefore, now, { noAlphaCountries, destinations: opts.destinations, log: opts.log });
       if (applied + flushed > 0) for (const l of loops) l.nudge();
     },
   };

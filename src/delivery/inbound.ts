@@ -8,7 +8,7 @@ import { findLiveLeaseMatch, wasEverLeased } from "../leases/lease-store.js";
 import { insertInboundMessage } from "../messaging/message-store.js";
 import { forwardReply } from "../messaging/send-pipeline.js";
 import { textEncoding } from "../common/sms-text.js";
-import { NO_REPLY_EMAIL } from "../config.js";
+import { type DestinationConfig, NO_REPLY_EMAIL } from "../config.js";
 import { enqueueEmail } from "../mail/mail-outbox.js";
 import { enqueueWebhook } from "../webhooks/outbox.js";
 import { insertUnmatchedInbound } from "./unmatched-inbound-store.js";
@@ -31,6 +31,8 @@ export interface InboundResult {
 export interface InboundOptions {
   /** Countries whose operators do not take alphanumeric sender IDs (a forward goes out leased there, as a send would). */
   noAlphaCountries: ReadonlySet<string>;
+  /** The deployment's destination permissions (a forward obeys them as a send does). */
+  destinations?: DestinationConfig;
   /** Where a reply not forwarded because it came from one of our own numbers is noted (info). */
   log?: Logger;
 }
@@ -136,6 +138,8 @@ export async function receiveInbound(em: EntityManager, received: InboundSms, no
             replySid: sid,
             now,
             noAlphaCountries: opts.noAlphaCountries,
+            allowedCountries: lease.allowed_countries,
+            destinations: opts.destinations,
           })
         : undefined;
     if (lease.forward_to_email !== "" && !loop) {

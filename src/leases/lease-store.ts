@@ -94,6 +94,8 @@ export interface LeaseMatch {
   forward_from_email: string;
   /** Whether the reply's sender (the lease's recipient) is one of the deployment's own numbers. */
   recipient_ours: boolean;
+  /** The account's AllowedCountries, for the forward's destination permissions. */
+  allowed_countries: string[];
 }
 
 /**
@@ -106,8 +108,9 @@ export async function findLiveLeaseMatch(em: EntityManager, poolNumber: string, 
     em,
     `select m.sid as message_sid, m.account_sid, m.property_sid, m.webhook_uri, m.webhook_method,
               m.forward_to_sms, m.forward_from_sms, m.forward_to_email, m.forward_from_email,
-              exists (select 1 from numbers n where n.number = l.recipient) as recipient_ours
+              exists (select 1 from numbers n where n.number = l.recipient) as recipient_ours, a.allowed_countries
          from leases l join messages m on m.sid = l.message_sid
+         join accounts a on a.sid = m.account_sid
         where l.pool_number = ? and l.recipient = ? and not l.released and l.expires_at > ?
         order by l.created_at desc limit 1`,
     [poolNumber, recipient, at],

@@ -58,6 +58,7 @@ export const SEND_FACTS = [
   ["forward_from_owned", "bool"],
   ["forward_to_ours", "bool"],
   ["recipient_ours", "bool"],
+  ["opted_out", "bool"],
 ] as const;
 
 /** One send's facts (SEND_FACTS), and its Idempotency-Key with the message it answered. */
@@ -71,6 +72,7 @@ export interface SendFacts {
   forward_from_owned: boolean;
   forward_to_ours: boolean;
   recipient_ours: boolean;
+  opted_out: boolean;
   key_expired: boolean | null;
   key_hash: string | null;
   m_sid: string | null;

@@ -34,6 +34,7 @@ import { cancelScheduledMessage, findAccountMessage, listMessages, reloadMessage
 import { MESSAGE_STATUSES, type Message, type MessageDirection, type MessageStatus } from "./message.entity.js";
 import { createSendPipeline } from "./send-pipeline.js";
 import type { SendRateLimiter } from "./send-rate-limit.js";
+import type { DestinationConfig } from "../config.js";
 import { IDEMPOTENCY_TTL_MS } from "./send-steps.js";
 
 /** What the messaging service needs. */
@@ -50,6 +51,8 @@ export interface MessagingDeps {
   onQueued?: () => void;
   /** The per-account send rate, the send pipeline's first step; undefined: no limit. */
   sendRate?: SendRateLimiter;
+  /** The deployment's destination permissions (the pipeline's validate step). */
+  destinations?: DestinationConfig;
 }
 
 /** At most this many items in one batch (docs/api.md#batch-send). */

@@ -28,6 +28,8 @@ import {
   setBatchKeyResponse,
 } from "./idempotency-key-store.js";
 import { FACT_KEYS, insertMessages, MESSAGE_COLUMNS, SEND_FACTS, type SendFacts, sendFactsAndStore } from "./message-store.js";
+import type { DestinationConfig } from "../config.js";
+import { allowedCountriesOf, destinationRefusal } from "./destination-rules.js";
 import type { SendRateLimiter } from "./send-rate-limit.js";
 import { goesOutLeased, validateSend, type ValidSend } from "./send-rules.js";
 import { accessRefusal, IDEMPOTENCY_TTL_MS, neededFacts, requestHash, ruleRefusal, type SendItem, sentMessage } from "./send-steps.js";
@@ -39,14 +41,16 @@ import { accessRefusal, IDEMPOTENCY_TTL_MS, neededFacts, requestHash, ruleRefusa
  *
  *  1. admit     the account's send rate (send-rate-limit.ts), charged before anything is read; a
  *               batch is charged for all its items at once (admitBatch)
- *  2. validate  the request's own rules, which need no data (send-rules.ts validateSend), and
- *               whether the sender is leased
+ *  2. validate  the request's own rules, which need no data (send-rules.ts validateSend), the
+ *               destination permissions (destination-rules.ts, with the account's AllowedCountries
+ *               as authenticated), and whether the sender is leased
  *  3. gather    the sends waiting at the same moment form one batch (common/group-commit.ts)
  *  4. facts     one statement reads what every rule needs, for the whole batch (message-store.ts)
  *  5. access    credentials still valid, the property the account's (send-steps.ts ACCESS_RULES)
  *  6. key       an Idempotency-Key already used answers with its first message
  *  7. request   the problems step 2 found
- *  8. rules     send-steps.ts RULES: SMS enabled, senders owned, forward numbers not ours
+ *  8. rules     send-steps.ts RULES: SMS enabled, senders owned, forward numbers and the
+ *               recipient not ours, the recipient not opted out
  *  9. lease     a leased sender allocated (leases/lease-allocator.ts)
  * 10. store     the message, and its key, inserted
  * 11. dispatch  the dispatcher woken for a message due now
@@ -78,6 +82,8 @@ export interface SendPipelineDeps {
   mailFromDomains?: readonly string[];
   /** Wakes the dispatcher after a message is committed (step 11). */
   onQueued?: () => void;
+  /** The deployment's destination permissions; default: every country, no blocked prefix, no premium numbers. */
+  destinations?: DestinationConfig;
 }
 
 /** The send pipeline of one process. */
@@ -105,9 +111,11 @@ export interface SendPipeline {
 export function createSendPipeline(deps: SendPipelineDeps): SendPipeline {
   const gather = createGroupCommit<SendItem, SendOutcome>({ run: (items) => runBatch(deps.orm, items) });
 
+  const destinations = deps.destinations ?? NO_DESTINATION_LIMITS;
+
   /** Step 2. */
   function validate(account: SendItem["account"], propertySid: string, req: SendMessageRequest, now: Date, idemKey?: string): SendItem {
-    const checked = validateSend(req, Math.floor(now.getTime() / 1000), deps);
+    const checked = destinationChecked(validateSend(req, Math.floor(now.getTime() / 1000), deps), "To", account.allowedCountries ?? [], destinations);
     const v = "send" in checked ? checked.send : undefined;
     // Alphanumeric IDs do not reach operators in some countries (US and CA by default): those go out leased.
     const leased = v !== undefined && goesOutLeased(v.fromKind, v.to, deps.noAlphaCountries);
@@ -185,6 +193,9 @@ export interface ReplyForward {
   replySid: string;
   now: Date;
   noAlphaCountries: ReadonlySet<string>;
+  /** The account's AllowedCountries (empty: the deployment's default) and the deployment's destination permissions. */
+  allowedCountries: readonly string[];
+  destinations?: DestinationConfig;
 }
 
 /**
@@ -208,9 +219,9 @@ export async function forwardReply(tx: EntityManager, f: ReplyForward): Promise<
   const item: SendItem = {
     account: { sid: f.accountSid },
     propertySid: f.propertySid,
-    // Checked when the message was sent; kept for rows stored before that check.
+    // An invalid To was refused when the message was sent; kept for rows stored before that check.
     checked: to
-      ? { send: draft }
+      ? destinationChecked({ send: draft }, "ForwardToSms", f.allowedCountries, f.destinations ?? NO_DESTINATION_LIMITS)
       : { problems: [{ field: "ForwardToSms", code: "InvalidRecipient", message: `ForwardToSms ${f.forwardToSms} is not a valid E164 number.` }] },
     leased: to !== undefined && draft.fromKind === "Alphanumeric" && goesOutLeased("Alphanumeric", to, f.noAlphaCountries),
     now: f.now,
@@ -221,6 +232,29 @@ export async function forwardReply(tx: EntityManager, f: ReplyForward): Promise<
   if (outcome.ok) return { messageSid: item.sid, status: "Processing", errorCode: "" };
   if (!(outcome.error instanceof ConnectError)) throw outcome.error;
   return { messageSid: item.sid, status: "Failed", errorCode: errorCodeOf(outcome.error) };
+}
+
+const NO_DESTINATION_LIMITS: DestinationConfig = { defaultAllowedCountries: [], blockedPrefixes: [], allowPremium: false };
+
+/**
+ * The destination permissions of step 2 (docs/api.md#destination-permissions): a valid request
+ * whose destination the account may not send to becomes a DestinationNotAllowed problem of
+ * `field`. The account's AllowedCountries are the ones it was authenticated with (the account
+ * cache: a change shows at once in the process that made it, within ACCOUNT_CACHE_TTL_MS in others).
+ */
+function destinationChecked(
+  checked: SendItem["checked"],
+  field: "To" | "ForwardToSms",
+  allowedCountries: readonly string[],
+  destinations: DestinationConfig,
+): SendItem["checked"] {
+  if (!("send" in checked)) return checked;
+  const refusal = destinationRefusal(checked.send.to, {
+    allowedCountries: allowedCountriesOf(allowedCountries, destinations.defaultAllowedCountries),
+    blockedPrefixes: destinations.blockedPrefixes,
+    allowPremium: destinations.allowPremium,
+  });
+  return refusal === undefined ? checked : { problems: [{ field, code: "DestinationNotAllowed", message: refusal }] };
 }
 
 /** A forward's options that no forward has: it asks for no receipt, and no reply to it is forwarded. */
@@ -339,7 +373,7 @@ async function readFacts(em: EntityManager, items: SendItem[]): Promise<SendFact
       send?.fromKind === "E164" ? send.from : null,
       send?.forwardFromSms.startsWith("+") ? send.forwardFromSms : null,
       send && send.forwardToSms !== "" ? send.forwardToSms : null,
-      item.forward && send ? send.to.number : null,
+      send ? send.to.number : null,
       item.idemKey ?? null,
       new Date(item.now.getTime() - IDEMPOTENCY_TTL_MS),
     ];

@@ -74,6 +74,16 @@ export function forwardLoop(number: string): string {
   return `ForwardToSms ${number} is one of this service's own numbers: a reply forwarded there would come back as a new reply and be forwarded again without end. Forward to a number outside this service, or leave ForwardToSms blank.`;
 }
 
+/** The DestinationNotAllowed message for a To that is one of the deployment's own numbers. */
+export function ownNumberDestination(number: string): string {
+  return `To ${number} is one of this service's own numbers (a pool or an account's number): what is sent there arrives back here. Send to a number outside this service.`;
+}
+
+/** The RecipientOptedOut message for a To that opted out of the account's messages. */
+export function optedOut(number: string, accountSid: string): string {
+  return `To ${number} has opted out of messages from account ${accountSid} (a STOP, or the OptOuts API). Nothing was stored; a START from that number, or DELETE /v2/Accounts/${accountSid}/OptOuts/${number.slice(1)}, opts it back in.`;
+}
+
 /**
  * Checks a send request against the rules of docs/api.md#send-sms at `nowSeconds` and returns either
  * every field problem found or the normalized send. Sender ownership needs the database and is

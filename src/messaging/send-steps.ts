@@ -5,7 +5,7 @@ import { type Message as MessagePb, MessageSchema } from "../../gen/switchboard/
 import { wrongCredentials } from "../accounts/auth.js";
 import { apiError, fieldError, type FieldProblem, notFound } from "../common/errors.js";
 import { SEND_FACTS, type SendFacts } from "./message-store.js";
-import { forwardLoop, senderNotOwned, smsNotEnabled, type ValidSend } from "./send-rules.js";
+import { forwardLoop, optedOut, ownNumberDestination, senderNotOwned, smsNotEnabled, type ValidSend } from "./send-rules.js";
 
 /**
  * The rules of a send that need data, in the order a send is judged, each written once: which
@@ -21,8 +21,11 @@ export const IDEMPOTENCY_TTL_MS = 24 * 3600 * 1000;
 
 /** One send on its way through the pipeline. */
 export interface SendItem {
-  /** The account; tokenHash is the one the edge authenticated, re-checked against the database (none for a forward). */
-  account: { sid: string; tokenHash?: string };
+  /**
+   * The account; tokenHash is the one the edge authenticated, re-checked against the database (none
+   * for a forward); allowedCountries its AllowedCountries as authenticated.
+   */
+  account: { sid: string; tokenHash?: string; allowedCountries?: readonly string[] };
   propertySid: string;
   /** The result of validateSend: reported only after the property and the key, as the docs order them. */
   checked: { problems: FieldProblem[] } | { send: ValidSend };
@@ -101,10 +104,20 @@ export const RULES: readonly DataRule[] = [
     refuse: (_item, send) => fieldError("ForwardToSms", "DestinationNotAllowed", forwardLoop(send.forwardToSms)),
   },
   {
-    // The forward itself: its ForwardToSms became one of our numbers after the send was accepted.
-    name: "forward not to our numbers",
-    needs: (item) => (item.forward ? { recipient_ours: false } : {}),
-    refuse: (_item, send) => fieldError("ForwardToSms", "DestinationNotAllowed", forwardLoop(send.to.number)),
+    // The deployment's own numbers are never a destination: what arrives there is this service.
+    // For a forward, To is the lease's ForwardToSms (it may have become ours since the send).
+    name: "destination not ours",
+    needs: () => ({ recipient_ours: false }),
+    refuse: (item, send) =>
+      item.forward
+        ? fieldError("ForwardToSms", "DestinationNotAllowed", forwardLoop(send.to.number))
+        : fieldError("To", "DestinationNotAllowed", ownNumberDestination(send.to.number)),
+  },
+  {
+    // A STOP (or the API) opted the recipient out of this account's messages; other accounts still send.
+    name: "recipient not opted out",
+    needs: () => ({ opted_out: false }),
+    refuse: (item, send) => fieldError("To", "RecipientOptedOut", optedOut(send.to.number, item.account.sid)),
   },
 ];
 

@@ -35,6 +35,7 @@ const GOOD: SendFacts = {
   forward_from_owned: true,
   forward_to_ours: false,
   recipient_ours: false,
+  opted_out: false,
   key_expired: null,
   key_hash: null,
   m_sid: null,
@@ -68,7 +69,8 @@ describe("the send's rules that need data (send-steps.ts)", () => {
       "sender owned",
       "forward sender owned",
       "forward destination not ours",
-      "forward not to our numbers",
+      "destination not ours",
+      "recipient not opted out",
     ]);
   });
 
@@ -81,23 +83,32 @@ describe("the send's rules that need data (send-steps.ts)", () => {
       sender_owned: true,
       forward_from_owned: true,
       forward_to_ours: false,
+      recipient_ours: false,
+      opted_out: false,
     });
   });
 
   it("an alphanumeric send needs no ownership; a request with problems needs only its access facts", () => {
-    expect(neededFacts(item({ from: "ACME" }))).toEqual({ token_hash: "hash-1", property_found: true, account_sms: true, property_sms: true });
+    expect(neededFacts(item({ from: "ACME" }))).toEqual({
+      token_hash: "hash-1",
+      property_found: true,
+      account_sms: true,
+      property_sms: true,
+      recipient_ours: false,
+      opted_out: false,
+    });
     expect(neededFacts(item({ to: "12" }))).toEqual({ token_hash: "hash-1", property_found: true });
   });
 
   it("the forward of a reply has no credentials to re-check; relayed from the responding party's number it needs no ownership, and its destination must not be ours", () => {
     const draft = (item({ from: "+447700900009" }).checked as { send: ValidSend }).send;
     const relay = item({ from: "+447700900009" }, { account: { sid: "AC1" }, forward: { inReplyTo: "MG0", relay: true, draft } });
-    expect(neededFacts(relay)).toEqual({ property_found: true, account_sms: true, property_sms: true, recipient_ours: false });
+    expect(neededFacts(relay)).toEqual({ property_found: true, account_sms: true, property_sms: true, recipient_ours: false, opted_out: false });
     const owned = { ...relay, forward: { inReplyTo: "MG0", relay: false, draft } };
     expect(neededFacts(owned)).toMatchObject({ sender_owned: true });
   });
 
-  it("judges in the documented order: credentials, property, the request's problems, account, property, sender, forward sender, forward destination", () => {
+  it("judges in the documented order: credentials, property, the request's problems, account, property, sender, forward sender, forward destination, recipient, opt-out", () => {
     const s = item({ from: "+447700900001", forwardFromSms: "+447700900002", forwardToSms: "+447700900003" });
     expect(refusal(s, {})).toBeUndefined();
     expect(refusal(s, { token_hash: "other", property_found: false, account_sms: false })?.code).toBe("Unauthorized");
@@ -124,6 +135,12 @@ describe("the send's rules that need data (send-steps.ts)", () => {
       message: expect.stringMatching(/^ForwardToSms \+447700900003 is one of this service's own numbers/),
     });
     // A fact the send does not need may be anything.
-    expect(refusal(item({ from: "ACME" }), { sender_owned: false, forward_from_owned: false, forward_to_ours: true, recipient_ours: true })).toBeUndefined();
+    expect(refusal(item({ from: "ACME" }), { sender_owned: false, forward_from_owned: false, forward_to_ours: true })).toBeUndefined();
+    // Then the recipient: not one of our numbers, not opted out.
+    expect(refusal(s, { recipient_ours: true, opted_out: true })?.message).toMatch(/^To \+447700900123 is one of this service's own numbers/);
+    expect(refusal(s, { opted_out: true })).toEqual({
+      code: "RecipientOptedOut",
+      message: expect.stringMatching(/^To \+447700900123 has opted out of messages from account AC1/),
+    });
   });
 });
