@@ -5,7 +5,7 @@
  * and the deployment's BLOCKED_PREFIXES and ALLOW_PREMIUM_DESTINATIONS. The deployment's own
  * numbers (a forwarding loop) need data and are checked by the pipeline itself.
  */
-import { numberType, type E164Info } from "../common/phone.js";
+import { leadingNumberType, type E164Info } from "../common/phone.js";
 
 /** What a destination is checked against. */
 export interface DestinationPolicy {
@@ -54,7 +54,7 @@ export function destinationRefusal(to: E164Info, policy: DestinationPolicy): str
     }
   }
   if (!policy.allowPremium) {
-    const kind = SPECIAL_SERVICE_TYPES[numberType(to.number)];
+    const kind = SPECIAL_SERVICE_TYPES[leadingNumberType(to.number)];
     if (kind !== undefined) {
       return `To ${to.number} is ${kind}; sends to premium-rate, shared-cost and other special-service numbers are refused unless the operator sets ALLOW_PREMIUM_DESTINATIONS=true.`;
     }

@@ -1,7 +1,7 @@
 import fc from "fast-check";
 import metadataJson from "libphonenumber-js/max/metadata";
 import { describe, expect, it } from "vitest";
-import { parseE164, parseWithMetadata } from "../../src/common/phone.js";
+import { leadingNumberType, numberType, parseE164, parseWithMetadata } from "../../src/common/phone.js";
 
 /** The answer as a plain value: undefined, or the number and its countries. */
 function answer(info: ReturnType<typeof parseE164>) {
@@ -64,5 +64,26 @@ describe("parseE164 (country found only when read)", () => {
     for (const value of ["447700900123", "+0447700900123", "+4477", "+4477009001234567", " +447700900123", "+44 7700900123"]) {
       expect(parseE164(value)).toBeUndefined();
     }
+  });
+});
+
+describe("leadingNumberType: numberType's answer without a full parse", () => {
+  it("agrees with the full parse on 6,000 random numbers across geographic, shared and non-geographic calling codes", () => {
+    const codes = ["+44", "+1", "+61", "+49", "+33", "+39", "+81", "+234", "+7", "+64", "+882", "+800"];
+    let seed = 20261125;
+    const digit = () => (seed = (seed * 1103515245 + 12345) % 2147483648) % 10;
+    const differ: string[][] = [];
+    for (let i = 0; i < 6000; i++) {
+      let n = codes[i % codes.length];
+      const length = 6 + (i % 7);
+      for (let j = 0; j < length; j++) n += digit();
+      const full = numberType(n);
+      const fast = leadingNumberType(n);
+      const plain = (t: string) => (t === "FIXED_LINE" || t === "MOBILE" || t === "FIXED_LINE_OR_MOBILE" ? "" : t);
+      if (plain(full) !== plain(fast)) differ.push([n, full, fast]);
+    }
+    expect(differ).toEqual([]);
+    for (const n of ["+449098790000", "+19002001234", "+611900123456", "+499001234567"]) expect(leadingNumberType(n)).toBe("PREMIUM_RATE");
+    expect(leadingNumberType("+447012345678")).toBe("PERSONAL_NUMBER");
   });
 });
