@@ -1,8 +1,7 @@
 import type { EntityManager } from "@mikro-orm/sql";
 import type { DeliveryReport } from "./carrier.js";
-import { unixSeconds } from "../common/clock.js";
 import { type FinalState, type Submission, updateFinalStates, updatePlainFinalStates, updateSubmissions } from "../messaging/message-store.js";
-import { enqueueWebhook } from "../webhooks/outbox.js";
+import { enqueueDeliveryReceipt } from "../webhooks/outbox.js";
 
 /** A final report (Delivered or Failed) and when the service heard it. */
 type Report = Omit<DeliveryReport, "status"> & { status: "Delivered" | "Failed"; now: Date };
@@ -40,28 +39,8 @@ export async function applyReports(tx: EntityManager, reports: Report[]): Promis
   const queued = new Set<string>();
   for (const m of rows) {
     changed.add(m.sid);
-    if (!m.delivery_receipt || m.dr_webhook_uri === "") continue;
-    queued.add(m.sid);
     const report = reports[first.get(m.sid)!];
-    await enqueueWebhook(tx, {
-      accountSid: m.account_sid,
-      messageSid: m.sid,
-      eventType: "DeliveryReceipt",
-      url: m.dr_webhook_uri,
-      method: m.dr_webhook_method === "GET" ? "GET" : "POST",
-      payload: {
-        Type: "DeliveryReceipt",
-        MessageSid: m.sid,
-        AccountSid: m.account_sid,
-        PropertySid: m.property_sid,
-        From: m.sender,
-        To: m.recipient,
-        Status: report.status,
-        ErrorCode: report.errorCode,
-        Timestamp: unixSeconds(report.at),
-      },
-      now: report.now,
-    });
+    if (await enqueueDeliveryReceipt(tx, m, { status: report.status, errorCode: report.errorCode, at: report.at, now: report.now })) queued.add(m.sid);
   }
   return reports.map((r, i) => {
     const counts = first.get(r.messageSid) === i;

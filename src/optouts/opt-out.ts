@@ -5,10 +5,9 @@
  * delivery receipt webhook queued as any final state's would be).
  */
 import type { EntityManager } from "@mikro-orm/sql";
-import { unixSeconds } from "../common/clock.js";
 import { releaseLease } from "../leases/lease-allocator.js";
 import { failQueuedToOptedOut } from "../messaging/message-store.js";
-import { enqueueWebhook } from "../webhooks/outbox.js";
+import { enqueueDeliveryReceipt } from "../webhooks/outbox.js";
 import { addOptOut, type OptOutEntry, type OptOutSource } from "./opt-out-store.js";
 
 /** Opts the number out of the account and fails what is queued to it; returns the opt-out, whether it is new, and the Sids failed. */
@@ -20,26 +19,7 @@ export async function optOutNumber(
   const rows = await failQueuedToOptedOut(tx, o.accountSid, o.number);
   for (const m of rows) {
     if (m.lease_sid) await releaseLease(tx, m.lease_sid);
-    if (!m.delivery_receipt || m.dr_webhook_uri === "") continue;
-    await enqueueWebhook(tx, {
-      accountSid: m.account_sid,
-      messageSid: m.sid,
-      eventType: "DeliveryReceipt",
-      url: m.dr_webhook_uri,
-      method: m.dr_webhook_method === "GET" ? "GET" : "POST",
-      payload: {
-        Type: "DeliveryReceipt",
-        MessageSid: m.sid,
-        AccountSid: m.account_sid,
-        PropertySid: m.property_sid,
-        From: m.sender,
-        To: m.recipient,
-        Status: "Failed",
-        ErrorCode: "RecipientOptedOut",
-        Timestamp: unixSeconds(o.now),
-      },
-      now: o.now,
-    });
+    await enqueueDeliveryReceipt(tx, m, { status: "Failed", errorCode: "RecipientOptedOut", at: o.now, now: o.now });
   }
   return { optOut, added, failed: rows.map((r) => r.sid) };
 }

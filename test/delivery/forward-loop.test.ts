@@ -8,7 +8,7 @@
  */
 import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { admin, ADMIN_TOKEN, addPoolNumbers, createTenant, createTestApp, type Tenant, type TestApp } from "../support/harness.js";
+import { admin, ADMIN_TOKEN, addPoolNumbers, createTenant, createTestApp, type Tenant, type TestApp, simulatorInbound } from "../support/harness.js";
 
 const SID = (prefix: string) => expect.stringMatching(new RegExp(`^${prefix}[A-Z0-9]{30}$`));
 
@@ -43,14 +43,7 @@ async function messageCount(): Promise<number> {
 }
 /** The handset sends an SMS into the service (POST /admin/v1/Simulator/Inbound). */
 async function inbound(from: string, to: string, text: string): Promise<{ MessageSid: string; InReplyTo: string }> {
-  const res = await t.app.inject({
-    method: "POST",
-    url: "/admin/v1/Simulator/Inbound",
-    headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
-    payload: { From: from, To: to, Text: text },
-  });
-  expect(res.statusCode, res.body).toBe(200);
-  return res.json();
+  return simulatorInbound(t.app, from, to, text);
 }
 /** What the simulated network delivered to a handset. */
 async function handset(number: string): Promise<{ From: string; To: string; Text: string }[]> {

@@ -20,7 +20,7 @@ import { ManualClock } from "../../src/common/clock.js";
 import { createDeliveryEngine, type DeliveryEngine } from "../../src/delivery/engine.js";
 import { NO_REPLY_EMAIL } from "../../src/delivery/inbound.js";
 import { createTestOrm, type TestOrm } from "../support/db.js";
-import { ADMIN_TOKEN, addPoolNumbers, createTenant, type Tenant } from "../support/harness.js";
+import { ADMIN_TOKEN, addPoolNumbers, createTenant, type Tenant, simulatorInbound } from "../support/harness.js";
 
 const T0 = new Date("2026-11-22T12:00:00Z");
 const DAY = 86_400_000;
@@ -259,14 +259,7 @@ async function adminGet(r: Rig, url: string): Promise<any> {
 
 /** The handset sends an SMS into the service (POST /admin/v1/Simulator/Inbound). */
 async function reply(r: Rig, from: string, to: string, text: string): Promise<{ MessageSid: string; InReplyTo: string }> {
-  const res = await r.app.inject({
-    method: "POST",
-    url: "/admin/v1/Simulator/Inbound",
-    headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
-    payload: { From: from, To: to, Text: text },
-  });
-  expect(res.statusCode, res.body).toBe(200);
-  return res.json();
+  return simulatorInbound(r.app, from, to, text);
 }
 
 /** What the simulated network delivered to a handset (GET /admin/v1/Simulator/Handsets/{n}/Messages). */

@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BadRequestSchema, ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { MessagingService } from "../../gen/switchboard/v2/messaging_pb.js";
 import { dbKind } from "../support/db.js";
-import { ADMIN_TOKEN, addPoolNumbers, admin, createTenant, createTestApp, rpcRefusal, type Tenant, type TestApp } from "../support/harness.js";
+import { addPoolNumbers, simulatorInbound, admin, createTenant, createTestApp, rpcRefusal, type Tenant, type TestApp } from "../support/harness.js";
 
 const T0 = new Date("2026-11-22T12:00:00Z");
 
@@ -64,13 +64,7 @@ describe(`opt-outs refuse sends (${dbKind()})`, () => {
     const first = await send(one, a, { From: "", To: to, Text: "Your code is 1234" });
     expect(first.statusCode, first.body).toBe(200);
     const pool = first.json().From;
-    const stop = await one.app.inject({
-      method: "POST",
-      url: "/admin/v1/Simulator/Inbound",
-      headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
-      payload: { From: to, To: pool, Text: "  stop " },
-    });
-    expect(stop.statusCode, stop.body).toBe(200);
+    await simulatorInbound(one.app, to, pool, "  stop ");
 
     const before = await stored(two, a);
     const refused = await send(two, a, { From: a.ownedNumber, To: to, Text: "After the STOP" });
@@ -195,13 +189,7 @@ describe(`destination permissions refuse sends (${dbKind()})`, () => {
     expect(out.statusCode, out.body).toBe(200);
     // The operator narrows the account to the US: Australia is refused from now on.
     await admin(t.app, `/admin/v1/Accounts/${a.accountSid}`, { AllowedCountries: ["US"] });
-    const res = await t.app.inject({
-      method: "POST",
-      url: "/admin/v1/Simulator/Inbound",
-      headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
-      payload: { From: recipient, To: out.json().From, Text: "yes please" },
-    });
-    expect(res.statusCode, res.body).toBe(200);
+    await simulatorInbound(t.app, recipient, out.json().From, "yes please");
     const list = await t.app.inject({ method: "GET", url: `/v2/Properties/${a.propertySid}/Messages?Status=Failed`, headers: { authorization: a.auth } });
     const forward = list.json().Messages.find((m: { To: string }) => m.To === "+61412000299");
     expect(forward).toMatchObject({ Direction: "Transmit", Status: "Failed", ErrorCode: "DestinationNotAllowed", Text: "yes please" });

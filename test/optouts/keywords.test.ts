@@ -10,7 +10,7 @@ import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { KEYWORDS } from "../../src/optouts/keywords.js";
 import { dbKind } from "../support/db.js";
-import { ADMIN_TOKEN, admin, addPoolNumbers, createTenant, createTestApp, type Tenant, type TestApp } from "../support/harness.js";
+import { ADMIN_TOKEN, admin, addPoolNumbers, createTenant, createTestApp, type Tenant, type TestApp, simulatorInbound } from "../support/harness.js";
 
 let t: TestApp;
 let pool: string;
@@ -64,14 +64,7 @@ async function leasedSend(tenant: Tenant, to: string, extra: object = {}): Promi
 
 /** The handset texts the service. */
 async function inbound(from: string, to: string, text: string): Promise<{ MessageSid: string; InReplyTo: string }> {
-  const res = await t.app.inject({
-    method: "POST",
-    url: "/admin/v1/Simulator/Inbound",
-    headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
-    payload: { From: from, To: to, Text: text },
-  });
-  expect(res.statusCode, res.body).toBe(200);
-  return res.json();
+  return simulatorInbound(t.app, from, to, text);
 }
 
 /** Submits every due message, waits for the simulator's reports (it delivers to the handset then), calls the due webhooks. */

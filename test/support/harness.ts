@@ -64,6 +64,9 @@ export async function createTestApp(opts: TestAppOptions = {}): Promise<TestApp>
       webhookAllowPrivate,
       noAlphaCountries: new Set(["US", "CA"]),
       bodyLimit: 1024 * 1024,
+      // The simulator's outcome numbers (+1500555000N, docs/carriers.md) are US personal numbers,
+      // which the default destination permissions refuse; tests of those permissions set their own.
+      destinations: { defaultAllowedCountries: [], blockedPrefixes: [], allowPremium: true },
       ...opts.config,
     },
   });
@@ -132,6 +135,18 @@ export async function addPoolNumbers(app: FastifyInstance, count: number, from =
     numbers.push(n);
   }
   return numbers;
+}
+
+/** A handset texts the service (POST /admin/v1/Simulator/Inbound); fails the test unless it is taken. */
+export async function simulatorInbound(app: FastifyInstance, from: string, to: string, text: string): Promise<{ MessageSid: string; InReplyTo: string }> {
+  const res = await app.inject({
+    method: "POST",
+    url: "/admin/v1/Simulator/Inbound",
+    headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+    payload: { From: from, To: to, Text: text },
+  });
+  if (res.statusCode !== 200) throw new Error(`inbound SMS refused: ${res.statusCode} ${res.body}`);
+  return res.json();
 }
 
 /** The ConnectError an RPC call fails with; fails the test if the call succeeds. */
