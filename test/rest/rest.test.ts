@@ -286,6 +286,7 @@ describe("REST transcoder", () => {
         ErrorCode: "",
         CarrierError: "",
         Redacted: false,
+        Carrier: "",
       }),
     );
   });
@@ -319,6 +320,7 @@ describe("REST transcoder", () => {
           ErrorCode: "",
           CarrierError: "",
           Redacted: false,
+          Carrier: "",
         },
       ],
       TotalCount: 5,
