@@ -219,9 +219,17 @@ export function createCarrierRouter(opts: CarrierRouterOptions): CarrierRouter {
   /** One load at a time; a refresh during a load waits for it and loads again. */
   function reload(): Promise<void> {
     const run = (loading ?? Promise.resolve()).then(load, load);
-    loading = run.finally(() => {
-      if (loading === run) loading = undefined;
-    });
+    // What the next load waits for: this one settled, its failure left to the caller of `run` (a
+    // database outage must not become an unhandled rejection, which would stop the process).
+    const settled: Promise<void> = run
+      .then(
+        () => undefined,
+        () => undefined,
+      )
+      .finally(() => {
+        if (loading === settled) loading = undefined;
+      });
+    loading = settled;
     return run;
   }
 
