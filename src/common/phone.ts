@@ -43,7 +43,8 @@ export function parseWithMetadata(value: string): E164Info | undefined {
  * when its national number's length is one of its country's possible lengths; when every country
  * of the calling code agrees on that length, which country it is cannot change the answer.
  * Anything less plain (a non-geographic code, digits a national prefix could be read from, a
- * length the countries disagree on) takes libphonenumber's full parse.
+ * length the countries disagree on) takes libphonenumber's full parse; the country, when read, comes
+ * from leadingCountries.
  * test/common/phone.test.ts checks both give the same answers.
  */
 function parseWithoutCountry(value: string): E164Info | undefined {
@@ -54,7 +55,7 @@ function parseWithoutCountry(value: string): E164Info | undefined {
   return Object.freeze({
     number: value,
     get countries(): readonly string[] {
-      return (countries ??= parseWithMetadata(value)?.countries ?? []);
+      return (countries ??= leadingCountries(value) ?? parseWithMetadata(value)?.countries ?? []);
     },
   });
 }
@@ -197,6 +198,34 @@ export function leadingNumberType(value: string): string {
     return "";
   }
   return numberType(value);
+}
+
+/**
+ * The country a full parse finds for a plain number (see parseWithoutCountry), from the metadata's
+ * patterns for its calling code: the only country of the code, else the first whose leading digits
+ * match or, for a country without leading digits, under whose plan the number has a type
+ * (libphonenumber-js getCountryByNationalNumber); when none does, every country of the code. Only
+ * for a number plainLengthAnswer found possible; undefined: ask the full parse. An account's
+ * AllowedCountries asks this of every recipient.
+ */
+function leadingCountries(value: string): readonly string[] | undefined {
+  for (let k = 1; k <= 3; k++) {
+    const code = value.slice(1, 1 + k);
+    if (!metadata.hasCallingCode(code)) continue;
+    const countries = metadata.getCountryCodesForCallingCode(code);
+    const national = value.slice(1 + k);
+    const plan = callingCodePlan(code);
+    if (!countries || countries.length === 0 || !plan || plan.prefix?.test(national)) return undefined;
+    if (countries.length === 1) return Object.freeze([countries[0]]);
+    for (const country of countries) {
+      const p = typePlan(country);
+      if (p.leadingDigits ? p.leadingDigits.test(national) : typeIn(p, national) !== "") return Object.freeze([country]);
+    }
+    // None claims it: the full parse lists the countries whose possible lengths include the
+    // number's, and for a plain number every country of the code agrees on that.
+    return Object.freeze([...countries]);
+  }
+  return undefined;
 }
 
 /** Whether a string follows the alphanumeric sender ID rules: 1–11 of A-Z a-z 0-9 space, at least one letter. */

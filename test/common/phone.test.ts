@@ -1,4 +1,5 @@
 import fc from "fast-check";
+import mobileExamples from "libphonenumber-js/mobile/examples";
 import metadataJson from "libphonenumber-js/max/metadata";
 import { describe, expect, it } from "vitest";
 import { leadingNumberType, numberType, parseE164, parseWithMetadata } from "../../src/common/phone.js";
@@ -39,6 +40,27 @@ describe("parseE164 (country found only when read)", () => {
       ),
       { numRuns: 10000 },
     );
+  });
+
+  it("finds the country of shared calling codes (+1, +7, +44, +47, +262, +590, …) as the full parse does", () => {
+    const shared = Object.entries((metadataJson as unknown as { country_calling_codes: Record<string, string[]> }).country_calling_codes)
+      .filter(([, countries]) => countries.length > 1)
+      .map(([code]) => code);
+    const examples = Object.values(mobileExamples as Record<string, string>).map((national) => national);
+    fc.assert(
+      fc.property(fc.constantFrom(...shared), fc.integer({ min: 6, max: 12 }), fc.stringMatching(/^\d{12}$/), (code, length, digits) => {
+        const value = `+${code}${digits}`.slice(0, 1 + Math.min(15, code.length + length));
+        expect(answer(parseE164(value))).toEqual(reference(value));
+      }),
+      { numRuns: 20000 },
+    );
+    for (const [country, national] of Object.entries(mobileExamples as Record<string, string>)) {
+      const code = (metadataJson as unknown as { countries: Record<string, [string]> }).countries[country]?.[0];
+      if (code === undefined) continue;
+      const value = `+${code}${national}`;
+      expect(answer(parseE164(value)), value).toEqual(reference(value));
+    }
+    expect(examples.length).toBeGreaterThan(200);
   });
 
   it("answers for the shared +44 calling code as the full parse does", () => {
