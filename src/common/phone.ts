@@ -183,21 +183,31 @@ function typeIn(plan: TypePlan, national: string): string {
  * national prefix after the calling code, a non-geographic code) takes the full parse.
  */
 export function leadingNumberType(value: string): string {
+  const split = plainSplit(value);
+  if (split === undefined) return numberType(value);
+  for (const country of split.countries) {
+    const p = typePlan(country);
+    const type = typeIn(p, split.national);
+    if (p.leadingDigits?.test(split.national) || type !== "") return type;
+  }
+  return "";
+}
+
+/**
+ * The number's geographic calling code's countries and its national number; undefined when it has
+ * none, or when what follows the code reads as a national prefix (a full parse would rewrite it).
+ */
+function plainSplit(value: string): { countries: readonly string[]; national: string } | undefined {
   for (let k = 1; k <= 3; k++) {
     const code = value.slice(1, 1 + k);
     if (!metadata.hasCallingCode(code)) continue;
     const countries = metadata.getCountryCodesForCallingCode(code);
     const national = value.slice(1 + k);
     const plan = callingCodePlan(code);
-    if (!countries || countries.length === 0 || !plan || plan.prefix?.test(national)) break;
-    for (const country of countries) {
-      const p = typePlan(country);
-      const type = typeIn(p, national);
-      if (p.leadingDigits?.test(national) || type !== "") return type;
-    }
-    return "";
+    if (!countries || countries.length === 0 || !plan || plan.prefix?.test(national)) return undefined;
+    return { countries, national };
   }
-  return numberType(value);
+  return undefined;
 }
 
 /**
@@ -209,23 +219,17 @@ export function leadingNumberType(value: string): string {
  * AllowedCountries asks this of every recipient.
  */
 function leadingCountries(value: string): readonly string[] | undefined {
-  for (let k = 1; k <= 3; k++) {
-    const code = value.slice(1, 1 + k);
-    if (!metadata.hasCallingCode(code)) continue;
-    const countries = metadata.getCountryCodesForCallingCode(code);
-    const national = value.slice(1 + k);
-    const plan = callingCodePlan(code);
-    if (!countries || countries.length === 0 || !plan || plan.prefix?.test(national)) return undefined;
-    if (countries.length === 1) return Object.freeze([countries[0]]);
-    for (const country of countries) {
-      const p = typePlan(country);
-      if (p.leadingDigits ? p.leadingDigits.test(national) : typeIn(p, national) !== "") return Object.freeze([country]);
-    }
-    // None claims it: the full parse lists the countries whose possible lengths include the
-    // number's, and for a plain number every country of the code agrees on that.
-    return Object.freeze([...countries]);
+  const split = plainSplit(value);
+  if (split === undefined) return undefined;
+  const { countries, national } = split;
+  if (countries.length === 1) return Object.freeze([countries[0]]);
+  for (const country of countries) {
+    const p = typePlan(country);
+    if (p.leadingDigits ? p.leadingDigits.test(national) : typeIn(p, national) !== "") return Object.freeze([country]);
   }
-  return undefined;
+  // None claims it: the full parse lists the countries whose possible lengths include the number's,
+  // and for a plain number every country of the code agrees on that.
+  return Object.freeze([...countries]);
 }
 
 /** Whether a string follows the alphanumeric sender ID rules: 1–11 of A-Z a-z 0-9 space, at least one letter. */
