@@ -24,7 +24,8 @@ export const admin = createClient(
 
 /** The message of a failed call, as the service wrote it. */
 export function messageOf(e: unknown): string {
-  return e instanceof ConnectError ? e.rawMessage : String(e);
+  if (e instanceof ConnectError) return e.rawMessage;
+  return e instanceof Error ? e.message : String(e);
 }
 
 /** True when a call failed because the session ended (signed out elsewhere, expired, or the service restarted). */

@@ -81,6 +81,12 @@ function loader(dir: string): () => Built | undefined {
   };
 }
 
+/** Writes an error in the documented body, as the API does; the reply, for a route handler to return. */
+function refuse(reply: FastifyReply, reason: unknown): FastifyReply {
+  writeError(reply, reason);
+  return reply;
+}
+
 function secureHeaders(reply: FastifyReply): FastifyReply {
   return reply
     .header("content-security-policy", CONSOLE_CSP)
@@ -107,7 +113,7 @@ export async function consolePlugin(app: FastifyInstance, opts: ConsoleOptions):
   app.get("/console", async (_request, reply) => secureHeaders(reply).redirect("console/", 302));
   app.get("/console/", async (_request, reply) => {
     const built = load();
-    if (!built) return writeError(secureHeaders(reply), notBuilt());
+    if (!built) return refuse(secureHeaders(reply), notBuilt());
     return secureHeaders(reply).header("content-type", TYPES[".html"]).header("cache-control", "no-cache").send(built.index);
   });
   app.get<{ Params: { file: string } }>("/console/assets/:file", async (request, reply) => {
@@ -122,12 +128,12 @@ export async function consolePlugin(app: FastifyInstance, opts: ConsoleOptions):
     const body = request.body;
     const token = typeof body === "object" && body !== null && "Token" in body ? (body as { Token: unknown }).Token : undefined;
     if (typeof token !== "string" || token === "") {
-      return writeError(reply, fieldError("Token", "MissingParameter", "Token is required: the operator token (SWITCHBOARD_ADMIN_TOKEN)."));
+      return refuse(reply, fieldError("Token", "MissingParameter", "Token is required: the operator token (SWITCHBOARD_ADMIN_TOKEN)."));
     }
     // Counted as the API counts a bearer token: the same limit on guesses from one address.
     const address = request.ip;
     const attempt = await opts.failures?.attempt(address);
-    if (!opts.adminToken || !secretsEqual(token, opts.adminToken)) return writeError(reply, operatorUnauthorized());
+    if (!opts.adminToken || !secretsEqual(token, opts.adminToken)) return refuse(reply, operatorUnauthorized());
     attempt?.succeeded();
     const session = opts.sessions.open();
     return reply
@@ -138,7 +144,7 @@ export async function consolePlugin(app: FastifyInstance, opts: ConsoleOptions):
   app.get("/console/session", async (request, reply) => {
     secureHeaders(reply).header("cache-control", "no-store");
     const session = opts.sessions.find(webHeaders(request.headers));
-    if (!session) return writeError(reply, operatorUnauthorized());
+    if (!session) return refuse(reply, operatorUnauthorized());
     return reply.send({ CsrfToken: session.csrf, Expires: Math.floor(session.expires.getTime() / 1000) });
   });
 
@@ -146,8 +152,8 @@ export async function consolePlugin(app: FastifyInstance, opts: ConsoleOptions):
     secureHeaders(reply).header("cache-control", "no-store");
     const headers = webHeaders(request.headers);
     const state = opts.sessions.check(headers);
-    if (state === "absent") return writeError(reply, operatorUnauthorized());
-    if (state === "refused") return writeError(reply, operatorUnauthorized(CSRF_REFUSAL));
+    if (state === "absent") return refuse(reply, operatorUnauthorized());
+    if (state === "refused") return refuse(reply, operatorUnauthorized(CSRF_REFUSAL));
     opts.sessions.close(headers);
     return reply.header("set-cookie", sessionCookie(request, "", 0)).code(204).send();
   });

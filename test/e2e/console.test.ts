@@ -17,7 +17,7 @@ import { chromium, type Browser, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { FIRST_PAGE_BUDGET, firstPageBytes } from "../../scripts/build-console.mjs";
 import { dbKind } from "../support/db.js";
-import { ADMIN_TOKEN, addPoolNumbers, basic, createTenant, createTestApp, type Tenant, type TestApp } from "../support/harness.js";
+import { ADMIN_TOKEN, addPoolNumbers, basic, createTenant, createTestApp, simulatorInbound, type Tenant, type TestApp } from "../support/harness.js";
 import { buildService } from "../support/service.js";
 import { without } from "../support/system-packages.js";
 import { startReceiver, type Receiver } from "../support/webhook-receiver.js";
@@ -27,6 +27,7 @@ const CHROMIUM = "/usr/bin/chromium";
 const SHOTS = join(ROOT, "docs", "console");
 const AXE = readFileSync(createRequire(import.meta.url).resolve("axe-core/axe.min.js"), "utf8");
 const TO = "+447700900201";
+const LEASED_TO = "+447700900202";
 
 describe.skipIf(without("chromium"))(`the operator console in headless Chromium (${dbKind()})`, () => {
   let t: TestApp;
@@ -36,6 +37,8 @@ describe.skipIf(without("chromium"))(`the operator console in headless Chromium 
   let page: Page;
   let base: string;
   let messageSid: string;
+  let leasedSid: string;
+  let replySid: string;
   const addresses: string[] = [];
   const requested: string[] = [];
   const problems: string[] = [];
@@ -92,6 +95,17 @@ describe.skipIf(without("chromium"))(`the operator console in headless Chromium 
       interval: 10,
     });
     expect(await t.engine!.webhooks.tick()).toBe(1);
+    // A send from a leased pool number, and the recipient's reply on that lease.
+    const viaLease = await api("POST", `/v2/Properties/${tenant.propertySid}/Messages`, tenant.auth, { To: LEASED_TO, Text: "Reply YES to confirm" });
+    expect(viaLease.statusCode, viaLease.body).toBe(200);
+    leasedSid = viaLease.json().MessageSid;
+    expect(await t.engine!.dispatcher.tick()).toBe(1);
+    await vi.waitFor(async () => expect((await api("GET", `/v2/Messages/${leasedSid}`, tenant.auth)).json().Status).toBe("Delivered"), {
+      timeout: 5000,
+      interval: 10,
+    });
+    replySid = (await simulatorInbound(t.app, LEASED_TO, viaLease.json().From, "YES")).MessageSid;
+    expect(replySid).toMatch(/^MG/);
     for (const [Friendly, Line1] of [
       ["Head office", "1 Market St"],
       ["Warehouse", "99 Dock Rd"],
@@ -161,7 +175,8 @@ describe.skipIf(without("chromium"))(`the operator console in headless Chromium 
     expect(await page.getByTestId("queue-depth").innerText()).toBe("0");
     expect(await page.getByTestId("webhook-backlog").innerText()).toBe("0");
     expect(await page.locator(".chart canvas").count()).toBe(1);
-    await expect(page.locator(".legend").innerText()).resolves.toContain("Delivered: 1 in the hour");
+    await expect(page.locator(".legend").innerText()).resolves.toContain("Accepted: 2 in the hour");
+    await expect(page.locator(".legend").innerText()).resolves.toContain("Delivered: 2 in the hour");
     await expect(page.getByRole("region", { name: "Carrier links" }).innerText()).resolves.toContain("sim-a");
     await checkAccessibility("overview");
     await shoot("overview");
@@ -187,6 +202,9 @@ describe.skipIf(without("chromium"))(`the operator console in headless Chromium 
     await expect(page.getByRole("status").first().innerText()).resolves.toMatch(/^Webhook call msg_\S+ is queued again\.$/);
     const calls = (await api("GET", `/admin/v1/Messages/${messageSid}/Webhooks`, `Bearer ${ADMIN_TOKEN}`)).json().Deliveries;
     expect(calls.map((c: { Status: string }) => c.Status)).toStrictEqual(["Pending"]);
+    // The leased send's page shows the reply on its lease.
+    await page.goto(`${base}/console/#/messages/${leasedSid}`);
+    await page.getByRole("link", { name: replySid }).waitFor();
   }, 60_000);
 
   it("Addresses: one approved and one rejected by clicks, which the API then shows", async () => {
@@ -211,6 +229,8 @@ describe.skipIf(without("chromium"))(`the operator console in headless Chromium 
     expect(text).toContain(tenant.ownedNumber);
     expect(text).toContain("+12025550040");
     expect(text).toContain("Lease pool");
+    // The pool number lent to the leased send's recipient has its live lease.
+    expect(text).toMatch(/Lease pool\t1\t/);
     await checkAccessibility("numbers");
     await shoot("numbers");
   }, 60_000);
@@ -276,7 +296,7 @@ describe.skipIf(without("chromium"))(`the operator console in headless Chromium 
   }, 60_000);
 
   it("loaded nothing from elsewhere and met its Content-Security-Policy", () => {
-    expect(requested.filter((u) => !u.startsWith(`${base}/`))).toStrictEqual([]);
+    expect(requested.filter((u) => !u.startsWith(`${base}/`) && !u.startsWith("data:"))).toStrictEqual([]);
     expect(problems).toStrictEqual([]);
   });
 });

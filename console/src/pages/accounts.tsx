@@ -117,9 +117,13 @@ function Settings(props: { account: Account; onSaved: () => void }) {
     <form class="settings" onSubmit={save} aria-labelledby="settings-heading">
       <h3 id="settings-heading">Settings</h3>
       <label for="s-compat">REST compatibility</label>
-      <select id="s-compat" name="restCompatibility" defaultValue={a.restCompatibility}>
-        <option value="None">None (Switchboard's own format)</option>
-        <option value="FoneDynamics">FoneDynamics</option>
+      <select id="s-compat" name="restCompatibility">
+        <option value="None" selected={a.restCompatibility === "None"}>
+          None (Switchboard's own format)
+        </option>
+        <option value="FoneDynamics" selected={a.restCompatibility === "FoneDynamics"}>
+          FoneDynamics
+        </option>
       </select>
       <label for="s-optout">Opt-out answer (STOP); empty for the default</label>
       <textarea id="s-optout" name="optOutText" maxLength={1600} defaultValue={a.optOutText} />

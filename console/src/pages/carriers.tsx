@@ -26,7 +26,7 @@ export function Carriers() {
     const el = e.currentTarget as HTMLFormElement;
     const f = new FormData(el);
     const tps = formValue(f, "tps");
-    const window = formValue(f, "window");
+    const win = formValue(f, "window");
     const ok = await action.run(
       () =>
         admin.addCarrier({
@@ -34,7 +34,7 @@ export function Carriers() {
           kind: formValue(f, "kind"),
           url: formValue(f, "url"),
           tps: tps === "" ? undefined : Number(tps),
-          window: window === "" ? undefined : Number(window),
+          window: win === "" ? undefined : Number(win),
         }),
       `Carrier ${formValue(f, "name")} is added.`,
     );

@@ -63,10 +63,12 @@ export function Messages() {
         </div>
         <div>
           <label for="f-status">Status</label>
-          <select id="f-status" name="status" defaultValue={filters.status}>
+          <select id="f-status" name="status">
             <option value="">Any</option>
             {STATUSES.map((s) => (
-              <option key={s}>{s}</option>
+              <option key={s} selected={filters.status === s}>
+                {s}
+              </option>
             ))}
           </select>
         </div>

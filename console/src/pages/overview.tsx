@@ -2,7 +2,7 @@
 // readers), the queue, the webhook backlog and each carrier's link; read again every 5 seconds.
 import { useEffect, useRef, useState } from "preact/hooks";
 import uPlot from "uplot";
-import type { ListCarriersResponse, Stats } from "../../../gen/switchboard/admin/v1/admin_pb.js";
+import type { CarrierStatus, ListCarriersResponse, Stats } from "../../../gen/switchboard/admin/v1/admin_pb.js";
 import { admin, isSignedOut, messageOf } from "../api";
 import { onSignedOut, PageHeading, TableWrap, when } from "../ui";
 
@@ -67,15 +67,17 @@ function Chart(props: { stats: Stats }) {
 export function Overview() {
   const [stats, setStats] = useState<Stats>();
   const [carriers, setCarriers] = useState<ListCarriersResponse>();
+  const [own, setOwn] = useState<CarrierStatus>();
   const [error, setError] = useState("");
   useEffect(() => {
     let live = true;
     const read = async () => {
       try {
-        const [s, c] = await Promise.all([admin.getStats({}), admin.listCarriers({})]);
+        const [s, c, o] = await Promise.all([admin.getStats({}), admin.listCarriers({}), admin.getCarrierStatus({})]);
         if (!live) return;
         setStats(s);
         setCarriers(c);
+        setOwn(o);
         setError("");
       } catch (e) {
         if (isSignedOut(e)) onSignedOut();
@@ -168,6 +170,12 @@ export function Overview() {
       {carriers && (
         <>
           <h3>Carrier links</h3>
+          {own && own.carrier !== "" && (
+            <p>
+              This process's carrier (CARRIER): {own.carrier}
+              {own.link !== "" ? `, link ${own.link}${own.lastError ? ` (last error: ${own.lastError})` : ""}` : ", no standing link"}.
+            </p>
+          )}
           {carriers.carriers.length === 0 ? (
             <p>No carriers are configured: the deployment's CARRIER takes every message.</p>
           ) : (
