@@ -107,7 +107,8 @@ function timelineOf(m: Message, webhooks: { delivery: WebhookDelivery; attempts:
     // The dispatcher keeps no claim time, only the claim's expiry while it holds it and the count.
     if (m.claimedUntil) add(m.claimedUntil, "Claimed", `Held by a dispatcher until this time (attempt ${m.attempts})`);
     else if (m.attempts > 0 && !m.submittedAt) add(m.sendAt, "Claimed", `${m.attempts} dispatch attempt(s)`);
-    add(m.submittedAt, "Submitted", `To carrier ${m.carrier || "(unnamed)"}${m.carrierRef ? `, reference ${m.carrierRef}` : ""}`);
+    // carrier is "" when the deployment's CARRIER took it without a route table.
+    add(m.submittedAt, "Submitted", `To ${m.carrier ? `carrier ${m.carrier}` : "the carrier"}${m.carrierRef ? `, reference ${m.carrierRef}` : ""}`);
     const why = [m.errorCode, m.carrierError].filter((s) => s !== "").join(": ");
     if (m.status === "Delivered") add(m.deliveredAt, "Delivered", "Delivery receipt: delivered");
     if (m.status === "Failed") add(m.deliveredAt ?? m.submittedAt ?? m.createdAt, "Failed", why || "Failed");

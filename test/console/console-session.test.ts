@@ -105,11 +105,11 @@ describe(`console sessions (${dbKind()})`, () => {
     const s = await session();
     const ok = await connect("ListAccounts", {}, { cookie: s.cookie, "x-csrf-token": s.csrf });
     expect(ok.statusCode, ok.body).toBe(200);
-    expect(ok.json().accounts.map((a: any) => a.accountSid)).toContain(tenant.accountSid);
+    expect(ok.json().Accounts.map((a: any) => a.AccountSid)).toContain(tenant.accountSid);
 
-    for (const headers of [{ cookie: s.cookie }, { cookie: s.cookie, "x-csrf-token": "wrong" }]) {
+    for (const headers of [{ cookie: s.cookie }, { cookie: s.cookie, "x-csrf-token": "wrong" }] as Record<string, string>[]) {
       // A state change another site could make the browser send: refused, and nothing changes.
-      const refused = await connect("RotateToken", { accountSid: tenant.accountSid }, headers);
+      const refused = await connect("RotateToken", { AccountSid: tenant.accountSid }, headers);
       expect(refused.statusCode).toBe(401);
       expect(refused.json()).toMatchObject({ code: "unauthenticated", message: CSRF_REFUSAL });
       const rest = await t.app.inject({ method: "POST", url: `/admin/v1/Accounts/${tenant.accountSid}/Token`, headers, payload: {} });
@@ -119,16 +119,16 @@ describe(`console sessions (${dbKind()})`, () => {
     expect(await tokenWorks(tenant.token)).toBe(true);
 
     // With the token, the same change is made.
-    const rotated = await connect("RotateToken", { accountSid: tenant.accountSid }, { cookie: s.cookie, "x-csrf-token": s.csrf });
+    const rotated = await connect("RotateToken", { AccountSid: tenant.accountSid }, { cookie: s.cookie, "x-csrf-token": s.csrf });
     expect(rotated.statusCode, rotated.body).toBe(200);
     expect(await tokenWorks(tenant.token)).toBe(false);
-    expect(await tokenWorks(rotated.json().token)).toBe(true);
-    tenant.token = rotated.json().token;
+    expect(await tokenWorks(rotated.json().Token)).toBe(true);
+    tenant.token = rotated.json().Token;
   });
 
   it("refuses a CSRF token without its cookie, and an unknown cookie, as calls without credentials", async () => {
     const s = await session();
-    for (const headers of [{ "x-csrf-token": s.csrf }, { cookie: "sb_console=forged", "x-csrf-token": s.csrf }]) {
+    for (const headers of [{ "x-csrf-token": s.csrf }, { cookie: "sb_console=forged", "x-csrf-token": s.csrf }] as Record<string, string>[]) {
       const res = await connect("ListAccounts", {}, headers);
       expect(res.statusCode).toBe(401);
       expect(res.json().message).toBe("Operator calls need `Authorization: Bearer <SWITCHBOARD_ADMIN_TOKEN>`.");

@@ -51,7 +51,7 @@ describe.skipIf(without("chromium"))(`the operator console in headless Chromium 
     await page.evaluate(AXE);
     const violations = await page.evaluate(async () => {
       const axe = (globalThis as unknown as { axe: { run: (ctx: unknown, o: unknown) => Promise<{ violations: { id: string; impact: string; nodes: unknown[] }[] }> } }).axe;
-      const r = await axe.run(document, { resultTypes: ["violations"] });
+      const r = await axe.run((globalThis as unknown as { document: unknown }).document, { resultTypes: ["violations"] });
       return r.violations.map((v) => ({ id: v.id, impact: v.impact, nodes: v.nodes.length }));
     });
     expect(
@@ -165,7 +165,7 @@ describe.skipIf(without("chromium"))(`the operator console in headless Chromium 
     await page.getByRole("button", { name: "Sign in" }).click();
     await page.getByRole("heading", { level: 2, name: "Overview" }).waitFor();
     // The cookie is HttpOnly: the page's script cannot read it.
-    expect(await page.evaluate(() => document.cookie)).toBe("");
+    expect(await page.evaluate(() => (globalThis as unknown as { document: { cookie: string } }).document.cookie)).toBe("");
     const [cookie] = await page.context().cookies();
     expect(cookie).toMatchObject({ name: "sb_console", httpOnly: true, sameSite: "Strict", path: "/" });
   }, 60_000);
@@ -267,7 +267,11 @@ describe.skipIf(without("chromium"))(`the operator console in headless Chromium 
   it("fits a phone's screen", async () => {
     await page.setViewportSize({ width: 390, height: 844 });
     await open("Messages", "Messages");
-    expect(await page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth)).toBe(true);
+    const fits = await page.evaluate(() => {
+      const g = globalThis as unknown as { document: { documentElement: { scrollWidth: number } }; innerWidth: number };
+      return g.document.documentElement.scrollWidth <= g.innerWidth;
+    });
+    expect(fits).toBe(true);
     await shoot("messages-phone");
     await page.setViewportSize({ width: 1280, height: 900 });
   }, 60_000);
@@ -277,7 +281,7 @@ describe.skipIf(without("chromium"))(`the operator console in headless Chromium 
       const res = await fetch("../switchboard.admin.v1.AdminService/RotateToken", {
         method: "POST",
         headers: { "content-type": "application/json" },
-        body: JSON.stringify({ accountSid }),
+        body: JSON.stringify({ AccountSid: accountSid }),
       });
       return { status: res.status, body: (await res.json()) as { code: string; message: string } };
     }, tenant.accountSid);
