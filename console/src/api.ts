@@ -19,7 +19,11 @@ const withCsrf: Interceptor = (next) => (req) => {
 
 export const admin = createClient(
   AdminService,
-  createConnectTransport({ baseUrl: root.href.replace(/\/$/, ""), interceptors: [withCsrf], fetch: (input, init) => fetch(input, { ...init, credentials: "same-origin" }) }),
+  createConnectTransport({
+    baseUrl: root.href.replace(/\/$/, ""),
+    interceptors: [withCsrf],
+    fetch: (input, init) => fetch(input, { ...init, credentials: "same-origin" }),
+  }),
 );
 
 /** The message of a failed call, as the service wrote it. */

@@ -72,7 +72,12 @@ export function StatusLine(props: { status?: { text: string; error: boolean } })
 
 /** What a page shows while its data loads or when it failed. */
 export function LoadState(props: { loading: boolean; error?: string }) {
-  if (props.error) return <p class="status error" role="alert">Error: {props.error}</p>;
+  if (props.error)
+    return (
+      <p class="status error" role="alert">
+        Error: {props.error}
+      </p>
+    );
   return props.loading ? <p aria-live="polite">Loading…</p> : null;
 }
 
@@ -89,5 +94,8 @@ export function TableWrap(props: { label: string; children: ComponentChildren })
 export function when(unix: bigint | number): string {
   const n = Number(unix);
   if (n === 0) return "";
-  return new Date(n * 1000).toISOString().replace("T", " ").replace(/\.000Z$/, " UTC");
+  return new Date(n * 1000)
+    .toISOString()
+    .replace("T", " ")
+    .replace(/\.000Z$/, " UTC");
 }

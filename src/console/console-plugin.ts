@@ -155,6 +155,9 @@ export async function consolePlugin(app: FastifyInstance, opts: ConsoleOptions):
     if (state === "absent") return refuse(reply, operatorUnauthorized());
     if (state === "refused") return refuse(reply, operatorUnauthorized(CSRF_REFUSAL));
     opts.sessions.close(headers);
-    return reply.header("set-cookie", sessionCookie(request, "", 0)).code(204).send();
+    return reply
+      .header("set-cookie", sessionCookie(request, "", 0))
+      .code(204)
+      .send();
   });
 }

@@ -154,7 +154,13 @@ describe(`operator views (${dbKind()})`, () => {
       const second = await post(`/admin/v1/Webhooks/${call.WebhookId}/Retry`);
       expect(second).toStrictEqual({
         status: 409,
-        body: { ResponseStatus: { ErrorCode: "WebhookNotFailed", Message: `Webhook call ${call.WebhookId} is Pending; only a Failed call can be retried.`, Errors: [] } },
+        body: {
+          ResponseStatus: {
+            ErrorCode: "WebhookNotFailed",
+            Message: `Webhook call ${call.WebhookId} is Pending; only a Failed call can be retried.`,
+            Errors: [],
+          },
+        },
       });
       rx.answer = () => 200;
       expect(await t.engine!.webhooks.tick()).toBe(1);

@@ -50,7 +50,9 @@ describe.skipIf(without("chromium"))(`the operator console in headless Chromium 
   async function checkAccessibility(name: string): Promise<void> {
     await page.evaluate(AXE);
     const violations = await page.evaluate(async () => {
-      const axe = (globalThis as unknown as { axe: { run: (ctx: unknown, o: unknown) => Promise<{ violations: { id: string; impact: string; nodes: unknown[] }[] }> } }).axe;
+      const axe = (
+        globalThis as unknown as { axe: { run: (ctx: unknown, o: unknown) => Promise<{ violations: { id: string; impact: string; nodes: unknown[] }[] }> } }
+      ).axe;
       const r = await axe.run((globalThis as unknown as { document: unknown }).document, { resultTypes: ["violations"] });
       return r.violations.map((v) => ({ id: v.id, impact: v.impact, nodes: v.nodes.length }));
     });
@@ -136,7 +138,16 @@ describe.skipIf(without("chromium"))(`the operator console in headless Chromium 
     base = `http://127.0.0.1:${(t.app.server.address() as AddressInfo).port}`;
     browser = await chromium.launch({
       executablePath: CHROMIUM,
-      args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+      args: [
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+      ],
     });
     page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
     page.on("request", (r) => requested.push(r.url()));

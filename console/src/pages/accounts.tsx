@@ -155,7 +155,10 @@ function AccountDetail(props: { sid: string }) {
   const [token, setToken] = useState("");
   const a = account.data;
   const toggleSms = () =>
-    a && void action.run(() => admin.updateAccount({ accountSid: a.accountSid, smsEnabled: !a.smsEnabled }), a.smsEnabled ? "SMS is disabled." : "SMS is enabled.").then(account.reload);
+    a &&
+    void action
+      .run(() => admin.updateAccount({ accountSid: a.accountSid, smsEnabled: !a.smsEnabled }), a.smsEnabled ? "SMS is disabled." : "SMS is enabled.")
+      .then(account.reload);
   const rotate = async () => {
     if (!confirm("Issue a new token? The current one stops working at once.")) return;
     await action.run(async () => setToken((await admin.rotateToken({ accountSid: props.sid })).token), "A new token is issued; the old one no longer works.");

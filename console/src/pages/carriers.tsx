@@ -128,8 +128,8 @@ export function Carriers() {
       </form>
       <h3>Route table</h3>
       <p>
-        In order: the first route whose Prefix and AccountSid match a message carries it. Each route names its Carriers by CarrierSid, with Strategy
-        Failover or RoundRobin.
+        In order: the first route whose Prefix and AccountSid match a message carries it. Each route names its Carriers by CarrierSid, with Strategy Failover or
+        RoundRobin.
       </p>
       <LoadState loading={routes.loading} error={routes.error} />
       {routes.data && (

@@ -41,7 +41,14 @@ export function Messages() {
     e.preventDefault();
     const form = new FormData(e.currentTarget as HTMLFormElement);
     const get = (k: string) => String(form.get(k) ?? "").trim();
-    setFilters({ accountSid: get("accountSid"), propertySid: get("propertySid"), to: get("to"), status: get("status"), from: get("from"), until: get("until") });
+    setFilters({
+      accountSid: get("accountSid"),
+      propertySid: get("propertySid"),
+      to: get("to"),
+      status: get("status"),
+      from: get("from"),
+      until: get("until"),
+    });
     setSkip(0);
   };
   const total = result.data?.totalCount ?? 0;

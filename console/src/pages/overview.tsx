@@ -19,10 +19,7 @@ const SERIES = [
 function Chart(props: { stats: Stats }) {
   const box = useRef<HTMLDivElement>(null);
   const plot = useRef<uPlot>();
-  const data: uPlot.AlignedData = [
-    props.stats.minutes.map((m) => Number(m.minute)),
-    ...SERIES.map((s) => props.stats.minutes.map((m) => m[s.key])),
-  ];
+  const data: uPlot.AlignedData = [props.stats.minutes.map((m) => Number(m.minute)), ...SERIES.map((s) => props.stats.minutes.map((m) => m[s.key]))];
   useEffect(() => {
     if (!box.current) return;
     const width = () => Math.max(280, Math.min(900, box.current!.clientWidth));
