@@ -256,7 +256,7 @@ describe.skipIf(without("chromium"))(`the operator console in headless Chromium 
     await shoot("numbers");
   }, 60_000);
 
-  it("Accounts: the account's settings and opt-outs; a token rotated from the page, after which the API refuses the old one", async () => {
+  it("Accounts: SMS switched and settings saved from the page, its opt-outs; a token rotated from the page, after which the API refuses the old one", async () => {
     await open("Accounts", "Accounts");
     await page.getByRole("link", { name: "Tenant" }).first().waitFor();
     await checkAccessibility("accounts");
@@ -266,6 +266,17 @@ describe.skipIf(without("chromium"))(`the operator console in headless Chromium 
     await expect(page.getByRole("region", { name: "Opt-out list" }).innerText()).resolves.toContain("+61412345678");
     await checkAccessibility("account");
     await shoot("account");
+    // SMS switched off and settings saved from the page, as the API then reads them.
+    await page.getByRole("button", { name: "Disable SMS" }).click();
+    await page.getByTestId("sms-state").filter({ hasText: "Disabled" }).waitFor();
+    await page.getByLabel(/^Allowed countries/).fill("au nz");
+    await page.getByLabel(/^Retention in days/).fill("30");
+    await page.getByRole("button", { name: "Save settings" }).click();
+    await announced("Settings saved.");
+    const saved = (await api("GET", `/admin/v1/Accounts/${tenant.accountSid}`, `Bearer ${ADMIN_TOKEN}`)).json();
+    expect([saved.SmsEnabled, saved.AllowedCountries, saved.RetentionDays]).toStrictEqual([false, ["AU", "NZ"], 30]);
+    await page.getByRole("button", { name: "Enable SMS" }).click();
+    await page.getByTestId("sms-state").filter({ hasText: "Enabled" }).waitFor();
     page.once("dialog", (d) => void d.accept());
     await page.getByRole("button", { name: "Rotate token" }).click();
     const shown = await page.getByTestId("new-token").innerText();

@@ -228,7 +228,7 @@ function AccountDetail(props: { sid: string }) {
             <input id="new-property" name="name" required maxLength={255} />
             <button type="submit">Add property</button>
           </form>
-          <Settings account={a} onSaved={account.reload} key={String(a.retentionDays) + a.optOutText + a.allowedCountries.join()} />
+          <Settings account={a} onSaved={account.reload} />
           <h3>Opt-out list</h3>
           <LoadState loading={optOuts.loading} error={optOuts.error} />
           {optOuts.data &&
