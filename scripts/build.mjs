@@ -12,10 +12,15 @@
 // defineProperty call); linked source maps on disk, read only under --enable-source-maps.
 // Unchanged outputs are not rewritten, and changed ones are replaced by rename, so a build never
 // leaves a half-written file for a service starting beside it.
+//
+// Then the operator console (console/, served under /console): Vite builds it into dist/console
+// when its inputs changed since the last build (scripts/build-console.mjs), and checks that the
+// first page stays within its size budget.
 import { mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
 import { dirname, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { build } from "esbuild";
+import { buildConsole } from "./build-console.mjs";
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
 const OUT = join(ROOT, "dist");
@@ -54,6 +59,8 @@ for (const file of result.outputFiles) {
   renameSync(tmp, file.path);
   written++;
 }
+await buildConsole({ root: ROOT });
+
 if (process.env.BUILD_VERBOSE) {
   const ms = (performance.now() - started).toFixed(0);
   process.stderr.write(`build: ${result.outputFiles.length} files in ${relative(ROOT, OUT)}/, ${written} rewritten, ${ms} ms\n`);

@@ -27,6 +27,8 @@ import { createSendRateLimiter } from "./messaging/send-rate-limit.js";
 import { createNumberService } from "./numbers/number-service.js";
 import { createOptOutService } from "./optouts/opt-out-service.js";
 import { apiDocsPlugin } from "./openapi/api-docs.js";
+import { consolePlugin } from "./console/console-plugin.js";
+import { createConsoleSessions } from "./console/console-sessions.js";
 import { createHealthService } from "./rpc/health.js";
 import { createReflectionServices } from "./rpc/reflection.js";
 import { bodyLimitGate } from "./http/body-limit.js";
@@ -57,6 +59,8 @@ export interface AppDeps {
   onQueued?: () => void;
   /** This process's retention purge, whose totals /metrics shows. */
   retention?: RetentionPurge;
+  /** The built operator console; default dist/console (src/console/console-plugin.ts). */
+  consoleDir?: string;
   /** Fastify logger option: false in tests, a pino instance or options in main. */
   logger?: FastifyServerOptions["logger"] | FastifyServerOptions["loggerInstance"];
 }
@@ -134,7 +138,7 @@ export function createOperationalServices(orm: MikroORM, business: readonly Serv
 
 /**
  * Builds the Fastify app: REST /v2 and /admin/v1, Connect, gRPC and gRPC-Web on one HTTP/1.1 +
- * h2c server, the OpenAPI document and docs page, and the health probes. It never listens; main (or a test) does.
+ * h2c server, the OpenAPI document and docs page, the operator console, and the health probes. It never listens; main (or a test) does.
  */
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const loggerOpt = deps.logger ?? false;
@@ -167,8 +171,11 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const accounts = createAccountCache();
   const services = createServices(deps, accounts);
   const operational = createOperationalServices(deps.orm, services);
+  // The console's signed-in operators, in this process's memory (src/console/console-sessions.ts).
+  const consoleSessions = createConsoleSessions({ clock: deps.clock ?? systemClock });
   const edgeDeps: EdgeDeps = {
     orm: deps.orm,
+    operatorSessions: consoleSessions,
     adminToken: deps.config.adminToken,
     openServices: new Set(operational.map((s) => s.service.typeName)),
     accounts,
@@ -214,6 +221,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   });
 
   await app.register(apiDocsPlugin, { services: services.map((s) => s.service) });
+  await app.register(consolePlugin, { adminToken: deps.config.adminToken, sessions: consoleSessions, failures: edgeDeps.failures, dir: deps.consoleDir });
   if (deps.carrier?.routes) await app.register(deps.carrier.routes);
 
   app.get("/healthz", async () => ({ Status: "ok" }));

@@ -102,6 +102,17 @@ export function isOperatorService(service: DescService): boolean {
   return service.typeName === AdminService.typeName;
 }
 
+/**
+ * The console's signed-in operators (src/console/console-sessions.ts): a live session cookie
+ * together with that session's CSRF token in a header stands for the admin token. The cookie
+ * alone is no credential, so a request another site makes the browser send (with the cookie,
+ * without the header) is refused as unauthenticated.
+ */
+export interface OperatorSessions {
+  /** "absent": no live session cookie; "refused": a live one without its CSRF token; "admitted": both. */
+  check(header: Headers): "absent" | "refused" | "admitted";
+}
+
 /** What the edge needs to authenticate a call. */
 export interface EdgeDeps {
   orm: MikroORM;
@@ -118,6 +129,8 @@ export interface EdgeDeps {
    * attempts. Made by authenticateCall when absent.
    */
   inflight?: Map<string, Promise<Account>>;
+  /** The console's sessions, accepted instead of the bearer token on the operator service. */
+  operatorSessions?: OperatorSessions;
 }
 
 /** What one incoming call looks like to the edge, whatever the transport. */
@@ -159,6 +172,15 @@ async function authenticate(deps: EdgeDeps, call: EdgeCall, requestEm: () => Ret
   if (isOperatorService(call.service)) {
     guard?.admit(address);
     const m = /^Bearer\s+(\S+)\s*$/i.exec(authorization ?? "");
+    if (!m && deps.adminToken) {
+      // A console session: its id is 256 random bits, so a wrong one is no guess worth counting.
+      const session = deps.operatorSessions?.check(call.header) ?? "absent";
+      if (session === "admitted") {
+        call.values.set(kAdmin, true);
+        return;
+      }
+      if (session === "refused") throw operatorUnauthorized(CSRF_REFUSAL);
+    }
     // No bearer token at all is not a guess: not counted.
     if (!deps.adminToken || !m) throw operatorUnauthorized();
     const attempt = await guard?.attempt(address);
@@ -189,8 +211,12 @@ async function authenticate(deps: EdgeDeps, call: EdgeCall, requestEm: () => Ret
   call.values.set(kAccount, account);
 }
 
-function operatorUnauthorized() {
-  return apiError("Unauthorized", "Operator calls need `Authorization: Bearer <SWITCHBOARD_ADMIN_TOKEN>`.", [], {
+/** The message of a console session's call without its CSRF token. */
+export const CSRF_REFUSAL = "A console session's calls need its X-CSRF-Token header (the page sends it; another site's request cannot).";
+
+/** The 401 of an operator call without the admin token (or a console session's call without its CSRF token). */
+export function operatorUnauthorized(message = "Operator calls need `Authorization: Bearer <SWITCHBOARD_ADMIN_TOKEN>`.") {
+  return apiError("Unauthorized", message, [], {
     "www-authenticate": 'Bearer realm="switchboard-admin"',
   });
 }

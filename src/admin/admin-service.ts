@@ -46,6 +46,7 @@ import { releaseLease } from "../leases/lease-allocator.js";
 import { applyAccountSettings } from "./account-settings.js";
 import { createAdminLists, findAccount, toAccountPb, toPropertyPb } from "./admin-lists.js";
 import { type CarrierAdminDeps, createCarrierAdmin } from "./carrier-admin.js";
+import { createOperatorViews, toWebhookDeliveryPb } from "./operator-views.js";
 
 /** Tokens are at least 32 random characters; we issue 40 (docs/api.md#authentication). */
 export const TOKEN_LENGTH = 40;
@@ -125,6 +126,7 @@ export function createAdminService(
   };
   return {
     ...createAdminLists({ clock: deps.clock, em: requireAdmin }),
+    ...createOperatorViews({ clock: deps.clock, em: requireAdmin }),
     ...createCarrierAdmin({ clock: deps.clock, em: requireAdmin, carrierLinks: deps.carrierLinks, routingChanged: deps.routingChanged }),
 
     async getCarrierStatus(_req: unknown, ctx: HandlerContext) {
@@ -321,21 +323,7 @@ export function createAdminService(
       const em = requireAdmin(ctx);
       if (!isSid(req.messageSid, "MG")) throw notFound("Message", req.messageSid);
       const deliveries = await listWebhookDeliveries(em, req.messageSid);
-      const secs = (d: Date | null | undefined) => BigInt(unixSeconds(d));
-      return create(ListWebhookDeliveriesResponseSchema, {
-        deliveries: deliveries.map(({ delivery: d, attempts }) => ({
-          webhookId: d.id,
-          eventType: d.eventType,
-          url: d.url,
-          method: d.method,
-          status: d.status,
-          attempts: d.attempts,
-          nextAttempt: d.status === "Pending" ? secs(d.nextAttemptAt) : 0n,
-          created: secs(d.createdAt),
-          delivered: secs(d.deliveredAt),
-          attemptLog: attempts.map((a) => ({ attempted: secs(a.attemptedAt), statusCode: a.statusCode ?? 0, error: a.error, durationMs: a.durationMs })),
-        })),
-      });
+      return create(ListWebhookDeliveriesResponseSchema, { deliveries: deliveries.map((d) => toWebhookDeliveryPb(d.delivery, d.attempts)) });
     },
   };
 }

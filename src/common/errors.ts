@@ -139,6 +139,11 @@ export const ERRORS = {
     grpc: Code.Aborted,
     when: "operator removes a carrier a route still names (replace the route table without it first)",
   },
+  WebhookNotFailed: {
+    http: 409,
+    grpc: Code.Aborted,
+    when: "operator retries a webhook call that is not Failed (Pending, also when another retry queued it at the same moment, or Delivered)",
+  },
   IdempotencyKeyReused: {
     http: 422,
     grpc: Code.InvalidArgument,

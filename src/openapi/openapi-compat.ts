@@ -8,6 +8,7 @@ import { getOption, type DescField, type DescMessage, type DescMethod } from "@b
 import { compat_alias } from "../../gen/switchboard/v2/rest_compat_pb.js";
 /** A JSON Schema (2020-12, the dialect of OpenAPI 3.1) or any other OpenAPI object. */
 export type OpenApiObject = { [key: string]: unknown };
+import { isOperatorService } from "../accounts/auth.js";
 import { compatPlan } from "../rest/rest-compat.js";
 
 /** What the schema builder lends: response schemas of messages and fields, and named components. */
@@ -20,6 +21,9 @@ export interface CompatSchemaParts {
 
 /** The 200 body schema a FoneDynamics account gets from a method; undefined when it is the ordinary one. */
 export function compatResponseSchema(rpc: DescMethod, parts: CompatSchemaParts): OpenApiObject | undefined {
+  // The format is an account's setting: operator calls (no account) are always answered in the
+  // ordinary shapes, message records included (src/rest/rest.ts reshapes only for an account).
+  if (isOperatorService(rpc.parent)) return undefined;
   const plan = compatPlan(rpc);
   if (plan?.wrap !== undefined) {
     return { type: "object", required: [plan.wrap], properties: { [plan.wrap]: aliased(rpc.output, parts) } };

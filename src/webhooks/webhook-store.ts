@@ -206,3 +206,30 @@ export async function redactWebhookPayloadsOfMessages(tx: EntityManager, message
     [messageSids],
   );
 }
+
+/** One webhook call with its attempts in order, or undefined, for the operator. */
+export async function findWebhookDelivery(em: EntityManager, id: string): Promise<{ delivery: WebhookDelivery; attempts: AttemptRecord[] } | undefined> {
+  const delivery = await em.findOne(WebhookDelivery, { id }, { refresh: true });
+  if (!delivery) return undefined;
+  return { delivery, attempts: await em.find(AttemptRecord, { deliveryId: id }, { orderBy: { id: "asc" } }) };
+}
+
+/**
+ * Makes a Failed call Pending again, due at `now`: a conditional update, so of two retries at
+ * the same moment only one moves it. Whether it moved.
+ */
+export async function retryFailedWebhook(em: EntityManager, id: string, now: Date): Promise<boolean> {
+  return (await em.nativeUpdate(WebhookDelivery, { id, status: "Failed" }, { status: "Pending", nextAttemptAt: now, claimedUntil: null })) === 1;
+}
+
+/** The outbox at `now`: Pending calls, those due, and when the oldest due one became due. */
+export async function webhookFigures(em: EntityManager, now: Date): Promise<{ pending: number; due: number; oldestDue: Date | null }> {
+  const [row] = await executeBound<{ pending: string | number; due: string | number; oldest: Date | string | null }>(
+    em,
+    `select count(*) as pending, count(*) filter (where next_attempt_at <= ?) as due,
+            min(next_attempt_at) filter (where next_attempt_at <= ?) as oldest
+       from webhook_deliveries where status = 'Pending'`,
+    [now, now],
+  );
+  return { pending: Number(row.pending), due: Number(row.due), oldestDue: row.oldest === null ? null : new Date(row.oldest) };
+}

@@ -42,6 +42,8 @@ export interface TestAppOptions {
   engine?: boolean | TestEngineOptions;
   /** Configuration over the defaults below (e.g. send rate limits, body limit). */
   config?: Partial<AppDeps["config"]>;
+  /** The built operator console to serve (default: dist/console). */
+  consoleDir?: string;
 }
 
 /** A fresh app on a fresh migrated database (PGlite, or PostgreSQL when DATABASE_URL is set). */
@@ -59,6 +61,7 @@ export async function createTestApp(opts: TestAppOptions = {}): Promise<TestApp>
     clock,
     carrier,
     onQueued: engine ? () => engine.nudge() : undefined,
+    consoleDir: opts.consoleDir,
     config: {
       adminToken: ADMIN_TOKEN,
       webhookAllowPrivate,

@@ -1,0 +1,145 @@
+// Carriers and routes: each carrier with its link, a new carrier, and the route table edited as a
+// whole (ReplaceRoutes replaces it at once, as the CLI's --json-file does).
+import { useState } from "preact/hooks";
+import { admin } from "../api";
+import { LoadState, PageHeading, StatusLine, TableWrap, useAction, useLoad } from "../ui";
+
+function formValue(form: FormData, name: string): string {
+  return String(form.get(name) ?? "").trim();
+}
+
+interface RouteJson {
+  Prefix?: string;
+  AccountSid?: string;
+  Carriers: string[];
+  Strategy: string;
+}
+
+export function Carriers() {
+  const carriers = useLoad(() => admin.listCarriers({}), "carriers");
+  const routes = useLoad(() => admin.getRoutes({}), "routes");
+  const action = useAction();
+  const routeAction = useAction();
+  const [draft, setDraft] = useState<string>();
+  const add = async (e: Event) => {
+    e.preventDefault();
+    const el = e.currentTarget as HTMLFormElement;
+    const f = new FormData(el);
+    const tps = formValue(f, "tps");
+    const win = formValue(f, "window");
+    const ok = await action.run(
+      () =>
+        admin.addCarrier({
+          name: formValue(f, "name"),
+          kind: formValue(f, "kind"),
+          url: formValue(f, "url"),
+          tps: tps === "" ? undefined : Number(tps),
+          window: win === "" ? undefined : Number(win),
+        }),
+      `Carrier ${formValue(f, "name")} is added.`,
+    );
+    if (ok) {
+      el.reset();
+      carriers.reload();
+    }
+  };
+  const current: RouteJson[] =
+    routes.data?.routes.map((r) => ({
+      ...(r.prefix !== undefined ? { Prefix: r.prefix } : {}),
+      ...(r.accountSid !== undefined ? { AccountSid: r.accountSid } : {}),
+      Carriers: r.carriers,
+      Strategy: r.strategy,
+    })) ?? [];
+  const text = draft ?? JSON.stringify(current, null, 2);
+  const save = async (e: Event) => {
+    e.preventDefault();
+    let parsed: RouteJson[];
+    try {
+      parsed = JSON.parse(text) as RouteJson[];
+      if (!Array.isArray(parsed)) throw new Error("the route table is a JSON array of routes");
+    } catch (err) {
+      await routeAction.run(() => Promise.reject(new Error(`Not valid JSON: ${String(err)}`)), "");
+      return;
+    }
+    const ok = await routeAction.run(
+      () =>
+        admin.replaceRoutes({
+          routes: parsed.map((r) => ({ prefix: r.Prefix, accountSid: r.AccountSid, carriers: r.Carriers ?? [], strategy: r.Strategy ?? "" })),
+        }),
+      "The route table is replaced.",
+    );
+    if (ok) {
+      setDraft(undefined);
+      routes.reload();
+    }
+  };
+  return (
+    <section>
+      <PageHeading>Carriers and routes</PageHeading>
+      <h3>Carriers</h3>
+      <LoadState loading={carriers.loading} error={carriers.error} />
+      {carriers.data &&
+        (carriers.data.carriers.length === 0 ? (
+          <p>No carrier is configured: the deployment's CARRIER takes every message.</p>
+        ) : (
+          <TableWrap label="Carriers">
+            <table>
+              <thead>
+                <tr>
+                  <th scope="col">Name</th>
+                  <th scope="col">CarrierSid</th>
+                  <th scope="col">Kind</th>
+                  <th scope="col">Url</th>
+                  <th scope="col">Link</th>
+                </tr>
+              </thead>
+              <tbody>
+                {carriers.data.carriers.map((c) => (
+                  <tr key={c.carrierSid}>
+                    <th scope="row">{c.name}</th>
+                    <td>{c.carrierSid}</td>
+                    <td>{c.kind}</td>
+                    <td>{c.url}</td>
+                    <td>{c.link === "-" ? "no standing link" : c.link}</td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </TableWrap>
+        ))}
+      <h3>Add a carrier</h3>
+      <form class="settings" onSubmit={add}>
+        <label for="c-name">Name</label>
+        <input id="c-name" name="name" required maxLength={64} />
+        <label for="c-kind">Kind</label>
+        <select id="c-kind" name="kind">
+          <option value="smpp">SMPP</option>
+          <option value="kannel">Kannel</option>
+          <option value="simulator">Simulator</option>
+        </select>
+        <label for="c-url">Url (smpp://system_id:password@host:port, Kannel's sendsms URL, or simulator://)</label>
+        <input id="c-url" name="url" required />
+        <label for="c-tps">Submissions per second per link (empty: no limit)</label>
+        <input id="c-tps" name="tps" type="number" min={0} step="any" />
+        <label for="c-window">SMPP window, 1 to 1000 (empty: 10)</label>
+        <input id="c-window" name="window" type="number" min={1} max={1000} />
+        <button type="submit">Add carrier</button>
+        <StatusLine status={action.status} />
+      </form>
+      <h3>Route table</h3>
+      <p>
+        In order: the first route whose Prefix and AccountSid match a message carries it. Each route names its Carriers by CarrierSid, with Strategy Failover or
+        RoundRobin.
+      </p>
+      <LoadState loading={routes.loading} error={routes.error} />
+      {routes.data && (
+        <form class="settings" onSubmit={save}>
+          <label for="routes-json">Route table (JSON)</label>
+          <textarea id="routes-json" rows={10} spellcheck={false} value={text} onInput={(e) => setDraft((e.currentTarget as HTMLTextAreaElement).value)} />
+          <button type="submit">Replace the route table</button>
+          <StatusLine status={routeAction.status} />
+        </form>
+      )}
+    </section>
+  );
+}
