@@ -7,6 +7,7 @@ import type { Config } from "../config.js";
 import { dnsServersResolver } from "../webhooks/webhook-client.js";
 import { createDeliveryEngine, type DeliveryEngine } from "../delivery/engine.js";
 import { createCarrierRouter, type CarrierRouter } from "../delivery/carrier-router.js";
+import type { SharedAllowance } from "../limits/shared-allowance.js";
 
 /**
  * The carriers and delivery engine the configuration asks for, as the service and the worker both
@@ -17,9 +18,11 @@ export async function createConfiguredEngine(
   config: Config,
   orm: MikroORM,
   log: Logger,
+  shared?: SharedAllowance,
 ): Promise<{ carrier: Carrier; router: CarrierRouter; engine: DeliveryEngine }> {
-  const carrier = await createCarrier(config, systemClock, log);
-  const router = createCarrierRouter({ orm, log, fallback: carrier, build: (row) => createCarrierFromRow(row, config, systemClock, { log }) });
+  // `shared`: the accounts' MessagesPerSecond and the carriers' Tps hold for the whole deployment (docs/limits.md).
+  const carrier = await createCarrier(config, systemClock, log, shared);
+  const router = createCarrierRouter({ orm, log, fallback: carrier, build: (row) => createCarrierFromRow(row, config, systemClock, { log, shared }) });
   const mailTransport = config.smtpUrl ? (await import("nodemailer")).createTransport(config.smtpUrl) : undefined;
   const engine = createDeliveryEngine({
     orm,
@@ -30,7 +33,7 @@ export async function createConfiguredEngine(
     mailTransport,
     noAlphaCountries: config.noAlphaCountries,
     destinations: config.destinations,
-    dispatcher: { claimMs: config.dispatchClaimMs },
+    dispatcher: { claimMs: config.dispatchClaimMs, shared },
     receiptTimeoutMs: config.receiptTimeoutMs,
     retention: config.retention,
     webhooks: {

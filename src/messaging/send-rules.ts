@@ -35,7 +35,14 @@ export interface ValidSend {
   forwardFromEmail: string;
   webhookUri: string;
   webhookMethod: "POST" | "GET";
+  /** ValidityPeriod: seconds the message may wait in the queue from when it is due (docs/limits.md). */
+  validitySeconds: number;
 }
+
+/** ValidityPeriod when the send gives none: 4 hours. */
+export const DEFAULT_VALIDITY_SECONDS = 14_400;
+/** The longest ValidityPeriod: 14 days. */
+export const MAX_VALIDITY_SECONDS = 14 * 86_400;
 
 function method(value: string): "POST" | "GET" | undefined {
   const m = value.trim().toUpperCase();
@@ -192,6 +199,11 @@ export function validateSend(
     );
   }
 
+  const validity = req.validityPeriod ?? DEFAULT_VALIDITY_SECONDS;
+  if (!(validity >= 1 && validity <= MAX_VALIDITY_SECONDS)) {
+    add("ValidityPeriod", "InvalidParameter", `ValidityPeriod must be 1 to ${MAX_VALIDITY_SECONDS} seconds (14 days); got ${validity}.`);
+  }
+
   if (problems.length > 0 || !to) return { problems };
   const { encoding, numSegments } = textEncoding(text);
   return {
@@ -213,6 +225,7 @@ export function validateSend(
       forwardFromEmail,
       webhookUri,
       webhookMethod,
+      validitySeconds: validity,
     },
   };
 }
