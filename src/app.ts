@@ -23,7 +23,7 @@ import { rejectUnstorableStrings } from "./common/string-guard.js";
 import { DEFAULT_AUTH_FAILURE_LIMITS, DEFAULT_CONNECTION_LIMITS, DEFAULT_SEND_RATE_LIMIT, defaultSendBurst, type Config, defaultReadLimits } from "./config.js";
 import { isDatabaseReady, ormKind } from "./db/orm.js";
 import { createMessagingService } from "./messaging/messaging-service.js";
-import { createAdmitLimits } from "./limits/account-limits.js";
+import { createAdmitLimits, type LimitCounters } from "./limits/account-limits.js";
 import { createPostgresBucketStore } from "./limits/bucket-store.js";
 import { createSharedAllowance, type SharedAllowance } from "./limits/shared-allowance.js";
 import { createNumberService } from "./numbers/number-service.js";
@@ -59,6 +59,8 @@ export interface AppDeps {
   onQueued?: () => void;
   /** The process's allowance of the shared limits (limits/limits-store.ts); default: buckets in this database. */
   limits?: SharedAllowance;
+  /** What the limits refused and paced per account, for /metrics (shared with this process's dispatcher). */
+  limitCounters?: LimitCounters;
   /** This process's retention purge, whose totals /metrics shows. */
   retention?: RetentionPurge;
   /** Fastify logger option: false in tests, a pino instance or options in main. */
@@ -87,7 +89,7 @@ export function createServices(deps: AppDeps, accounts: AccountCache = createAcc
   const ratePerSecond = deps.config.sendRateLimit ?? DEFAULT_SEND_RATE_LIMIT;
   const burst = deps.config.sendRateBurst ?? defaultSendBurst(ratePerSecond);
   const allowance = deps.limits ?? createSharedAllowance({ store: createPostgresBucketStore(deps.orm), clock });
-  const limits = createAdmitLimits(allowance, { ratePerSecond, burst }, () => clock.now().getTime());
+  const limits = createAdmitLimits(allowance, { ratePerSecond, burst }, () => clock.now().getTime(), deps.limitCounters);
   const router = deps.router;
   return [
     served(MessagingService, createMessagingService({ orm: deps.orm, clock, ...deps.config, onQueued: deps.onQueued, limits })),
@@ -153,6 +155,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     carrier: deps.carrier,
     retention: deps.retention,
     carriers: deps.router ? () => deps.router!.links() : undefined,
+    limitCounters: deps.limitCounters,
   });
   const app = fastify({
     // HTTP/1.1 and h2c on one port, with the connection limits and a graceful close (src/http/polyglot-server.ts).

@@ -7,6 +7,7 @@ import { createOrm, migrateUp } from "./db/orm.js";
 import { entities } from "./entities.js";
 import { createConfiguredEngine } from "./carriers/configured-engine.js";
 import { openSharedAllowance } from "./limits/limits-store.js";
+import { createLimitCounters } from "./limits/account-limits.js";
 import { onShutdownSignal } from "./ops/shutdown.js";
 
 /** Starts the service: config, database and migrations, HTTP port; stops cleanly on SIGTERM/SIGINT. */
@@ -22,8 +23,20 @@ async function main(): Promise<void> {
   const demo = seedsDemo(config.databaseUrl) ? await seedDemo(orm, systemClock) : undefined;
   // The limits every process shares (docs/limits.md): Redis with REDIS_URL, else this database.
   const limits = await openSharedAllowance({ orm, redisUrl: config.redisUrl, clock: systemClock, log });
-  const { carrier, router, engine } = await createConfiguredEngine(config, orm, log, limits);
-  const app = await buildApp({ orm, config, clock: systemClock, logger: log, carrier, router, onQueued: () => engine.nudge(), retention: engine.retention, limits });
+  const limitCounters = createLimitCounters();
+  const { carrier, router, engine } = await createConfiguredEngine(config, orm, log, limits, limitCounters);
+  const app = await buildApp({
+    orm,
+    config,
+    clock: systemClock,
+    logger: log,
+    carrier,
+    router,
+    onQueued: () => engine.nudge(),
+    retention: engine.retention,
+    limits,
+    limitCounters,
+  });
   // Installed before the port opens: until a handler exists, SIGTERM kills the process outright
   // (exit by signal, no "stopped" line), and /readyz may answer before engine.start() returns.
   // New connections are refused at once; requests in flight finish and get their answer (idle

@@ -8,6 +8,7 @@ import { dnsServersResolver } from "../webhooks/webhook-client.js";
 import { createDeliveryEngine, type DeliveryEngine } from "../delivery/engine.js";
 import { createCarrierRouter, type CarrierRouter } from "../delivery/carrier-router.js";
 import type { SharedAllowance } from "../limits/shared-allowance.js";
+import type { LimitCounters } from "../limits/account-limits.js";
 
 /**
  * The carriers and delivery engine the configuration asks for, as the service and the worker both
@@ -19,6 +20,7 @@ export async function createConfiguredEngine(
   orm: MikroORM,
   log: Logger,
   shared?: SharedAllowance,
+  counters?: LimitCounters,
 ): Promise<{ carrier: Carrier; router: CarrierRouter; engine: DeliveryEngine }> {
   // `shared`: the accounts' MessagesPerSecond and the carriers' Tps hold for the whole deployment (docs/limits.md).
   const carrier = await createCarrier(config, systemClock, log, shared);
@@ -33,7 +35,7 @@ export async function createConfiguredEngine(
     mailTransport,
     noAlphaCountries: config.noAlphaCountries,
     destinations: config.destinations,
-    dispatcher: { claimMs: config.dispatchClaimMs, shared },
+    dispatcher: { claimMs: config.dispatchClaimMs, shared, onPaced: counters ? (sid, throttled, timedOut) => counters.paced(sid, throttled, timedOut) : undefined },
     receiptTimeoutMs: config.receiptTimeoutMs,
     retention: config.retention,
     webhooks: {

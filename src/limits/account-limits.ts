@@ -61,9 +61,12 @@ export function dispatchRateSpec(messagesPerSecond: number): BucketSpec {
   return { rate: messagesPerSecond, burst: Math.max(1, messagesPerSecond), block: 0, holdMs: HOLD_MS };
 }
 
-/** A carrier's Tps for the deployment: a burst of a twentieth of a second, so no second sees more than 5 % above it. */
+/**
+ * A carrier's Tps for the deployment: a burst of a fiftieth of a second, so that no second sees more
+ * than 5 % above it even with the jitter between a start and the SMSC reading the PDU.
+ */
 export function carrierTpsSpec(tps: number): BucketSpec {
-  const burst = Math.max(1, Math.ceil(tps * 0.05));
+  const burst = Math.max(1, Math.ceil(tps * 0.02));
   return { rate: tps, burst, block: burst, holdMs: 200 };
 }
 
@@ -79,7 +82,7 @@ export interface AdmitLimits {
 }
 
 /** Creates the admit step's limits over the process's shared allowance. */
-export function createAdmitLimits(allowance: SharedAllowance, defaults: DefaultSendRate, now: () => number): AdmitLimits {
+export function createAdmitLimits(allowance: SharedAllowance, defaults: DefaultSendRate, now: () => number, counters?: LimitCounters): AdmitLimits {
   const nothing = () => undefined;
   async function take(key: string, cost: number, spec: BucketSpec) {
     try {
@@ -95,6 +98,7 @@ export function createAdmitLimits(allowance: SharedAllowance, defaults: DefaultS
         // A send larger than the burst goes on a full bucket, and the debt it leaves delays the next.
         const got = await take(`rate:${account.sid}`, segments, rate);
         if (!got.ok) {
+          counters?.refused(account.sid, "RateLimited");
           const seconds = Math.max(1, Math.ceil(got.retryAfterMs / 1000 - 1e-9));
           const asks = segments === 1 ? "" : ` This request asks for ${segments}.`;
           throw apiError(
@@ -111,6 +115,7 @@ export function createAdmitLimits(allowance: SharedAllowance, defaults: DefaultS
       const key = quotaKey(account.sid, t);
       const got = await take(key, segments, quota);
       if (!got.ok) {
+        counters?.refused(account.sid, "QuotaExceeded");
         const seconds = Math.max(1, Math.ceil(msToUtcMidnight(t) / 1000));
         throw apiError(
           "QuotaExceeded",
@@ -130,4 +135,38 @@ export async function quotaUsedToday(allowance: SharedAllowance, account: Accoun
   if (!spec) return 0;
   const left = await allowance.peek(quotaKey(account.sid, nowMs), spec);
   return Math.max(0, Math.round(spec.burst - left));
+}
+
+/** What the limits did per account in this process, for the metrics (docs/operations.md#metrics). */
+export interface LimitCounters {
+  /** A send refused by the request rate (RateLimited) or the quota (QuotaExceeded). */
+  refused(accountSid: string, reason: "RateLimited" | "QuotaExceeded"): void;
+  /** Messages a dispatcher round gave back to the queue (MessagesPerSecond) and failed QueueTimeout. */
+  paced(accountSid: string, throttled: number, timedOut: number): void;
+  /** The totals since the process started, per account. */
+  totals(): Map<string, { rateLimited: number; quotaExceeded: number; throttled: number; queueTimeouts: number }>;
+}
+
+/** Counters kept in memory; past `maxAccounts` accounts, new ones are not counted (the metric's labels stay bounded). */
+export function createLimitCounters(maxAccounts = 10_000): LimitCounters {
+  const byAccount = new Map<string, { rateLimited: number; quotaExceeded: number; throttled: number; queueTimeouts: number }>();
+  const of = (sid: string) => {
+    let c = byAccount.get(sid);
+    if (!c && byAccount.size < maxAccounts) byAccount.set(sid, (c = { rateLimited: 0, quotaExceeded: 0, throttled: 0, queueTimeouts: 0 }));
+    return c;
+  };
+  return {
+    refused(sid, reason) {
+      const c = of(sid);
+      if (c && reason === "RateLimited") c.rateLimited++;
+      else if (c) c.quotaExceeded++;
+    },
+    paced(sid, throttled, timedOut) {
+      const c = of(sid);
+      if (!c) return;
+      c.throttled += throttled;
+      c.queueTimeouts += timedOut;
+    },
+    totals: () => byAccount,
+  };
 }

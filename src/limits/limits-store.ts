@@ -21,8 +21,11 @@ export async function openBucketStore(orm: MikroORM, redisUrl: string | undefine
     socket: { connectTimeout: REDIS_TIMEOUT_MS, reconnectStrategy: (retries: number) => Math.min(2000, 50 * 2 ** retries) },
   });
   client.on("error", (err: unknown) => log?.warn({ err }, "shared limits: Redis connection error"));
-  // The first connection may fail: the store answers 503 until Redis is reachable.
-  client.connect().catch((err: unknown) => log?.warn({ err }, "shared limits: Redis not reachable yet"));
+  // Waits for the first connection a while; if Redis is not there yet, the limits answer 503 until it is.
+  await Promise.race([
+    client.connect().catch((err: unknown) => log?.warn({ err }, "shared limits: Redis not reachable yet")),
+    new Promise((resolve) => setTimeout(resolve, REDIS_TIMEOUT_MS).unref()),
+  ]);
   const timed: RedisLike = {
     eval: (script, options) =>
       Promise.race([

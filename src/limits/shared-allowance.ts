@@ -49,6 +49,8 @@ interface Held {
   /** Tokens held past their time, given back with the next call. */
   toReturn: number;
   spec: BucketSpec;
+  /** The tokens the bucket held after the last call (undefined before one). */
+  lastTokens?: number;
 }
 
 interface Waiter {
@@ -60,6 +62,9 @@ interface Waiter {
   resolve(granted: number, retryAfterMs: number): void;
   reject(err: unknown): void;
 }
+
+/** A bucket that never refills is taken without a block once it holds fewer than this many blocks. */
+const END_BLOCKS = 20;
 
 /** Options of createSharedAllowance. */
 export interface SharedAllowanceOptions {
@@ -104,6 +109,9 @@ export function createSharedAllowance(opts: SharedAllowanceOptions): SharedAllow
 
   /** Calls the store for everything waiting, until nothing is. */
   async function run(): Promise<void> {
+    // The takes made in the same turn of the event loop (a group commit's sends, a round's
+    // accounts) go in the first call together.
+    await null;
     while (waiting.length > 0) {
       const batch = waiting;
       waiting = [];
@@ -121,7 +129,10 @@ export function createSharedAllowance(opts: SharedAllowanceOptions): SharedAllow
         const gives = ws.filter((w) => w.cost < 0).reduce((n, w) => n - w.cost, 0);
         // Gives and stale tokens are netted into the one request of this bucket.
         const back = h.toReturn + gives;
-        const want = need > 0 ? need + h.spec.block : 0;
+        // A bucket that never refills (a quota) is taken exactly near its end: a block held here
+        // would refuse another process's send that the quota still allows.
+        const block = h.spec.rate > 0 || (h.lastTokens ?? 0) >= END_BLOCKS * h.spec.block ? h.spec.block : 0;
+        const want = need > 0 ? need + block : 0;
         const smallest = takers.length === 0 ? 0 : Math.min(...takers.map((w) => (w.partial ? 1 : w.cost)));
         const least = Math.max(0, smallest - have);
         requests.push({ key, rate: h.spec.rate, burst: h.spec.burst, want: want - back, least: Math.max(0, least - back), expiresMs: h.spec.expiresMs });
@@ -142,6 +153,7 @@ export function createSharedAllowance(opts: SharedAllowanceOptions): SharedAllow
           .filter((w) => w.cost < 0)
           .reduce((n, w) => n - w.cost, 0);
         const back = h.toReturn + gives;
+        h.lastTokens = a.tokens;
         // Nothing granted for a positive net ask: nothing moved in the store, the tokens to give back included.
         if (a.granted === 0 && r.want > 0) h.toReturn = back;
         else {
