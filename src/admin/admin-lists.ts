@@ -50,9 +50,10 @@ export function toAccountPb(a: Account, segmentsToday = 0): AccountPb {
     helpText: a.helpText,
     optOutKeywords: a.optOutKeywords,
     allowedCountries: a.allowedCountries,
-    sendRatePerSecond: a.sendRatePerSecond ?? undefined,
+    // Number(): a double column may come back as its text.
+    sendRatePerSecond: a.sendRatePerSecond == null ? undefined : Number(a.sendRatePerSecond),
     sendRateBurst: a.sendRateBurst ?? undefined,
-    messagesPerSecond: a.messagesPerSecond ?? undefined,
+    messagesPerSecond: a.messagesPerSecond == null ? undefined : Number(a.messagesPerSecond),
     dailySegmentQuota: a.dailySegmentQuota ?? undefined,
     segmentsToday,
   });

@@ -31,7 +31,8 @@ const HOLD_MS = 1000;
 
 /** The request rate's bucket of an account, in segments: undefined when the limit is off. */
 export function requestRateSpec(account: AccountLimitFields, defaults: DefaultSendRate): BucketSpec | undefined {
-  const rate = account.sendRatePerSecond ?? defaults.ratePerSecond;
+  // Number(): a double column may come back as its text.
+  const rate = account.sendRatePerSecond != null ? Number(account.sendRatePerSecond) : defaults.ratePerSecond;
   if (!(rate > 0)) return undefined;
   const burst = account.sendRateBurst ?? (account.sendRatePerSecond != null ? defaultSendBurst(rate) : defaults.burst);
   return { rate, burst, block: Math.floor(burst * BLOCK_SHARE), holdMs: HOLD_MS };
@@ -70,20 +71,24 @@ export function carrierTpsSpec(tps: number): BucketSpec {
   return { rate: tps, burst, block: burst, holdMs: 200 };
 }
 
+/** Gives back the quota of a send not stored after all: its segments, counted only if a quota was charged. */
+export type Admitted = (segments: () => number) => void;
+
+const NOT_CHARGED: Admitted = () => undefined;
+
 /** How the admit step counts a send: the rate and quota buckets, charged once per request. */
 export interface AdmitLimits {
   /**
-   * Charges `segments` to the account's request rate, then to its quota: throws RateLimited or
-   * QuotaExceeded (429 with Retry-After) without charging the quota, or ServiceUnavailable when the
-   * shared store cannot be reached (never an unlimited pass). Returns what to give back if the
-   * send is not stored after all: its segments of the quota.
+   * Charges the send's segments (counted only when a limit applies) to the account's request rate,
+   * then to its quota: throws RateLimited or QuotaExceeded (429 with Retry-After) without charging
+   * the quota, or ServiceUnavailable when the shared store cannot be reached (never an unlimited
+   * pass). Returns what gives back the quota if the send is not stored after all.
    */
-  admit(account: AccountLimitFields, segments: number): Promise<(segments: number) => void>;
+  admit(account: AccountLimitFields, segments: () => number): Promise<Admitted>;
 }
 
 /** Creates the admit step's limits over the process's shared allowance. */
 export function createAdmitLimits(allowance: SharedAllowance, defaults: DefaultSendRate, now: () => number, counters?: LimitCounters): AdmitLimits {
-  const nothing = () => undefined;
   async function take(key: string, cost: number, spec: BucketSpec) {
     try {
       return await allowance.take(key, cost, spec);
@@ -92,8 +97,12 @@ export function createAdmitLimits(allowance: SharedAllowance, defaults: DefaultS
     }
   }
   return {
-    async admit(account, segments) {
+    async admit(account, segmentsOf) {
       const rate = requestRateSpec(account, defaults);
+      const t = now();
+      const quota = quotaSpec(account, t);
+      if (!rate && !quota) return NOT_CHARGED;
+      const segments = segmentsOf();
       if (rate) {
         // A send larger than the burst goes on a full bucket, and the debt it leaves delays the next.
         const got = await take(`rate:${account.sid}`, segments, rate);
@@ -109,9 +118,7 @@ export function createAdmitLimits(allowance: SharedAllowance, defaults: DefaultS
           );
         }
       }
-      const t = now();
-      const quota = quotaSpec(account, t);
-      if (!quota) return nothing;
+      if (!quota) return NOT_CHARGED;
       const key = quotaKey(account.sid, t);
       const got = await take(key, segments, quota);
       if (!got.ok) {
@@ -124,7 +131,7 @@ export function createAdmitLimits(allowance: SharedAllowance, defaults: DefaultS
           { "retry-after": String(seconds) },
         );
       }
-      return (n) => allowance.giveBack(key, n, quota);
+      return (n) => allowance.giveBack(key, n(), quota);
     },
   };
 }

@@ -14,7 +14,7 @@ export interface BucketRequest {
   /** Tokens per second; 0: never refills (a daily quota). */
   rate: number;
   burst: number;
-  /** Tokens to take (more than the burst: granted on a full bucket, leaving a debt); negative gives them back (never past the burst). */
+  /** Tokens to take (more than the burst, all or nothing: granted on a full bucket, leaving a debt); negative gives them back (never past the burst). */
   want: number;
   /** The least grant worth having: less than `want` but at least this is granted whole tokens; `want` for all or nothing. */
   least: number;
@@ -114,7 +114,7 @@ for i = 1, #KEYS do
   if t > burst then t = burst end
   local g
   if want < 0 then g = want
-  elseif t >= want or (want > burst and t >= burst) then g = want
+  elseif t >= want or (want > burst and t >= burst and least >= want) then g = want
   elseif math.floor(t) >= least and t >= 1 then g = math.floor(t)
   else g = 0 end
   t = math.min(burst, t - g)

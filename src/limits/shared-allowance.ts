@@ -120,9 +120,11 @@ export function createSharedAllowance(opts: SharedAllowanceOptions): SharedAllow
       for (const w of batch) byKey.set(w.key, [...(byKey.get(w.key) ?? []), w]);
       const keys = [...byKey.keys()];
       const requests: BucketRequest[] = [];
-      for (const key of keys) {
+      // Kept across the call: the sweep may drop an empty entry from the map meanwhile.
+      const helds = keys.map((key) => heldOf(key, byKey.get(key)![0].spec));
+      for (const [i, key] of keys.entries()) {
         const ws = byKey.get(key)!;
-        const h = heldOf(key, ws[0].spec);
+        const h = helds[i];
         const have = fresh(h, now);
         const takers = ws.filter((w) => w.cost > 0);
         const need = takers.reduce((n, w) => n + w.cost, 0) - have;
@@ -132,9 +134,12 @@ export function createSharedAllowance(opts: SharedAllowanceOptions): SharedAllow
         // A bucket that never refills (a quota) is taken exactly near its end: a block held here
         // would refuse another process's send that the quota still allows.
         const block = h.spec.rate > 0 || (h.lastTokens ?? 0) >= END_BLOCKS * h.spec.block ? h.spec.block : 0;
-        const want = need > 0 ? need + block : 0;
+        // A take larger than the burst is granted only whole, on a full bucket (leaving a debt):
+        // then the call asks for exactly what is waiting, all or nothing.
+        const oversized = takers.some((w) => !w.partial && w.cost > h.spec.burst);
+        const want = need > 0 ? need + (oversized ? 0 : block) : 0;
         const smallest = takers.length === 0 ? 0 : Math.min(...takers.map((w) => (w.partial ? 1 : w.cost)));
-        const least = Math.max(0, smallest - have);
+        const least = oversized ? want : Math.max(0, smallest - have);
         requests.push({ key, rate: h.spec.rate, burst: h.spec.burst, want: want - back, least: Math.max(0, least - back), expiresMs: h.spec.expiresMs });
       }
       let answers: BucketAnswer[];
@@ -145,7 +150,8 @@ export function createSharedAllowance(opts: SharedAllowanceOptions): SharedAllow
         continue;
       }
       keys.forEach((key, i) => {
-        const h = held.get(key)!;
+        const h = helds[i];
+        if (held.get(key) !== h) held.set(key, h);
         const r = requests[i];
         const a = answers[i];
         const gives = byKey

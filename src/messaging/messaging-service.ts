@@ -33,7 +33,7 @@ import { releaseLease } from "../leases/lease-allocator.js";
 import { cancelScheduledMessage, findAccountMessage, listMessages, reloadMessage } from "./message-api-store.js";
 import { MESSAGE_STATUSES, type Message, type MessageDirection, type MessageStatus } from "./message.entity.js";
 import { createSendPipeline, segmentsOf } from "./send-pipeline.js";
-import type { AdmitLimits } from "../limits/account-limits.js";
+import type { AdmitLimits, Admitted } from "../limits/account-limits.js";
 import type { DestinationConfig } from "../config.js";
 import { IDEMPOTENCY_TTL_MS } from "./send-steps.js";
 
@@ -121,7 +121,7 @@ export function createMessagingService(deps: MessagingDeps): ServiceImpl<typeof 
       // The send rate first (the pipeline's first step, for every item at once): a refused batch
       // reads and writes nothing. A batch whose size is refused anyway is not charged.
       const count = req.messages.length;
-      const admitted = count >= 1 && count <= MAX_BATCH ? await pipeline.admitBatch(account, req.messages) : () => undefined;
+      const admitted: Admitted = count >= 1 && count <= MAX_BATCH ? await pipeline.admitBatch(account, req.messages) : () => undefined;
       const em = requestEm(ctx);
       let property: Property;
       try {
@@ -131,7 +131,7 @@ export function createMessagingService(deps: MessagingDeps): ServiceImpl<typeof 
         property = await ownedProperty(em, account, req.propertySid);
       } catch (err) {
         // Nothing of the batch stored: its quota is given back.
-        admitted(req.messages.reduce((n, m) => n + segmentsOf(m), 0));
+        admitted(() => req.messages.reduce((n, m) => n + segmentsOf(m), 0));
         throw err;
       }
       if (count === 0) throw fieldError("Messages", "MissingParameter", "Messages is required: a list of 1 to 100 send bodies.");

@@ -30,7 +30,7 @@ import {
 import { FACT_KEYS, insertMessages, MESSAGE_COLUMNS, SEND_FACTS, type SendFacts, sendFactsAndStore } from "./message-store.js";
 import type { DestinationConfig } from "../config.js";
 import { allowedCountriesOf, destinationRefusal } from "./destination-rules.js";
-import type { AdmitLimits } from "../limits/account-limits.js";
+import type { AdmitLimits, Admitted } from "../limits/account-limits.js";
 import { DEFAULT_VALIDITY_SECONDS, goesOutLeased, validateSend, type ValidSend } from "./send-rules.js";
 import { accessRefusal, IDEMPOTENCY_TTL_MS, neededFacts, requestHash, ruleRefusal, type SendItem, sentMessage } from "./send-steps.js";
 
@@ -88,9 +88,6 @@ export interface SendPipelineDeps {
   destinations?: DestinationConfig;
 }
 
-/** A send charged by step 1: gives back the quota of `segments` not sent after all. */
-export type Admitted = (segments: number) => void;
-
 /** The segments a send is charged (a request too malformed to count costs one). */
 export function segmentsOf(req: SendMessageRequest): number {
   return req.text ? textEncoding(req.text).numSegments : 1;
@@ -136,12 +133,12 @@ export function createSendPipeline(deps: SendPipelineDeps): SendPipeline {
   return {
     async admitBatch(account, reqs) {
       if (!deps.limits) return NOT_CHARGED;
-      return deps.limits.admit(account, reqs.reduce((n, r) => n + segmentsOf(r), 0));
+      return deps.limits.admit(account, () => reqs.reduce((n, r) => n + segmentsOf(r), 0));
     },
 
     async send(account, propertySid, req, opts = {}) {
-      const segments = segmentsOf(req);
-      const admitted = opts.admitted ?? (deps.limits ? await deps.limits.admit(account, segments) : NOT_CHARGED);
+      // The segments are counted only when a limit needs them (validate counts them again).
+      const admitted = opts.admitted ?? (deps.limits ? await deps.limits.admit(account, () => segmentsOf(req)) : NOT_CHARGED);
       try {
         // A malformed Sid cannot name a property: 404 without asking the database.
         if (!isSid(propertySid, "PR")) throw notFound("Property", propertySid);
@@ -159,7 +156,7 @@ export function createSendPipeline(deps: SendPipelineDeps): SendPipeline {
         return out.message;
       } catch (err) {
         // Not stored: its segments do not count against the day's quota.
-        admitted(segments);
+        admitted(() => segmentsOf(req));
         throw err;
       }
     },

@@ -5,8 +5,9 @@
 -- p_bursts (a burst changed by the operator moves the tokens by the difference, so a raised quota
 -- counts what was already used today), then
 --   p_wants < 0: the tokens are given back (never past the burst);
---   otherwise:  p_wants is granted if the bucket holds it, or is full and p_wants is more than it
---               can ever hold (the tokens go below zero: a debt that delays the next takes), else
+--   otherwise:  p_wants is granted if the bucket holds it, or (all or nothing: p_leasts = p_wants)
+--               is full and p_wants is more than it can ever hold (the tokens go below zero: a debt
+--               that delays the next takes), else
 --               every whole token it holds if that is at least p_leasts, else nothing.
 -- The clock is the caller's (p_now_ms): an injectable clock in tests; a clock behind the row's
 -- refills nothing until it passes it. expires_ms is when the row holds no information any more
@@ -38,7 +39,7 @@ begin
     t := least(p_bursts[i], t);
     if p_wants[i] < 0 then
       g := p_wants[i];
-    elsif t >= p_wants[i] or (p_wants[i] > p_bursts[i] and t >= p_bursts[i]) then
+    elsif t >= p_wants[i] or (p_wants[i] > p_bursts[i] and t >= p_bursts[i] and p_leasts[i] >= p_wants[i]) then
       g := p_wants[i];
     elsif floor(t) >= p_leasts[i] and t >= 1 then
       g := floor(t);
