@@ -255,7 +255,12 @@ export function createDispatcher(opts: DispatcherOptions): Dispatcher {
     const capped = await dispatchRates([...new Set(rows.map((r) => r.account_sid))]);
     if (capped.size === 0) return rows;
     const byAccount = new Map<string, ClaimedRow[]>();
-    for (const r of rows) if (capped.has(r.account_sid)) byAccount.set(r.account_sid, [...(byAccount.get(r.account_sid) ?? []), r]);
+    for (const r of rows) {
+      if (!capped.has(r.account_sid)) continue;
+      const list = byAccount.get(r.account_sid);
+      if (list) list.push(r);
+      else byAccount.set(r.account_sid, [r]);
+    }
     const expired = await pastValidity(
       opts.orm.em.fork(),
       [...byAccount.values()].flat().map((r) => r.sid),
@@ -273,9 +278,13 @@ export function createDispatcher(opts: DispatcherOptions): Dispatcher {
         timedOut.push(...list.filter((r) => expired.has(r.sid)));
         const segments = live.map((r) => textEncoding(r.text || " ").numSegments);
         const want = segments.reduce((a, b) => a + b, 0);
+        const key = `mps:${sid}`;
         let granted: number;
         try {
-          granted = await shared.takeUpTo(`mps:${sid}`, want, spec);
+          // A message of more segments than the bucket holds goes alone, on a full bucket (its debt
+          // delays the next); otherwise as many segments as the bucket holds now.
+          if (segments.length > 0 && segments[0] > spec.burst) granted = (await shared.take(key, segments[0], spec)).ok ? segments[0] : 0;
+          else granted = await shared.takeUpTo(key, want, spec);
         } catch (err) {
           opts.log?.warn({ accountSid: sid, err }, "shared limits unreachable: the account's capped messages wait");
           for (const r of live) deferred.push({ sid: r.sid, at: new Date(now.getTime() + STORE_DOWN_DEFER_MS) });
@@ -288,7 +297,7 @@ export function createDispatcher(opts: DispatcherOptions): Dispatcher {
           go.add(live[i]);
         }
         const sent = i;
-        if (granted > used) shared.giveBack(`mps:${sid}`, granted - used, spec);
+        if (granted > used) shared.giveBack(key, granted - used, spec);
         // The rest, each due when the bucket will have refilled its segments.
         let owed = 0;
         for (; i < live.length; i++) {

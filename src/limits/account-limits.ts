@@ -74,7 +74,8 @@ export function carrierTpsSpec(tps: number): BucketSpec {
 /** Gives back the quota of a send not stored after all: its segments, counted only if a quota was charged. */
 export type Admitted = (segments: () => number) => void;
 
-const NOT_CHARGED: Admitted = () => undefined;
+/** What a send no quota was charged for gives back: nothing. */
+export const NOT_CHARGED: Admitted = () => undefined;
 
 /** How the admit step counts a send: the rate and quota buckets, charged once per request. */
 export interface AdmitLimits {

@@ -30,8 +30,8 @@ import {
 import { FACT_KEYS, insertMessages, MESSAGE_COLUMNS, SEND_FACTS, type SendFacts, sendFactsAndStore } from "./message-store.js";
 import type { DestinationConfig } from "../config.js";
 import { allowedCountriesOf, destinationRefusal } from "./destination-rules.js";
-import type { AdmitLimits, Admitted } from "../limits/account-limits.js";
-import { DEFAULT_VALIDITY_SECONDS, goesOutLeased, validateSend, type ValidSend } from "./send-rules.js";
+import { type AdmitLimits, type Admitted, NOT_CHARGED } from "../limits/account-limits.js";
+import { DEFAULT_VALIDITY_SECONDS, goesOutLeased, segmentsOf, validateSend, type ValidSend } from "./send-rules.js";
 import { accessRefusal, IDEMPOTENCY_TTL_MS, neededFacts, requestHash, ruleRefusal, type SendItem, sentMessage } from "./send-steps.js";
 
 /**
@@ -86,11 +86,6 @@ export interface SendPipelineDeps {
   onQueued?: () => void;
   /** The deployment's destination permissions; default: every country, no blocked prefix, no premium numbers. */
   destinations?: DestinationConfig;
-}
-
-/** The segments a send is charged (a request too malformed to count costs one). */
-export function segmentsOf(req: SendMessageRequest): number {
-  return req.text ? textEncoding(req.text).numSegments : 1;
 }
 
 /** The send pipeline of one process. */
@@ -248,8 +243,6 @@ export async function forwardReply(tx: EntityManager, f: ReplyForward): Promise<
   if (!(outcome.error instanceof ConnectError)) throw outcome.error;
   return { messageSid: item.sid, status: "Failed", errorCode: errorCodeOf(outcome.error) };
 }
-
-const NOT_CHARGED: Admitted = () => undefined;
 
 const NO_DESTINATION_LIMITS: DestinationConfig = { defaultAllowedCountries: [], blockedPrefixes: [], allowPremium: false };
 

@@ -39,6 +39,11 @@ export interface ValidSend {
   validitySeconds: number;
 }
 
+/** The segments a send request is charged by the limits (a request without a text costs one). */
+export function segmentsOf(req: SendMessageRequest): number {
+  return req.text ? textEncoding(req.text).numSegments : 1;
+}
+
 /** ValidityPeriod when the send gives none: 4 hours. */
 export const DEFAULT_VALIDITY_SECONDS = 14_400;
 /** The longest ValidityPeriod: 14 days. */

@@ -3,12 +3,19 @@
  * clock: the operator sets them (UpdateAccount) and reads them with today's use (GetAccount), bad
  * values are 400s naming the field; the request rate counts segments; the daily quota refuses the
  * send that would pass it (429 QuotaExceeded, Retry-After to the next UTC midnight), a send not
- * stored gives its segments back, and the next UTC day starts afresh; ValidityPeriod is checked.
+ * stored gives its segments back, and the next UTC day starts afresh; ValidityPeriod is checked;
+ * with the buckets in Redis and Redis unreachable, a send is 503, never let through.
  */
 import type { LightMyRequestResponse } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ManualClock } from "../../src/common/clock.js";
+import type { BucketStore } from "../../src/limits/bucket-store.js";
+import { openBucketStore } from "../../src/limits/limits-store.js";
+import { createSharedAllowance } from "../../src/limits/shared-allowance.js";
 import { Message } from "../../src/messaging/message.entity.js";
-import { dbKind } from "../support/db.js";
+import { createTestOrm, dbKind } from "../support/db.js";
+import { type PrivateRedis, startPrivateRedis } from "../support/private-redis.js";
+import { without } from "../support/system-packages.js";
 import { ADMIN_TOKEN, createTenant, createTestApp, type Tenant, type TestApp } from "../support/harness.js";
 
 let t: TestApp;
@@ -150,3 +157,49 @@ describe(`account limits (${dbKind()})`, () => {
   });
 });
 
+
+describe.skipIf(without("redis"))(`account limits with the buckets in Redis (${dbKind()})`, () => {
+  let redis: PrivateRedis;
+  let r: TestApp;
+  let store: BucketStore;
+  let dbClose: (() => Promise<void>) | undefined;
+
+  beforeAll(async () => {
+    redis = await startPrivateRedis();
+    const db = await createTestOrm();
+    store = await openBucketStore(db.orm, redis.url);
+    const clock = new ManualClock(new Date("2026-11-22T12:00:00Z"));
+    r = await createTestApp({ db, clock, limits: createSharedAllowance({ store, clock }), config: { sendRateLimit: 0 } });
+    dbClose = () => db.close();
+  });
+
+  afterAll(async () => {
+    await r?.limits.close();
+    await r?.close();
+    await store?.close();
+    await dbClose?.();
+    await redis?.stop();
+  });
+
+  it("the quota is counted in Redis; with Redis unreachable a send is 503 ServiceUnavailable, never let through; back, it counts again", async () => {
+    const a = await createTenant(r.app);
+    const set = await r.app.inject({
+      method: "POST",
+      url: `/admin/v1/Accounts/${a.accountSid}`,
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+      payload: { DailySegmentQuota: 2 },
+    });
+    expect(set.statusCode).toBe(200);
+    const sendOne = () =>
+      r.app.inject({ method: "POST", url: `/v2/Properties/${a.propertySid}/Messages`, headers: { authorization: a.auth }, payload: { From: "Acme", To: recipient(), Text: "hi" } });
+    expect((await sendOne()).statusCode).toBe(200);
+    await redis.stop();
+    const down = await sendOne();
+    expect(down.statusCode, down.body).toBe(503);
+    expect(down.json().ResponseStatus.ErrorCode).toBe("ServiceUnavailable");
+    expect(await r.db.orm.em.fork().count(Message, { accountSid: a.accountSid })).toBe(1);
+    await redis.start();
+    // An empty Redis again (no persistence): the day's count starts afresh there.
+    await expect.poll(async () => (await sendOne()).statusCode, { timeout: 10_000, interval: 200 }).toBe(200);
+  });
+});
