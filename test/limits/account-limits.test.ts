@@ -126,6 +126,9 @@ describe(`account limits (${dbKind()})`, () => {
     t.clock.advance(3_600_000);
     expectQuota(await send(a, TEXT.one), a, 100, 1, 39_600);
     expect(await t.db.orm.em.fork().count(Message, { accountSid: a.accountSid })).toBe(34);
+    const metrics = (await t.app.inject({ method: "GET", url: "/metrics" })).body;
+    expect(metrics).toContain(`switchboard_account_refused{account="${a.accountSid}",reason="QuotaExceeded"} 2\n`);
+    expect(metrics).toContain(`switchboard_account_refused{account="${a.accountSid}",reason="RateLimited"} 0\n`);
     // A batch is charged for all its items at once.
     const batch = await t.app.inject({
       method: "POST",

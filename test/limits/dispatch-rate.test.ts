@@ -37,6 +37,19 @@ function submitted(tenant: Tenant): Promise<number> {
   return t.db.orm.em.fork().count(Message, { accountSid: tenant.accountSid, submittedAt: { $ne: null } });
 }
 
+/** GET /metrics as name{labels} → value. */
+async function scrape(): Promise<Map<string, number>> {
+  const res = await t.app.inject({ method: "GET", url: "/metrics" });
+  expect(res.statusCode).toBe(200);
+  const out = new Map<string, number>();
+  for (const line of res.body.split("\n")) {
+    if (line === "" || line.startsWith("#")) continue;
+    const i = line.lastIndexOf(" ");
+    out.set(line.slice(0, i), Number(line.slice(i + 1)));
+  }
+  return out;
+}
+
 /** Ticks the dispatcher until a round claims nothing. */
 async function drain(): Promise<void> {
   while ((await t.engine!.dispatcher.tick()) > 0);
@@ -59,6 +72,10 @@ describe(`MessagesPerSecond and ValidityPeriod (${dbKind()})`, () => {
     await sendBatch(other, 5);
     await drain();
     expect([await submitted(capped), await submitted(other)]).toEqual([20, 5]);
+    // Per account: 380 given back to the queue, and waiting there.
+    const m = await scrape();
+    expect([m.get(`switchboard_account_throttled{account="${capped.accountSid}"}`), m.get(`switchboard_account_queued{account="${capped.accountSid}"}`)]).toEqual([380, 380]);
+    expect(m.get(`switchboard_account_throttled{account="${other.accountSid}"}`)).toBeUndefined();
     for (let second = 1; second < 20; second++) {
       t.clock.advance(1000);
       await drain();
@@ -79,6 +96,7 @@ describe(`MessagesPerSecond and ValidityPeriod (${dbKind()})`, () => {
     t.clock.advance(3000);
     await drain();
     expect(await submitted(a)).toBe(1);
+    expect((await scrape()).get(`switchboard_account_queue_timeouts{account="${a.accountSid}"}`)).toBe(2);
     for (const sid of sids.slice(1)) {
       const res = await t.app.inject({ method: "GET", url: `/v2/Messages/${sid}`, headers: { authorization: a.auth } });
       expect(res.statusCode, res.body).toBe(200);

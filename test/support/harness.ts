@@ -7,6 +7,7 @@ import { ManualClock } from "../../src/common/clock.js";
 import { createDeliveryEngine, type DeliveryEngine, type DeliveryEngineOptions } from "../../src/delivery/engine.js";
 import { createPostgresBucketStore } from "../../src/limits/bucket-store.js";
 import { createSharedAllowance, type SharedAllowance } from "../../src/limits/shared-allowance.js";
+import { createLimitCounters } from "../../src/limits/account-limits.js";
 import { createTestOrm, type TestOrm } from "./db.js";
 
 /** The operator token every test app uses. */
@@ -60,14 +61,24 @@ export async function createTestApp(opts: TestAppOptions = {}): Promise<TestApp>
   const carrier = opts.carrier ?? (engineOpts ? createSimulatorCarrier({ clock, reportDelayMs: 0 }) : undefined);
   const { loops, ...engineRest } = engineOpts ?? {};
   const limits = opts.limits ?? createSharedAllowance({ store: createPostgresBucketStore(db.orm), clock });
+  // What the limits refused and paced, for /metrics, as src/main.ts wires them.
+  const limitCounters = createLimitCounters();
   const engine = engineOpts
-    ? createDeliveryEngine({ orm: db.orm, clock, carrier: carrier!, webhookAllowPrivate, ...engineRest, dispatcher: { shared: limits, ...engineRest.dispatcher } })
+    ? createDeliveryEngine({
+        orm: db.orm,
+        clock,
+        carrier: carrier!,
+        webhookAllowPrivate,
+        ...engineRest,
+        dispatcher: { shared: limits, onPaced: (sid, throttled, timedOut) => limitCounters.paced(sid, throttled, timedOut), ...engineRest.dispatcher },
+      })
     : undefined;
   const app = await buildApp({
     orm: db.orm,
     clock,
     carrier,
     limits,
+    limitCounters,
     onQueued: engine ? () => engine.nudge() : undefined,
     config: {
       adminToken: ADMIN_TOKEN,
