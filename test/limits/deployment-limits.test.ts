@@ -1,5 +1,5 @@
 /**
- * The limits hold for the deployment (docs/limits.md, contract §13): two API processes (each with
+ * The limits hold for the deployment (docs/limits.md): two API processes (each with
  * its delivery engine, as `npm start` runs) and two worker processes on one PostgreSQL database,
  * the shared buckets in that database, then the same with them in Redis. Real time, real HTTP:
  *  - a request rate of 50/s driven at 200/s for 10 s through both API processes: 50/s ± 10 % accepted;
