@@ -8,10 +8,10 @@ import type { BucketSpec, SharedAllowance } from "./shared-allowance.js";
  * every process (PostgreSQL or Redis), and each process takes them in blocks.
  */
 
-/** An account's limits as the send pipeline sees them (the account row; null: default or none). */
+/** An account's limits as the send pipeline sees them (the account row; null: default or none; a double column may be its text). */
 export interface AccountLimitFields {
   sid: string;
-  sendRatePerSecond?: number | null;
+  sendRatePerSecond?: number | string | null;
   sendRateBurst?: number | null;
   dailySegmentQuota?: number | null;
 }
@@ -53,7 +53,8 @@ export function quotaKey(accountSid: string, nowMs: number): string {
 export function quotaSpec(account: AccountLimitFields, nowMs: number): BucketSpec | undefined {
   const quota = account.dailySegmentQuota;
   if (quota == null) return undefined;
-  // Exact near the end of the day: no block once less than two blocks' worth could be left.
+  // Blocks of 1 %; near the quota's end the allowance takes none (shared-allowance.ts END_BLOCKS),
+  // so the send that would pass it is the one refused, whichever process it reaches.
   return { rate: 0, burst: quota, block: Math.floor(quota * 0.01), holdMs: HOLD_MS, expiresMs: nowMs + msToUtcMidnight(nowMs) };
 }
 

@@ -28,6 +28,11 @@ interface Tenant {
   auth: string;
 }
 
+/** A JSON answer, read loosely (the tests assert its fields). */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type Json = Record<string, any>;
+const json = async (res: Response | Promise<Response>): Promise<Json> => (await (await res).json()) as Json;
+
 async function call(base: string, method: string, path: string, auth: string, body?: object): Promise<Response> {
   return fetch(`${base}${path}`, {
     method,
@@ -38,8 +43,8 @@ async function call(base: string, method: string, path: string, auth: string, bo
 
 async function tenant(base: string, limits: object): Promise<Tenant> {
   const op = `Bearer ${ADMIN}`;
-  const acc = await (await call(base, "POST", "/admin/v1/Accounts", op, { Name: "Limited" })).json();
-  const prop = await (await call(base, "POST", `/admin/v1/Accounts/${acc.AccountSid}/Properties`, op, { Name: "Site" })).json();
+  const acc = await json(call(base, "POST", "/admin/v1/Accounts", op, { Name: "Limited" }));
+  const prop = await json(call(base, "POST", `/admin/v1/Accounts/${acc.AccountSid}/Properties`, op, { Name: "Site" }));
   const set = await call(base, "POST", `/admin/v1/Accounts/${acc.AccountSid}`, op, limits);
   expect(set.status, await set.clone().text()).toBe(200);
   return { accountSid: acc.AccountSid, propertySid: prop.PropertySid, auth: `Basic ${Buffer.from(`${acc.AccountSid}:${acc.Token}`).toString("base64")}` };
@@ -132,7 +137,7 @@ describe.each(runs)("limits across two API and two worker processes, buckets in 
       );
       for (const res of await Promise.all(batches)) {
         expect(res.status).toBe(200);
-        const body = await res.json();
+        const body = await json(res);
         expect(body.Messages.filter((m: { MessageSid?: string }) => typeof m.MessageSid === "string")).toHaveLength(100);
       }
       const others = await Promise.all(Array.from({ length: 10 }, (_, i) => send(apis[i % 2].base, other)));
@@ -161,12 +166,12 @@ describe.each(runs)("limits across two API and two worker processes, buckets in 
       for (let i = 0; i < 33; i++) expect((await send(apis[i % 2].base, t, three)).status).toBe(200);
       const refused = await send(apis[1].base, t, "b".repeat(161));
       expect(refused.status).toBe(429);
-      expect((await refused.json()).ResponseStatus.ErrorCode).toBe("QuotaExceeded");
+      expect((await json(refused)).ResponseStatus.ErrorCode).toBe("QuotaExceeded");
       expect(Number(refused.headers.get("retry-after"))).toBeCloseTo(secondsToUtcMidnight(), -1);
       expect((await send(apis[0].base, t)).status).toBe(200);
       const last = await send(apis[1].base, t);
       expect(last.status).toBe(429);
-      const account = await (await call(apis[1].base, "GET", `/admin/v1/Accounts/${t.accountSid}`, `Bearer ${ADMIN}`)).json();
+      const account = await json(call(apis[1].base, "GET", `/admin/v1/Accounts/${t.accountSid}`, `Bearer ${ADMIN}`));
       expect([account.DailySegmentQuota, account.SegmentsToday]).toEqual([100, 100]);
     },
     60_000,
