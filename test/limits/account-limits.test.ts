@@ -115,6 +115,8 @@ describe(`account limits (${dbKind()})`, () => {
   it("a quota of 100 segments: the send that would pass it is 429 QuotaExceeded until the next UTC midnight; a send not stored gives its segments back", async () => {
     const a = await createTenant(t.app);
     await update(a.accountSid, { DailySegmentQuota: 100 });
+    // Earlier tests moved the clock a second past 12:00.
+    t.clock.set(new Date("2026-11-22T12:00:00Z"));
     for (let i = 0; i < 33; i++) expect((await send(a, TEXT.three)).statusCode).toBe(200);
     // 99 used: a 2-segment send would pass 100.
     expectQuota(await send(a, TEXT.two), a, 100, 2, 43_200);
