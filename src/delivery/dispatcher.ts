@@ -298,11 +298,14 @@ export function createDispatcher(opts: DispatcherOptions): Dispatcher {
         }
         const sent = i;
         if (granted > used) shared.giveBack(key, granted - used, spec);
-        // The rest, each due when the bucket will have refilled its segments.
+        // The rest, each due when the bucket will have refilled its segments, counted from the
+        // take (a moment after the round began: counted from the round, the next claim would come
+        // a little early and find the bucket a fraction of a token short).
+        const takenAt = Math.max(now.getTime(), opts.clock.now().getTime());
         let owed = 0;
         for (; i < live.length; i++) {
           owed += segments[i];
-          deferred.push({ sid: live[i].sid, at: new Date(now.getTime() + Math.ceil((owed * 1000) / rate)) });
+          deferred.push({ sid: live[i].sid, at: new Date(takenAt + Math.ceil((owed * 1000) / rate)) });
         }
         opts.onPaced?.(sid, live.length - sent, list.length - live.length);
       }),

@@ -117,6 +117,7 @@ describe.each(runs)("limits across two API and two worker processes, buckets in 
       const statuses = await Promise.all(answers);
       const seconds = (performance.now() - start) / 1000;
       const accepted = statuses.filter((s) => s === 200).length;
+      console.log(`request rate: ${accepted} of 2000 accepted in ${seconds.toFixed(2)} s = ${(accepted / seconds).toFixed(1)}/s`);
       expect(statuses.filter((s) => s !== 200 && s !== 429)).toEqual([]);
       expect(accepted / seconds).toBeGreaterThanOrEqual(45);
       expect(accepted / seconds).toBeLessThanOrEqual(55);
@@ -151,6 +152,7 @@ describe.each(runs)("limits across two API and two worker processes, buckets in 
       const last = Math.max(...rows.map((m) => m.submittedAt!.getTime()));
       // 400 at 20 per second, the first 20 at once: 19 s from the send to the last.
       const spread = (last - sentAt) / 1000;
+      console.log(`MessagesPerSecond 20: 400 handed to the carrier ${spread.toFixed(2)} s after the send; the other account's 10 within ${otherDone.toFixed(2)} s`);
       expect(spread).toBeGreaterThanOrEqual(18);
       expect(spread).toBeLessThanOrEqual(22);
       expect(rows.filter((m) => m.status === "Failed")).toEqual([]);
@@ -194,6 +196,7 @@ describe.each(runs)("limits across two API and two worker processes, buckets in 
       };
       await expect.poll(async () => Object.values(await settled()).reduce((a, b) => a + b, 0), { timeout: 15_000, interval: 250 }).toBe(6);
       const { timedOut, sent } = await settled();
+      console.log(`ValidityPeriod 2 s at 1/s: ${sent} sent, ${timedOut} QueueTimeout`);
       // One at once and about one a second for the 2 s the messages may wait: the rest time out.
       expect(sent).toBeGreaterThanOrEqual(2);
       expect(sent).toBeLessThanOrEqual(4);
