@@ -852,9 +852,13 @@ function renderReport(r: {
     `- Command: \`${[...changed, "npm run bench"].join(" ")}\` (${SETTINGS.warmup} s warm-up + ${SETTINGS.seconds} s measured per run, ${SETTINGS.connections} connections, ${SETTINGS.threads} load-generator thread(s), ${SETTINGS.rounds} round(s), median round shown)`,
     `- Machine: ${cpus().length} × ${cpus()[0]?.model.trim()}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB; load average ${r.load0.map((x) => x.toFixed(2)).join(" ")} before, ${r.load1.map((x) => x.toFixed(2)).join(" ")} after (other processes share the two cores)`,
     `- Versions: Node ${process.version}, PostgreSQL ${r.pgVersion} (shared server, fsync on, synchronous_commit on; database ${r.dbName}, dropped after), Kannel ${version("/usr/sbin/bearerbox", ["--version"], /version `([^']+)'/)}, ${version("wrk", ["-v"], /^(wrk [^ ]+)/m)}, h2load (nghttp2 ${version("h2load", ["--version"], /nghttp2\/([\d.]+)/)})`,
-    `- Switchboard: \`src/main.ts\` compiled (dist/src/main.js) as \`npm start\` runs it (API + delivery engine, simulator carrier), LOG_LEVEL=${SETTINGS.logLevel}, ${Object.entries(rateLimitEnv())
+    `- Switchboard: \`src/main.ts\` compiled (dist/src/main.js) as \`npm start\` runs it (API + delivery engine, simulator carrier), LOG_LEVEL=${SETTINGS.logLevel}, ${Object.entries(
+      rateLimitEnv(),
+    )
       .map(([k, v]) => `${k}=${v}`)
-      .join(", ")} (see below); Kannel: bearerbox + smsbox + fakesmsc, store-type = spool, log level 2 (warning); each send is From ${SMS.from}, To ${SMS.to.replace(VARY, "NNNNN")} (random digits per request; gRPC: ${SMS.fixedTo}), Text "${SMS.text}"`,
+      .join(
+        ", ",
+      )} (see below); Kannel: bearerbox + smsbox + fakesmsc, store-type = spool, log level 2 (warning); each send is From ${SMS.from}, To ${SMS.to.replace(VARY, "NNNNN")} (random digits per request; gRPC: ${SMS.fixedTo}), Text "${SMS.text}"`,
   ].join("\n");
   const full = `${machine}\n\n${table}\n\n${targets}\n`;
   return { table, targets, full };

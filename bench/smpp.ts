@@ -148,7 +148,12 @@ export async function benchSmppTps(log: (s: string) => void): Promise<string> {
         To: `+4477009${String(10_000 + ((i + j) % 90_000)).slice(-5)}`,
         Text: "Bench",
       }));
-      const res = await app.inject({ method: "POST", url: `/v2/Properties/${tenant.propertySid}/BatchMessages`, headers: { authorization: tenant.auth }, payload: { Messages } });
+      const res = await app.inject({
+        method: "POST",
+        url: `/v2/Properties/${tenant.propertySid}/BatchMessages`,
+        headers: { authorization: tenant.auth },
+        payload: { Messages },
+      });
       if (res.statusCode !== 200) throw new Error(`batch: ${res.statusCode} ${res.body}`);
     }
     const what = `${workers} worker processes, SMPP_TPS=${tps} each and for the carrier, shared buckets in ${redisUrl ? "Redis" : "PostgreSQL"}`;

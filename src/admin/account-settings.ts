@@ -26,7 +26,11 @@ function limit(field: string, value: number | undefined, max: number, whole: boo
   if (value === undefined) return undefined;
   if (value === 0) return null;
   if (!Number.isFinite(value) || value < 0 || value > max || (whole && !Number.isInteger(value))) {
-    throw fieldError(field, "InvalidParameter", `${field} must be ${whole ? "a whole number " : ""}more than 0 and at most ${max}, or 0 to clear it; got ${value}.`);
+    throw fieldError(
+      field,
+      "InvalidParameter",
+      `${field} must be ${whole ? "a whole number " : ""}more than 0 and at most ${max}, or 0 to clear it; got ${value}.`,
+    );
   }
   return value;
 }

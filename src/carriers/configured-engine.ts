@@ -35,7 +35,11 @@ export async function createConfiguredEngine(
     mailTransport,
     noAlphaCountries: config.noAlphaCountries,
     destinations: config.destinations,
-    dispatcher: { claimMs: config.dispatchClaimMs, shared, onPaced: counters ? (sid, throttled, timedOut) => counters.paced(sid, throttled, timedOut) : undefined },
+    dispatcher: {
+      claimMs: config.dispatchClaimMs,
+      shared,
+      onPaced: counters ? (sid, throttled, timedOut) => counters.paced(sid, throttled, timedOut) : undefined,
+    },
     receiptTimeoutMs: config.receiptTimeoutMs,
     retention: config.retention,
     webhooks: {

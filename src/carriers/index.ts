@@ -70,13 +70,25 @@ export async function createCarrierFromRow(
       const password = url.searchParams.get("password") ?? "";
       url.searchParams.delete("username");
       url.searchParams.delete("password");
-      return createKannelCarrier({ ...config.kannel, sendsmsUrl: url.toString(), username, password, tps: row.tps, clock, tpsGate: tpsGate(opts.shared, row.name, row.tps) });
+      return createKannelCarrier({
+        ...config.kannel,
+        sendsmsUrl: url.toString(),
+        username,
+        password,
+        tps: row.tps,
+        clock,
+        tpsGate: tpsGate(opts.shared, row.name, row.tps),
+      });
     }
     case "smpp": {
       const { createSmppCarrier } = await import("./smpp/smpp-carrier.js");
       const env = opts.env ?? process.env;
       const smpp = smppConfig({ ...env, SMPP_URL: row.url, SMPP_WINDOW: String(row.window), SMPP_TPS: String(row.tps), SMPP_SYSTEM_TYPE: row.systemType });
-      return createSmppCarrier({ ...smpp, clock, log: opts.log?.child({ carrierName: row.name }), submitDeadlineMs: config.dispatchClaimMs / 2,
+      return createSmppCarrier({
+        ...smpp,
+        clock,
+        log: opts.log?.child({ carrierName: row.name }),
+        submitDeadlineMs: config.dispatchClaimMs / 2,
         tpsGate: tpsGate(opts.shared, row.name, row.tps),
         ...opts.smpp,
       });

@@ -154,7 +154,8 @@ export const ERRORS = {
     http: 429,
     grpc: Code.ResourceExhausted,
     when: "a send that would take the account past its `DailySegmentQuota` (segments per UTC day); `Retry-After` says the seconds until the next UTC midnight; see [Limits](api.md#limits)",
-    example: "Daily quota reached: account AC0123456789ABCDEFGHIJKLMNOPQRST may send 100 segments per UTC day; this request needs 3. Retry after 3600 seconds (the next UTC midnight).",
+    example:
+      "Daily quota reached: account AC0123456789ABCDEFGHIJKLMNOPQRST may send 100 segments per UTC day; this request needs 3. Retry after 3600 seconds (the next UTC midnight).",
   },
   ServiceUnavailable: {
     http: 503,

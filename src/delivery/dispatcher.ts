@@ -316,7 +316,10 @@ export function createDispatcher(opts: DispatcherOptions): Dispatcher {
       deferred.map((d) => d.at),
     );
     if (timedOut.length > 0) {
-      opts.log?.info({ count: timedOut.length, messageSids: timedOut.slice(0, 50).map((r) => r.sid) }, "messages queued past their ValidityPeriod: failed QueueTimeout");
+      opts.log?.info(
+        { count: timedOut.length, messageSids: timedOut.slice(0, 50).map((r) => r.sid) },
+        "messages queued past their ValidityPeriod: failed QueueTimeout",
+      );
       await opts.orm.em.fork().transactional((tx) =>
         applyFinalStates(
           tx,

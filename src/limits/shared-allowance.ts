@@ -194,7 +194,9 @@ export function createSharedAllowance(opts: SharedAllowanceOptions): SharedAllow
   }
 
   function ask(key: string, cost: number, partial: boolean, spec: BucketSpec): Promise<{ granted: number; retryAfterMs: number }> {
-    return new Promise((resolve, reject) => enqueue({ key, cost, partial, spec, resolve: (granted, retryAfterMs) => resolve({ granted, retryAfterMs }), reject }));
+    return new Promise((resolve, reject) =>
+      enqueue({ key, cost, partial, spec, resolve: (granted, retryAfterMs) => resolve({ granted, retryAfterMs }), reject }),
+    );
   }
 
   // Gives back what was held past its time (a process that stopped sending), and now and then

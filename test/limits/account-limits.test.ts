@@ -81,7 +81,11 @@ describe(`account limits (${dbKind()})`, () => {
   it("a bad limit is a 400 naming its field, and changes nothing", async () => {
     const a = await createTenant(t.app);
     const cases: [object, string, string][] = [
-      [{ DailySegmentQuota: -1 }, "DailySegmentQuota", "DailySegmentQuota must be a whole number more than 0 and at most 1000000000, or 0 to clear it; got -1."],
+      [
+        { DailySegmentQuota: -1 },
+        "DailySegmentQuota",
+        "DailySegmentQuota must be a whole number more than 0 and at most 1000000000, or 0 to clear it; got -1.",
+      ],
       [{ SendRatePerSecond: 100001 }, "SendRatePerSecond", "SendRatePerSecond must be more than 0 and at most 100000, or 0 to clear it; got 100001."],
       [{ MessagesPerSecond: -0.5 }, "MessagesPerSecond", "MessagesPerSecond must be more than 0 and at most 100000, or 0 to clear it; got -0.5."],
     ];
@@ -162,7 +166,6 @@ describe(`account limits (${dbKind()})`, () => {
   });
 });
 
-
 describe.skipIf(without("redis"))(`account limits with the buckets in Redis (${dbKind()})`, () => {
   let redis: PrivateRedis;
   let r: TestApp;
@@ -196,7 +199,12 @@ describe.skipIf(without("redis"))(`account limits with the buckets in Redis (${d
     });
     expect(set.statusCode).toBe(200);
     const sendOne = () =>
-      r.app.inject({ method: "POST", url: `/v2/Properties/${a.propertySid}/Messages`, headers: { authorization: a.auth }, payload: { From: "Acme", To: recipient(), Text: "hi" } });
+      r.app.inject({
+        method: "POST",
+        url: `/v2/Properties/${a.propertySid}/Messages`,
+        headers: { authorization: a.auth },
+        payload: { From: "Acme", To: recipient(), Text: "hi" },
+      });
     expect((await sendOne()).statusCode).toBe(200);
     await redis.stop();
     const down = await sendOne();

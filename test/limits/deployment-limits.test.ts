@@ -29,7 +29,6 @@ interface Tenant {
 }
 
 /** A JSON answer, read loosely (the tests assert its fields). */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Json = Record<string, any>;
 const json = async (res: Response | Promise<Response>): Promise<Json> => (await (await res).json()) as Json;
 
@@ -152,7 +151,9 @@ describe.each(runs)("limits across two API and two worker processes, buckets in 
       const last = Math.max(...rows.map((m) => m.submittedAt!.getTime()));
       // 400 at 20 per second, the first 20 at once: 19 s from the send to the last.
       const spread = (last - sentAt) / 1000;
-      console.log(`MessagesPerSecond 20: 400 handed to the carrier ${spread.toFixed(2)} s after the send; the other account's 10 within ${otherDone.toFixed(2)} s`);
+      console.log(
+        `MessagesPerSecond 20: 400 handed to the carrier ${spread.toFixed(2)} s after the send; the other account's 10 within ${otherDone.toFixed(2)} s`,
+      );
       expect(spread).toBeGreaterThanOrEqual(18);
       expect(spread).toBeLessThanOrEqual(22);
       expect(rows.filter((m) => m.status === "Failed")).toEqual([]);

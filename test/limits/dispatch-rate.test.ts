@@ -28,7 +28,12 @@ async function sendBatch(tenant: Tenant, n: number, extra: object = {}): Promise
 }
 
 async function setLimits(tenant: Tenant, body: object): Promise<void> {
-  const res = await t.app.inject({ method: "POST", url: `/admin/v1/Accounts/${tenant.accountSid}`, headers: { authorization: `Bearer ${ADMIN_TOKEN}` }, payload: body });
+  const res = await t.app.inject({
+    method: "POST",
+    url: `/admin/v1/Accounts/${tenant.accountSid}`,
+    headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+    payload: body,
+  });
   expect(res.statusCode, res.body).toBe(200);
 }
 
@@ -74,7 +79,10 @@ describe(`MessagesPerSecond and ValidityPeriod (${dbKind()})`, () => {
     expect([await submitted(capped), await submitted(other)]).toEqual([20, 5]);
     // Per account: 380 given back to the queue, and waiting there.
     const m = await scrape();
-    expect([m.get(`switchboard_account_throttled{account="${capped.accountSid}"}`), m.get(`switchboard_account_queued{account="${capped.accountSid}"}`)]).toEqual([380, 380]);
+    expect([
+      m.get(`switchboard_account_throttled{account="${capped.accountSid}"}`),
+      m.get(`switchboard_account_queued{account="${capped.accountSid}"}`),
+    ]).toEqual([380, 380]);
     expect(m.get(`switchboard_account_throttled{account="${other.accountSid}"}`)).toBeUndefined();
     for (let second = 1; second < 20; second++) {
       t.clock.advance(1000);

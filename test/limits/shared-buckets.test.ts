@@ -61,17 +61,20 @@ const stores: [string, () => BucketStore][] = [
 describe.each(stores)("shared buckets on %s", (name, storeOf) => {
   const skip = name === "redis" && without("redis");
 
-  it.skipIf(skip)("a new bucket is full; a take is all or nothing, or whole tokens down to its least; it refills at its rate, never past its burst", async () => {
-    const s = storeOf();
-    const k = newKey();
-    expect(await take(s, k, 5, 5, 3, T)).toEqual({ granted: 3, tokens: 2 });
-    expect(await take(s, k, 5, 5, 3, T)).toEqual({ granted: 0, tokens: 2 });
-    expect(await take(s, k, 5, 5, 3, T, 1)).toEqual({ granted: 2, tokens: 0 });
-    // 199 ms at 5/s is 0.995 of a token: not yet one.
-    expect(await take(s, k, 5, 5, 1, T + 199)).toEqual({ granted: 0, tokens: 0.995 });
-    expect(await take(s, k, 5, 5, 1, T + 200)).toEqual({ granted: 1, tokens: 0 });
-    expect(await take(s, k, 5, 5, 0, T + 60_000)).toEqual({ granted: 0, tokens: 5 });
-  });
+  it.skipIf(skip)(
+    "a new bucket is full; a take is all or nothing, or whole tokens down to its least; it refills at its rate, never past its burst",
+    async () => {
+      const s = storeOf();
+      const k = newKey();
+      expect(await take(s, k, 5, 5, 3, T)).toEqual({ granted: 3, tokens: 2 });
+      expect(await take(s, k, 5, 5, 3, T)).toEqual({ granted: 0, tokens: 2 });
+      expect(await take(s, k, 5, 5, 3, T, 1)).toEqual({ granted: 2, tokens: 0 });
+      // 199 ms at 5/s is 0.995 of a token: not yet one.
+      expect(await take(s, k, 5, 5, 1, T + 199)).toEqual({ granted: 0, tokens: 0.995 });
+      expect(await take(s, k, 5, 5, 1, T + 200)).toEqual({ granted: 1, tokens: 0 });
+      expect(await take(s, k, 5, 5, 0, T + 60_000)).toEqual({ granted: 0, tokens: 5 });
+    },
+  );
 
   it.skipIf(skip)("a give back is never past the burst; a take larger than the burst goes on a full bucket and leaves a debt", async () => {
     const s = storeOf();
