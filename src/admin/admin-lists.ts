@@ -36,7 +36,7 @@ import { liveLeaseCounts } from "../leases/lease-store.js";
 import { listNumbers } from "../numbers/number-store.js";
 
 /** The operator's view of an account: no token hash, no webhook secret. */
-export function toAccountPb(a: Account, segmentsToday = 0): AccountPb {
+export function toAccountPb(a: Account, segmentsToday?: number): AccountPb {
   return create(AccountSchema, {
     accountSid: a.sid,
     name: a.name,

@@ -23,7 +23,7 @@ export interface DefaultSendRate {
 }
 
 // A block is a share of the bucket so small that what one process holds unspent hardly moves
-// another's count (within the contract's 10 %), yet large enough that a busy process asks the store
+// another's count (well within 10 %), yet large enough that a busy process asks the store
 // a few times per second at most.
 const BLOCK_SHARE = 0.05;
 // Held tokens go back after this long: at the next group commit they are spent, or returned.

@@ -12,10 +12,13 @@
 -- The clock is the caller's (p_now_ms): an injectable clock in tests; a clock behind the row's
 -- refills nothing until it passes it. expires_ms is when the row holds no information any more
 -- (full again; for a bucket that never refills, p_expires_ms): rows past it are deleted by
--- sweepBuckets. Returns per key what was granted (negative: given back) and the tokens left.
+-- the sweep (bucket-store.ts). Returns per key what was granted (negative: given back) and the tokens left.
+-- Settings: none off (every statement reaches its row by the primary key, whatever the planner
+-- thinks); plan_cache_mode = force_generic_plan, as every function here: one plan per connection.
 create or replace function sb_take_tokens(p_keys text[], p_rates float8[], p_bursts float8[], p_wants float8[], p_leasts float8[], p_expires_ms bigint[], p_now_ms bigint)
   returns table (key text, granted float8, tokens float8)
   language plpgsql
+  set plan_cache_mode = force_generic_plan
 as $fn$
 #variable_conflict use_column
 declare
