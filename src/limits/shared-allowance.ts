@@ -185,7 +185,8 @@ export function createSharedAllowance(opts: SharedAllowanceOptions): SharedAllow
           } else {
             // A take larger than the burst waits for a full bucket.
             const short = Math.min(w.cost, h.spec.burst) - h.tokens - a.tokens;
-            const retryAfterMs = h.spec.rate > 0 ? Math.ceil((Math.max(1, short) * 1000) / h.spec.rate) : Math.max(0, (h.spec.expiresMs ?? now) - now);
+            const retryAfterMs =
+              h.spec.rate > 0 ? Math.max(1, Math.ceil((Math.max(0, short) * 1000) / h.spec.rate)) : Math.max(0, (h.spec.expiresMs ?? now) - now);
             w.resolve(0, retryAfterMs);
           }
         }
