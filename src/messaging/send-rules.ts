@@ -39,9 +39,14 @@ export interface ValidSend {
   validitySeconds: number;
 }
 
-/** The segments a send request is charged by the limits (a request without a text costs one). */
+/**
+ * The segments a send request is charged by the limits. A request without a text, or with one
+ * surely too long to send (more UTF-16 units than twice the longest text's characters), costs one:
+ * it is refused for its content anyway, and counting a huge text would cost more than refusing it.
+ */
 export function segmentsOf(req: SendMessageRequest): number {
-  return req.text ? textEncoding(req.text).numSegments : 1;
+  if (!req.text || req.text.length > 2 * MAX_TEXT_CHARS) return 1;
+  return textEncoding(req.text).numSegments;
 }
 
 /** ValidityPeriod when the send gives none: 4 hours. */
