@@ -43,7 +43,7 @@ const SETTINGS = {
   nodeFlags: (env.BENCH_NODE_FLAGS ?? "").split(" ").filter(Boolean),
   /** Write the results into docs/benchmarks.md (0 to only print). */
   write: env.BENCH_WRITE !== "0",
-  /** Which runs: any of idle,kannel,rest,grpc,bare,floor,dispatch,dispatch-routes,soak (soak and dispatch-routes are not in the default set); or smpp alone (bench/smpp.ts); or read-flood and/or webhook-flood (bench/hostile.ts); or rapid-reset alone (bench/rapid-reset-run.ts); or purge alone (bench/purge.ts). */
+  /** Which runs: any of idle,kannel,rest,grpc,bare,floor,dispatch,dispatch-routes,soak (soak and dispatch-routes are not in the default set); or smpp alone (bench/smpp.ts); or smpp-tps alone (a carrier's Tps over three worker processes, bench/smpp.ts); or read-flood and/or webhook-flood (bench/hostile.ts); or rapid-reset alone (bench/rapid-reset-run.ts); or purge alone (bench/purge.ts). */
   only: new Set((env.BENCH_ONLY ?? "idle,kannel,rest,grpc,bare,floor,dispatch").split(",").map((s) => s.trim())),
   /** Seconds after /readyz first answers at which the idle service's resident set is read. */
   idleSeconds: num("BENCH_IDLE_SECONDS", 20),
@@ -51,7 +51,25 @@ const SETTINGS = {
   soakSeconds: num("BENCH_SOAK_SECONDS", 600),
   /** Soak rate as a share of the REST maximum measured in the same run (or just before the soak). */
   soakShare: num("BENCH_SOAK_SHARE", 0.7),
+  /**
+   * BENCH_SHARED_LIMITS (issue 31): 1 runs the service with the deployment-wide request rate on, set
+   * high enough never to refuse (SEND_RATE_LIMIT below), its buckets in PostgreSQL; `redis` puts
+   * them in the Redis of BENCH_REDIS_URL (default redis://127.0.0.1:6379). Unset: the limit off.
+   */
+  sharedLimits: env.BENCH_SHARED_LIMITS === "redis" ? "redis" : env.BENCH_SHARED_LIMITS === "1" ? "postgres" : undefined,
 };
+
+/** SEND_RATE_LIMIT of a run with BENCH_SHARED_LIMITS: segments per second far above any load of this machine. */
+const SHARED_LIMIT_RATE = 1_000_000;
+
+/** The service's request-rate settings: off, or on and never refusing (BENCH_SHARED_LIMITS). */
+function rateLimitEnv(): Record<string, string> {
+  if (!SETTINGS.sharedLimits) return { SEND_RATE_LIMIT: "off" };
+  return {
+    SEND_RATE_LIMIT: String(SHARED_LIMIT_RATE),
+    ...(SETTINGS.sharedLimits === "redis" ? { REDIS_URL: env.BENCH_REDIS_URL ?? "redis://127.0.0.1:6379" } : {}),
+  };
+}
 
 /** The service's node arguments: `npm start`'s (its compiled entry), with BENCH_NODE_FLAGS before the entry. */
 const SERVICE_ARGS = [...npmStartFlags(), ...SETTINGS.nodeFlags, BUILT_MAIN];
@@ -345,6 +363,12 @@ async function main(): Promise<void> {
     process.stdout.write(`${await benchPurge(log)}\n`);
     return;
   }
+  if (SETTINGS.only.has("smpp-tps")) {
+    // A carrier's Tps over three worker processes against one SMSC (issue 31, bench/smpp.ts); prints only.
+    const { benchSmppTps } = await import("./smpp.js");
+    process.stdout.write(`${await benchSmppTps(log)}\n`);
+    return;
+  }
   if (SETTINGS.only.has("smpp")) {
     // The SMPP carrier's pacing against the Perl SMSC, in-process (bench/smpp.ts); prints only.
     const { benchSmpp } = await import("./smpp.js");
@@ -401,8 +425,9 @@ async function main(): Promise<void> {
       LOG_LEVEL: SETTINGS.logLevel,
       CARRIER: "simulator",
       // The per-account send rate limit (default 50/s) would answer most of this load with 429:
-      // the throughput test measures sending, so the limiter is off (docs/benchmarks.md says so).
-      SEND_RATE_LIMIT: "off",
+      // the throughput test measures sending, so the limiter is off (docs/benchmarks.md says so),
+      // or on and set far above the load (BENCH_SHARED_LIMITS: what the shared buckets cost).
+      ...rateLimitEnv(),
     });
     await waitHttp(`${base}/readyz`, "Switchboard", service);
     log(`Switchboard listening on ${base} (pid ${service.proc.pid})`);
@@ -827,7 +852,13 @@ function renderReport(r: {
     `- Command: \`${[...changed, "npm run bench"].join(" ")}\` (${SETTINGS.warmup} s warm-up + ${SETTINGS.seconds} s measured per run, ${SETTINGS.connections} connections, ${SETTINGS.threads} load-generator thread(s), ${SETTINGS.rounds} round(s), median round shown)`,
     `- Machine: ${cpus().length} × ${cpus()[0]?.model.trim()}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB; load average ${r.load0.map((x) => x.toFixed(2)).join(" ")} before, ${r.load1.map((x) => x.toFixed(2)).join(" ")} after (other processes share the two cores)`,
     `- Versions: Node ${process.version}, PostgreSQL ${r.pgVersion} (shared server, fsync on, synchronous_commit on; database ${r.dbName}, dropped after), Kannel ${version("/usr/sbin/bearerbox", ["--version"], /version `([^']+)'/)}, ${version("wrk", ["-v"], /^(wrk [^ ]+)/m)}, h2load (nghttp2 ${version("h2load", ["--version"], /nghttp2\/([\d.]+)/)})`,
-    `- Switchboard: \`src/main.ts\` compiled (dist/src/main.js) as \`npm start\` runs it (API + delivery engine, simulator carrier), LOG_LEVEL=${SETTINGS.logLevel}, SEND_RATE_LIMIT=off (see below); Kannel: bearerbox + smsbox + fakesmsc, store-type = spool, log level 2 (warning); each send is From ${SMS.from}, To ${SMS.to.replace(VARY, "NNNNN")} (random digits per request; gRPC: ${SMS.fixedTo}), Text "${SMS.text}"`,
+    `- Switchboard: \`src/main.ts\` compiled (dist/src/main.js) as \`npm start\` runs it (API + delivery engine, simulator carrier), LOG_LEVEL=${SETTINGS.logLevel}, ${Object.entries(
+      rateLimitEnv(),
+    )
+      .map(([k, v]) => `${k}=${v}`)
+      .join(
+        ", ",
+      )} (see below); Kannel: bearerbox + smsbox + fakesmsc, store-type = spool, log level 2 (warning); each send is From ${SMS.from}, To ${SMS.to.replace(VARY, "NNNNN")} (random digits per request; gRPC: ${SMS.fixedTo}), Text "${SMS.text}"`,
   ].join("\n");
   const full = `${machine}\n\n${table}\n\n${targets}\n`;
   return { table, targets, full };

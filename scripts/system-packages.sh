@@ -25,6 +25,7 @@ PACKAGES=(
   python3-grpc-tools  # generates that client
   libnet-smpp-perl    # Net::SMPP: the test SMSC of the SMPP carrier
   stunnel4            # TLS in front of that SMSC
+  redis-server        # the shared limits' Redis store (test/support/private-redis.ts)
 )
 # `npm run bench` only (--bench): the load generators; Kannel, its peer, is in the list above.
 BENCH_PACKAGES=(
@@ -50,6 +51,7 @@ present() {
     python3-grpc-tools) [ -x /usr/bin/python3 ] && /usr/bin/python3 -c "import grpc_tools.protoc" >/dev/null 2>&1 ;;
     libnet-smpp-perl) [ -x /usr/bin/perl ] && /usr/bin/perl -MNet::SMPP -e 1 >/dev/null 2>&1 ;;
     stunnel4) [ -x /usr/bin/stunnel4 ] || [ -x /usr/bin/stunnel ] ;;
+    redis-server) [ -x /usr/bin/redis-server ] ;;
     wrk) command -v wrk >/dev/null 2>&1 ;;
     nghttp2-client) command -v h2load >/dev/null 2>&1 ;;
     # A package can be named on the command line that the list lacks: probed by dpkg.

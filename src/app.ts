@@ -23,7 +23,9 @@ import { rejectUnstorableStrings } from "./common/string-guard.js";
 import { DEFAULT_AUTH_FAILURE_LIMITS, DEFAULT_CONNECTION_LIMITS, DEFAULT_SEND_RATE_LIMIT, defaultSendBurst, type Config, defaultReadLimits } from "./config.js";
 import { isDatabaseReady, ormKind } from "./db/orm.js";
 import { createMessagingService } from "./messaging/messaging-service.js";
-import { createSendRateLimiter } from "./messaging/send-rate-limit.js";
+import { createAdmitLimits, type LimitCounters } from "./limits/account-limits.js";
+import { createPostgresBucketStore } from "./limits/bucket-store.js";
+import { createSharedAllowance, type SharedAllowance } from "./limits/shared-allowance.js";
 import { createNumberService } from "./numbers/number-service.js";
 import { createOptOutService } from "./optouts/opt-out-service.js";
 import { apiDocsPlugin } from "./openapi/api-docs.js";
@@ -57,6 +59,10 @@ export interface AppDeps {
   router?: Pick<CarrierRouter, "links" | "refresh">;
   /** Called after a message is queued, to wake the dispatcher. */
   onQueued?: () => void;
+  /** The process's allowance of the shared limits (limits/limits-store.ts); default: buckets in this database. */
+  limits?: SharedAllowance;
+  /** What the limits refused and paced per account, for /metrics (shared with this process's dispatcher). */
+  limitCounters?: LimitCounters;
   /** This process's retention purge, whose totals /metrics shows. */
   retention?: RetentionPurge;
   /** The built operator console; default dist/console (src/console/console-plugin.ts). */
@@ -83,13 +89,14 @@ export function createServices(deps: AppDeps, accounts: AccountCache = createAcc
     service,
     impl: gateReads(service, impl as ServiceImpl<DescService>, deps.orm, gate, reads.statementTimeoutMs),
   });
-  // In this process's memory: N instances behind a balancer let an account send up to N times as fast.
+  // For the whole deployment: buckets shared by every process, taken in blocks (docs/limits.md).
   const ratePerSecond = deps.config.sendRateLimit ?? DEFAULT_SEND_RATE_LIMIT;
   const burst = deps.config.sendRateBurst ?? defaultSendBurst(ratePerSecond);
-  const sendRate = createSendRateLimiter({ ratePerSecond, burst, clock });
+  const allowance = deps.limits ?? createSharedAllowance({ store: createPostgresBucketStore(deps.orm), clock });
+  const limits = createAdmitLimits(allowance, { ratePerSecond, burst }, () => clock.now().getTime(), deps.limitCounters);
   const router = deps.router;
   return [
-    served(MessagingService, createMessagingService({ orm: deps.orm, clock, ...deps.config, onQueued: deps.onQueued, sendRate })),
+    served(MessagingService, createMessagingService({ orm: deps.orm, clock, ...deps.config, onQueued: deps.onQueued, limits })),
     served(AddressService, createAddressService({ clock })),
     served(NumberService, createNumberService()),
     served(OptOutService, createOptOutService({ clock })),
@@ -99,6 +106,7 @@ export function createServices(deps: AppDeps, accounts: AccountCache = createAcc
         clock,
         carrier: deps.carrier,
         accounts,
+        limits: allowance,
         carrierLinks: router ? () => new Map(router.links().map((l) => [l.name, l.link === "" ? "-" : l.link])) : undefined,
         // This process's dispatcher reads the change at once; the others within their poll.
         routingChanged: router ? () => void router.refresh().catch(() => undefined) : undefined,
@@ -151,6 +159,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     carrier: deps.carrier,
     retention: deps.retention,
     carriers: deps.router ? () => deps.router!.links() : undefined,
+    limitCounters: deps.limitCounters,
   });
   const app = fastify({
     // HTTP/1.1 and h2c on one port, with the connection limits and a graceful close (src/http/polyglot-server.ts).

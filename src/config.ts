@@ -164,6 +164,8 @@ export interface Config {
   sendRateLimit: number;
   /** How many sends an account may make at once before the rate applies. */
   sendRateBurst: number;
+  /** Where the limits shared by every process are counted (docs/limits.md): Redis at this URL; unset, the database. */
+  redisUrl?: string;
   /** What one client connection may hold. */
   connections: ConnectionLimits;
   /** Failed authentications per client address and per account before 429. */
@@ -309,6 +311,14 @@ export function smppConfig(env: NodeJS.ProcessEnv): SmppConfig {
 
 const DEFAULT_DATA_DIR = ".switchboard/data";
 
+/** REDIS_URL: redis:// or rediss://; blank or unset, the shared limits are counted in the database. */
+function redisUrl(raw: string | undefined): string | undefined {
+  const url = raw?.trim();
+  if (!url) return undefined;
+  if (!/^rediss?:\/\/[^\s]+$/i.test(url)) throw new Error(`REDIS_URL must be a redis:// or rediss:// URL, got "${raw}"`);
+  return url;
+}
+
 /** Parses the environment into a Config, failing fast on values that cannot work. */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const port = Number(env.PORT ?? 8080);
@@ -346,6 +356,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     bodyLimit: wholeNumber(env, "BODY_LIMIT_BYTES", 1024 * 1024, 1),
     sendRateLimit,
     sendRateBurst: wholeNumber(env, "SEND_RATE_BURST", defaultSendBurst(sendRateLimit), 1),
+    redisUrl: redisUrl(env.REDIS_URL),
     connections: connectionLimits(env),
     authFailures: {
       perAddress: wholeNumber(env, "AUTH_FAILURES_PER_ADDRESS", DEFAULT_AUTH_FAILURE_LIMITS.perAddress, 0),

@@ -15,6 +15,7 @@ import { InboundPart } from "./delivery/inbound-part.entity.js";
 import { CarrierRow } from "./admin/carrier.entity.js";
 import { RouteRow } from "./admin/route.entity.js";
 import { OptOut } from "./optouts/opt-out.entity.js";
+import { LimitBucket } from "./limits/limit-bucket.entity.js";
 
 /**
  * Every entity, listed explicitly (no folder discovery), in foreign-key order: one per table the
@@ -38,4 +39,5 @@ export const entities = [
   CarrierRow,
   RouteRow,
   OptOut,
+  LimitBucket,
 ];

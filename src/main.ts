@@ -6,6 +6,8 @@ import { loadConfig, databaseKind } from "./config.js";
 import { createOrm, migrateUp } from "./db/orm.js";
 import { entities } from "./entities.js";
 import { createConfiguredEngine } from "./carriers/configured-engine.js";
+import { openSharedAllowance } from "./limits/limits-store.js";
+import { createLimitCounters } from "./limits/account-limits.js";
 import { onShutdownSignal } from "./ops/shutdown.js";
 
 /** Starts the service: config, database and migrations, HTTP port; stops cleanly on SIGTERM/SIGINT. */
@@ -19,8 +21,22 @@ async function main(): Promise<void> {
   const orm = await createOrm({ entities, databaseUrl: config.databaseUrl });
   await migrateUp(orm);
   const demo = seedsDemo(config.databaseUrl) ? await seedDemo(orm, systemClock) : undefined;
-  const { carrier, router, engine } = await createConfiguredEngine(config, orm, log);
-  const app = await buildApp({ orm, config, clock: systemClock, logger: log, carrier, router, onQueued: () => engine.nudge(), retention: engine.retention });
+  // The limits every process shares (docs/limits.md): Redis with REDIS_URL, else this database.
+  const limits = await openSharedAllowance({ orm, redisUrl: config.redisUrl, clock: systemClock, log });
+  const limitCounters = createLimitCounters();
+  const { carrier, router, engine } = await createConfiguredEngine(config, orm, log, limits, limitCounters);
+  const app = await buildApp({
+    orm,
+    config,
+    clock: systemClock,
+    logger: log,
+    carrier,
+    router,
+    onQueued: () => engine.nudge(),
+    retention: engine.retention,
+    limits,
+    limitCounters,
+  });
   // Installed before the port opens: until a handler exists, SIGTERM kills the process outright
   // (exit by signal, no "stopped" line), and /readyz may answer before engine.start() returns.
   // New connections are refused at once; requests in flight finish and get their answer (idle
@@ -29,6 +45,9 @@ async function main(): Promise<void> {
   onShutdownSignal(log, async () => {
     await app.close();
     await engine.stop();
+    // What this process held of the shared limits goes back for the others.
+    await limits.close();
+    await limits.store.close();
     await orm.close(true);
   });
   // Listening first: after a crash, the dispatcher's wait for the carrier's reports on unconfirmed

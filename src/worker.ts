@@ -1,8 +1,10 @@
+import { systemClock } from "./common/clock.js";
 import { createLogger } from "./common/logger.js";
 import { loadConfig, databaseKind } from "./config.js";
 import { createOrm, migrateUp } from "./db/orm.js";
 import { entities } from "./entities.js";
 import { createConfiguredEngine } from "./carriers/configured-engine.js";
+import { openSharedAllowance } from "./limits/limits-store.js";
 import { onShutdownSignal } from "./ops/shutdown.js";
 
 /** A dispatcher + webhook worker process without the HTTP API, for scaling delivery out. */
@@ -14,11 +16,15 @@ async function main(): Promise<void> {
   }
   const orm = await createOrm({ entities, databaseUrl: config.databaseUrl });
   await migrateUp(orm);
-  const { carrier, engine } = await createConfiguredEngine(config, orm, log);
+  // The limits every process shares (docs/limits.md): Redis with REDIS_URL, else this database.
+  const limits = await openSharedAllowance({ orm, redisUrl: config.redisUrl, clock: systemClock, log });
+  const { carrier, engine } = await createConfiguredEngine(config, orm, log, limits);
   // Installed before the "running" line: until a handler exists, SIGTERM kills the process outright.
   // The loops finish their current round (claimed messages are handed to the carrier) before the database goes.
   onShutdownSignal(log, async () => {
     await engine.stop();
+    await limits.close();
+    await limits.store.close();
     await orm.close(true);
   });
   await engine.start();

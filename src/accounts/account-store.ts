@@ -98,3 +98,14 @@ export function listRetentionSettings(em: EntityManager, deploymentDefault: bool
     [deploymentDefault],
   );
 }
+
+/** The MessagesPerSecond of the given accounts that have one (the dispatcher's pacing, docs/limits.md). */
+export async function findDispatchRates(em: EntityManager, sids: string[]): Promise<Map<string, number>> {
+  if (sids.length === 0) return new Map();
+  const rows = await executeBound<{ sid: string; messages_per_second: number }>(
+    em,
+    "select sid, messages_per_second from accounts where sid = any(?::text[]) and messages_per_second is not null",
+    [sids],
+  );
+  return new Map(rows.map((r) => [r.sid, Number(r.messages_per_second)]));
+}

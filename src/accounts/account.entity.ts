@@ -31,6 +31,13 @@ export const AccountEntity = defineEntity({
     optOutKeywords: p.boolean().default(true),
     // Destination permissions (docs/api.md#destination-permissions): ISO alpha-2 codes; empty = DEFAULT_ALLOWED_COUNTRIES.
     allowedCountries: p.array().columnType("text[]").default([]),
+    // Limits for the whole deployment (docs/limits.md): request rate in segments per second and its
+    // burst (null: SEND_RATE_LIMIT / SEND_RATE_BURST), segments per second handed to carriers, and
+    // segments per UTC day (null: no cap).
+    sendRatePerSecond: p.double().nullable(),
+    sendRateBurst: p.integer().nullable(),
+    messagesPerSecond: p.double().nullable(),
+    dailySegmentQuota: p.integer().nullable(),
   },
 });
 

@@ -15,6 +15,24 @@ export interface AccountSettingsUpdate {
   helpText?: string;
   optOutKeywords?: boolean;
   allowedCountries?: ListValue;
+  sendRatePerSecond?: number;
+  sendRateBurst?: number;
+  messagesPerSecond?: number;
+  dailySegmentQuota?: number;
+}
+
+/** A limit of docs/limits.md from the request: 0 clears it (null), else more than 0 and at most `max` (whole when `whole`); 400 naming the field otherwise. */
+function limit(field: string, value: number | undefined, max: number, whole: boolean): number | null | undefined {
+  if (value === undefined) return undefined;
+  if (value === 0) return null;
+  if (!Number.isFinite(value) || value < 0 || value > max || (whole && !Number.isInteger(value))) {
+    throw fieldError(
+      field,
+      "InvalidParameter",
+      `${field} must be ${whole ? "a whole number " : ""}more than 0 and at most ${max}, or 0 to clear it; got ${value}.`,
+    );
+  }
+  return value;
 }
 
 function answer(field: string, value: string | undefined): string | undefined {
@@ -51,9 +69,17 @@ export function applyAccountSettings(account: Account, req: AccountSettingsUpdat
   const optInText = answer("OptInText", req.optInText);
   const helpText = answer("HelpText", req.helpText);
   const allowed = req.allowedCountries ? checkAllowedCountries(req.allowedCountries) : undefined;
+  const sendRatePerSecond = limit("SendRatePerSecond", req.sendRatePerSecond, 100_000, false);
+  const sendRateBurst = limit("SendRateBurst", req.sendRateBurst, 1_000_000, true);
+  const messagesPerSecond = limit("MessagesPerSecond", req.messagesPerSecond, 100_000, false);
+  const dailySegmentQuota = limit("DailySegmentQuota", req.dailySegmentQuota, 1_000_000_000, true);
   if (optOutText !== undefined) account.optOutText = optOutText;
   if (optInText !== undefined) account.optInText = optInText;
   if (helpText !== undefined) account.helpText = helpText;
   if (req.optOutKeywords !== undefined) account.optOutKeywords = req.optOutKeywords;
   if (allowed !== undefined) account.allowedCountries = allowed;
+  if (sendRatePerSecond !== undefined) account.sendRatePerSecond = sendRatePerSecond;
+  if (sendRateBurst !== undefined) account.sendRateBurst = sendRateBurst;
+  if (messagesPerSecond !== undefined) account.messagesPerSecond = messagesPerSecond;
+  if (dailySegmentQuota !== undefined) account.dailySegmentQuota = dailySegmentQuota;
 }

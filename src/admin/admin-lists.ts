@@ -36,7 +36,7 @@ import { liveLeaseCounts } from "../leases/lease-store.js";
 import { listNumbers } from "../numbers/number-store.js";
 
 /** The operator's view of an account: no token hash, no webhook secret. */
-export function toAccountPb(a: Account): AccountPb {
+export function toAccountPb(a: Account, segmentsToday?: number): AccountPb {
   return create(AccountSchema, {
     accountSid: a.sid,
     name: a.name,
@@ -50,6 +50,12 @@ export function toAccountPb(a: Account): AccountPb {
     helpText: a.helpText,
     optOutKeywords: a.optOutKeywords,
     allowedCountries: a.allowedCountries,
+    // Number(): a double column may come back as its text.
+    sendRatePerSecond: a.sendRatePerSecond == null ? undefined : Number(a.sendRatePerSecond),
+    sendRateBurst: a.sendRateBurst ?? undefined,
+    messagesPerSecond: a.messagesPerSecond == null ? undefined : Number(a.messagesPerSecond),
+    dailySegmentQuota: a.dailySegmentQuota ?? undefined,
+    segmentsToday,
   });
 }
 
@@ -97,6 +103,8 @@ async function listInput(
 export function createAdminLists(deps: {
   clock: Clock;
   em: (ctx: HandlerContext) => EntityManager;
+  /** Segments counted against the account's DailySegmentQuota this UTC day (GetAccount). */
+  segmentsToday?: (account: Account) => Promise<number>;
 }): Pick<ServiceImpl<typeof AdminService>, "listAccounts" | "getAccount" | "listProperties" | "listNumbers" | "listAddresses"> {
   return {
     async listAccounts(req: ListAccountsRequest, ctx: HandlerContext) {
@@ -104,11 +112,12 @@ export function createAdminLists(deps: {
       const page = pageOf(req);
       if (page.problems.length > 0) throw fieldErrors(page.problems);
       const [rows, total] = await listAccounts(em, page);
-      return create(ListAccountsResponseSchema, { accounts: rows.map(toAccountPb), totalCount: total });
+      return create(ListAccountsResponseSchema, { accounts: rows.map((a) => toAccountPb(a)), totalCount: total });
     },
 
     async getAccount(req: GetAccountRequest, ctx: HandlerContext) {
-      return toAccountPb(await findAccount(deps.em(ctx), req.accountSid));
+      const account = await findAccount(deps.em(ctx), req.accountSid);
+      return toAccountPb(account, (await deps.segmentsToday?.(account)) ?? 0);
     },
 
     async listProperties(req: ListPropertiesRequest, ctx: HandlerContext) {

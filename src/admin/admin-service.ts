@@ -33,7 +33,7 @@ import { decidePendingAddress, findAddress, reloadAddress } from "../addresses/a
 import { toAddressPb } from "../addresses/address-service.js";
 import type { Clock } from "../common/clock.js";
 import { kAdmin, requestEm } from "../common/context.js";
-import { addressNotPending, apiError, fieldError, fieldErrors, notFound, numberExists, quoted } from "../common/errors.js";
+import { addressNotPending, apiError, fieldError, fieldErrors, notFound, numberExists, quoted, serviceUnavailable } from "../common/errors.js";
 import { pageOf } from "../common/paging.js";
 import { parseE164 } from "../common/phone.js";
 import { isSid, newSid, randomSecret } from "../common/sid.js";
@@ -47,6 +47,8 @@ import { applyAccountSettings } from "./account-settings.js";
 import { createAdminLists, findAccount, toAccountPb, toPropertyPb } from "./admin-lists.js";
 import { type CarrierAdminDeps, createCarrierAdmin } from "./carrier-admin.js";
 import { createOperatorViews, toWebhookDeliveryPb } from "./operator-views.js";
+import { quotaUsedToday } from "../limits/account-limits.js";
+import type { SharedAllowance } from "../limits/shared-allowance.js";
 
 /** Tokens are at least 32 random characters; we issue 40 (docs/api.md#authentication). */
 export const TOKEN_LENGTH = 40;
@@ -116,7 +118,9 @@ interface SimulatorControls extends OperatorCarrier {
 
 /** Creates the operator's AdminService implementation. */
 export function createAdminService(
-  deps: { clock: Clock; carrier?: OperatorCarrier; accounts?: AccountCache } & Partial<Pick<CarrierAdminDeps, "carrierLinks" | "routingChanged">>,
+  deps: { clock: Clock; carrier?: OperatorCarrier; accounts?: AccountCache; limits?: SharedAllowance } & Partial<
+    Pick<CarrierAdminDeps, "carrierLinks" | "routingChanged">
+  >,
 ): ServiceImpl<typeof AdminService> {
   const simulator = (): SimulatorControls => {
     if (deps.carrier?.name !== "simulator") {
@@ -125,7 +129,16 @@ export function createAdminService(
     return deps.carrier as SimulatorControls;
   };
   return {
-    ...createAdminLists({ clock: deps.clock, em: requireAdmin }),
+    ...createAdminLists({
+      clock: deps.clock,
+      em: requireAdmin,
+      segmentsToday: deps.limits
+        ? (account) =>
+            quotaUsedToday(deps.limits!, account, deps.clock.now().getTime()).catch(() => {
+              throw serviceUnavailable();
+            })
+        : undefined,
+    }),
     ...createOperatorViews({ clock: deps.clock, em: requireAdmin }),
     ...createCarrierAdmin({ clock: deps.clock, em: requireAdmin, carrierLinks: deps.carrierLinks, routingChanged: deps.routingChanged }),
 

@@ -7,6 +7,8 @@ import type { Config } from "../config.js";
 import { dnsServersResolver } from "../webhooks/webhook-client.js";
 import { createDeliveryEngine, type DeliveryEngine } from "../delivery/engine.js";
 import { createCarrierRouter, type CarrierRouter } from "../delivery/carrier-router.js";
+import type { SharedAllowance } from "../limits/shared-allowance.js";
+import type { LimitCounters } from "../limits/account-limits.js";
 
 /**
  * The carriers and delivery engine the configuration asks for, as the service and the worker both
@@ -17,9 +19,12 @@ export async function createConfiguredEngine(
   config: Config,
   orm: MikroORM,
   log: Logger,
+  shared?: SharedAllowance,
+  counters?: LimitCounters,
 ): Promise<{ carrier: Carrier; router: CarrierRouter; engine: DeliveryEngine }> {
-  const carrier = await createCarrier(config, systemClock, log);
-  const router = createCarrierRouter({ orm, log, fallback: carrier, build: (row) => createCarrierFromRow(row, config, systemClock, { log }) });
+  // `shared`: the accounts' MessagesPerSecond and the carriers' Tps hold for the whole deployment (docs/limits.md).
+  const carrier = await createCarrier(config, systemClock, log, shared);
+  const router = createCarrierRouter({ orm, log, fallback: carrier, build: (row) => createCarrierFromRow(row, config, systemClock, { log, shared }) });
   const mailTransport = config.smtpUrl ? (await import("nodemailer")).createTransport(config.smtpUrl) : undefined;
   const engine = createDeliveryEngine({
     orm,
@@ -30,7 +35,11 @@ export async function createConfiguredEngine(
     mailTransport,
     noAlphaCountries: config.noAlphaCountries,
     destinations: config.destinations,
-    dispatcher: { claimMs: config.dispatchClaimMs },
+    dispatcher: {
+      claimMs: config.dispatchClaimMs,
+      shared,
+      onPaced: counters ? (sid, throttled, timedOut) => counters.paced(sid, throttled, timedOut) : undefined,
+    },
     receiptTimeoutMs: config.receiptTimeoutMs,
     retention: config.retention,
     webhooks: {

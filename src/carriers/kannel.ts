@@ -10,6 +10,8 @@ import { type Carrier, CarrierError, type CarrierEvents, type DeliveryReport, ty
 export interface KannelCarrierOptions extends Omit<KannelConfig, "confirmWaitMs" | "tps"> {
   /** sendsms calls per second (KANNEL_TPS); 0 or absent for no limit. */
   tps?: number;
+  /** The carrier's Tps shared by every process (pacer.ts `gate`); absent: KANNEL_TPS per process. */
+  tpsGate?: () => Promise<number>;
   clock: Clock;
   /** After a crash, how long to wait for the type 8 report before submitting again, ms (default 30 s). */
   confirmWaitMs?: number;
@@ -146,7 +148,7 @@ export function createKannelCarrier(opts: KannelCarrierOptions): KannelCarrier {
   const timeoutMs = opts.fetchTimeoutMs ?? 10_000;
   let events: CarrierEvents | undefined;
   // KANNEL_TPS: calls start spaced 1/tps apart; the dispatcher claims no more than that lets through.
-  const pacer = opts.tps && opts.tps > 0 ? createPacer({ window: Infinity, tps: opts.tps }) : undefined;
+  const pacer = opts.tps && opts.tps > 0 ? createPacer({ window: Infinity, tps: opts.tps, gate: opts.tpsGate }) : undefined;
 
   async function submit(sms: OutboundSms): Promise<{ carrierRef: string }> {
     if (!pacer) return send(sms);

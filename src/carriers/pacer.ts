@@ -6,7 +6,18 @@ export interface PacerOptions {
   tps: number;
   /** Round trip assumed before any was measured, ms (sizes the window's share of capacity). */
   initialRoundTripMs?: number;
+  /**
+   * The carrier's Tps for the whole deployment (docs/limits.md): each start first takes one token
+   * of the carrier's shared bucket; answers 0 when taken, else the ms until one may be. `tps` then
+   * stays this process's ceiling, and the share it gets is what the bucket grants.
+   */
+  gate?: () => Promise<number>;
 }
+
+/** With a shared gate, the dispatcher claims no more than this much of the local rate ahead: the process's share is unknown. */
+const GATED_HORIZON_MS = 2000;
+/** A gate that failed (the shared store unreachable) is asked again after this long; nothing starts meanwhile. */
+const GATE_RETRY_MS = 1000;
 
 /** A slot to submit one PDU or request; `done` frees it and records the round trip. */
 export interface PacerSlot {
@@ -49,6 +60,10 @@ export function createPacer(opts: PacerOptions): Pacer {
   let nextStart = 0;
   let pausedUntil = 0;
   let timer: NodeJS.Timeout | undefined;
+  // The shared gate: a token taken for the next start, a call in flight, no call before gateUntil.
+  let token = false;
+  let gating = false;
+  let gateUntil = 0;
   // Smoothed round trip: how many submissions the window lets through per unit of time.
   let roundTripMs = opts.initialRoundTripMs ?? 1000;
   // The last `perSpan` starts: catching up after a late timer never puts more than tps starts in
@@ -60,7 +75,7 @@ export function createPacer(opts: PacerOptions): Pacer {
   function pump(): void {
     while (waiting.length > 0 && inFlight < opts.window) {
       const now = performance.now();
-      const startAt = Math.max(nextStart, pausedUntil, recent.length === perSpan && perSpan > 0 ? recent[0]! + span : 0);
+      const startAt = Math.max(nextStart, pausedUntil, gateUntil, recent.length === perSpan && perSpan > 0 ? recent[0]! + span : 0);
       if (startAt > now) {
         if (!timer) {
           timer = setTimeout(
@@ -73,6 +88,23 @@ export function createPacer(opts: PacerOptions): Pacer {
         }
         return;
       }
+      if (opts.gate && !token) {
+        if (!gating) {
+          gating = true;
+          opts
+            .gate()
+            .then(
+              (waitMs) => (waitMs <= 0 ? (token = true) : (gateUntil = performance.now() + waitMs)),
+              () => (gateUntil = performance.now() + GATE_RETRY_MS),
+            )
+            .finally(() => {
+              gating = false;
+              pump();
+            });
+        }
+        return;
+      }
+      token = false;
       const w = waiting.shift()!;
       if (w.onAbort) w.signal?.removeEventListener("abort", w.onAbort);
       inFlight++;
@@ -119,7 +151,7 @@ export function createPacer(opts: PacerOptions): Pacer {
       pausedUntil = Math.max(pausedUntil, performance.now() + ms);
     },
     capacity(withinMs) {
-      const byRate = interval > 0 ? Math.floor(withinMs / interval) : Infinity;
+      const byRate = interval > 0 ? Math.floor((opts.gate ? Math.min(withinMs, GATED_HORIZON_MS) : withinMs) / interval) : Infinity;
       const byWindow = Number.isFinite(opts.window) ? Math.floor((opts.window * withinMs) / Math.max(1, roundTripMs)) : Infinity;
       return Math.max(0, Math.min(byRate, byWindow) - waiting.length - inFlight);
     },

@@ -155,10 +155,17 @@ export const ERRORS = {
     when: "an account's sends over `SEND_RATE_LIMIT` (`Retry-After` says when to retry), an account's reads over `READ_CONCURRENCY_PER_ACCOUNT` running plus `READ_QUEUE_PER_ACCOUNT` waiting, too many failed authentications from the client's address or for the account (`Retry-After`; the credentials are not checked), or too many pipelined requests on one HTTP/1.1 connection; see [Limits](api.md#limits)",
     example: "Too many messages: account AC0123456789ABCDEFGHIJKLMNOPQRST may send 50 per second, in bursts of up to 500. Retry after 1 second.",
   },
+  QuotaExceeded: {
+    http: 429,
+    grpc: Code.ResourceExhausted,
+    when: "a send that would take the account past its `DailySegmentQuota` (segments per UTC day); `Retry-After` says the seconds until the next UTC midnight; see [Limits](api.md#limits)",
+    example:
+      "Daily quota reached: account AC0123456789ABCDEFGHIJKLMNOPQRST may send 100 segments per UTC day; this request needs 3. Retry after 3600 seconds (the next UTC midnight).",
+  },
   ServiceUnavailable: {
     http: 503,
     grpc: Code.Unavailable,
-    when: "a dependency (the database) is down, or a read ran past `READ_STATEMENT_TIMEOUT_MS`",
+    when: "a dependency (the database, or the shared limits' Redis) is down, or a read ran past `READ_STATEMENT_TIMEOUT_MS`",
     example: "The service is temporarily unavailable: its database cannot be reached. Try again shortly.",
   },
   InternalError: { http: 500, grpc: Code.Internal, when: "a bug; no detail is returned, the log has it", example: "An internal error occurred." },

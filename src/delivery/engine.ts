@@ -24,7 +24,7 @@ export interface DeliveryEngineOptions {
   log?: Logger;
   /** Poll interval when idle, ms (default 250). */
   pollMs?: number;
-  dispatcher?: Partial<Pick<DispatcherOptions, "batchSize" | "claimMs" | "retryWindowMs">> & {
+  dispatcher?: Partial<Pick<DispatcherOptions, "batchSize" | "claimMs" | "retryWindowMs" | "shared" | "onPaced">> & {
     /**
      * Dispatcher loops run side by side (default 2): while one waits for the database, the other
      * claims or records. Claims never overlap (SKIP LOCKED and the claim deadline), as across processes.

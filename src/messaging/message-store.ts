@@ -43,6 +43,7 @@ export const MESSAGE_COLUMNS = [
   ["scheduled_at", "timestamptz"],
   ["send_at", "timestamptz"],
   ["created_at", "timestamptz"],
+  ["valid_until", "timestamptz"],
 ] as const;
 
 /**
@@ -326,6 +327,27 @@ export async function scheduleRetry(em: Em, sid: string, retryAt: Date, errorCod
     errorCode,
     sid,
   ]);
+}
+
+/**
+ * Gives claimed messages back to the queue, due again at `sendAts` (the dispatch rate of their
+ * account: docs/limits.md). Only while still Processing: a message a report or a cancel settled
+ * meanwhile is left alone. Their attempts are not counted: the carrier never saw them.
+ */
+export async function deferMessages(em: Em, sids: string[], sendAts: Date[]): Promise<void> {
+  if (sids.length === 0) return;
+  await executeBound(
+    em,
+    `update messages m set send_at = d.at, claimed_until = null from unnest(?::text[], ?::timestamptz[]) as d(sid, at) where m.sid = d.sid and m.status = 'Processing'`,
+    [sids, sendAts],
+  );
+}
+
+/** Of the given messages, those whose ValidityPeriod ended before `now` (QueueTimeout). */
+export async function pastValidity(em: Em, sids: string[], now: Date): Promise<Set<string>> {
+  if (sids.length === 0) return new Set();
+  const rows = await executeBound<{ sid: string }>(em, `select sid from messages where sid = any(?::text[]) and valid_until < ?`, [sids, now]);
+  return new Set(rows.map((r) => r.sid));
 }
 
 /** A message moved to its final state: what its delivery receipt webhook needs. */

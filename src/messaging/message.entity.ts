@@ -45,6 +45,8 @@ export const MessageEntity = defineEntity({
     scheduledAt: p.datetime().nullable(),
     sendAt: p.datetime(),
     createdAt: p.datetime(),
+    // ValidityPeriod's end (docs/limits.md): still queued after it, the message fails QueueTimeout.
+    validUntil: p.datetime().nullable(),
     submittedAt: p.datetime().nullable(),
     deliveredAt: p.datetime().nullable(),
     receivedAt: p.datetime().nullable(),

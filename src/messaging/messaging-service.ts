@@ -33,7 +33,8 @@ import { releaseLease } from "../leases/lease-allocator.js";
 import { cancelScheduledMessage, findAccountMessage, listMessages, reloadMessage } from "./message-api-store.js";
 import { MESSAGE_STATUSES, type Message, type MessageDirection, type MessageStatus } from "./message.entity.js";
 import { createSendPipeline } from "./send-pipeline.js";
-import type { SendRateLimiter } from "./send-rate-limit.js";
+import { segmentsOf } from "./send-rules.js";
+import type { AdmitLimits, Admitted } from "../limits/account-limits.js";
 import type { DestinationConfig } from "../config.js";
 import { IDEMPOTENCY_TTL_MS } from "./send-steps.js";
 
@@ -49,8 +50,8 @@ export interface MessagingDeps {
   mailFromDomains?: readonly string[];
   /** Wakes the dispatcher after a message is committed. */
   onQueued?: () => void;
-  /** The per-account send rate, the send pipeline's first step; undefined: no limit. */
-  sendRate?: SendRateLimiter;
+  /** The account's request rate and daily quota for the deployment, the send pipeline's first step; undefined: no limit. */
+  limits?: AdmitLimits;
   /** The deployment's destination permissions (the pipeline's validate step). */
   destinations?: DestinationConfig;
 }
@@ -121,12 +122,19 @@ export function createMessagingService(deps: MessagingDeps): ServiceImpl<typeof 
       // The send rate first (the pipeline's first step, for every item at once): a refused batch
       // reads and writes nothing. A batch whose size is refused anyway is not charged.
       const count = req.messages.length;
-      if (count >= 1 && count <= MAX_BATCH) pipeline.admitBatch(account.sid, count);
+      const admitted: Admitted = count >= 1 && count <= MAX_BATCH ? await pipeline.admitBatch(account, req.messages) : () => undefined;
       const em = requestEm(ctx);
-      // Bad credentials are the batch's answer (one 401), not each item's; every item's store
-      // re-checks them again in its own transaction.
-      await recheckCredentials(em, account);
-      const property = await ownedProperty(em, account, req.propertySid);
+      let property: Property;
+      try {
+        // Bad credentials are the batch's answer (one 401), not each item's; every item's store
+        // re-checks them again in its own transaction.
+        await recheckCredentials(em, account);
+        property = await ownedProperty(em, account, req.propertySid);
+      } catch (err) {
+        // Nothing of the batch stored: its quota is given back.
+        admitted(() => req.messages.reduce((n, m) => n + segmentsOf(m), 0));
+        throw err;
+      }
       if (count === 0) throw fieldError("Messages", "MissingParameter", "Messages is required: a list of 1 to 100 send bodies.");
       if (count > MAX_BATCH) throw fieldError("Messages", "InvalidParameter", `Messages holds ${count} items; the limit is ${MAX_BATCH}.`);
       const key = ctx.values.get(kIdempotencyKey);
@@ -137,7 +145,7 @@ export function createMessagingService(deps: MessagingDeps): ServiceImpl<typeof 
       // Submitted together, the items share group commits; each keeps its own outcome, in request order.
       const results = await Promise.all(
         req.messages.map((item) =>
-          pipeline.send(account, property.sid, item, { admitted: true }).then(
+          pipeline.send(account, property.sid, item, { admitted }).then(
             (m) => batchResult({ ok: true, value: m }),
             (error: unknown) => batchResult({ ok: false, error }),
           ),

@@ -30,8 +30,8 @@ import {
 import { FACT_KEYS, insertMessages, MESSAGE_COLUMNS, SEND_FACTS, type SendFacts, sendFactsAndStore } from "./message-store.js";
 import type { DestinationConfig } from "../config.js";
 import { allowedCountriesOf, destinationRefusal } from "./destination-rules.js";
-import type { SendRateLimiter } from "./send-rate-limit.js";
-import { goesOutLeased, validateSend, type ValidSend } from "./send-rules.js";
+import { type AdmitLimits, type Admitted, NOT_CHARGED } from "../limits/account-limits.js";
+import { DEFAULT_VALIDITY_SECONDS, goesOutLeased, segmentsOf, validateSend, type ValidSend } from "./send-rules.js";
 import { accessRefusal, IDEMPOTENCY_TTL_MS, neededFacts, requestHash, ruleRefusal, type SendItem, sentMessage } from "./send-steps.js";
 
 /**
@@ -39,8 +39,10 @@ import { accessRefusal, IDEMPOTENCY_TTL_MS, neededFacts, requestHash, ruleRefusa
  * SendBatch, with or without an Idempotency-Key, from a leased sender, and the forward of a reply
  * by SMS (forwardReply, called by delivery/inbound.ts).
  *
- *  1. admit     the account's send rate (send-rate-limit.ts), charged before anything is read; a
- *               batch is charged for all its items at once (admitBatch)
+ *  1. admit     the account's request rate and daily quota, in segments, for the whole deployment
+ *               (limits/account-limits.ts: shared buckets taken in blocks), charged before anything
+ *               is read; a batch is charged for all its items at once (admitBatch); the quota of a
+ *               send not stored after all is given back
  *  2. validate  the request's own rules, which need no data (send-rules.ts validateSend), the
  *               destination permissions (destination-rules.ts, with the account's AllowedCountries
  *               as authenticated), and whether the sender is leased
@@ -73,8 +75,8 @@ export interface SendOutcome {
 export interface SendPipelineDeps {
   orm: MikroORM;
   clock: Clock;
-  /** The per-account send rate (step 1); undefined: no limit. */
-  sendRate?: SendRateLimiter;
+  /** The account's request rate and daily quota (step 1); undefined: no limit. */
+  limits?: AdmitLimits;
   webhookAllowPrivate: boolean;
   /** Countries whose operators do not take alphanumeric sender IDs. */
   noAlphaCountries: ReadonlySet<string>;
@@ -88,10 +90,10 @@ export interface SendPipelineDeps {
 
 /** The send pipeline of one process. */
 export interface SendPipeline {
-  /** Step 1 for a batch of `count` sends, charged at once; each is then sent with `admitted`. */
-  admitBatch(accountSid: string, count: number): void;
+  /** Step 1 for a batch, charged at once; each is then sent with `admitted` (what gives back its quota if it is not stored). */
+  admitBatch(account: SendItem["account"], reqs: readonly SendMessageRequest[]): Promise<Admitted>;
   /** One send, every step; answers once its message is committed. */
-  send(account: SendItem["account"], propertySid: string, req: SendMessageRequest, opts?: { idemKey?: string; admitted?: boolean }): Promise<MessagePb>;
+  send(account: SendItem["account"], propertySid: string, req: SendMessageRequest, opts?: { idemKey?: string; admitted?: Admitted }): Promise<MessagePb>;
   /**
    * A batch under one Idempotency-Key, in one transaction of its own: the key (claimed first),
    * every item's message and the response, every item included; or nothing. A repeat gets that
@@ -124,26 +126,34 @@ export function createSendPipeline(deps: SendPipelineDeps): SendPipeline {
   }
 
   return {
-    admitBatch(accountSid, count) {
-      deps.sendRate?.take(accountSid, count);
+    async admitBatch(account, reqs) {
+      if (!deps.limits) return NOT_CHARGED;
+      return deps.limits.admit(account, () => reqs.reduce((n, r) => n + segmentsOf(r), 0));
     },
 
     async send(account, propertySid, req, opts = {}) {
-      if (!opts.admitted) deps.sendRate?.take(account.sid, 1);
-      // A malformed Sid cannot name a property: 404 without asking the database.
-      if (!isSid(propertySid, "PR")) throw notFound("Property", propertySid);
-      const item = validate(account, propertySid, req, deps.clock.now(), opts.idemKey);
-      let out: SendOutcome;
+      // The segments are counted only when a limit needs them (validate counts them again).
+      const admitted = opts.admitted ?? (deps.limits ? await deps.limits.admit(account, () => segmentsOf(req)) : NOT_CHARGED);
       try {
-        out = await gather.submit(item);
+        // A malformed Sid cannot name a property: 404 without asking the database.
+        if (!isSid(propertySid, "PR")) throw notFound("Property", propertySid);
+        const item = validate(account, propertySid, req, deps.clock.now(), opts.idemKey);
+        let out: SendOutcome;
+        try {
+          out = await gather.submit(item);
+        } catch (err) {
+          // A concurrent request with the same Idempotency-Key committed first (this one waited for it
+          // on the key): judged again, this send gets that answer, or 422 if it is another request.
+          if (!opts.idemKey || constraintViolation(err)?.kind !== "unique") throw err;
+          out = await gather.submit({ ...item, sid: newSid("MG") });
+        }
+        if (out.dueNow) deps.onQueued?.();
+        return out.message;
       } catch (err) {
-        // A concurrent request with the same Idempotency-Key committed first (this one waited for it
-        // on the key): judged again, this send gets that answer, or 422 if it is another request.
-        if (!opts.idemKey || constraintViolation(err)?.kind !== "unique") throw err;
-        out = await gather.submit({ ...item, sid: newSid("MG") });
+        // Not stored: its segments do not count against the day's quota.
+        admitted(() => segmentsOf(req));
+        throw err;
       }
-      if (out.dueNow) deps.onQueued?.();
-      return out.message;
     },
 
     async sendKeyedBatch(account, propertySid, req, key, respond) {
@@ -270,6 +280,7 @@ const NO_OPTIONS = {
   forwardFromEmail: "",
   webhookUri: "",
   webhookMethod: "POST",
+  validitySeconds: DEFAULT_VALIDITY_SECONDS,
 } as const;
 
 const ok = <O>(value: O): ItemOutcome<O> => ({ ok: true, value });
@@ -490,5 +501,7 @@ function messageRow(item: SendItem, send: ValidSend, lease: { sender: string; le
     send.schedule === undefined ? null : new Date(send.schedule * 1000),
     send.scheduled ? new Date(send.schedule! * 1000) : item.now,
     item.now,
+    // ValidityPeriod, from when it is due (its Schedule, or now).
+    new Date((send.scheduled ? send.schedule! * 1000 : item.now.getTime()) + send.validitySeconds * 1000),
   ];
 }

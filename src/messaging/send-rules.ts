@@ -35,7 +35,24 @@ export interface ValidSend {
   forwardFromEmail: string;
   webhookUri: string;
   webhookMethod: "POST" | "GET";
+  /** ValidityPeriod: seconds the message may wait in the queue from when it is due (docs/limits.md). */
+  validitySeconds: number;
 }
+
+/**
+ * The segments a send request is charged by the limits. A request without a text, or with one
+ * surely too long to send (more UTF-16 units than twice the longest text's characters), costs one:
+ * it is refused for its content anyway, and counting a huge text would cost more than refusing it.
+ */
+export function segmentsOf(req: SendMessageRequest): number {
+  if (!req.text || req.text.length > 2 * MAX_TEXT_CHARS) return 1;
+  return textEncoding(req.text).numSegments;
+}
+
+/** ValidityPeriod when the send gives none: 4 hours. */
+export const DEFAULT_VALIDITY_SECONDS = 14_400;
+/** The longest ValidityPeriod: 14 days. */
+export const MAX_VALIDITY_SECONDS = 14 * 86_400;
 
 function method(value: string): "POST" | "GET" | undefined {
   const m = value.trim().toUpperCase();
@@ -192,6 +209,11 @@ export function validateSend(
     );
   }
 
+  const validity = req.validityPeriod ?? DEFAULT_VALIDITY_SECONDS;
+  if (!(validity >= 1 && validity <= MAX_VALIDITY_SECONDS)) {
+    add("ValidityPeriod", "InvalidParameter", `ValidityPeriod must be 1 to ${MAX_VALIDITY_SECONDS} seconds (14 days); got ${validity}.`);
+  }
+
   if (problems.length > 0 || !to) return { problems };
   const { encoding, numSegments } = textEncoding(text);
   return {
@@ -213,6 +235,7 @@ export function validateSend(
       forwardFromEmail,
       webhookUri,
       webhookMethod,
+      validitySeconds: validity,
     },
   };
 }

@@ -3,6 +3,7 @@ import { create, type DescMessage, type MessageShape, toBinary } from "@bufbuild
 import type { ConnectError } from "@connectrpc/connect";
 import { type Message as MessagePb, MessageSchema } from "../../gen/switchboard/v2/messaging_pb.js";
 import { wrongCredentials } from "../accounts/auth.js";
+import type { AccountLimitFields } from "../limits/account-limits.js";
 import { apiError, fieldError, type FieldProblem, notFound } from "../common/errors.js";
 import { SEND_FACTS, type SendFacts } from "./message-store.js";
 import { forwardLoop, optedOut, ownNumberDestination, senderNotOwned, smsNotEnabled, type ValidSend } from "./send-rules.js";
@@ -25,7 +26,7 @@ export interface SendItem {
    * The account; tokenHash is the one the edge authenticated, re-checked against the database (none
    * for a forward); allowedCountries its AllowedCountries as authenticated.
    */
-  account: { sid: string; tokenHash?: string; allowedCountries?: readonly string[] };
+  account: { sid: string; tokenHash?: string; allowedCountries?: readonly string[] } & Omit<AccountLimitFields, "sid">;
   propertySid: string;
   /** The result of validateSend: reported only after the property and the key, as the docs order them. */
   checked: { problems: FieldProblem[] } | { send: ValidSend };

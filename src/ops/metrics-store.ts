@@ -8,7 +8,7 @@ import { executeBound } from "../db/bound-sql.js";
 
 /** One gauge value: messages per status, the webhook and mail backlogs, the dispatcher's lag, the oldest message's age. */
 export interface GaugeRow {
-  metric: "messages" | "webhook_backlog" | "mail_backlog" | "dispatcher_lag" | "oldest_message";
+  metric: "messages" | "webhook_backlog" | "mail_backlog" | "dispatcher_lag" | "oldest_message" | "account_queued";
   label: string;
   value: number | string | null;
 }
@@ -28,7 +28,9 @@ select 'dispatcher_lag', '', coalesce(extract(epoch from (?::timestamptz - min(s
    and send_at <= ? and (claimed_until is null or claimed_until < ?)
 union all
 select 'oldest_message', '', coalesce(extract(epoch from (?::timestamptz - min(o.created_at))), 0)::float8
-  from properties p cross join lateral (select created_at from messages where property_sid = p.sid order by created_at limit 1) o`;
+  from properties p cross join lateral (select created_at from messages where property_sid = p.sid order by created_at limit 1) o
+union all
+select 'account_queued', account_sid, count(*)::float8 from messages where queued group by account_sid`;
 
 /** Reads every database gauge at `now` in one statement, cancelled after `timeoutMs`. */
 export function readGaugeRows(em: EntityManager, now: Date, timeoutMs: number): Promise<GaugeRow[]> {

@@ -1,3 +1,4 @@
+import type { LimitCounters } from "../limits/account-limits.js";
 import type { MikroORM } from "@mikro-orm/sql";
 import type { FastifyBaseLogger } from "fastify";
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
@@ -42,6 +43,8 @@ export interface MetricsOptions {
   retention?: Pick<RetentionPurge, "totals">;
   /** The router's links (one per configured carrier, by name): when given, the carrier metrics are these. */
   carriers?: () => LinkInfo[];
+  /** What the limits refused and paced per account in this process. */
+  limitCounters?: LimitCounters;
 }
 
 /** Creates the registry with the HTTP, queue and process metrics (docs/operations.md#metrics). */
@@ -139,7 +142,41 @@ export function createMetrics(opts: MetricsOptions): Metrics {
     labelNames: ["carrier"] as const,
     registers,
   });
+  const accountQueued = new Gauge({
+    name: "switchboard_account_queued",
+    help: "Messages of the account waiting in the queue (Scheduled or Processing; read at scrape time).",
+    labelNames: ["account"] as const,
+    registers,
+  });
+  const accountRefused = new Gauge({
+    name: "switchboard_account_refused",
+    help: "Sends of the account this process refused for its request rate (RateLimited) or daily quota (QuotaExceeded) since it started.",
+    labelNames: ["account", "reason"] as const,
+    registers,
+  });
+  const accountThrottled = new Gauge({
+    name: "switchboard_account_throttled",
+    help: "Messages of the account this process's dispatcher gave back to the queue for its MessagesPerSecond since it started.",
+    labelNames: ["account"] as const,
+    registers,
+  });
+  const accountQueueTimeouts = new Gauge({
+    name: "switchboard_account_queue_timeouts",
+    help: "Messages of the account this process's dispatcher failed QueueTimeout (queued past their ValidityPeriod) since it started.",
+    labelNames: ["account"] as const,
+    registers,
+  });
   if (opts.processMetrics !== false) collectDefaultMetrics({ register: registry });
+
+  function readLimits(): void {
+    if (!opts.limitCounters) return;
+    for (const [account, c] of opts.limitCounters.totals()) {
+      accountRefused.set({ account, reason: "RateLimited" }, c.rateLimited);
+      accountRefused.set({ account, reason: "QuotaExceeded" }, c.quotaExceeded);
+      accountThrottled.set({ account }, c.throttled);
+      accountQueueTimeouts.set({ account }, c.queueTimeouts);
+    }
+  }
 
   function readCarrier(): void {
     if (opts.carriers) {
@@ -168,6 +205,7 @@ export function createMetrics(opts: MetricsOptions): Metrics {
     try {
       const rows = await readGaugeRows(opts.orm.em.fork(), now, opts.queryTimeoutMs ?? 2000);
       messages.reset();
+      accountQueued.reset();
       // Every status, so that a status with no rows reads 0, not absent.
       for (const s of MESSAGE_STATUSES) messages.set({ status: s }, 0);
       for (const r of rows) {
@@ -176,6 +214,7 @@ export function createMetrics(opts: MetricsOptions): Metrics {
         else if (r.metric === "webhook_backlog") webhookBacklog.set(value);
         else if (r.metric === "mail_backlog") mailBacklog.set(value);
         else if (r.metric === "oldest_message") oldest.set(Math.max(0, value));
+        else if (r.metric === "account_queued") accountQueued.set({ account: r.label }, value);
         else lag.set(Math.max(0, value));
       }
       databaseUp.set(1);
@@ -195,6 +234,7 @@ export function createMetrics(opts: MetricsOptions): Metrics {
     async render() {
       readCarrier();
       readRetention();
+      readLimits();
       await readGauges();
       return registry.metrics();
     },

@@ -3,6 +3,7 @@
  * the port. The transports report what only they know (the account, the RPC outcome) through a
  * per-request record reachable from the handler's context values.
  */
+import type { LimitCounters } from "../limits/account-limits.js";
 import { Code, createContextKey, createContextValues, type ContextValues, type Interceptor } from "@connectrpc/connect";
 import type { MikroORM } from "@mikro-orm/sql";
 import { LogController, type FastifyBaseLogger, type FastifyServerOptions, type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
@@ -55,6 +56,8 @@ export interface ObservabilityDeps {
   retention?: import("../delivery/retention.js").RetentionPurge;
   /** The router's links, one per configured carrier: when given, the carrier metrics are these. */
   carriers?: () => import("../delivery/carrier-router.js").LinkInfo[];
+  /** What the limits refused and paced per account in this process (docs/limits.md). */
+  limitCounters?: LimitCounters;
 }
 
 /** The pieces buildApp wires in: Fastify server options, the plugin, and the transports' hooks. */
@@ -136,6 +139,7 @@ export function createObservability(deps: ObservabilityDeps): Observability {
     carrier: deps.carrier,
     retention: deps.retention,
     carriers: deps.carriers,
+    limitCounters: deps.limitCounters,
   });
   // On the request object itself (not in a WeakMap/WeakSet: an entry per request is garbage-collector work).
   const records = (request: FastifyRequest) => (request as RecordedRequest)[kRecord];

@@ -115,6 +115,8 @@ describe("GET /admin/v1/Accounts and /admin/v1/Accounts/{AccountSid}", () => {
       RestCompatibility: "None",
       Created: first.Created,
       ...CONSENT_DEFAULTS,
+      // GetAccount only: today's use of the daily quota (none set).
+      SegmentsToday: 0,
     });
     await admin(t.app, `/admin/v1/Accounts/${first.AccountSid}`, { Name: "Renamed", SmsEnabled: false });
     expect(await ok(t, `/admin/v1/Accounts/${first.AccountSid}`)).toStrictEqual({
@@ -124,6 +126,7 @@ describe("GET /admin/v1/Accounts and /admin/v1/Accounts/{AccountSid}", () => {
       RestCompatibility: "None",
       Created: first.Created,
       ...CONSENT_DEFAULTS,
+      SegmentsToday: 0,
     });
     // A token rotation changes nothing the operator sees.
     await admin(t.app, `/admin/v1/Accounts/${first.AccountSid}/Token`);

@@ -233,7 +233,8 @@ describe("operator flow", () => {
       TotalCount: 1,
     });
     expect(created).toBe(Math.floor(t.clock.now().getTime() / 1000));
-    expect(await ok(["get-account", account.AccountSid])).toEqual(accounts.Accounts[0]);
+    // GetAccount also shows today's use of the daily quota (none set).
+    expect(await ok(["get-account", account.AccountSid])).toEqual({ ...accounts.Accounts[0], SegmentsToday: 0 });
     expect(JSON.stringify(accounts)).not.toContain(account.Token);
     expect(JSON.stringify(accounts)).not.toContain(account.WebhookSecret);
 

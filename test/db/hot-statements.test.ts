@@ -164,7 +164,7 @@ describe(`hot statements (${dbKind()})`, () => {
     }
   });
 
-  it("the send facts, claim, due-accounts, submission and final-state functions carry the planner settings their files measure, and one generic plan", async () => {
+  it("the send facts, claim, due-accounts, submission, final-state and shared-bucket functions carry the planner settings their files measure, and one generic plan", async () => {
     const rows = await executeBound<{ proname: string; proconfig: string[] | string }>(
       db.orm.em.fork(),
       "select proname, proconfig from pg_proc where proname like 'sb\\_%' order by proname",
@@ -178,6 +178,7 @@ describe(`hot statements (${dbKind()})`, () => {
       "sb_due_accounts",
       "sb_record_submissions",
       "sb_send_facts",
+      "sb_take_tokens",
     ]);
     // Each function's settings are those its .sql file gives a measured reason for (src/messaging/sql/).
     const settings: Record<string, string[]> = {
@@ -188,6 +189,7 @@ describe(`hot statements (${dbKind()})`, () => {
       sb_due_accounts: ["enable_seqscan"],
       sb_record_submissions: ["enable_hashjoin", "enable_seqscan"],
       sb_send_facts: ["enable_hashjoin", "enable_mergejoin", "enable_seqscan"],
+      sb_take_tokens: [],
     };
     for (const r of rows) {
       const config = Array.isArray(r.proconfig) ? r.proconfig : String(r.proconfig).replace(/^{|}$/g, "").split(",");

@@ -192,7 +192,8 @@ describe(`retention settings (${dbKind()})`, () => {
     const set = await setAccount(t, tenant.accountSid, { RetentionDays: 90, RedactAfterDays: 7 });
     const res = await t.app.inject({ method: "GET", url: `/admin/v1/Accounts/${tenant.accountSid}`, headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
     expect(res.statusCode).toBe(200);
-    expect(res.json()).toStrictEqual({ ...set, RetentionDays: 90, RedactAfterDays: 7 });
+    // GET also shows today's use of the daily quota (none set).
+    expect(res.json()).toStrictEqual({ ...set, RetentionDays: 90, RedactAfterDays: 7, SegmentsToday: 0 });
     for (const [field, value] of [
       ["RetentionDays", -1],
       ["RetentionDays", 36501],

@@ -5,6 +5,9 @@ import type { Carrier } from "../../src/delivery/carrier.js";
 import { createSimulatorCarrier } from "../../src/carriers/simulator.js";
 import { ManualClock } from "../../src/common/clock.js";
 import { createDeliveryEngine, type DeliveryEngine, type DeliveryEngineOptions } from "../../src/delivery/engine.js";
+import { createPostgresBucketStore } from "../../src/limits/bucket-store.js";
+import { createSharedAllowance, type SharedAllowance } from "../../src/limits/shared-allowance.js";
+import { createLimitCounters } from "../../src/limits/account-limits.js";
 import { createTestOrm, type TestOrm } from "./db.js";
 
 /** The operator token every test app uses. */
@@ -19,6 +22,8 @@ export interface TestApp {
   carrier?: Carrier;
   /** The delivery engine, when asked for: started (carrier events wired), loops off unless asked. */
   engine?: DeliveryEngine;
+  /** The shared limits' allowance the app and the engine's dispatcher take from (buckets in the test database unless given). */
+  limits: SharedAllowance;
   close(): Promise<void>;
 }
 
@@ -44,6 +49,8 @@ export interface TestAppOptions {
   config?: Partial<AppDeps["config"]>;
   /** The built operator console to serve (default: dist/console). */
   consoleDir?: string;
+  /** The shared limits' allowance (e.g. over Redis); default: buckets in the test database, on the app's clock. */
+  limits?: SharedAllowance;
 }
 
 /** A fresh app on a fresh migrated database (PGlite, or PostgreSQL when DATABASE_URL is set). */
@@ -55,11 +62,25 @@ export async function createTestApp(opts: TestAppOptions = {}): Promise<TestApp>
   const engineOpts: TestEngineOptions | undefined = opts.engine === true ? {} : opts.engine || undefined;
   const carrier = opts.carrier ?? (engineOpts ? createSimulatorCarrier({ clock, reportDelayMs: 0 }) : undefined);
   const { loops, ...engineRest } = engineOpts ?? {};
-  const engine = engineOpts ? createDeliveryEngine({ orm: db.orm, clock, carrier: carrier!, webhookAllowPrivate, ...engineRest }) : undefined;
+  const limits = opts.limits ?? createSharedAllowance({ store: createPostgresBucketStore(db.orm), clock });
+  // What the limits refused and paced, for /metrics, as src/main.ts wires them.
+  const limitCounters = createLimitCounters();
+  const engine = engineOpts
+    ? createDeliveryEngine({
+        orm: db.orm,
+        clock,
+        carrier: carrier!,
+        webhookAllowPrivate,
+        ...engineRest,
+        dispatcher: { shared: limits, onPaced: (sid, throttled, timedOut) => limitCounters.paced(sid, throttled, timedOut), ...engineRest.dispatcher },
+      })
+    : undefined;
   const app = await buildApp({
     orm: db.orm,
     clock,
     carrier,
+    limits,
+    limitCounters,
     onQueued: engine ? () => engine.nudge() : undefined,
     consoleDir: opts.consoleDir,
     config: {
@@ -81,9 +102,11 @@ export async function createTestApp(opts: TestAppOptions = {}): Promise<TestApp>
     clock,
     carrier,
     engine,
+    limits,
     async close() {
       await app.close();
       await engine?.stop();
+      if (!opts.limits) await limits.close();
       if (ownDb) await db.close();
     },
   };

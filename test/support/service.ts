@@ -163,7 +163,8 @@ export async function startService(opts: StartOptions): Promise<Service> {
   hookExit();
   const base = `http://127.0.0.1:${opts.port}`;
   const clean: NodeJS.ProcessEnv = { ...process.env };
-  for (const key of ["DATABASE_URL", "SWITCHBOARD_ADMIN_TOKEN", "SMTP_URL", "METRICS_TOKEN", "LOG_LEVEL", "HOST", "PORT", "CARRIER"]) delete clean[key];
+  for (const key of ["DATABASE_URL", "SWITCHBOARD_ADMIN_TOKEN", "SMTP_URL", "METRICS_TOKEN", "LOG_LEVEL", "HOST", "PORT", "CARRIER", "REDIS_URL"])
+    delete clean[key];
   for (const key of Object.keys(clean)) if (key.startsWith("KANNEL_")) delete clean[key];
   // src/main.ts with `npm start`'s node flags (or its compiled form exactly as `npm start` runs it); the worker likewise.
   const worker = opts.script === "src/worker.ts";

@@ -202,6 +202,11 @@ export function switchboardReason(err: ConnectError): string | undefined {
 
 const tableLists = new WeakMap<MikroORM, Promise<string[]>>();
 
+/**
+ * Every table but the migrators' and `limit_buckets`: the shared limits' counters, which every send
+ * request is charged to before anything is checked (docs/limits.md), refused or not, as the
+ * in-memory buckets were; they hold no tenant's data.
+ */
 function tablesOf(orm: MikroORM): Promise<string[]> {
   let tables = tableLists.get(orm);
   if (!tables) {
@@ -210,6 +215,7 @@ function tablesOf(orm: MikroORM): Promise<string[]> {
       .execute<{ table_name: string }[]>(
         `select table_name from information_schema.tables
           where table_schema = current_schema() and table_type = 'BASE TABLE' and table_name not like 'mikro_orm%'
+          and table_name <> 'limit_buckets'
           order by table_name`,
       )
       .then((rows) => rows.map((r) => r.table_name));

@@ -23,6 +23,8 @@ export const NEEDS = {
   pythonGrpc: ["python3-grpcio", "python3-grpc-tools"],
   /** Perl's Net::SMPP (an SMSC) behind stunnel. */
   smsc: ["libnet-smpp-perl", "stunnel4"],
+  /** redis-server for a private Redis (test/support/private-redis.ts). */
+  redis: ["redis-server"],
 } as const;
 
 let cached: { listed: Set<string>; skipped: Set<string> } | undefined;

@@ -23,6 +23,8 @@ import {
 export interface SmppCarrierOptions extends SmppConfig {
   clock: Clock;
   log?: Logger;
+  /** The carrier's Tps shared by every process (pacer.ts `gate`); absent: SMPP_TPS per process and bind. */
+  tpsGate?: () => Promise<number>;
   /** How long a submission may wait for a bind, the window, the rate or a throttled SMSC, ms (default 30 s: half the claim). */
   submitDeadlineMs?: number;
   /** How long a request may wait for its response before the link counts as broken, ms (default 30 s). */
@@ -63,7 +65,7 @@ export function createSmppCarrier(opts: SmppCarrierOptions): SmppCarrier {
   const reconnectMinMs = opts.reconnectMinMs ?? 1000;
   const reconnectMaxMs = opts.reconnectMaxMs ?? 30_000;
   const ca = opts.tlsCaFile ? readFileSync(opts.tlsCaFile) : undefined;
-  const pacer = createPacer({ window: opts.window, tps: opts.tps, initialRoundTripMs: 250 });
+  const pacer = createPacer({ window: opts.window, tps: opts.tps, initialRoundTripMs: 250, gate: opts.tpsGate });
 
   let events: CarrierEvents | undefined;
   let stopped = true;

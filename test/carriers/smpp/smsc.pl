@@ -1,6 +1,9 @@
 #!/usr/bin/perl
 # A scripted SMSC for the SMPP carrier's end-to-end tests, on Perl's Net::SMPP (not the library
-# the carrier uses). One ESME at a time. Control lines on stdin, events as lines on stdout:
+# the carrier uses). One ESME at a time (a new connection closes the last), or with --multi any
+# number side by side (the bench of a carrier's Tps across processes: answers at once only; the
+# commands that send to the ESME go to the one heard from last). Control lines on stdin, events
+# as lines on stdout:
 #   in:  idformat hex|dec|hex0       how message ids are written in submit_sm_resp
 #        throttle N                  answer the next N submit_sm with ESME_RTHROTTLED
 #        reject N STATUS             answer the next N submit_sm with STATUS (decimal)
@@ -21,8 +24,9 @@ use IO::Select;
 use Getopt::Long;
 use Time::HiRes qw(time);
 
-my ($port, $sysid, $password) = (0, 'switchboard', 'secret');
-GetOptions('port=i' => \$port, 'system-id=s' => \$sysid, 'password=s' => \$password) or die "bad arguments";
+my ($port, $sysid, $password, $multi) = (0, 'switchboard', 'secret', 0);
+GetOptions('port=i' => \$port, 'system-id=s' => \$sysid, 'password=s' => \$password, 'multi' => \$multi) or die "bad arguments";
+my %conns;    # --multi: every connected ESME, by file number
 $| = 1;
 
 my $listen = Net::SMPP->new_listen('127.0.0.1', port => $port, smpp_version => 0x34, async => 1)
@@ -42,6 +46,7 @@ sub ev { print join(' ', @_), "\n" }
 
 sub close_client {
   return unless $client;
+  delete $conns{fileno $client};
   $sel->remove($client);
   close $client;
   $client = undef;
@@ -172,6 +177,13 @@ while (1) {
   for my $fh ($sel->can_read($wait)) {
     if ($fh == $listen) {
       my $c = $listen->accept or next;
+      if ($multi) {
+        $conns{fileno $c} = $c;
+        $c->set_version(0x34);
+        $sel->add($c);
+        ev('connected');
+        next;
+      }
       close_client() if $client;
       $client = $c;
       $client->set_version(0x34);
@@ -182,6 +194,11 @@ while (1) {
       my $n = sysread(STDIN, $stdin_buf, 65536, length $stdin_buf);
       exit 0 unless $n;
       while ($stdin_buf =~ s/^([^\n]*)\n//) { command($1); }
+    } elsif ($multi && $conns{fileno $fh}) {
+      $client = $conns{fileno $fh};
+      my $pdu = $client->read_pdu();
+      if (!$pdu) { close_client(); next; }
+      handle_pdu($pdu);
     } elsif ($client && $fh == $client) {
       my $pdu = $client->read_pdu();
       if (!$pdu) { close_client(); next; }

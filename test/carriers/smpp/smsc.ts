@@ -26,15 +26,24 @@ export interface TestSmsc {
   stop(): Promise<void>;
 }
 
-/** Starts the scripted SMSC (port 0: any free port). */
-export async function startSmsc(opts: { port?: number; systemId?: string; password?: string } = {}): Promise<TestSmsc> {
+/** Starts the scripted SMSC (port 0: any free port; multi: any number of ESMEs at once, answering at once). */
+export async function startSmsc(opts: { port?: number; systemId?: string; password?: string; multi?: boolean } = {}): Promise<TestSmsc> {
   const events: SmscEvent[] = [];
   let proc: ChildProcessWithoutNullStreams;
   let port = opts.port ?? 0;
   let stderr = "";
 
   async function launch(): Promise<void> {
-    proc = spawn("perl", [SCRIPT, "--port", String(port), "--system-id", opts.systemId ?? "switchboard", "--password", opts.password ?? "secret"]);
+    proc = spawn("perl", [
+      SCRIPT,
+      "--port",
+      String(port),
+      "--system-id",
+      opts.systemId ?? "switchboard",
+      "--password",
+      opts.password ?? "secret",
+      ...(opts.multi ? ["--multi"] : []),
+    ]);
     proc.stderr.on("data", (c: Buffer) => (stderr += c.toString()).slice(-4000));
     const lines = createInterface({ input: proc.stdout });
     const listening = new Promise<number>((resolve, reject) => {
