@@ -109,7 +109,8 @@ export function createServices(deps: AppDeps, accounts: AccountCache = createAcc
         limits: allowance,
         carrierLinks: router ? () => new Map(router.links().map((l) => [l.name, l.link === "" ? "-" : l.link])) : undefined,
         // This process's dispatcher reads the change at once; the others within their poll.
-        routingChanged: router ? () => void router.refresh().catch(() => undefined) : undefined,
+        // A failed read keeps the last table (the router logs it and reads again within seconds).
+        routingChanged: router ? () => router.refresh().catch(() => undefined) : undefined,
       }),
     ),
   ];

@@ -48,8 +48,11 @@ export interface CarrierAdminDeps {
   em(ctx: HandlerContext): EntityManager;
   /** The answering process's link to each carrier, by name ("Bound", "Connecting", "Down"; absent: "-"). */
   carrierLinks?: () => ReadonlyMap<string, string>;
-  /** Tells this process's dispatcher that carriers or routes changed (others notice within seconds). */
-  routingChanged?: () => void;
+  /**
+   * Tells this process's dispatcher that carriers or routes changed (others notice within
+   * seconds); the change is answered once this process has read it, so its next dispatch uses it.
+   */
+  routingChanged?: () => Promise<void>;
 }
 
 const NAME_RE = /^[A-Za-z0-9._-]{1,64}$/;
@@ -150,7 +153,7 @@ export function createCarrierAdmin(
   deps: CarrierAdminDeps,
 ): Pick<ServiceImpl<typeof AdminService>, "listCarriers" | "addCarrier" | "updateCarrier" | "removeCarrier" | "getRoutes" | "replaceRoutes"> {
   const link = (name: string) => deps.carrierLinks?.().get(name) ?? "-";
-  const changed = () => deps.routingChanged?.();
+  const changed = async () => deps.routingChanged?.();
   return {
     async listCarriers(_req: unknown, ctx: HandlerContext) {
       const carriers = await listCarriers(deps.em(ctx));
@@ -182,7 +185,7 @@ export function createCarrierAdmin(
         createdAt: now,
         updatedAt: now,
       });
-      changed();
+      await changed();
       return toCarrierPb(added, link(added.name));
     },
 
@@ -215,7 +218,7 @@ export function createCarrierAdmin(
         deps.clock.now(),
       );
       if (!updated) throw notFound("Carrier", req.carrierSid);
-      changed();
+      await changed();
       return toCarrierPb(updated, link(updated.name));
     },
 
@@ -227,7 +230,7 @@ export function createCarrierAdmin(
       if (outcome === "routed") {
         throw apiError("CarrierInUse", `Carrier ${req.carrierSid} is named by a route; replace the route table without it first.`);
       }
-      changed();
+      await changed();
       return create(RemoveCarrierResponseSchema, { carrierSid: req.carrierSid });
     },
 
@@ -251,7 +254,7 @@ export function createCarrierAdmin(
         if (unknown.length > 0) throw fieldErrors(unknown);
         await replaceRoutes(tx, routes, deps.clock.now());
       });
-      changed();
+      await changed();
       return routeTable(routes);
     },
   };
