@@ -250,8 +250,19 @@ describe.skipIf(without("chromium"))(`the operator console in headless Chromium 
     expect(text).toContain(tenant.ownedNumber);
     expect(text).toContain("+12025550040");
     expect(text).toContain("Lease pool");
-    // The pool number lent to the leased send's recipient has its live lease.
-    expect(text).toMatch(/Lease pool\t1\t/);
+    // The pool number lent to the leased send's recipient has its live lease, listed under it on request.
+    expect(text).toMatch(/Lease pool\t1 ▸\t/);
+    const leased = (await api("GET", `/v2/Messages/${leasedSid}`, tenant.auth)).json().From;
+    const disclose = page.getByRole("button", { name: `Show the 1 live lease of ${leased}` });
+    expect(await disclose.getAttribute("aria-expanded")).toBe("false");
+    await disclose.click();
+    expect(await page.getByRole("button", { name: `Hide the 1 live lease of ${leased}` }).getAttribute("aria-expanded")).toBe("true");
+    const leases = page.getByRole("table", { name: `Live leases of ${leased}` });
+    await leases.waitFor();
+    const row = leases.getByRole("row", { name: new RegExp(`^${LEASED_TO.replace("+", "\\+")}`) });
+    const cells = await row.getByRole("cell").allInnerTexts();
+    expect(cells.slice(0, 3)).toStrictEqual([tenant.accountSid, tenant.propertySid, leasedSid]);
+    expect(await leases.getByRole("columnheader").allInnerTexts()).toStrictEqual(["Recipient", "Account", "Property", "Message", "Leased", "Expires"]);
     await checkAccessibility("numbers");
     await shoot("numbers");
   }, 60_000);
