@@ -4,6 +4,7 @@
 // holds the session's CSRF token in memory and sends it with every call.
 import { Code, ConnectError, createClient, type Interceptor } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-web";
+import { BadRequestSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { AdminService } from "../../gen/switchboard/admin/v1/admin_pb.js";
 
 /** The service's root, from the page's own address (/console/ under it), so a path prefix works too. */
@@ -68,4 +69,10 @@ export async function resumeSession(): Promise<boolean> {
 export async function signOut(): Promise<void> {
   await fetch(sessionUrl, { method: "DELETE", credentials: "same-origin", headers: { "X-CSRF-Token": csrfToken } });
   csrfToken = "";
+}
+
+/** A failed call's field problems (the error's BadRequest detail), each with the request field it names. */
+export function fieldProblemsOf(e: unknown): { field: string; message: string }[] {
+  if (!(e instanceof ConnectError)) return [];
+  return e.findDetails(BadRequestSchema).flatMap((d) => d.fieldViolations.map((v) => ({ field: v.field, message: v.description })));
 }

@@ -1,7 +1,7 @@
 /**
  * The operator's views of traffic (AdminService): the message search, a message's timeline, the
- * retry of a failed webhook call, the deployment's figures per minute, and an account's opt-out
- * list. The console (console/, docs/console.md) shows them; any operator client can call them.
+ * retry of a failed webhook call, the deployment's figures per minute, an account's opt-out
+ * list, and the leases of pool numbers. The console (console/, docs/console.md) shows them; any operator client can call them.
  */
 import { create } from "@bufbuild/protobuf";
 import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
@@ -10,6 +10,8 @@ import {
   type AdminService,
   type GetMessageTimelineRequest,
   type ListAccountOptOutsRequest,
+  type ListLeasesRequest,
+  ListLeasesResponseSchema,
   MessageTimelineSchema,
   type MinuteCounts,
   type RetryWebhookRequest,
@@ -27,6 +29,7 @@ import { apiError, fieldErrors, type FieldProblem, notFound, quoted } from "../c
 import { pageOf } from "../common/paging.js";
 import { parseE164 } from "../common/phone.js";
 import { isSid } from "../common/sid.js";
+import { listLeases } from "../leases/lease-store.js";
 import { MESSAGE_STATUSES, type Message, type MessageStatus } from "../messaging/message.entity.js";
 import { toMessageRecord } from "../messaging/messaging-service.js";
 import { conversationOf, findAnyMessage, outboundMinuteCounts, queueFigures, searchMessages } from "../messaging/message-operator-store.js";
@@ -93,6 +96,26 @@ function searchOf(req: SearchMessagesRequest) {
   return { search: { accountSid, propertySid, recipient, status: status as MessageStatus | undefined, createdFrom, createdTo }, page };
 }
 
+/** The lease list's filters, or a 400 naming every field that is wrong. */
+function leaseFilterOf(req: ListLeasesRequest) {
+  const problems: FieldProblem[] = [];
+  const number = req.number.trim();
+  const accountSid = req.accountSid.trim();
+  if (number !== "" && parseE164(number) === undefined) {
+    problems.push({ field: "Number", code: "InvalidParameter", message: `Number ${quoted(req.number)} is not an E164 number such as +14155550123.` });
+  }
+  if (accountSid !== "" && !isSid(accountSid, "AC")) {
+    problems.push({ field: "AccountSid", code: "InvalidParameter", message: `AccountSid ${quoted(req.accountSid)} is not an AccountSid.` });
+  }
+  const page = pageOf(req);
+  problems.push(...page.problems);
+  if (problems.length > 0) throw fieldErrors(problems);
+  return {
+    filter: { poolNumber: number === "" ? undefined : number, accountSid: accountSid === "" ? undefined : accountSid, includeEnded: req.includeExpired },
+    page,
+  };
+}
+
 /** What happened to a message, oldest first, from its own columns and its webhook attempts. */
 function timelineOf(m: Message, webhooks: { delivery: WebhookDelivery; attempts: WebhookAttempt[] }[]): Omit<TimelineEvent, "$typeName">[] {
   const events: { at: Date; kind: string; detail: string }[] = [];
@@ -130,7 +153,7 @@ function timelineOf(m: Message, webhooks: { delivery: WebhookDelivery; attempts:
 export function createOperatorViews(deps: {
   clock: Clock;
   em: (ctx: HandlerContext) => EntityManager;
-}): Pick<ServiceImpl<typeof AdminService>, "searchMessages" | "getMessageTimeline" | "retryWebhook" | "getStats" | "listAccountOptOuts"> {
+}): Pick<ServiceImpl<typeof AdminService>, "searchMessages" | "getMessageTimeline" | "retryWebhook" | "getStats" | "listAccountOptOuts" | "listLeases"> {
   return {
     async searchMessages(req: SearchMessagesRequest, ctx: HandlerContext) {
       const em = deps.em(ctx);
@@ -204,6 +227,26 @@ export function createOperatorViews(deps: {
       if (page.problems.length > 0) throw fieldErrors(page.problems);
       const [rows, total] = await listOptOuts(em, req.accountSid, page);
       return create(ListOptOutsResponseSchema, { optOuts: rows.map(toOptOutPb), totalCount: total });
+    },
+
+    async listLeases(req: ListLeasesRequest, ctx: HandlerContext) {
+      const em = deps.em(ctx);
+      const { filter, page } = leaseFilterOf(req);
+      const [rows, total] = await listLeases(em, filter, page, deps.clock.now());
+      return create(ListLeasesResponseSchema, {
+        totalCount: total,
+        leases: rows.map((l) => ({
+          leaseSid: l.sid,
+          number: l.poolNumber,
+          accountSid: l.accountSid,
+          propertySid: l.propertySid,
+          recipient: l.recipient,
+          messageSid: l.messageSid,
+          created: BigInt(l.created),
+          expires: BigInt(l.expires),
+          live: l.live,
+        })),
+      });
     },
   };
 }

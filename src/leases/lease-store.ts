@@ -122,3 +122,78 @@ export async function findLiveLeaseMatch(em: EntityManager, poolNumber: string, 
 export async function wasEverLeased(em: EntityManager, poolNumber: string, recipient: string): Promise<boolean> {
   return (await em.count(Lease, { poolNumber, recipient })) > 0;
 }
+
+/** The operator's lease list filters; an undefined filter matches every lease. */
+export interface LeaseFilter {
+  poolNumber?: string;
+  accountSid?: string;
+  /** false: only live leases (unreleased and unexpired at `now`). */
+  includeEnded: boolean;
+}
+
+/** A lease as the operator's list reads it, with the property of the message that took it; times in Unix seconds. */
+export interface LeaseRow {
+  sid: string;
+  poolNumber: string;
+  accountSid: string;
+  propertySid: string;
+  recipient: string;
+  messageSid: string;
+  created: number;
+  expires: number;
+  live: boolean;
+}
+
+/** A page of the leases matching the filter, newest first, and how many match. */
+export async function listLeases(em: EntityManager, f: LeaseFilter, page: { limit: number; offset: number }, now: Date): Promise<[LeaseRow[], number]> {
+  const where: string[] = [];
+  const params: unknown[] = [];
+  if (f.poolNumber !== undefined) {
+    where.push("l.pool_number = ?");
+    params.push(f.poolNumber);
+  }
+  if (f.accountSid !== undefined) {
+    where.push("l.account_sid = ?");
+    params.push(f.accountSid);
+  }
+  if (!f.includeEnded) {
+    where.push("not l.released and l.expires_at > ?");
+    params.push(now);
+  }
+  const clause = where.length > 0 ? `where ${where.join(" and ")}` : "";
+  const rows = await executeBound<{
+    sid: string;
+    pool_number: string;
+    account_sid: string;
+    property_sid: string | null;
+    recipient: string;
+    message_sid: string;
+    created: number | string;
+    expires: number | string;
+    live: boolean;
+  }>(
+    em,
+    `select l.sid, l.pool_number, l.account_sid, m.property_sid, l.recipient, l.message_sid,
+            floor(extract(epoch from l.created_at))::bigint as created, floor(extract(epoch from l.expires_at))::bigint as expires,
+            (not l.released and l.expires_at > ?) as live
+       from leases l left join messages m on m.sid = l.message_sid
+      ${clause}
+      order by l.created_at desc, l.sid desc limit ? offset ?`,
+    [now, ...params, page.limit, page.offset],
+  );
+  const counted = await executeBound<{ n: number | string }>(em, `select count(*) as n from leases l ${clause}`, params);
+  return [
+    rows.map((r) => ({
+      sid: r.sid,
+      poolNumber: r.pool_number,
+      accountSid: r.account_sid,
+      propertySid: r.property_sid ?? "",
+      recipient: r.recipient,
+      messageSid: r.message_sid,
+      created: Number(r.created),
+      expires: Number(r.expires),
+      live: r.live,
+    })),
+    Number(counted[0]?.n ?? 0),
+  ];
+}

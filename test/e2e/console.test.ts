@@ -42,6 +42,7 @@ describe.skipIf(without("chromium"))(`the operator console in headless Chromium 
   const addresses: string[] = [];
   const requested: string[] = [];
   const problems: string[] = [];
+  let badRequests = 0;
 
   const api = (method: string, url: string, auth: string, payload?: object) =>
     t.app.inject({ method: method as "GET", url, headers: { authorization: auth }, ...(payload ? { payload } : {}) });
@@ -152,8 +153,11 @@ describe.skipIf(without("chromium"))(`the operator console in headless Chromium 
     page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
     page.on("request", (r) => requested.push(r.url()));
     page.on("pageerror", (e) => problems.push(String(e)));
+    // The browser logs every refused call: the wrong token's 401, and the route form's one deliberate 400 (counted).
     page.on("console", (m) => {
-      if (m.type() === "error" && !/401 \(Unauthorized\)/.test(m.text())) problems.push(m.text());
+      if (m.type() !== "error" || /401 \(Unauthorized\)/.test(m.text())) return;
+      if (/400 \(Bad Request\)/.test(m.text())) badRequests++;
+      else problems.push(m.text());
     });
   }, 180_000);
 
@@ -250,8 +254,19 @@ describe.skipIf(without("chromium"))(`the operator console in headless Chromium 
     expect(text).toContain(tenant.ownedNumber);
     expect(text).toContain("+12025550040");
     expect(text).toContain("Lease pool");
-    // The pool number lent to the leased send's recipient has its live lease.
-    expect(text).toMatch(/Lease pool\t1\t/);
+    // The pool number lent to the leased send's recipient has its live lease, listed under it on request.
+    expect(text).toMatch(/Lease pool\t1 ▸\t/);
+    const leased = (await api("GET", `/v2/Messages/${leasedSid}`, tenant.auth)).json().From;
+    const disclose = page.getByRole("button", { name: `Show the 1 live lease of ${leased}` });
+    expect(await disclose.getAttribute("aria-expanded")).toBe("false");
+    await disclose.click();
+    expect(await page.getByRole("button", { name: `Hide the 1 live lease of ${leased}` }).getAttribute("aria-expanded")).toBe("true");
+    const leases = page.getByRole("table", { name: `Live leases of ${leased}` });
+    await leases.waitFor();
+    const row = leases.getByRole("row", { name: new RegExp(`^${LEASED_TO.replace("+", "\\+")}`) });
+    const cells = await row.getByRole("cell").allInnerTexts();
+    expect(cells.slice(0, 3)).toStrictEqual([tenant.accountSid, tenant.propertySid, leasedSid]);
+    expect(await leases.getByRole("columnheader").allInnerTexts()).toStrictEqual(["Recipient", "Account", "Property", "Message", "Leased", "Expires"]);
     await checkAccessibility("numbers");
     await shoot("numbers");
   }, 60_000);
@@ -288,10 +303,53 @@ describe.skipIf(without("chromium"))(`the operator console in headless Chromium 
     tenant.token = shown;
   }, 60_000);
 
-  it("Carriers and routes: the carriers with their links and the route table", async () => {
+  it("Carriers and routes: the carriers with their links; the route table replaced through its form (a refusal shown by the field it names), as the API then reads it", async () => {
     await open("Carriers and routes", "Carriers and routes");
     await expect(page.getByRole("region", { name: "Carriers" }).innerText()).resolves.toContain("sim-a");
-    await page.getByLabel("Route table (JSON)").waitFor();
+    const carriers = (await api("GET", "/admin/v1/Carriers", `Bearer ${ADMIN_TOKEN}`)).json().Carriers as { Name: string; CarrierSid: string }[];
+    const simA = carriers.find((c) => c.Name === "sim-a")!.CarrierSid;
+    await page.getByText("No route: the deployment's CARRIER takes every message.").waitFor();
+    // Two routes: +61 round-robin over sim-a, then any destination by failover over sim-a.
+    await page.getByRole("button", { name: "Add a route" }).click();
+    await page.getByRole("button", { name: "Add a route" }).click();
+    const route = (n: number) => page.getByRole("group", { name: `Route ${n}`, exact: true });
+    await route(1)
+      .getByLabel(/^Prefix/)
+      .fill("61x");
+    await route(1).getByLabel("Carrier 1", { exact: true }).selectOption(simA);
+    await route(1).getByLabel("Strategy", { exact: true }).selectOption("RoundRobin");
+    await route(2).getByLabel("Carrier 1", { exact: true }).selectOption(simA);
+    await page.getByRole("button", { name: "Save the route table" }).click();
+    const message = 'Routes[0].Prefix must be an E164 prefix such as +61 (+ and 1 to 15 digits); got "61x".';
+    await page.getByRole("list", { name: "Problems with the route table" }).getByText(`Routes[0].Prefix: ${message}`).waitFor();
+    const prefix = route(1).getByLabel(/^Prefix/);
+    expect(await prefix.getAttribute("aria-invalid")).toBe("true");
+    await expect(page.locator(`#${await prefix.getAttribute("aria-describedby")}`).innerText()).resolves.toBe(message);
+    expect((await api("GET", "/admin/v1/Routes", `Bearer ${ADMIN_TOKEN}`)).json()).toStrictEqual({ Routes: [] });
+    await checkAccessibility("carriers-error");
+    await prefix.fill("+61");
+    await page.getByRole("button", { name: "Save the route table" }).click();
+    await announced("The route table is replaced.");
+    expect((await api("GET", "/admin/v1/Routes", `Bearer ${ADMIN_TOKEN}`)).json()).toStrictEqual({
+      Routes: [
+        { Prefix: "+61", Carriers: [simA], Strategy: "RoundRobin" },
+        { Carriers: [simA], Strategy: "Failover" },
+      ],
+    });
+    // The form shows the table as saved; moving the catch-all first and saving reorders it.
+    await route(2).getByRole("button", { name: "Move route 2 up" }).click();
+    expect(
+      await route(1)
+        .getByLabel(/^Prefix/)
+        .inputValue(),
+    ).toBe("");
+    await page.getByRole("button", { name: "Save the route table" }).click();
+    await vi.waitFor(async () =>
+      expect((await api("GET", "/admin/v1/Routes", `Bearer ${ADMIN_TOKEN}`)).json().Routes.map((r: { Prefix?: string }) => r.Prefix ?? "")).toStrictEqual([
+        "",
+        "+61",
+      ]),
+    );
     await checkAccessibility("carriers");
     await shoot("carriers");
   }, 60_000);
@@ -333,6 +391,7 @@ describe.skipIf(without("chromium"))(`the operator console in headless Chromium 
 
   it("loaded nothing from elsewhere and met its Content-Security-Policy", () => {
     expect(requested.filter((u) => !u.startsWith(`${base}/`) && !u.startsWith("data:"))).toStrictEqual([]);
-    expect(problems).toStrictEqual([]);
+    expect(problems, JSON.stringify(problems)).toStrictEqual([]);
+    expect(badRequests).toBe(1);
   });
 });

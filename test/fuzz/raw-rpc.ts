@@ -4,6 +4,7 @@
  */
 import { request as httpRequest } from "node:http";
 import { connect as http2Connect, type ClientHttp2Session, type IncomingHttpHeaders } from "node:http2";
+import { gunzipSync } from "node:zlib";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { codeFromString, codeToHttpStatus, errorFromJsonBytes } from "@connectrpc/connect/protocol-connect";
 import { findTrailerError } from "@connectrpc/connect/protocol-grpc";
@@ -124,19 +125,24 @@ export function rawOutcome(protocol: RawProtocol, answer: RawAnswer): RawOutcome
     if (answer.body.length === 0) return http;
     if (!contentType.startsWith("application/json"))
       return { kind: "broken", problem: `error with content-type ${contentType}: ${answer.body.toString("utf8").slice(0, 200)}` };
+    // An error body as large as the compression threshold comes compressed with the request's encoding, as Connect allows.
+    const encoding = answer.headers.get("content-encoding") ?? "identity";
+    if (encoding !== "identity" && encoding !== "gzip") return { kind: "broken", problem: `error body with content-encoding ${encoding}` };
+    let body: Buffer;
+    try {
+      body = encoding === "gzip" ? gunzipSync(answer.body) : answer.body;
+    } catch (e) {
+      return { kind: "broken", problem: `error body that is not gzip: ${String(e)}` };
+    }
     let error: ConnectError;
     try {
-      error = errorFromJsonBytes(
-        answer.body,
-        undefined,
-        new ConnectError(`unreadable error body: ${answer.body.toString("utf8").slice(0, 200)}`, Code.Unknown),
-      );
+      error = errorFromJsonBytes(body, undefined, new ConnectError(`unreadable error body: ${body.toString("utf8").slice(0, 200)}`, Code.Unknown));
     } catch (e) {
       return { kind: "broken", problem: String(e) };
     }
-    const json = JSON.parse(answer.body.toString("utf8")) as { code?: string };
+    const json = JSON.parse(body.toString("utf8")) as { code?: string };
     if (json.code === undefined || codeFromString(json.code) === undefined)
-      return { kind: "broken", problem: `error without a valid code: ${answer.body.toString("utf8").slice(0, 200)}` };
+      return { kind: "broken", problem: `error without a valid code: ${body.toString("utf8").slice(0, 200)}` };
     if (codeToHttpStatus(error.code) !== answer.status) return { kind: "broken", problem: `code ${json.code} sent with HTTP ${answer.status}` };
     return { kind: "error", error };
   }

@@ -89,6 +89,7 @@ describe("the read gate's rules", () => {
       "AdminService.ListCarriers",
       "AdminService.ListEmails",
       "AdminService.ListHandsetMessages",
+      "AdminService.ListLeases",
       "AdminService.ListNumbers",
       "AdminService.ListProperties",
       "AdminService.ListWebhookDeliveries",

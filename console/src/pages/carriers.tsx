@@ -1,26 +1,18 @@
 // Carriers and routes: each carrier with its link, a new carrier, and the route table edited as a
-// whole (ReplaceRoutes replaces it at once, as the CLI's --json-file does).
-import { useState } from "preact/hooks";
+// form (route-form.tsx) and saved whole (ReplaceRoutes replaces it at once, as the CLI's
+// --json-file does).
 import { admin } from "../api";
 import { LoadState, PageHeading, StatusLine, TableWrap, useAction, useLoad } from "../ui";
+import { RouteForm } from "./route-form";
 
 function formValue(form: FormData, name: string): string {
   return String(form.get(name) ?? "").trim();
-}
-
-interface RouteJson {
-  Prefix?: string;
-  AccountSid?: string;
-  Carriers: string[];
-  Strategy: string;
 }
 
 export function Carriers() {
   const carriers = useLoad(() => admin.listCarriers({}), "carriers");
   const routes = useLoad(() => admin.getRoutes({}), "routes");
   const action = useAction();
-  const routeAction = useAction();
-  const [draft, setDraft] = useState<string>();
   const add = async (e: Event) => {
     e.preventDefault();
     const el = e.currentTarget as HTMLFormElement;
@@ -41,36 +33,6 @@ export function Carriers() {
     if (ok) {
       el.reset();
       carriers.reload();
-    }
-  };
-  const current: RouteJson[] =
-    routes.data?.routes.map((r) => ({
-      ...(r.prefix !== undefined ? { Prefix: r.prefix } : {}),
-      ...(r.accountSid !== undefined ? { AccountSid: r.accountSid } : {}),
-      Carriers: r.carriers,
-      Strategy: r.strategy,
-    })) ?? [];
-  const text = draft ?? JSON.stringify(current, null, 2);
-  const save = async (e: Event) => {
-    e.preventDefault();
-    let parsed: RouteJson[];
-    try {
-      parsed = JSON.parse(text) as RouteJson[];
-      if (!Array.isArray(parsed)) throw new Error("the route table is a JSON array of routes");
-    } catch (err) {
-      await routeAction.run(() => Promise.reject(new Error(`Not valid JSON: ${String(err)}`)), "");
-      return;
-    }
-    const ok = await routeAction.run(
-      () =>
-        admin.replaceRoutes({
-          routes: parsed.map((r) => ({ prefix: r.Prefix, accountSid: r.AccountSid, carriers: r.Carriers ?? [], strategy: r.Strategy ?? "" })),
-        }),
-      "The route table is replaced.",
-    );
-    if (ok) {
-      setDraft(undefined);
-      routes.reload();
     }
   };
   return (
@@ -128,18 +90,11 @@ export function Carriers() {
       </form>
       <h3>Route table</h3>
       <p>
-        In order: the first route whose Prefix and AccountSid match a message carries it. Each route names its Carriers by CarrierSid, with Strategy Failover or
-        RoundRobin.
+        In order: the first route whose Prefix and AccountSid match a message carries it. Each route names its carriers in order, with Strategy Failover or
+        RoundRobin. Save replaces the whole table.
       </p>
       <LoadState loading={routes.loading} error={routes.error} />
-      {routes.data && (
-        <form class="settings" onSubmit={save}>
-          <label for="routes-json">Route table (JSON)</label>
-          <textarea id="routes-json" rows={10} spellcheck={false} value={text} onInput={(e) => setDraft((e.currentTarget as HTMLTextAreaElement).value)} />
-          <button type="submit">Replace the route table</button>
-          <StatusLine status={routeAction.status} />
-        </form>
-      )}
+      {routes.data && carriers.data && <RouteForm routes={routes.data.routes} carriers={carriers.data.carriers} onSaved={routes.reload} />}
     </section>
   );
 }

@@ -1,13 +1,69 @@
-// Numbers: owned and pool numbers, with the live leases on each pool number.
+// Numbers: owned and pool numbers, with the live leases on each pool number (a disclosure row
+// listing each lease's recipient, account, property and times, from ListLeases).
+import { Fragment } from "preact";
 import { useState } from "preact/hooks";
 import { admin } from "../api";
 import { LoadState, PageHeading, TableWrap, useLoad, when } from "../ui";
 
 const PAGE = 100;
+/** Live leases a number's row lists (the API's largest page). */
+const LEASES = 1000;
+
+/** The live leases of one pool number, newest first. */
+function LeaseTable(props: { number: string }) {
+  const leases = useLoad(() => admin.listLeases({ number: props.number, resultsCount: LEASES }), props.number);
+  return (
+    <>
+      <LoadState loading={leases.loading} error={leases.error} />
+      {leases.data &&
+        (leases.data.leases.length === 0 ? (
+          <p>No live lease on {props.number}.</p>
+        ) : (
+          <table class="leases">
+            <caption>Live leases of {props.number}</caption>
+            <thead>
+              <tr>
+                <th scope="col">Recipient</th>
+                <th scope="col">Account</th>
+                <th scope="col">Property</th>
+                <th scope="col">Message</th>
+                <th scope="col">Leased</th>
+                <th scope="col">Expires</th>
+              </tr>
+            </thead>
+            <tbody>
+              {leases.data.leases.map((l) => (
+                <tr key={l.leaseSid}>
+                  <th scope="row">{l.recipient}</th>
+                  <td>
+                    <a href={`#/accounts/${l.accountSid}`}>{l.accountSid}</a>
+                  </td>
+                  <td>{l.propertySid || "—"}</td>
+                  <td>
+                    <a href={`#/messages/${l.messageSid}`}>{l.messageSid}</a>
+                  </td>
+                  <td>{when(l.created)}</td>
+                  <td>{when(l.expires)}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        ))}
+    </>
+  );
+}
 
 export function Numbers() {
   const [kind, setKind] = useState<"all" | "pool" | "owned">("all");
   const [skip, setSkip] = useState(0);
+  const [shown, setShown] = useState<ReadonlySet<string>>(new Set());
+  const toggle = (number: string) =>
+    setShown((s) => {
+      const next = new Set(s);
+      if (next.has(number)) next.delete(number);
+      else next.add(number);
+      return next;
+    });
   const list = useLoad(
     () => admin.listNumbers({ pool: kind === "all" ? undefined : kind === "pool", resultsCount: PAGE, resultsSkip: skip }),
     `${kind} ${skip}`,
@@ -57,15 +113,44 @@ export function Numbers() {
                   </tr>
                 </thead>
                 <tbody>
-                  {list.data.numbers.map((n) => (
-                    <tr key={n.number}>
-                      <th scope="row">{n.number}</th>
-                      <td>{n.pool ? "Lease pool" : n.accountSid}</td>
-                      <td>{n.pool ? n.liveLeases : "—"}</td>
-                      <td>{n.addressSid || "—"}</td>
-                      <td>{when(n.created)}</td>
-                    </tr>
-                  ))}
+                  {list.data.numbers.map((n) => {
+                    const open = shown.has(n.number);
+                    const rowId = `leases-${n.number.replace(/\W/g, "")}`;
+                    return (
+                      <Fragment key={n.number}>
+                        <tr>
+                          <th scope="row">{n.number}</th>
+                          <td>{n.pool ? "Lease pool" : n.accountSid}</td>
+                          <td>
+                            {!n.pool ? (
+                              "—"
+                            ) : n.liveLeases === 0 ? (
+                              "0"
+                            ) : (
+                              <button
+                                type="button"
+                                aria-expanded={open}
+                                aria-controls={rowId}
+                                aria-label={`${open ? "Hide" : "Show"} the ${n.liveLeases} live lease${n.liveLeases === 1 ? "" : "s"} of ${n.number}`}
+                                onClick={() => toggle(n.number)}
+                              >
+                                {n.liveLeases} {open ? "▾" : "▸"}
+                              </button>
+                            )}
+                          </td>
+                          <td>{n.addressSid || "—"}</td>
+                          <td>{when(n.created)}</td>
+                        </tr>
+                        {open && (
+                          <tr id={rowId}>
+                            <td colSpan={5}>
+                              <LeaseTable number={n.number} />
+                            </td>
+                          </tr>
+                        )}
+                      </Fragment>
+                    );
+                  })}
                 </tbody>
               </table>
             </TableWrap>
