@@ -103,8 +103,8 @@ async function listInput(
 export function createAdminLists(deps: {
   clock: Clock;
   em: (ctx: HandlerContext) => EntityManager;
-  /** Segments counted against the account's DailySegmentQuota this UTC day (GetAccount). */
-  segmentsToday?: (account: Account) => Promise<number>;
+  /** The account's segments this UTC day (GetAccount): its DailySegmentQuota's count, or what it stored. */
+  segmentsToday?: (account: Account, em: EntityManager) => Promise<number>;
 }): Pick<ServiceImpl<typeof AdminService>, "listAccounts" | "getAccount" | "listProperties" | "listNumbers" | "listAddresses"> {
   return {
     async listAccounts(req: ListAccountsRequest, ctx: HandlerContext) {
@@ -116,8 +116,9 @@ export function createAdminLists(deps: {
     },
 
     async getAccount(req: GetAccountRequest, ctx: HandlerContext) {
-      const account = await findAccount(deps.em(ctx), req.accountSid);
-      return toAccountPb(account, (await deps.segmentsToday?.(account)) ?? 0);
+      const em = deps.em(ctx);
+      const account = await findAccount(em, req.accountSid);
+      return toAccountPb(account, (await deps.segmentsToday?.(account, em)) ?? 0);
     },
 
     async listProperties(req: ListPropertiesRequest, ctx: HandlerContext) {

@@ -48,6 +48,7 @@ import { createAdminLists, findAccount, toAccountPb, toPropertyPb } from "./admi
 import { type CarrierAdminDeps, createCarrierAdmin } from "./carrier-admin.js";
 import { createOperatorViews, toWebhookDeliveryPb } from "./operator-views.js";
 import { quotaUsedToday } from "../limits/account-limits.js";
+import { segmentsStoredSince } from "../messaging/message-operator-store.js";
 import type { SharedAllowance } from "../limits/shared-allowance.js";
 
 /** Tokens are at least 32 random characters; we issue 40 (docs/api.md#authentication). */
@@ -132,12 +133,16 @@ export function createAdminService(
     ...createAdminLists({
       clock: deps.clock,
       em: requireAdmin,
-      segmentsToday: deps.limits
-        ? (account) =>
-            quotaUsedToday(deps.limits!, account, deps.clock.now().getTime()).catch(() => {
-              throw serviceUnavailable();
-            })
-        : undefined,
+      segmentsToday: (account, em) => {
+        const now = deps.clock.now();
+        // An account with a quota: the quota's own count (what the shared store granted today).
+        if (deps.limits && account.dailySegmentQuota) {
+          return quotaUsedToday(deps.limits, account, now.getTime()).catch(() => {
+            throw serviceUnavailable();
+          });
+        }
+        return segmentsStoredSince(em, account.sid, new Date(`${now.toISOString().slice(0, 10)}T00:00:00Z`));
+      },
     }),
     ...createOperatorViews({ clock: deps.clock, em: requireAdmin }),
     ...createCarrierAdmin({ clock: deps.clock, em: requireAdmin, carrierLinks: deps.carrierLinks, routingChanged: deps.routingChanged }),

@@ -96,3 +96,19 @@ export async function queueFigures(em: EntityManager, now: Date): Promise<{ due:
   );
   return { due: Number(row.due), oldestDue: row.oldest === null ? null : new Date(row.oldest), later: Number(row.later) };
 }
+
+/**
+ * The segments of the account's outgoing messages stored since `since` (GetAccount's SegmentsToday
+ * for an account without a DailySegmentQuota, whose sends no bucket counts). Read through the
+ * index on (property_sid, created_at), one range per property of the account.
+ */
+export async function segmentsStoredSince(em: EntityManager, accountSid: string, since: Date): Promise<number> {
+  const rows = await executeBound<{ n: number | string | null }>(
+    em,
+    `select coalesce(sum(m.num_segments), 0)::int8 as n
+       from properties p join messages m on m.property_sid = p.sid and m.created_at >= ?
+      where p.account_sid = ? and m.direction = 'Transmit'`,
+    [since, accountSid],
+  );
+  return Number(rows[0]?.n ?? 0);
+}

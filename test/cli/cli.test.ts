@@ -233,8 +233,9 @@ describe("operator flow", () => {
       TotalCount: 1,
     });
     expect(created).toBe(Math.floor(t.clock.now().getTime() / 1000));
-    // GetAccount also shows today's use of the daily quota (none set).
-    expect(await ok(["get-account", account.AccountSid])).toEqual({ ...accounts.Accounts[0], SegmentsToday: 0 });
+    // GetAccount also shows today's use: with no daily quota set, the segments of what the account
+    // stored since midnight UTC (the one-segment send above).
+    expect(await ok(["get-account", account.AccountSid])).toEqual({ ...accounts.Accounts[0], SegmentsToday: 1 });
     expect(JSON.stringify(accounts)).not.toContain(account.Token);
     expect(JSON.stringify(accounts)).not.toContain(account.WebhookSecret);
 

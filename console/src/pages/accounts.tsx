@@ -1,5 +1,5 @@
 // Accounts: the list and a new account; one account's SMS switch, token rotation (the new token
-// shown once), properties, settings (REST compatibility, opt-out texts and keywords, allowed
+// shown once), properties, settings (REST compatibility, limits, opt-out texts and keywords, allowed
 // countries, retention and redaction) and its opt-out list.
 import { useState } from "preact/hooks";
 import type { Account } from "../../../gen/switchboard/admin/v1/admin_pb.js";
@@ -91,7 +91,8 @@ function Settings(props: { account: Account; onSaved: () => void }) {
   const save = async (e: Event) => {
     e.preventDefault();
     const get = (k: string) => formValue(e, k);
-    const days = (k: string) => (get(k).trim() === "" ? 0 : Number(get(k)));
+    // An empty field sends 0, which clears the setting.
+    const orClear = (k: string) => (get(k).trim() === "" ? 0 : Number(get(k)));
     const countries = get("allowedCountries")
       .split(/[\s,]+/)
       .filter(Boolean)
@@ -106,8 +107,12 @@ function Settings(props: { account: Account; onSaved: () => void }) {
           helpText: get("helpText"),
           optOutKeywords: (e.currentTarget as HTMLFormElement).querySelector<HTMLInputElement>("#s-keywords")!.checked,
           allowedCountries: { values: countries },
-          retentionDays: days("retentionDays"),
-          redactAfterDays: days("redactAfterDays"),
+          retentionDays: orClear("retentionDays"),
+          redactAfterDays: orClear("redactAfterDays"),
+          sendRatePerSecond: orClear("sendRatePerSecond"),
+          sendRateBurst: orClear("sendRateBurst"),
+          messagesPerSecond: orClear("messagesPerSecond"),
+          dailySegmentQuota: orClear("dailySegmentQuota"),
         }),
       "Settings saved.",
     );
@@ -141,6 +146,18 @@ function Settings(props: { account: Account; onSaved: () => void }) {
       <input id="s-retention" name="retentionDays" type="number" min={1} max={36500} defaultValue={a.retentionDays?.toString() ?? ""} />
       <label for="s-redact">Redact texts after days (1 to 36500); empty for never</label>
       <input id="s-redact" name="redactAfterDays" type="number" min={1} max={36500} defaultValue={a.redactAfterDays?.toString() ?? ""} />
+      <fieldset>
+        <legend>Limits for the whole deployment, in segments</legend>
+        <label for="s-rate">Request rate per second (up to 100000); empty for the deployment's SEND_RATE_LIMIT</label>
+        <input id="s-rate" name="sendRatePerSecond" type="number" min={0} max={100000} step="any" defaultValue={a.sendRatePerSecond?.toString() ?? ""} />
+        <label for="s-burst">Request burst (1 to 1000000); empty for the default</label>
+        <input id="s-burst" name="sendRateBurst" type="number" min={1} max={1000000} defaultValue={a.sendRateBurst?.toString() ?? ""} />
+        <label for="s-mps">Messages per second handed to carriers (up to 100000); empty for no cap</label>
+        <input id="s-mps" name="messagesPerSecond" type="number" min={0} max={100000} step="any" defaultValue={a.messagesPerSecond?.toString() ?? ""} />
+        <label for="s-quota">Daily segment quota (1 to 1000000000, UTC day); empty for none</label>
+        <input id="s-quota" name="dailySegmentQuota" type="number" min={1} max={1000000000} defaultValue={a.dailySegmentQuota?.toString() ?? ""} />
+        <p data-testid="segments-today">Segments today: {a.segmentsToday ?? 0}</p>
+      </fieldset>
       <button type="submit">Save settings</button>
       <StatusLine status={action.status} />
     </form>
