@@ -58,20 +58,7 @@ async function runOnce(r: Run, log: (s: string) => void): Promise<string> {
   const sampler = setInterval(() => (maxInFlight = Math.max(maxInFlight, carrier.status().inFlight)), 2);
   try {
     // Queued before the engine starts, so the dispatcher finds them all due at once.
-    for (let i = 0; i < r.total; i += 100) {
-      const Messages = Array.from({ length: Math.min(100, r.total - i) }, (_, j) => ({
-        From: tenant.ownedNumber,
-        To: `+4477009${String(10_000 + i + j).slice(-5)}`,
-        Text: "Bench",
-      }));
-      const res = await app.inject({
-        method: "POST",
-        url: `/v2/Properties/${tenant.propertySid}/BatchMessages`,
-        headers: { authorization: tenant.auth },
-        payload: { Messages },
-      });
-      if (res.statusCode !== 200) throw new Error(`batch: ${res.statusCode} ${res.body}`);
-    }
+    await queueBatches(app, tenant, r.total);
     const what = `SMPP_TPS=${r.tps || "off"}, SMPP_WINDOW=${r.window}, SMSC answering ${r.delayMs > 0 ? `${r.delayMs} ms after each submit_sm` : "at once"}`;
     log(`smpp: ${r.total} messages queued; ${what}`);
     await engine.start();
@@ -142,20 +129,7 @@ export async function benchSmppTps(log: (s: string) => void): Promise<string> {
   try {
     await app.ready();
     const tenant = await createTenant(app);
-    for (let i = 0; i < total; i += 100) {
-      const Messages = Array.from({ length: Math.min(100, total - i) }, (_, j) => ({
-        From: tenant.ownedNumber,
-        To: `+4477009${String(10_000 + ((i + j) % 90_000)).slice(-5)}`,
-        Text: "Bench",
-      }));
-      const res = await app.inject({
-        method: "POST",
-        url: `/v2/Properties/${tenant.propertySid}/BatchMessages`,
-        headers: { authorization: tenant.auth },
-        payload: { Messages },
-      });
-      if (res.statusCode !== 200) throw new Error(`batch: ${res.statusCode} ${res.body}`);
-    }
+    await queueBatches(app, tenant, total);
     const what = `${workers} worker processes, SMPP_TPS=${tps} each and for the carrier, shared buckets in ${redisUrl ? "Redis" : "PostgreSQL"}`;
     log(`smpp-tps: ${total} messages queued; ${what}`);
     const env = {
@@ -189,5 +163,23 @@ export async function benchSmppTps(log: (s: string) => void): Promise<string> {
     await orm.close(true);
     await smsc.stop();
     await db.drop();
+  }
+}
+
+/** Queues `total` one-segment sends from the tenant's own number, in batches of 100 (none due later). */
+async function queueBatches(app: Parameters<typeof createTenant>[0], tenant: Awaited<ReturnType<typeof createTenant>>, total: number): Promise<void> {
+  for (let i = 0; i < total; i += 100) {
+    const Messages = Array.from({ length: Math.min(100, total - i) }, (_, j) => ({
+      From: tenant.ownedNumber,
+      To: `+4477009${String(10_000 + ((i + j) % 90_000)).slice(-5)}`,
+      Text: "Bench",
+    }));
+    const res = await app.inject({
+      method: "POST",
+      url: `/v2/Properties/${tenant.propertySid}/BatchMessages`,
+      headers: { authorization: tenant.auth },
+      payload: { Messages },
+    });
+    if (res.statusCode !== 200) throw new Error(`batch: ${res.statusCode} ${res.body}`);
   }
 }

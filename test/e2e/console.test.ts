@@ -8,12 +8,13 @@
  * page loads nothing from elsewhere and breaks no Content-Security-Policy rule, and each page's
  * screenshot is written to docs/console/ for docs/console.md.
  */
-import { existsSync, mkdirSync, readFileSync } from "node:fs";
+import { mkdirSync, readFileSync } from "node:fs";
 import type { AddressInfo } from "node:net";
 import { createRequire } from "node:module";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { chromium, type Browser, type Page } from "playwright-core";
+import type { Browser, Page } from "playwright-core";
+import { launchChromium } from "../support/chromium.js";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { FIRST_PAGE_BUDGET, firstPageBytes } from "../../scripts/build-console.mjs";
 import { dbKind } from "../support/db.js";
@@ -23,7 +24,6 @@ import { without } from "../support/system-packages.js";
 import { startReceiver, type Receiver } from "../support/webhook-receiver.js";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
-const CHROMIUM = "/usr/bin/chromium";
 const SHOTS = join(ROOT, "docs", "console");
 const AXE = readFileSync(createRequire(import.meta.url).resolve("axe-core/axe.min.js"), "utf8");
 const TO = "+447700900201";
@@ -79,7 +79,6 @@ describe.skipIf(without("chromium"))(`the operator console in headless Chromium 
   }
 
   beforeAll(async () => {
-    expect(existsSync(CHROMIUM), `${CHROMIUM} is missing: run scripts/system-packages.sh as root`).toBe(true);
     // `npm start`'s build step: the service and the console (skipped when the console is up to date).
     buildService();
     mkdirSync(SHOTS, { recursive: true });
@@ -137,19 +136,7 @@ describe.skipIf(without("chromium"))(`the operator console in headless Chromium 
 
     await t.app.listen({ port: 0, host: "127.0.0.1" });
     base = `http://127.0.0.1:${(t.app.server.address() as AddressInfo).port}`;
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: [
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-      ],
-    });
+    browser = await launchChromium();
     page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
     page.on("request", (r) => requested.push(r.url()));
     page.on("pageerror", (e) => problems.push(String(e)));

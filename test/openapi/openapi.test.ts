@@ -5,7 +5,6 @@
  * every asset served by the app itself.
  */
 import { execFile } from "node:child_process";
-import { existsSync } from "node:fs";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
@@ -14,7 +13,8 @@ import { fileURLToPath } from "node:url";
 import { ScalarType, type DescField, type DescMessage } from "@bufbuild/protobuf";
 import { FeatureSet_FieldPresence } from "@bufbuild/protobuf/wkt";
 import type { LightMyRequestResponse } from "fastify";
-import { chromium, type Browser } from "playwright-core";
+import type { Browser } from "playwright-core";
+import { launchChromium } from "../support/chromium.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createServices } from "../../src/app.js";
 import type { OpenApiDocument, OpenApiObject, OpenApiOperation } from "../../src/openapi/openapi.js";
@@ -24,7 +24,6 @@ import { ADMIN_TOKEN, createTenant, createTestApp, type Tenant, type TestApp } f
 import { without } from "../support/system-packages.js";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
-const CHROMIUM = "/usr/bin/chromium";
 
 let t: TestApp;
 let doc: OpenApiDocument;
@@ -593,22 +592,9 @@ describe("GET /docs", () => {
     let base: string;
 
     beforeAll(async () => {
-      expect(existsSync(CHROMIUM), `${CHROMIUM} is missing: run scripts/system-packages.sh as root`).toBe(true);
       await t.app.listen({ port: 0, host: "127.0.0.1" });
       base = `http://127.0.0.1:${(t.app.server.address() as AddressInfo).port}`;
-      browser = await chromium.launch({
-        executablePath: CHROMIUM,
-        args: [
-          "--headless",
-          "--no-sandbox",
-          "--disable-gpu",
-          "--disable-quic",
-          "--no-first-run",
-          "--disable-background-networking",
-          "--disable-component-update",
-          "--disable-sync",
-        ],
-      });
+      browser = await launchChromium();
     }, 120_000);
 
     afterAll(async () => {
