@@ -8,7 +8,7 @@ import {
   markReceiptTimeouts,
   RECEIPT_TIMEOUT_ERROR,
   type SubmittedKey,
-} from "../messaging/message-store.js";
+} from "../messaging/message-receipt-store.js";
 
 /** Index entries the sweep reads per statement: each round is two short statements, whatever the table's size. */
 const SWEEP_BATCH = 1000;

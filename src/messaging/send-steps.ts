@@ -176,3 +176,39 @@ export function sentMessage(item: SendItem, send: ValidSend, sender: string): Me
     text: send.text,
   });
 }
+
+/** One message's values, in MESSAGE_COLUMNS order: a send to go out, or (with an errorCode) a refused forward kept as Failed. */
+export function messageRow(item: SendItem, send: ValidSend, lease: { sender: string; leaseSid: string } | undefined, errorCode = ""): unknown[] {
+  // Lease options are kept only where a reply can come back: through a leased sender.
+  const leased = lease !== undefined;
+  return [
+    item.sid,
+    item.account.sid,
+    item.propertySid,
+    "Transmit",
+    errorCode !== "" ? "Failed" : send.scheduled ? "Scheduled" : "Processing",
+    leased ? "Leased" : send.fromKind === "E164" ? "E164" : "Alphanumeric",
+    lease ? lease.sender : send.from,
+    send.to.number,
+    send.text,
+    send.encoding,
+    send.numSegments,
+    send.deliveryReceipt,
+    send.drWebhookUri,
+    send.drWebhookMethod,
+    leased ? send.forwardToSms : "",
+    leased ? send.forwardFromSms : "",
+    leased ? send.forwardToEmail : "",
+    leased ? send.forwardFromEmail : "",
+    leased ? send.webhookUri : "",
+    leased ? send.webhookMethod : "POST",
+    lease?.leaseSid ?? null,
+    item.forward?.inReplyTo ?? null,
+    errorCode,
+    send.schedule === undefined ? null : new Date(send.schedule * 1000),
+    send.scheduled ? new Date(send.schedule! * 1000) : item.now,
+    item.now,
+    // ValidityPeriod, from when it is due (its Schedule, or now).
+    new Date((send.scheduled ? send.schedule! * 1000 : item.now.getTime()) + send.validitySeconds * 1000),
+  ];
+}
