@@ -1,5 +1,6 @@
 import type { EntityManager } from "@mikro-orm/sql";
 import { executeBound } from "../db/bound-sql.js";
+import type { ReceiptRow } from "../webhooks/outbox.js";
 
 /**
  * The store of the `messages` table: every raw SQL statement on it lives here (its
@@ -349,17 +350,8 @@ export async function pastValidity(em: Em, sids: string[], now: Date): Promise<S
   return new Set(rows.map((r) => r.sid));
 }
 
-/** A message moved to its final state: what its delivery receipt webhook needs. */
-export interface FinalRow {
-  sid: string;
-  account_sid: string;
-  property_sid: string;
-  sender: string;
-  recipient: string;
-  delivery_receipt: boolean;
-  dr_webhook_uri: string;
-  dr_webhook_method: string;
-}
+/** A message moved to its final state: what its delivery receipt webhook needs (the outbox's row). */
+export type FinalRow = ReceiptRow;
 
 /** One final state to apply: Delivered (with when) or Failed (with why). */
 export interface FinalState {
