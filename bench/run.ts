@@ -145,7 +145,6 @@ async function waitHttp(url: string, what: string, child: Child, timeoutMs = 60_
   }
 }
 
-
 /** Processes whose command line contains `needle` (e.g. Kannel's boxes, by their config path). */
 function pidsWith(needle: string): number[] {
   const out: number[] = [];
@@ -423,7 +422,15 @@ async function main(): Promise<void> {
     }
     const allowedCountries = (env.BENCH_ALLOWED_COUNTRIES ?? "").split(",").filter(Boolean);
     if (allowedCountries.length > 0) await adminCall(`/admin/v1/Accounts/${account.AccountSid}`, { AllowedCountries: allowedCountries });
-    const target: BenchTarget = { db, dbName, servicePid: service.proc.pid!, accountSid: account.AccountSid, propertySid: property.PropertySid, since: started, log };
+    const target: BenchTarget = {
+      db,
+      dbName,
+      servicePid: service.proc.pid!,
+      accountSid: account.AccountSid,
+      propertySid: property.PropertySid,
+      since: started,
+      log,
+    };
 
     const barePort = await freePort();
     bare = startChild("bare", BARE_ARGS, { BARE_DATABASE_URL: dbUrl.toString(), BARE_PORT: String(barePort) });
@@ -474,8 +481,7 @@ async function main(): Promise<void> {
     const floorReq = { ...bareReq, url: `http://127.0.0.1:${barePort}/bare/Batched` };
 
     const drainSwitchboard = () => drainQueue(target);
-    const drainKannel = () =>
-      kannel ? waitUntil("Kannel queue drain", async () => (await kannelQueued(kannel!)) === 0, 120_000, log) : Promise.resolve(true);
+    const drainKannel = () => (kannel ? waitUntil("Kannel queue drain", async () => (await kannelQueued(kannel!)) === 0, 120_000, log) : Promise.resolve(true));
 
     const measure = (serverPids: number[], withDb: boolean, go: () => Promise<LoadResult>) => measureLoad(target, serverPids, withDb, go);
     const servicePid = service.proc.pid!;
