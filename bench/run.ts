@@ -5,7 +5,7 @@
  */
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { cpus, loadavg, tmpdir, totalmem } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -17,6 +17,22 @@ import { MessagingService, SendMessageRequestSchema } from "../gen/switchboard/v
 import { freePort, startKannel, type RunningKannel } from "../test/support/kannel.js";
 import { BUILT_MAIN, buildService, npmStartFlags } from "../test/support/service.js";
 import { grpcFrame, h2load, type HttpRequestSpec, type LoadResult, type LoadSettings, VARY, wrk } from "./load.js";
+import {
+  type BenchTarget,
+  benchCommit,
+  checkpoint,
+  countStored,
+  type DispatchRun,
+  dispatchRun,
+  drainQueue,
+  type Measured,
+  measureLoad,
+  median,
+  restRun,
+  SMS,
+  waitUntil,
+  writeBenchmarks,
+} from "./service-runs.js";
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
 const env = process.env;
@@ -43,7 +59,7 @@ const SETTINGS = {
   nodeFlags: (env.BENCH_NODE_FLAGS ?? "").split(" ").filter(Boolean),
   /** Write the results into docs/benchmarks.md (0 to only print). */
   write: env.BENCH_WRITE !== "0",
-  /** Which runs: any of idle,kannel,rest,grpc,bare,floor,dispatch,dispatch-routes,soak (soak and dispatch-routes are not in the default set); or smpp alone (bench/smpp.ts); or smpp-tps alone (a carrier's Tps over three worker processes, bench/smpp.ts); or read-flood and/or webhook-flood (bench/hostile.ts); or rapid-reset alone (bench/rapid-reset-run.ts); or purge alone (bench/purge.ts). */
+  /** Which runs: any of idle,kannel,rest,grpc,bare,floor,dispatch,dispatch-routes,soak (soak and dispatch-routes are not in the default set); or smpp alone (bench/smpp.ts); or smpp-tps alone (a carrier's Tps over three worker processes, bench/smpp.ts); or read-flood and/or webhook-flood (bench/hostile.ts); or rapid-reset alone (bench/rapid-reset-run.ts); or purge alone (bench/purge.ts); or life alone (bench/life.ts); or growth alone (bench/growth.ts). */
   only: new Set((env.BENCH_ONLY ?? "idle,kannel,rest,grpc,bare,floor,dispatch").split(",").map((s) => s.trim())),
   /** Seconds after /readyz first answers at which the idle service's resident set is read. */
   idleSeconds: num("BENCH_IDLE_SECONDS", 20),
@@ -84,24 +100,6 @@ const BARE_ARGS = ["dist/bench/bare-server.js"];
 const ADMIN_TOKEN = `bench-admin-${randomBytes(12).toString("hex")}`;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const log = (s: string) => process.stderr.write(`[bench] ${s}\n`);
-
-/**
- * The SMS every run sends: the same sender and text for Kannel and Switchboard, and a recipient
- * that changes with each request (+4477009 and 5 random digits) so that nothing can serve it from
- * a cache (h2load cannot vary its body: gRPC sends to one recipient).
- */
-const SMS = { from: "+447700900001", to: `+4477009${VARY}`, fixedTo: "+447700900123", text: "Hello from the Switchboard benchmark" };
-
-/** One dispatcher drain: through the environment's carrier, or (routed) two simulator carriers by two routes. */
-interface DispatchRun {
-  count: number;
-  seconds: number;
-  rate: number;
-  complete: boolean;
-  serverCpuUs: number;
-  dbCpuUs: number;
-  routed: boolean;
-}
 
 interface Child {
   proc: ChildProcess;
@@ -146,30 +144,6 @@ async function waitHttp(url: string, what: string, child: Child, timeoutMs = 60_
     await sleep(200);
   }
 }
-
-/** CPU time (user + system) each of a set of processes has used so far, seconds; a process that is gone is left out. */
-function cpuByPid(pids: number[]): Map<number, number> {
-  const out = new Map<number, number>();
-  for (const pid of pids) {
-    try {
-      // Fields after the ")" that ends the command name: utime and stime are the 12th and 13th.
-      const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-      const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-      out.set(pid, (Number(f[11]) + Number(f[12])) / CLK_TCK);
-    } catch {
-      /* gone */
-    }
-  }
-  return out;
-}
-
-/** CPU used between two readings: processes seen in both count their difference, new ones all of theirs. */
-function cpuBetween(before: Map<number, number>, after: Map<number, number>): number {
-  let s = 0;
-  for (const [pid, t] of after) s += t - (before.get(pid) ?? 0);
-  return s;
-}
-const CLK_TCK = Number(execFileSync("getconf", ["CLK_TCK"], { encoding: "utf8" }).trim()) || 100;
 
 /** Processes whose command line contains `needle` (e.g. Kannel's boxes, by their config path). */
 function pidsWith(needle: string): number[] {
@@ -272,30 +246,6 @@ async function kannelQueued(k: RunningKannel): Promise<number> {
   return m ? Number(m[1]) + Number(m[2]) + Math.max(0, Number(m[3])) : 0;
 }
 
-async function waitUntil(what: string, check: () => Promise<boolean>, timeoutMs: number): Promise<boolean> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) {
-      log(`${what}: still not done after ${timeoutMs / 1000} s; going on`);
-      return false;
-    }
-    await sleep(250);
-  }
-  return true;
-}
-
-/** A measured run with the CPU it cost. */
-interface Measured {
-  result: LoadResult;
-  note: string;
-  /** CPU of the server processes (the service, Kannel's boxes, the bare server) per request, µs. */
-  serverCpuUs?: number;
-  /** CPU of the PostgreSQL backends serving the run's database per request, µs. */
-  dbCpuUs?: number;
-  /** Commits on the run's database per request (group commit shares one among many). */
-  commitsPerReq?: number;
-}
-
 interface Row {
   name: string;
   result?: LoadResult;
@@ -303,11 +253,6 @@ interface Row {
   dbCpuUs?: number;
   /** A note on the row, e.g. how the outcome was checked. */
   note: string;
-}
-
-function median<T>(items: T[], key: (t: T) => number): T {
-  const sorted = [...items].sort((a, b) => key(a) - key(b));
-  return sorted[Math.floor((sorted.length - 1) / 2)];
 }
 
 /**
@@ -361,6 +306,19 @@ async function main(): Promise<void> {
     // Retention (issue 33): REST send latency with and without a purge of expired messages running, the purge's rate, table sizes (bench/purge.ts); prints only.
     const { benchPurge } = await import("./purge.js");
     process.stdout.write(`${await benchPurge(log)}\n`);
+    return;
+  }
+  if (SETTINGS.only.has("life")) {
+    // A message's whole life in PostgreSQL, per message, on a private cluster (issue 32, bench/life.ts).
+    const { benchLife } = await import("./life.js");
+    process.stdout.write(`${await benchLife(log, { write: SETTINGS.write })}\n`);
+    return;
+  }
+  if (SETTINGS.only.has("growth")) {
+    // The REST and dispatcher runs on an empty database and on one holding BENCH_GROWTH_ROWS messages (issue 32, bench/growth.ts).
+    const { benchGrowth } = await import("./growth.js");
+    const { pgUrl, seconds, warmup, connections, threads, rounds, dispatch, logLevel, write } = SETTINGS;
+    process.stdout.write(`${await benchGrowth(log, { pgUrl, seconds, warmup, connections, threads, rounds, dispatch, logLevel, write })}\n`);
     return;
   }
   if (SETTINGS.only.has("smpp-tps")) {
@@ -464,8 +422,15 @@ async function main(): Promise<void> {
     }
     const allowedCountries = (env.BENCH_ALLOWED_COUNTRIES ?? "").split(",").filter(Boolean);
     if (allowedCountries.length > 0) await adminCall(`/admin/v1/Accounts/${account.AccountSid}`, { AllowedCountries: allowedCountries });
-    const countMessages = async () => Number((await db!.query("select count(*)::int as n from messages")).rows[0].n);
-    const queued = async () => Number((await db!.query("select count(*)::int as n from messages where status in ('Scheduled', 'Processing')")).rows[0].n);
+    const target: BenchTarget = {
+      db,
+      dbName,
+      servicePid: service.proc.pid!,
+      accountSid: account.AccountSid,
+      propertySid: property.PropertySid,
+      since: started,
+      log,
+    };
 
     const barePort = await freePort();
     bare = startChild("bare", BARE_ARGS, { BARE_DATABASE_URL: dbUrl.toString(), BARE_PORT: String(barePort) });
@@ -515,29 +480,10 @@ async function main(): Promise<void> {
 
     const floorReq = { ...bareReq, url: `http://127.0.0.1:${barePort}/bare/Batched` };
 
-    const drainSwitchboard = () => waitUntil("Switchboard queue drain", async () => (await queued()) === 0, 120_000);
-    const drainKannel = () => (kannel ? waitUntil("Kannel queue drain", async () => (await kannelQueued(kannel!)) === 0, 120_000) : Promise.resolve(true));
+    const drainSwitchboard = () => drainQueue(target);
+    const drainKannel = () => (kannel ? waitUntil("Kannel queue drain", async () => (await kannelQueued(kannel!)) === 0, 120_000, log) : Promise.resolve(true));
 
-    const dbPids = async () =>
-      (await db!.query("select pid from pg_stat_activity where datname = $1 and pid <> pg_backend_pid()", [dbName])).rows.map((r: Record<string, unknown>) =>
-        Number(r.pid),
-      );
-    // Stats are flushed by each backend at most once a second: good enough over a 15 s run.
-    const commits = async () => Number((await db!.query("select xact_commit from pg_stat_database where datname = $1", [dbName])).rows[0]?.xact_commit ?? 0);
-    /** Runs one measured load and charges the CPU the servers (and the database) used to it. */
-    const measure = async (serverPids: number[], withDb: boolean, go: () => Promise<LoadResult>): Promise<Omit<Measured, "note">> => {
-      const pidsDb0 = withDb ? await dbPids() : [];
-      const commits0 = withDb ? await commits() : 0;
-      const cpu0 = cpuByPid(serverPids);
-      const db0 = cpuByPid(pidsDb0);
-      const result = await go();
-      const cpu1 = cpuByPid(serverPids);
-      // A backend that ended during the run is lost (the pools keep theirs open).
-      const db1 = cpuByPid(withDb ? [...new Set([...pidsDb0, ...(await dbPids())])] : []);
-      const per = (s: number) => (s * 1e6) / Math.max(1, result.requests);
-      const commitsPerReq = withDb ? ((await commits()) - commits0) / Math.max(1, result.requests) : undefined;
-      return { result, serverCpuUs: per(cpuBetween(cpu0, cpu1)), dbCpuUs: withDb ? per(cpuBetween(db0, db1)) : undefined, commitsPerReq };
-    };
+    const measure = (serverPids: number[], withDb: boolean, go: () => Promise<LoadResult>) => measureLoad(target, serverPids, withDb, go);
     const servicePid = service.proc.pid!;
     const barePid = bare.proc.pid!;
 
@@ -557,22 +503,7 @@ async function main(): Promise<void> {
       });
     }
     if (SETTINGS.only.has("rest")) {
-      runs.push({
-        key: "rest",
-        go: async () => {
-          await drainSwitchboard();
-          await wrk(restReq, warm);
-          await drainSwitchboard();
-          const before = await countMessages();
-          const m = await measure([servicePid], true, () => wrk(restReq, load));
-          await sleep(500);
-          const stored = (await countMessages()) - before;
-          const ok = m.result.requests - m.result.errors;
-          // Every 200 must be a stored message; a few more may be stored (answers still in flight when wrk stopped).
-          if (stored < ok) m.result.errors += ok - stored;
-          return { ...m, note: `${stored} stored for ${ok} answered 200` };
-        },
-      });
+      runs.push({ key: "rest", go: () => restRun(target, restReq, load, warm) });
     }
     // The bare server's two routes: one INSERT per request, and group commit (the floor).
     for (const [key, req] of [
@@ -596,10 +527,10 @@ async function main(): Promise<void> {
           await drainSwitchboard();
           await h2load(grpcReq, warm);
           await drainSwitchboard();
-          const before = await countMessages();
+          const before = await countStored(target);
           const m = await measure([servicePid], true, () => h2load(grpcReq, load));
           await sleep(500);
-          const stored = (await countMessages()) - before;
+          const stored = (await countStored(target)) - before;
           const ok = m.result.requests - m.result.errors;
           // grpc-status travels in trailers, which h2load does not read: a 200 without a stored message was a gRPC error.
           if (stored < ok) m.result.errors += ok - stored;
@@ -610,10 +541,7 @@ async function main(): Promise<void> {
     for (let round = 0; round < SETTINGS.rounds; round++) {
       for (const r of runs) {
         log(`round ${round + 1}/${SETTINGS.rounds}: ${r.key} (${SETTINGS.warmup} s warm-up + ${SETTINGS.seconds} s, ${SETTINGS.connections} connections)`);
-        // Every run starts from a checkpoint: otherwise whether one that the WAL of earlier runs
-        // requested falls inside this run (writing full pages again, flushing buffers) depends on
-        // the order of the runs, one of the larger differences between two runs of the same code.
-        await db.query("checkpoint").catch((e: Error) => log(`  (checkpoint refused: ${e.message}; runs go on without it)`));
+        await checkpoint(target);
         const out = await r.go();
         log(
           `  ${r.key}: ${out.result.rps.toFixed(0)} req/s, p50 ${out.result.p50Ms.toFixed(2)} ms, p99 ${out.result.p99Ms.toFixed(2)} ms, errors ${out.result.errors}, ` +
@@ -646,28 +574,7 @@ async function main(): Promise<void> {
         if (res.status !== 200) throw new Error(`PUT /admin/v1/Routes: ${res.status} ${await res.text()}`);
         log("dispatcher: two simulator carriers, two routes (RoundRobin by prefix, then a catch-all)");
       }
-      await db.query(
-        `insert into messages (sid, account_sid, property_sid, direction, status, sender_kind, sender, recipient, text, encoding, num_segments, send_at, created_at)
-         select $7 || lpad(g::text, 25, '0'), $1, $2, 'Transmit', 'Scheduled', 'E164', $3, $4, $5, 'GSM7', 1, now() - interval '1 second', now()
-           from generate_series(1, $6::int) g`,
-        [account.AccountSid, property.PropertySid, SMS.from, SMS.fixedTo, "Dispatcher benchmark", SETTINGS.dispatch, routed ? "MGBENCR" : "MGBENCH"],
-      );
-      log(`dispatcher: ${SETTINGS.dispatch} due messages inserted; draining`);
-      const t0 = performance.now();
-      const pidsDb0 = await dbPids();
-      const cpu0 = cpuByPid([servicePid]);
-      const db0 = cpuByPid(pidsDb0);
-      const complete = await waitUntil("dispatcher drain", async () => (await queued()) === 0, 600_000);
-      const seconds = (performance.now() - t0) / 1000;
-      const left = complete ? 0 : await queued();
-      const count = SETTINGS.dispatch - left;
-      const perMessage = (s: number) => (s * 1e6) / Math.max(1, count);
-      const serverCpuUs = perMessage(cpuBetween(cpu0, cpuByPid([servicePid])));
-      const dbCpuUs = perMessage(cpuBetween(db0, cpuByPid([...new Set([...pidsDb0, ...(await dbPids())])])));
-      const run: DispatchRun = { count, seconds, rate: count / seconds, complete, serverCpuUs, dbCpuUs, routed };
-      dispatches.push(run);
-      log(`  dispatcher${routed ? " (two routes)" : ""}: ${run.count} messages in ${seconds.toFixed(2)} s = ${run.rate.toFixed(0)} msg/s`);
-      await sleep(1000); // delivery reports of the last ones
+      dispatches.push(await dispatchRun(target, SETTINGS.dispatch, routed ? "BENCR" : "BENCH", routed));
     }
     const dispatch = dispatches.find((d) => !d.routed) ?? dispatches[0];
     const dispatchRoutes = dispatches.find((d) => d.routed);
@@ -837,13 +744,7 @@ function renderReport(r: {
   }
   const targets = t.join("\n");
 
-  let commit = "unknown";
-  try {
-    commit = execFileSync("git", ["rev-parse", "--short", "HEAD"], { cwd: ROOT, encoding: "utf8" }).trim();
-    if (execFileSync("git", ["status", "--porcelain", "--", "src"], { cwd: ROOT, encoding: "utf8" }).trim()) commit += " (+ uncommitted changes in src/)";
-  } catch {
-    /* not a git checkout */
-  }
+  const commit = benchCommit();
   const changed = Object.keys(env)
     .filter((k) => k.startsWith("BENCH_"))
     .map((k) => `${k}=${env[k]}`);
@@ -862,18 +763,6 @@ function renderReport(r: {
   ].join("\n");
   const full = `${machine}\n\n${table}\n\n${targets}\n`;
   return { table, targets, full };
-}
-
-const START = "<!-- bench:results:start -->";
-const END = "<!-- bench:results:end -->";
-
-function writeBenchmarks(results: string): void {
-  const path = join(ROOT, "docs", "benchmarks.md");
-  const block = `${START}\n${results}${END}`;
-  let text = existsSync(path) ? readFileSync(path, "utf8") : `# Benchmarks\n\n## Latest run\n\n${START}\n${END}\n`;
-  if (!text.includes(START)) text += `\n## Latest run\n\n${START}\n${END}\n`;
-  text = text.replace(new RegExp(`${START}[\\s\\S]*?${END}`), () => block);
-  writeFileSync(path, text);
 }
 
 main().catch((e) => {
