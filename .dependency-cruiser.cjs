@@ -11,7 +11,7 @@
  *   3 delivery src/delivery/ (owns the Carrier interface and segment tracking)
  *   4 carriers src/carriers/
  *   5 edge     src/http, rpc, rest, openapi, ops, console
- *   6 top      src/app.ts, main.ts, worker.ts, bootstrap.ts, entities.ts (the ORM's entity list), src/cli/
+ *   6 top      src/app.ts, main.ts, worker.ts, first-start.ts, bootstrap.ts, entities.ts (the ORM's entity list), src/cli/
  */
 const common = '^src/(common/|config\\.ts$)';
 const db = '^src/db/';
@@ -19,7 +19,7 @@ const domain = '^src/(accounts|addresses|numbers|leases|messaging|mail|webhooks|
 const delivery = '^src/delivery/';
 const carriers = '^src/carriers/';
 const edge = '^src/(http|rpc|rest|openapi|ops|console)/';
-const top = '^src/(app|main|worker|bootstrap|entities)\\.ts$|^src/cli/';
+const top = '^src/(app|main|worker|first-start|bootstrap|entities)\\.ts$|^src/cli/';
 
 /** The higher layers' patterns as one path pattern. */
 const above = (...higher) => higher.join('|');

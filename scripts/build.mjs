@@ -4,7 +4,8 @@
 // ~0.3 s without tsx; the service then runs on Node alone (no loader thread, no transpiled sources
 // or inline source maps kept in memory; docs/operations.md#starting).
 //
-// One bundle per entry, dist/src/main.js and dist/src/worker.js: the project's own modules inlined,
+// One bundle per entry, dist/src/main.js, dist/src/worker.js and dist/src/first-start.js (the process
+// main.js forks to prepare a new embedded data folder): the project's own modules inlined,
 // packages left to node_modules (`packages: "external"`: PGlite finds its .wasm beside its own
 // module, MikroORM loads its drivers by name). The bundles sit two folders below the project root,
 // as src/openapi/*.ts do, so `new URL("../../…", import.meta.url)` finds the same files
@@ -29,7 +30,7 @@ const started = performance.now();
 const result = await build({
   absWorkingDir: ROOT,
   // `--bench`: also the benchmark's floor server (bench/run.ts runs it compiled, like the service).
-  entryPoints: ["src/main.ts", "src/worker.ts", ...(process.argv.includes("--bench") ? ["bench/bare-server.ts"] : [])],
+  entryPoints: ["src/main.ts", "src/worker.ts", "src/first-start.ts", ...(process.argv.includes("--bench") ? ["bench/bare-server.ts"] : [])],
   outbase: ".",
   outdir: OUT,
   bundle: true,

@@ -1,12 +1,15 @@
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
-import { dirname, join } from "node:path";
+import { fork } from "node:child_process";
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { dirname, join, resolve } from "node:path";
 import type { MikroORM } from "@mikro-orm/sql";
+import type { Logger } from "pino";
 import { addAccount, addProperty, anyAccount } from "./accounts/account-store.js";
 import { hashToken } from "./accounts/auth.js";
 import { newWebhookSecret, TOKEN_LENGTH } from "./admin/admin-service.js";
 import type { Clock } from "./common/clock.js";
 import { newSid, randomSecret } from "./common/sid.js";
 import { checkSecret, type Config, databaseKind } from "./config.js";
+import { migrateUp } from "./db/orm.js";
 import { addNumber, findNumber } from "./numbers/number-store.js";
 
 /** The fictional pool number the demo data leases senders from. */
@@ -89,4 +92,71 @@ export function firstRunBanner(base: string, admin: { token: string; file?: stri
     `    ${base}/v2/Properties/${demo.propertySid}/Messages`,
     "",
   ].join("\n");
+}
+
+/**
+ * What every start does before it serves: the migrations and the repeatable SQL (migrateUp), then
+ * on the embedded default the demo data if the database has no account yet. Logs each step and
+ * how long it took; returns the demo data it created.
+ */
+export async function prepareDatabase(orm: MikroORM, opts: { log: Logger; clock: Clock; seed: boolean }): Promise<DemoData | undefined> {
+  let t0 = performance.now();
+  const ran = await migrateUp(orm);
+  const ms = () => Math.round(performance.now() - t0);
+  opts.log.info({ migrations: ran.length, ms: ms() }, ran.length > 0 ? "migrations applied" : "database schema up to date");
+  if (!opts.seed) return undefined;
+  t0 = performance.now();
+  const demo = await seedDemo(orm, opts.clock);
+  if (demo) opts.log.info({ ms: ms() }, "demo data created");
+  return demo;
+}
+
+/**
+ * Whether the start's one-time work runs in a process of its own (runFirstStart): on an embedded
+ * data folder that is missing or empty, where PGlite creates the cluster and every migration runs.
+ * That work leaves ~100 MiB of freed memory resident in glibc's heap of the process that did it
+ * (docs/benchmarks.md, Memory); a process that exits takes it along. Anything else (an existing
+ * folder, memory://, PostgreSQL) prepares in the serving process, where it is a read or two.
+ */
+export function preparesInChild(databaseUrl: string): boolean {
+  if (databaseKind(databaseUrl) !== "pglite" || databaseUrl.startsWith("memory://")) return false;
+  const dir = resolve(databaseUrl);
+  return !existsSync(dir) || readdirSync(dir).length === 0;
+}
+
+/** What the first-start process (src/first-start.ts) sends its parent before it exits. */
+export type FirstStartMessage = { ok: true; demo?: DemoData } | { ok: false; error: string };
+
+/** Options of runFirstStart. */
+export interface FirstStartOptions {
+  /** The first-start entry: src/first-start.ts under tsx, dist/src/first-start.js in the build. */
+  script: URL;
+  /** Its node flags: the server's own (`process.execArgv`: npm start's flags, and tsx's loader from source). */
+  execArgv: string[];
+  log: Logger;
+}
+
+/**
+ * Runs the first-start entry in a child process and waits for it to exit: it prepares the new data
+ * folder (prepareDatabase), closes it and sends back the demo data it created. Its log lines go to
+ * the same stdout. Throws with the child's own message when it fails, or with its exit code or
+ * signal when it died without one; only after it has exited does the server open the folder.
+ */
+export async function runFirstStart(opts: FirstStartOptions): Promise<DemoData | undefined> {
+  const t0 = performance.now();
+  const child = fork(opts.script, [], { execArgv: opts.execArgv, stdio: ["ignore", "inherit", "inherit", "ipc"] });
+  opts.log.info({ childPid: child.pid }, "new data folder: creating the database, its schema and the demo data in a separate process");
+  let message: FirstStartMessage | undefined;
+  child.on("message", (m) => (message = m as FirstStartMessage));
+  const [code, signal] = await new Promise<[number | null, NodeJS.Signals | null]>((done, fail) => {
+    child.once("error", fail);
+    // "close", not "exit": it comes after the IPC channel has closed, so every message has arrived.
+    child.once("close", (c, s) => done([c, s]));
+  });
+  if (message?.ok === false) throw new Error(`preparing the new data folder failed: ${message.error}`);
+  if (code !== 0 || !message) {
+    throw new Error(`the process preparing the new data folder ended (${signal ? `signal ${signal}` : `exit code ${code}`}) without reporting success`);
+  }
+  opts.log.info({ ms: Math.round(performance.now() - t0) }, "new data folder ready");
+  return message.demo;
 }

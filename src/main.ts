@@ -1,14 +1,17 @@
 import { buildApp } from "./app.js";
-import { firstRunBanner, resolveAdminToken, seedDemo, seedsDemo } from "./bootstrap.js";
+import { firstRunBanner, prepareDatabase, preparesInChild, resolveAdminToken, runFirstStart, seedsDemo } from "./bootstrap.js";
 import { systemClock } from "./common/clock.js";
 import { createLogger } from "./common/logger.js";
 import { loadConfig, databaseKind } from "./config.js";
-import { createOrm, migrateUp } from "./db/orm.js";
+import { createOrm } from "./db/orm.js";
 import { entities } from "./entities.js";
 import { createConfiguredEngine } from "./carriers/configured-engine.js";
 import { openSharedAllowance } from "./limits/limits-store.js";
 import { createLimitCounters } from "./limits/account-limits.js";
 import { onShutdownSignal } from "./ops/shutdown.js";
+
+/** The first-start entry beside this module: src/first-start.ts under tsx, dist/src/first-start.js in the build (scripts/build.mjs). */
+const FIRST_START = new URL(import.meta.url.endsWith(".ts") ? "./first-start.ts" : "./first-start.js", import.meta.url);
 
 /** Starts the service: config, database and migrations, HTTP port; stops cleanly on SIGTERM/SIGINT. */
 async function main(): Promise<void> {
@@ -18,9 +21,11 @@ async function main(): Promise<void> {
   // Created once the operator token is known, so that it is among the secrets scrubbed from every line.
   const log = createLogger(config);
   log.info({ database: databaseKind(config.databaseUrl) === "postgres" ? "postgresql" : `pglite:${config.databaseUrl}` }, "opening database");
+  // A new embedded folder is made ready by a process of its own, before this one opens it (preparesInChild: why).
+  const firstStart = preparesInChild(config.databaseUrl);
+  let demo = firstStart ? await runFirstStart({ script: FIRST_START, execArgv: process.execArgv, log }) : undefined;
   const orm = await createOrm({ entities, databaseUrl: config.databaseUrl });
-  await migrateUp(orm);
-  const demo = seedsDemo(config.databaseUrl) ? await seedDemo(orm, systemClock) : undefined;
+  if (!firstStart) demo = await prepareDatabase(orm, { log, clock: systemClock, seed: seedsDemo(config.databaseUrl) });
   // The limits every process shares (docs/limits.md): Redis with REDIS_URL, else this database.
   const limits = await openSharedAllowance({ orm, redisUrl: config.redisUrl, clock: systemClock, log });
   const limitCounters = createLimitCounters();

@@ -1,20 +1,24 @@
 /**
  * The README's first run and five-minute tour, for real: what `npm start` runs (Node 24 from node_modules) on
- * an empty embedded PGlite folder, no SWITCHBOARD_ADMIN_TOKEN. The banner's curl line is run with
- * the real curl, the operator token works, SIGTERM exits 0 promptly (even with a gRPC client's h2c
- * session open), and a restart on the same folder prints no banner and keeps every credential.
+ * an empty embedded PGlite folder, no SWITCHBOARD_ADMIN_TOKEN. The new folder is prepared by a
+ * process of its own (src/first-start.ts) that has exited before the server opens it. The banner's
+ * curl line is run with the real curl, the operator token works, SIGTERM exits 0 promptly (even
+ * with a gRPC client's h2c session open), and a restart on the same folder prints no banner, keeps
+ * every credential and prepares in its own process. A first start whose child fails fails with its message.
  */
 import { type ChildProcess, execFile, spawn } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, type AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
+import { fileURLToPath, pathToFileURL } from "node:url";
 import { promisify } from "node:util";
 import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
+import { pino } from "pino";
 import { afterAll, describe, expect, it } from "vitest";
 import { MessagingService } from "../../gen/switchboard/v2/messaging_pb.js";
+import { runFirstStart } from "../../src/bootstrap.js";
 import { createOrm } from "../../src/db/orm.js";
 import { entities } from "../../src/entities.js";
 import { dbKind } from "../support/db.js";
@@ -84,6 +88,15 @@ async function stop(svc: Service): Promise<{ code: number | null; signal: NodeJS
   return { ...res, ms: Date.now() - t0 };
 }
 
+/** The JSON log lines a process wrote on stdout (the banner's plain lines are left out). */
+function logLines(svc: Service): { pid: number; msg: string; childPid?: number; migrations?: number; ms?: number }[] {
+  return svc
+    .stdout()
+    .split("\n")
+    .filter((l) => l.startsWith("{"))
+    .map((l) => JSON.parse(l));
+}
+
 const BANNER_RE =
   /Switchboard first run: demo data created\.\n {2}Operator token: +(\S+) +\(kept in (.+)\)\n {2}Demo account: +(AC\S+)\n {2}Account token: +(\S+) .*\n {2}Demo property: +(PR\S+)\n {2}Pool number: +(\+\d+)\n\nSend an SMS:\n((?: {2}curl .*\\\n)(?: {4}.*\\\n)*(?: {4}\S+\/Messages))\n/;
 
@@ -121,6 +134,20 @@ describe("first run of the real service (embedded PGlite folder)", () => {
     expect(tokenFile).toBe(join(tmp, "admin-token"));
     expect(readFileSync(tokenFile, "utf8").trim()).toBe(operatorToken);
     expect(curlLine).toContain(`http://localhost:${port}/v2/Properties/${propertySid}/Messages`);
+
+    // The one-time work ran in a child process that logged its steps and exited before the server opened the folder.
+    const lines = logLines(svc);
+    const msgs = lines.map((l) => l.msg);
+    const forked = lines.find((l) => l.msg.startsWith("new data folder: creating"));
+    expect(forked, msgs.join("\n")).toMatchObject({ pid: svc.child.pid, childPid: expect.any(Number) });
+    const childPid = forked!.childPid!;
+    expect(childPid).not.toBe(svc.child.pid);
+    expect(lines.find((l) => l.msg === "migrations applied")).toMatchObject({ pid: childPid, migrations: expect.any(Number), ms: expect.any(Number) });
+    expect(lines.find((l) => l.msg === "demo data created")).toMatchObject({ pid: childPid });
+    expect(lines.find((l) => l.msg === "new data folder ready")).toMatchObject({ pid: svc.child.pid, ms: expect.any(Number) });
+    expect(lines.filter((l) => l.pid === svc.child.pid && /^(migrations applied|database schema up to date)$/.test(l.msg))).toEqual([]);
+    expect(msgs.indexOf("new data folder ready")).toBeLessThan(msgs.indexOf("Switchboard listening"));
+    expect(() => process.kill(childPid, 0), "the child has exited").toThrow();
 
     // The printed line exactly as a user would paste it, plus -w to see the status code.
     const sent = await run("sh", ["-c", `${curlLine} -w '\\n%{http_code}'`]);
@@ -210,6 +237,9 @@ describe("first run of the real service (embedded PGlite folder)", () => {
     const svc = startService(dataUrl, port);
     await waitForStdout(svc, /Switchboard listening/);
     expect(svc.stdout()).not.toContain("first run");
+    // An existing folder is prepared by the server itself: nothing to apply.
+    expect(logLines(svc).find((l) => l.msg === "database schema up to date")).toMatchObject({ pid: svc.child.pid, migrations: 0 });
+    expect(svc.stdout()).not.toContain("new data folder");
     expect(svc.stdout()).not.toContain("Operator token");
     expect(svc.stdout()).not.toContain("operator token for this run");
 
@@ -251,7 +281,9 @@ describe.skipIf(dbKind() !== "postgres")("first run on an empty PostgreSQL datab
     const svc = startService(url.toString(), await freePort());
     try {
       await waitForStdout(svc, /SWITCHBOARD_ADMIN_TOKEN is not set; operator token for this run: \S+/);
-      expect(svc.stdout()).not.toMatch(/first run|Demo account|curl /);
+      expect(svc.stdout()).not.toMatch(/first run|Demo account|curl |new data folder/);
+      // PostgreSQL is migrated by the server itself: the one-time work there is the server's, not Node's heap.
+      expect(logLines(svc).find((l) => l.msg === "migrations applied")).toMatchObject({ pid: svc.child.pid, migrations: expect.any(Number) });
       const orm = await createOrm({ entities, databaseUrl: url.toString(), poolMax: 1 });
       try {
         const counts = await orm.em
@@ -267,5 +299,37 @@ describe.skipIf(dbKind() !== "postgres")("first run on an empty PostgreSQL datab
       await admin.em.fork().execute(`drop database if exists "${url.pathname.slice(1)}" with (force)`);
       await admin.close(true);
     }
+  });
+});
+
+describe("a first start whose preparing process fails", () => {
+  const log = pino({ level: "silent" });
+  /** A stand-in for src/first-start.ts: the same protocol (one message, then exit), a known outcome. */
+  function script(name: string, body: string): URL {
+    const file = join(tmp, name);
+    writeFileSync(file, body);
+    return pathToFileURL(file);
+  }
+
+  it("fails the start with the child's own message", { timeout: 30_000 }, async () => {
+    const failing = script("fails.mjs", `process.send({ ok: false, error: "Error: disk full while writing base/1" }, () => process.exit(1));\n`);
+    await expect(runFirstStart({ script: failing, execArgv: [], log })).rejects.toThrow(
+      "preparing the new data folder failed: Error: disk full while writing base/1",
+    );
+  });
+
+  it("fails the start when the child dies without a word, naming its exit code or signal", { timeout: 30_000 }, async () => {
+    await expect(runFirstStart({ script: script("exits.mjs", "process.exit(3);\n"), execArgv: [], log })).rejects.toThrow(
+      "the process preparing the new data folder ended (exit code 3) without reporting success",
+    );
+    await expect(runFirstStart({ script: script("killed.mjs", "process.kill(process.pid, 'SIGKILL');\n"), execArgv: [], log })).rejects.toThrow(
+      "(signal SIGKILL)",
+    );
+  });
+
+  it("returns what a successful child sends", { timeout: 30_000 }, async () => {
+    const demo = { accountSid: "AC1", token: "t", propertySid: "PR1", poolNumber: "+12025550100" };
+    const ok = script("ok.mjs", `process.send({ ok: true, demo: ${JSON.stringify(demo)} }, () => process.exit(0));\n`);
+    expect(await runFirstStart({ script: ok, execArgv: [], log })).toEqual(demo);
   });
 });
