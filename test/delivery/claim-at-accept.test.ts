@@ -307,7 +307,9 @@ describe("the hand-off (unit)", () => {
     await expect(storeClaimed(claims, items, () => Promise.reject(new Error("database down")))).rejects.toThrow("database down");
     expect(calls).toEqual([{ reserved: 2, settled: 2, rows: 0 }]);
     expect(items.map((i) => i.claimedUntil !== undefined)).toEqual([true, false, true]);
-    const out = await storeClaimed(claims, items, async (its) => its.map((i) => ({ ok: true as const, value: { claimed: i.claimedUntil ? ({} as ClaimedRow) : undefined } })));
+    const out = await storeClaimed(claims, items, async (its) =>
+      its.map((i) => ({ ok: true as const, value: { claimed: i.claimedUntil ? ({} as ClaimedRow) : undefined } })),
+    );
     expect(out).toHaveLength(3);
     expect(calls[1]).toEqual({ reserved: 2, settled: 2, rows: 2 });
   });

@@ -132,7 +132,10 @@ describe(`statements per message, 2,000 REST sends (${dbKind()})`, () => {
   it("manual rounds: with claim at accept, no claim statement and one update of a message row fewer", { timeout: 300_000 }, async () => {
     const before = await ticked(false);
     const after = await ticked(true);
-    console.log(`statements per message, manual rounds (${dbKind()})\n`, JSON.stringify({ before: before.raw, after: after.raw, perMessageBefore: before.perMessage, perMessageAfter: after.perMessage }));
+    console.log(
+      `statements per message, manual rounds (${dbKind()})\n`,
+      JSON.stringify({ before: before.raw, after: after.raw, perMessageBefore: before.perMessage, perMessageAfter: after.perMessage }),
+    );
     expect(before.raw["row inserts"]).toBe(MESSAGES);
     expect(after.raw["row inserts"]).toBe(MESSAGES);
     expect(before.raw["row updates"]).toBe(3 * MESSAGES);
@@ -145,7 +148,10 @@ describe(`statements per message, 2,000 REST sends (${dbKind()})`, () => {
   it("loops running: the counts under a steady send load (printed; fewer claim statements)", { timeout: 300_000 }, async () => {
     const before = await looping(false);
     const after = await looping(true);
-    console.log(`statements per message, loops running (${dbKind()})\n`, JSON.stringify({ before: before.raw, after: after.raw, perMessageBefore: before.perMessage, perMessageAfter: after.perMessage }));
+    console.log(
+      `statements per message, loops running (${dbKind()})\n`,
+      JSON.stringify({ before: before.raw, after: after.raw, perMessageBefore: before.perMessage, perMessageAfter: after.perMessage }),
+    );
     expect(after.raw["row inserts"]).toBe(MESSAGES);
     expect(after.raw["row updates"]).toBeLessThan(before.raw["row updates"]);
     expect((after.raw.sb_claim_due ?? 0) + (after.raw.sb_claim_fair ?? 0)).toBeLessThan((before.raw.sb_claim_due ?? 0) + (before.raw.sb_claim_fair ?? 0));
