@@ -23,6 +23,7 @@ import { rejectUnstorableStrings } from "./common/string-guard.js";
 import { DEFAULT_AUTH_FAILURE_LIMITS, DEFAULT_CONNECTION_LIMITS, DEFAULT_SEND_RATE_LIMIT, defaultSendBurst, type Config, defaultReadLimits } from "./config.js";
 import { isDatabaseReady, ormKind } from "./db/orm.js";
 import { createMessagingService } from "./messaging/messaging-service.js";
+import type { AcceptClaims } from "./messaging/claim-at-accept.js";
 import { createAdmitLimits, type LimitCounters } from "./limits/account-limits.js";
 import { createPostgresBucketStore } from "./limits/bucket-store.js";
 import { createSharedAllowance, type SharedAllowance } from "./limits/shared-allowance.js";
@@ -57,8 +58,10 @@ export interface AppDeps {
   carrier?: Carrier;
   /** The dispatcher's carrier router: each configured carrier's link for the operator API and the metrics. */
   router?: Pick<CarrierRouter, "links" | "refresh">;
-  /** Called after a message is queued, to wake the dispatcher. */
+  /** Called after a message due now is queued unclaimed, to wake the dispatcher. */
   onQueued?: () => void;
+  /** This process's dispatcher (its hand-off), when the process runs one: due sends are stored claimed by it (messaging/claim-at-accept.ts). */
+  claims?: AcceptClaims;
   /** The process's allowance of the shared limits (limits/limits-store.ts); default: buckets in this database. */
   limits?: SharedAllowance;
   /** What the limits refused and paced per account, for /metrics (shared with this process's dispatcher). */
@@ -96,7 +99,7 @@ export function createServices(deps: AppDeps, accounts: AccountCache = createAcc
   const limits = createAdmitLimits(allowance, { ratePerSecond, burst }, () => clock.now().getTime(), deps.limitCounters);
   const router = deps.router;
   return [
-    served(MessagingService, createMessagingService({ orm: deps.orm, clock, ...deps.config, onQueued: deps.onQueued, limits })),
+    served(MessagingService, createMessagingService({ orm: deps.orm, clock, ...deps.config, onQueued: deps.onQueued, claims: deps.claims, limits })),
     served(AddressService, createAddressService({ clock })),
     served(NumberService, createNumberService()),
     served(OptOutService, createOptOutService({ clock })),

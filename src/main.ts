@@ -38,6 +38,8 @@ async function main(): Promise<void> {
     carrier,
     router,
     onQueued: () => engine.nudge(),
+    // This process runs the dispatcher: its sends due now are stored claimed by it (claim at accept).
+    claims: engine.claims,
     retention: engine.retention,
     limits,
     limitCounters,

@@ -4,20 +4,24 @@ import { type Carrier, CarrierError } from "./carrier.js";
 import type { Clock } from "../common/clock.js";
 import { isDatabaseUnavailable } from "../common/pg-errors.js";
 import { applyFinalState, applyFinalStates, recordSubmissions, type Submission } from "./receipts.js";
-import { claimFair, claimHeldMessages, claimInOrder, type ClaimedRow, holdExpiredClaims, listDueAccounts, scheduleRetry } from "../messaging/message-store.js";
+import {
+  claimFair,
+  claimHeldMessages,
+  claimInOrder,
+  type ClaimedRow,
+  holdExpiredClaims,
+  listDueAccounts,
+  releaseClaims,
+  scheduleRetry,
+} from "../messaging/message-store.js";
+import { createHandOff } from "./hand-off.js";
+import type { AcceptClaims } from "../messaging/claim-at-accept.js";
 import { recordSegments } from "./segment-store.js";
-import { findDispatchRates } from "../accounts/account-store.js";
-import { deferMessages, pastValidity } from "../messaging/message-store.js";
-import { textEncoding } from "../common/sms-text.js";
-import { dispatchRateSpec } from "../limits/account-limits.js";
 import type { SharedAllowance } from "../limits/shared-allowance.js";
+import { createPacing } from "./dispatch-pacing.js";
 
 /** How long the list of accounts with due messages is reused by the round-robin claim, ms. */
 const DUE_ACCOUNTS_TTL_MS = 250;
-/** How long an account's MessagesPerSecond is reused, ms: an operator's change shows within it. */
-const DISPATCH_RATES_TTL_MS = 1000;
-/** With the shared store unreachable, a capped account's claimed messages are due again after this, ms. */
-const STORE_DOWN_DEFER_MS = 1000;
 
 /** Options of the dispatcher. */
 export interface DispatcherOptions {
@@ -37,6 +41,14 @@ export interface DispatcherOptions {
   shared?: SharedAllowance;
   /** Counts the messages a round gave back to the queue (throttled) and failed QueueTimeout, per account. */
   onPaced?: (accountSid: string, throttled: number, timedOut: number) => void;
+  /**
+   * While the hand-off feeds the rounds, the database is looked at this often, ms (default 250,
+   * the engine's idle poll; 0: every round): for messages come due by their Schedule, a retry, a
+   * pacing deferral or an expired claim.
+   */
+  databasePollMs?: number;
+  /** Sends stored claimed were handed over (the hand-off): wake the loops. */
+  onHandOff?: () => void;
 }
 
 /** Hands due messages to the carrier; any number of dispatchers may share one database. */
@@ -45,6 +57,21 @@ export interface Dispatcher {
   tick(): Promise<number>;
   /** Whether the last round was full: more due messages are probably waiting. */
   backlogged(): boolean;
+  /**
+   * The hand-off: the sends this process stores already claimed for this dispatcher, taken by its
+   * rounds before the database (messaging/claim-at-accept.ts). The send pipeline of the same
+   * process gets it; nothing else does.
+   */
+  readonly claims: AcceptClaims;
+  /** A message due now was stored unclaimed (no room in the hand-off, or no hand-off): the next round claims from the database. */
+  queued(): void;
+  /**
+   * Stops taking sends at accept, waits for those being stored, and gives the claims of the
+   * messages still in the hand-off back to the queue in one statement, so another dispatcher (or
+   * this process after its restart) sends them at once; returns how many. For a clean shutdown,
+   * after the last round.
+   */
+  releaseHandOff(): Promise<number>;
 }
 
 /** Delay before retry n (1-based) of a temporary carrier error: 1 s doubling to at most 5 min. */
@@ -65,10 +92,25 @@ export function carrierBackoffMs(attempt: number): number {
  * by the carrier until the service hears it, marks it Submitted and it is never sent again. Only
  * a message no report confirmed while a live dispatcher waited is submitted again, the one case
  * that can reach the handset twice.
+ *
+ * Claim at accept (issue 32): a send due now accepted by this process is stored already claimed by
+ * this dispatcher while its hand-off has room, and a round takes those first (`claims`, the
+ * hand-off; round-robin across accounts), then claims from the database. The hand-off holds at
+ * most one round (the round's limit below, so what the carrier can take before the claims end),
+ * and refuses sends while the database may hold due messages this process stored unclaimed or a
+ * database round came back full: then every send goes through the database's fair claim, and no
+ * account's burst delays another's messages beyond a round. While the hand-off feeds the rounds
+ * (it gave some within databasePollMs), a round looks at the database only when told a message was
+ * stored unclaimed (`queued`), after a full database round, or every databasePollMs: the idle
+ * poll's pace, not one claim statement per round. Without sends stored claimed, every round looks. After a crash a message claimed at accept is an expired claim like any
+ * other: with a carrier that confirms by report it is held confirmWaitMs first, although the
+ * carrier may never have seen it (nothing records the moment the hand-off gives it to a round,
+ * as nothing records it for a message claimed from the database).
  */
 export function createDispatcher(opts: DispatcherOptions): Dispatcher {
   const batchSize = opts.batchSize ?? 500;
   const claimMs = opts.claimMs ?? 60_000;
+  const databasePollMs = opts.databasePollMs ?? 250;
   const retryWindowMs = opts.retryWindowMs ?? 3_600_000;
   // Read afresh: a router's carriers (and so the longest wait among them) change while it runs.
   const confirmWait = () => opts.carrier.confirmWaitMs ?? 0;
@@ -201,7 +243,8 @@ export function createDispatcher(opts: DispatcherOptions): Dispatcher {
    * Fails the claimed messages whose account or property was disabled for SMS before the claim
    * (the claim reads both flags in its own statement, so a disable committed by any process is
    * seen by the next claim): the message is Failed with SmsNotEnabled, and its delivery receipt
-   * webhook queued with it, as for any failure. Conditional like every final state: a message
+   * webhook queued with it, as for any failure. A send stored claimed at accept was checked by its
+   * own statement, which is its claim. Conditional like every final state: a message
    * that is no longer Processing is left alone.
    */
   async function failDisabled(rows: ClaimedRow[], now: Date): Promise<void> {
@@ -218,117 +261,8 @@ export function createDispatcher(opts: DispatcherOptions): Dispatcher {
     );
   }
 
-  /** Accounts' MessagesPerSecond (null: none), and when they were read (performance.now()). */
-  const rates = new Map<string, { rate: number | null; at: number }>();
-
-  async function dispatchRates(sids: string[]): Promise<Map<string, number>> {
-    const t = performance.now();
-    const stale = sids.filter((sid) => {
-      const r = rates.get(sid);
-      return !r || t - r.at >= DISPATCH_RATES_TTL_MS;
-    });
-    if (stale.length > 0) {
-      const found = await findDispatchRates(opts.orm.em.fork(), stale);
-      if (rates.size > 10_000) rates.clear();
-      for (const sid of stale) rates.set(sid, { rate: found.get(sid) ?? null, at: t });
-    }
-    const out = new Map<string, number>();
-    for (const sid of sids) {
-      const r = rates.get(sid)?.rate;
-      if (r != null && r > 0) out.set(sid, r);
-    }
-    return out;
-  }
-
-  /**
-   * The accounts' MessagesPerSecond (docs/limits.md), one step of the round: the segments of each
-   * capped account's claimed messages are taken from its shared bucket (every account of the
-   * round in one call to the store); what the grant covers goes out, in due order, and the rest
-   * goes back to the queue, due when the bucket will hold it (so the next rounds rarely claim it
-   * early). A message whose ValidityPeriod ended while it waited fails QueueTimeout instead. The
-   * accounts without a cap pass untouched, so one account's full queue never delays another's
-   * messages beyond the round-robin share they already had. The shared store unreachable: the
-   * capped accounts' messages wait (never an unlimited pass).
-   */
-  async function paced(rows: ClaimedRow[], now: Date): Promise<ClaimedRow[]> {
-    if (!opts.shared || rows.length === 0) return rows;
-    const capped = await dispatchRates([...new Set(rows.map((r) => r.account_sid))]);
-    if (capped.size === 0) return rows;
-    const byAccount = new Map<string, ClaimedRow[]>();
-    for (const r of rows) {
-      if (!capped.has(r.account_sid)) continue;
-      const list = byAccount.get(r.account_sid);
-      if (list) list.push(r);
-      else byAccount.set(r.account_sid, [r]);
-    }
-    const expired = await pastValidity(
-      opts.orm.em.fork(),
-      [...byAccount.values()].flat().map((r) => r.sid),
-      now,
-    );
-    const shared = opts.shared;
-    const go = new Set<ClaimedRow>();
-    const deferred: { sid: string; at: Date }[] = [];
-    const timedOut: ClaimedRow[] = [];
-    await Promise.all(
-      [...byAccount].map(async ([sid, list]) => {
-        const rate = capped.get(sid)!;
-        const spec = dispatchRateSpec(rate);
-        const live = list.filter((r) => !expired.has(r.sid));
-        timedOut.push(...list.filter((r) => expired.has(r.sid)));
-        const segments = live.map((r) => textEncoding(r.text || " ").numSegments);
-        const want = segments.reduce((a, b) => a + b, 0);
-        const key = `mps:${sid}`;
-        let granted: number;
-        try {
-          // A message of more segments than the bucket holds goes alone, on a full bucket (its debt
-          // delays the next); otherwise as many segments as the bucket holds now.
-          if (segments.length > 0 && segments[0] > spec.burst) granted = (await shared.take(key, segments[0], spec)).ok ? segments[0] : 0;
-          else granted = await shared.takeUpTo(key, want, spec);
-        } catch (err) {
-          opts.log?.warn({ accountSid: sid, err }, "shared limits unreachable: the account's capped messages wait");
-          for (const r of live) deferred.push({ sid: r.sid, at: new Date(now.getTime() + STORE_DOWN_DEFER_MS) });
-          return;
-        }
-        let used = 0;
-        let i = 0;
-        for (; i < live.length && used + segments[i] <= granted; i++) {
-          used += segments[i];
-          go.add(live[i]);
-        }
-        const sent = i;
-        if (granted > used) shared.giveBack(key, granted - used, spec);
-        // The rest, each due when the bucket will have refilled its segments, counted from the
-        // take (a moment after the round began: counted from the round, the next claim would come
-        // a little early and find the bucket a fraction of a token short).
-        const takenAt = Math.max(now.getTime(), opts.clock.now().getTime());
-        let owed = 0;
-        for (; i < live.length; i++) {
-          owed += segments[i];
-          deferred.push({ sid: live[i].sid, at: new Date(takenAt + Math.ceil((owed * 1000) / rate)) });
-        }
-        opts.onPaced?.(sid, live.length - sent, list.length - live.length);
-      }),
-    );
-    await deferMessages(
-      opts.orm.em.fork(),
-      deferred.map((d) => d.sid),
-      deferred.map((d) => d.at),
-    );
-    if (timedOut.length > 0) {
-      opts.log?.info(
-        { count: timedOut.length, messageSids: timedOut.slice(0, 50).map((r) => r.sid) },
-        "messages queued past their ValidityPeriod: failed QueueTimeout",
-      );
-      await opts.orm.em.fork().transactional((tx) =>
-        applyFinalStates(
-          tx,
-          timedOut.map((r) => ({ messageSid: r.sid, status: "Failed" as const, errorCode: "QueueTimeout", at: now, now })),
-        ),
-      );
-    }
-    return rows.filter((r) => !capped.has(r.account_sid) || go.has(r));
-  }
+  /** The accounts' MessagesPerSecond, one step of the round (dispatch-pacing.ts). */
+  const paced = createPacing(opts);
 
   /** True after a full round: due messages may be waiting for the next one, so claim fairly. */
   let backlog = false;
@@ -380,8 +314,47 @@ export function createDispatcher(opts: DispatcherOptions): Dispatcher {
     return rows;
   }
 
+  /**
+   * No more than the carrier can submit well before the claims expire (its window and rate, less
+   * what it already holds): a claimed message waiting in the carrier's queue past its deadline would
+   * be claimed again by another dispatcher. Half the claim leaves the margin. The hand-off holds no
+   * more than this either.
+   */
+  const roundLimit = () => Math.max(0, Math.min(batchSize, Math.floor(opts.carrier.capacity?.(claimMs / 2) ?? batchSize)));
+  /** Messages stored unclaimed due now (queued()), counted; those up to seenSeq were there when a database round came back not full. */
+  let queuedSeq = 0;
+  let seenSeq = 0;
+  /** When a round last claimed from the database (counted from the start), and last took messages from the hand-off (performance.now()). */
+  let lastLook = performance.now();
+  let lastHanded = -Infinity;
+  /** The last round left messages in the hand-off (it took its share of the round, or the round was full). */
+  let handOffFull = false;
+  /** The database may hold due messages this dispatcher should claim before taking sends at accept again. */
+  const databasePending = () => backlog || queuedSeq > seenSeq;
+  const handOff = createHandOff({
+    clock: opts.clock,
+    claimMs,
+    room: () => (databasePending() ? 0 : roundLimit()),
+    onRows: () => opts.onHandOff?.(),
+  });
+
   return {
-    backlogged: () => backlog,
+    backlogged: () => backlog || handOffFull,
+    claims: handOff,
+    queued() {
+      queuedSeq++;
+    },
+    async releaseHandOff() {
+      const left = await handOff.close();
+      if (left.length === 0) return 0;
+      const released = await releaseClaims(
+        opts.orm.em.fork(),
+        left.map((l) => l.sid),
+        left.map((l) => l.until),
+      );
+      opts.log?.info({ count: released }, "stopping: claims of messages not yet handed to the carrier given back to the queue");
+      return released;
+    },
     async tick() {
       const now = opts.clock.now();
       let held: ClaimedRow[] = [];
@@ -400,12 +373,28 @@ export function createDispatcher(opts: DispatcherOptions): Dispatcher {
       // next scan (docs/benchmarks.md). The fair claim underestimates its rows and would then hash-join
       // a full scan of the primary key (80 ms for 50,000 queued); it must reach each claimed row
       // by its key. The claims' functions set this for their own statements (src/messaging/sql/).
-      // No more than the carrier can submit well before the claims expire (its window and rate,
-      // less what it already holds): a claimed message waiting in the carrier's queue past its
-      // deadline would be claimed again by another dispatcher. Half the claim leaves the margin.
-      const limit = Math.min(batchSize, Math.floor(opts.carrier.capacity?.(claimMs / 2) ?? batchSize));
-      const fresh = limit <= 0 ? [] : await claimDue(now, limit);
-      const claimed = [...held, ...fresh];
+      const limit = roundLimit();
+      // The database is looked at when it may hold due messages for this round (told so, a full
+      // round, the periodic look), or when the hand-off has fed no round lately (as without one).
+      const t = performance.now();
+      const look = databasePending() || t - lastLook >= databasePollMs || (handOff.size() === 0 && t - lastHanded >= databasePollMs);
+      // The sends stored claimed first (a claim with less than half its time left is dropped:
+      // after its end another dispatcher may take the message), then the database. A round that
+      // looks leaves the database half of it: sends that keep the hand-off full must not hold back
+      // what waits there (another account's sends, schedules come due, retries).
+      const handed = limit <= 0 ? [] : handOff.take(look && handOff.size() > 0 ? Math.floor(limit / 2) : limit, claimMs / 2);
+      if (handed.length > 0) lastHanded = t;
+      const room = limit - handed.length;
+      let fresh: ClaimedRow[] = [];
+      if (room > 0 && look) {
+        lastLook = t;
+        const seen = queuedSeq;
+        fresh = await claimDue(now, room);
+        if (!backlog) seenSeq = Math.max(seenSeq, seen);
+      }
+      // Left in the hand-off after this round took its share: the next round should not wait.
+      handOffFull = limit > 0 && handOff.size() > 0;
+      const claimed = [...held, ...handed, ...fresh];
       await failDisabled(
         claimed.filter((r) => !r.sms_enabled),
         now,

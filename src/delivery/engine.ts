@@ -6,6 +6,7 @@ import type { Transporter } from "nodemailer";
 import { createMailWorker } from "../mail/mail-outbox.js";
 import { createWebhookWorker, type WebhookWorker, type WebhookWorkerOptions } from "../webhooks/webhook-worker.js";
 import { createDispatcher, type Dispatcher, type DispatcherOptions } from "./dispatcher.js";
+import type { AcceptClaims } from "../messaging/claim-at-accept.js";
 import { DEFAULT_NO_ALPHA_COUNTRIES, type DestinationConfig } from "../config.js";
 import { receiveInbound } from "./inbound.js";
 import { createGroupCommit } from "../common/group-commit.js";
@@ -24,7 +25,7 @@ export interface DeliveryEngineOptions {
   log?: Logger;
   /** Poll interval when idle, ms (default 250). */
   pollMs?: number;
-  dispatcher?: Partial<Pick<DispatcherOptions, "batchSize" | "claimMs" | "retryWindowMs" | "shared" | "onPaced">> & {
+  dispatcher?: Partial<Pick<DispatcherOptions, "batchSize" | "claimMs" | "retryWindowMs" | "shared" | "onPaced" | "databasePollMs">> & {
     /**
      * Dispatcher loops run side by side (default 2): while one waits for the database, the other
      * claims or records. Claims never overlap (SKIP LOCKED and the claim deadline), as across processes.
@@ -74,16 +75,37 @@ export interface DeliveryEngine {
   events: CarrierEvents;
   /** Starts the carrier and (unless `loops` is false) the background loops. */
   start(opts?: { loops?: boolean }): Promise<void>;
-  /** Wakes the dispatcher: a message was just queued. */
+  /** Wakes the dispatcher: a message due now was just stored unclaimed, in the database. */
   nudge(): void;
-  /** Stops the loops after their current round and waits for webhook calls in flight, then stops the carrier. */
+  /**
+   * The dispatcher's hand-off, for the send pipeline of this process only (messaging/claim-at-accept.ts):
+   * sends due now are stored claimed by this dispatcher and handed to it in memory.
+   */
+  claims: AcceptClaims;
+  /**
+   * Stops the loops after their current round, gives back the claims of the sends stored claimed
+   * and not yet handed to the carrier, waits for webhook calls in flight, then stops the carrier.
+   */
   stop(): Promise<void>;
 }
 
 /** Creates the delivery engine; tests call `dispatcher.tick()` and `webhooks.tick()` themselves. */
 export function createDeliveryEngine(opts: DeliveryEngineOptions): DeliveryEngine {
   const noAlphaCountries = opts.noAlphaCountries ?? new Set(DEFAULT_NO_ALPHA_COUNTRIES);
-  const dispatcher = createDispatcher({ orm: opts.orm, clock: opts.clock, carrier: opts.carrier, log: opts.log, ...opts.dispatcher });
+  const pollMs = opts.pollMs ?? 250;
+  let dispatchLoops: WorkerLoop[] = [];
+  const dispatcher = createDispatcher({
+    orm: opts.orm,
+    clock: opts.clock,
+    carrier: opts.carrier,
+    log: opts.log,
+    databasePollMs: pollMs,
+    ...opts.dispatcher,
+    // Sends stored claimed wait in memory: the loops take them, nothing to mark in the database.
+    onHandOff: () => {
+      for (const l of dispatchLoops) l.nudge();
+    },
+  });
   let webhookLoop: WorkerLoop | undefined;
   // A call that ends frees a slot: the loop fills it at once rather than at its next poll.
   const webhooks = createWebhookWorker({
@@ -95,12 +117,15 @@ export function createDeliveryEngine(opts: DeliveryEngineOptions): DeliveryEngin
     onSlotFree: () => webhookLoop?.nudge(),
   });
   const mail = createMailWorker({ orm: opts.orm, clock: opts.clock, transport: opts.mailTransport, log: opts.log });
-  const pollMs = opts.pollMs ?? 250;
   const receiptTimeoutMs = opts.receiptTimeoutMs ?? 72 * 3_600_000;
   const receiptSweep = createReceiptSweep({ orm: opts.orm, clock: opts.clock, timeoutMs: receiptTimeoutMs, log: opts.log });
   const retention = createRetentionPurge({ orm: opts.orm, clock: opts.clock, log: opts.log, defaultDays: null, ...opts.retention });
   let loops: WorkerLoop[] = [];
-  let dispatchLoops: WorkerLoop[] = [];
+  /** Something stored a message due now in the database (a forward, a keyword's answer): the loops claim it. */
+  const queuedInDatabase = () => {
+    dispatcher.queued();
+    for (const l of loops) l.nudge();
+  };
 
   // Delivery reports arrive one per message: the ones that arrive together share one statement
   // (applyReportBatch), and a transaction only for those whose webhook is queued with them.
@@ -140,7 +165,7 @@ export function createDeliveryEngine(opts: DeliveryEngineOptions): DeliveryEngin
           "reply not forwarded by SMS: the send rules refuse it (kept as a Failed message)",
         );
       }
-      for (const l of loops) l.nudge();
+      queuedInDatabase();
       return result;
     },
     async segmentReceipt(receipt) {
@@ -149,14 +174,14 @@ export function createDeliveryEngine(opts: DeliveryEngineOptions): DeliveryEngin
     },
     async inboundPart(part) {
       if (await storeInboundPart(opts.orm.em.fork(), part, opts.clock.now(), { noAlphaCountries, destinations: opts.destinations, log: opts.log }))
-        for (const l of loops) l.nudge();
+        queuedInDatabase();
     },
     awaitingReports: (before) => listAwaitingReports(opts.orm, before, new Date(before.getTime() - receiptTimeoutMs)),
     async housekeeping(partsBefore) {
       const now = opts.clock.now();
       const applied = await opts.orm.em.fork().transactional((tx) => applyPendingReceipts(tx, now));
       const flushed = await flushInboundParts(opts.orm.em.fork(), partsBefore, now, { noAlphaCountries, destinations: opts.destinations, log: opts.log });
-      if (applied + flushed > 0) for (const l of loops) l.nudge();
+      if (applied + flushed > 0) queuedInDatabase();
     },
   };
 
@@ -197,13 +222,18 @@ export function createDeliveryEngine(opts: DeliveryEngineOptions): DeliveryEngin
       ];
       for (const l of loops) l.start();
     },
+    claims: dispatcher.claims,
     nudge() {
+      dispatcher.queued();
       for (const l of dispatchLoops) l.nudge();
     },
     async stop() {
       // A purge pass in progress ends after its current batch.
       retention.stop();
       await Promise.all(loops.map((l) => l.stop()));
+      // After the last round: what waits in the hand-off goes back to the queue, for a restart or
+      // another process to send at once (a failure here leaves the claims to expire).
+      await dispatcher.releaseHandOff().catch((err) => opts.log?.warn({ err }, "could not give back the hand-off's claims: they expire after the claim time"));
       // Webhook calls already started finish (each within its timeout) and are recorded.
       await webhooks.drain();
       loops = [];

@@ -44,6 +44,10 @@ export const MESSAGE_COLUMNS = [
   ["send_at", "timestamptz"],
   ["created_at", "timestamptz"],
   ["valid_until", "timestamptz"],
+  // A send stored already claimed by the dispatcher of the process that accepted it (its hand-off,
+  // delivery/hand-off.ts): what the dispatcher's claim would have set; else null and 0.
+  ["claimed_until", "timestamptz"],
+  ["attempts", "int"],
 ] as const;
 
 /**
@@ -287,7 +291,8 @@ export function claimHeldMessages(em: Em, sids: string[], heldUntil: Date, until
  * Processing and waiting for a dispatcher or a retry), through messages_account_queue_idx; returns
  * each one's Sid and lease. One UPDATE: a row a dispatcher claimed first has a claim when this
  * statement reaches it (PostgreSQL re-checks the condition after waiting on its lock) and is left
- * alone; a row canceled first is no longer queued, so no claim takes it.
+ * alone, as is a send stored claimed at accept (messaging/claim-at-accept.ts: on its way to the
+ * carrier from the start); a row canceled first is no longer queued, so no claim takes it.
  */
 export function cancelQueuedMessages(em: Em, accountSid: string): Promise<{ sid: string; lease_sid: string | null }[]> {
   return executeBound<{ sid: string; lease_sid: string | null }>(
@@ -318,6 +323,26 @@ export function failQueuedToOptedOut(em: Em, accountSid: string, recipient: stri
       returning m.sid, m.account_sid, m.property_sid, m.sender, m.recipient, m.delivery_receipt, m.dr_webhook_uri, m.dr_webhook_method, m.lease_sid`,
     [accountSid, recipient],
   );
+}
+
+/**
+ * Ends the claims a process took when it stored sends already claimed (delivery/hand-off.ts) and
+ * whose messages it never handed to the carrier (it is stopping): each is queued again at once,
+ * its attempt not counted, as if it had never been claimed. Only a claim still exactly the one
+ * set (`untils`, per Sid) is released: a message another dispatcher took over after the claim
+ * expired, or one settled meanwhile, is left alone. One statement.
+ */
+export async function releaseClaims(em: Em, sids: string[], untils: Date[]): Promise<number> {
+  if (sids.length === 0) return 0;
+  const rows = await executeBound<{ sid: string }>(
+    em,
+    `update messages m set claimed_until = null, attempts = greatest(m.attempts - 1, 0)
+       from unnest(?::text[], ?::timestamptz[]) as r(sid, until)
+      where m.sid = r.sid and m.status = 'Processing' and m.claimed_until = r.until
+      returning m.sid`,
+    [sids, untils],
+  );
+  return rows.length;
 }
 
 /** Puts a claimed message back in the queue, due at retryAt, after a temporary carrier error. */

@@ -33,6 +33,7 @@ import { releaseLease } from "../leases/lease-allocator.js";
 import { cancelScheduledMessage, findAccountMessage, listMessages, reloadMessage } from "./message-api-store.js";
 import { MESSAGE_STATUSES, type Message, type MessageDirection, type MessageStatus } from "./message.entity.js";
 import { createSendPipeline } from "./send-pipeline.js";
+import type { AcceptClaims } from "./claim-at-accept.js";
 import { segmentsOf } from "./send-rules.js";
 import type { AdmitLimits, Admitted } from "../limits/account-limits.js";
 import type { DestinationConfig } from "../config.js";
@@ -48,8 +49,10 @@ export interface MessagingDeps {
   noAlphaCountries: Set<string>;
   /** Domains a ForwardFromEmail may be in (`*`: any); default, the no-reply address's. */
   mailFromDomains?: readonly string[];
-  /** Wakes the dispatcher after a message is committed. */
+  /** Wakes the dispatcher after a message due now is committed unclaimed. */
   onQueued?: () => void;
+  /** This process's dispatcher, when it runs one: sends due now are stored claimed by it (claim-at-accept.ts). */
+  claims?: AcceptClaims;
   /** The account's request rate and daily quota for the deployment, the send pipeline's first step; undefined: no limit. */
   limits?: AdmitLimits;
   /** The deployment's destination permissions (the pipeline's validate step). */

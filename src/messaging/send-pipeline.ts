@@ -32,7 +32,8 @@ import type { DestinationConfig } from "../config.js";
 import { allowedCountriesOf, destinationRefusal } from "./destination-rules.js";
 import { type AdmitLimits, type Admitted, NOT_CHARGED } from "../limits/account-limits.js";
 import { DEFAULT_VALIDITY_SECONDS, goesOutLeased, segmentsOf, validateSend, type ValidSend } from "./send-rules.js";
-import { accessRefusal, IDEMPOTENCY_TTL_MS, messageRow, neededFacts, requestHash, ruleRefusal, type SendItem, sentMessage } from "./send-steps.js";
+import { accessRefusal, claimedRow, IDEMPOTENCY_TTL_MS, messageRow, neededFacts, requestHash, ruleRefusal, type SendItem, sentMessage } from "./send-steps.js";
+import { type AcceptClaims, type MaybeClaimed, storeClaimed } from "./claim-at-accept.js";
 
 /**
  * The one send pipeline. Every send runs these steps, in this order: SendMessage, each item of
@@ -54,8 +55,11 @@ import { accessRefusal, IDEMPOTENCY_TTL_MS, messageRow, neededFacts, requestHash
  *  8. rules     send-steps.ts RULES: SMS enabled, senders owned, forward numbers and the
  *               recipient not ours, the recipient not opted out
  *  9. lease     a leased sender allocated (leases/lease-allocator.ts)
- * 10. store     the message, and its key, inserted
- * 11. dispatch  the dispatcher woken for a message due now
+ * 10. store     the message, and its key, inserted; a send due now stored already claimed when
+ *               this process's dispatcher has room for it (claim-at-accept.ts, decided before the
+ *               statement)
+ * 11. dispatch  the messages stored claimed handed to the dispatcher; for the others due now, the
+ *               dispatcher woken to claim them
  *
  * A send with no key, no leased sender and no reply to forward (most) has steps 4 to 10 in one
  * statement: it stores the send where its facts are what the rules need of it
@@ -65,9 +69,9 @@ import { accessRefusal, IDEMPOTENCY_TTL_MS, messageRow, neededFacts, requestHash
  */
 
 /** What a send is answered with. */
-export interface SendOutcome {
+export interface SendOutcome extends MaybeClaimed {
   message: MessagePb;
-  /** True when a message was stored that is due now (the dispatcher should look). */
+  /** True when a message was stored that is due now and waits in the database (the dispatcher should look). */
   dueNow: boolean;
 }
 
@@ -82,8 +86,10 @@ export interface SendPipelineDeps {
   noAlphaCountries: ReadonlySet<string>;
   /** Domains a ForwardFromEmail may be in (`*`: any); default, the no-reply address's. */
   mailFromDomains?: readonly string[];
-  /** Wakes the dispatcher after a message is committed (step 11). */
+  /** Wakes the dispatcher after a message due now is committed unclaimed (step 11). */
   onQueued?: () => void;
+  /** This process's dispatcher, when it runs one: sends due now are stored claimed by it while it has room (steps 10 and 11). */
+  claims?: AcceptClaims;
   /** The deployment's destination permissions; default: every country, no blocked prefix, no premium numbers. */
   destinations?: DestinationConfig;
 }
@@ -111,7 +117,10 @@ export interface SendPipeline {
 
 /** Creates the send pipeline; its group commit gathers the sends of every request of this process. */
 export function createSendPipeline(deps: SendPipelineDeps): SendPipeline {
-  const gather = createGroupCommit<SendItem, SendOutcome>({ run: (items) => runBatch(deps.orm, items) });
+  const claims = deps.claims;
+  const gather = createGroupCommit<SendItem, SendOutcome>({
+    run: (items) => (claims ? storeClaimed(claims, items, (batch) => runBatch(deps.orm, batch)) : runBatch(deps.orm, items)),
+  });
 
   const destinations = deps.destinations ?? NO_DESTINATION_LIMITS;
 
@@ -346,7 +355,7 @@ async function judgeBatch(tx: EntityManager, items: SendItem[]): Promise<ItemOut
     const send = sendOf(item)!;
     const lease = senders.get(i);
     add(messageRow(item, send, lease));
-    outcomes[i] = ok({ message: sentMessage(item, send, lease ? lease.sender : send.from), dueNow: !send.scheduled });
+    outcomes[i] = ok(storedOutcome(item, send, lease ? lease.sender : send.from));
   }
   items.forEach((item, i) => {
     const o = outcomes[i];
@@ -407,8 +416,13 @@ function judgedInStatement(item: SendItem, f: SendFacts): ItemOutcome<SendOutcom
   const refusal = accessRefusal(item, f) ?? ruleRefusal(item, f, fieldErrors);
   if (refusal) return f.stored ? fail(new Error(`send batch: message ${item.sid} stored although its rules refused it`)) : fail(refusal);
   if (!f.stored) return fail(new Error(`send batch: message ${item.sid} passed its rules but was not stored`));
-  const send = sendOf(item)!;
-  return ok({ message: sentMessage(item, send, send.from), dueNow: !send.scheduled });
+  return ok(storedOutcome(item, sendOf(item)!, sendOf(item)!.from));
+}
+
+/** A stored send's answer, and (stored claimed) the row its dispatcher gets, or whether it waits in the database due now. */
+function storedOutcome(item: SendItem, send: ValidSend, sender: string): SendOutcome {
+  const claimed = item.claimedUntil && !send.scheduled ? claimedRow(item, send, sender) : undefined;
+  return { message: sentMessage(item, send, sender), dueNow: !send.scheduled && !claimed, claimed };
 }
 
 /** Step 6 for a key already used: the first message, or IdempotencyKeyReused for another request. */

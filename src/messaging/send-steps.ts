@@ -5,7 +5,7 @@ import { type Message as MessagePb, MessageSchema } from "../../gen/switchboard/
 import { wrongCredentials } from "../accounts/auth.js";
 import type { AccountLimitFields } from "../limits/account-limits.js";
 import { apiError, fieldError, type FieldProblem, notFound } from "../common/errors.js";
-import { SEND_FACTS, type SendFacts } from "./message-store.js";
+import { type ClaimedRow, SEND_FACTS, type SendFacts } from "./message-store.js";
 import { forwardLoop, optedOut, ownNumberDestination, senderNotOwned, smsNotEnabled, type ValidSend } from "./send-rules.js";
 
 /**
@@ -44,6 +44,11 @@ export interface SendItem {
    * ForwardFromSms), which is not the account's to own. `draft`: the send to keep when refused.
    */
   forward?: { inReplyTo: string; relay: boolean; draft: ValidSend };
+  /**
+   * Set when the send is due now and this process's dispatcher has room for it (claim-at-accept.ts):
+   * the message is stored already claimed until then, and handed to that dispatcher after the commit.
+   */
+  claimedUntil?: Date;
 }
 
 /** The facts a rule needs, by SEND_FACTS name. */
@@ -177,10 +182,32 @@ export function sentMessage(item: SendItem, send: ValidSend, sender: string): Me
   });
 }
 
+/**
+ * A send stored claimed (item.claimedUntil), as the dispatcher's claim would have returned its row:
+ * the same values messageRow stored; SMS enabled, since the storing statement required it.
+ */
+export function claimedRow(item: SendItem, send: ValidSend, sender: string): ClaimedRow {
+  return {
+    sid: item.sid,
+    account_sid: item.account.sid,
+    sender,
+    recipient: send.to.number,
+    text: send.text,
+    delivery_receipt: send.deliveryReceipt,
+    attempts: 1,
+    send_at: item.now,
+    scheduled_at: send.schedule === undefined ? null : new Date(send.schedule * 1000),
+    created_at: item.now,
+    sms_enabled: true,
+  };
+}
+
 /** One message's values, in MESSAGE_COLUMNS order: a send to go out, or (with an errorCode) a refused forward kept as Failed. */
 export function messageRow(item: SendItem, send: ValidSend, lease: { sender: string; leaseSid: string } | undefined, errorCode = ""): unknown[] {
   // Lease options are kept only where a reply can come back: through a leased sender.
   const leased = lease !== undefined;
+  // Stored claimed (only a send due now): exactly what the dispatcher's claim sets; its status is already Processing.
+  const claimedUntil = errorCode === "" && !send.scheduled ? (item.claimedUntil ?? null) : null;
   return [
     item.sid,
     item.account.sid,
@@ -210,5 +237,7 @@ export function messageRow(item: SendItem, send: ValidSend, lease: { sender: str
     item.now,
     // ValidityPeriod, from when it is due (its Schedule, or now).
     new Date((send.scheduled ? send.schedule! * 1000 : item.now.getTime()) + send.validitySeconds * 1000),
+    claimedUntil,
+    claimedUntil ? 1 : 0,
   ];
 }

@@ -31,6 +31,14 @@ export interface TestApp {
 export type TestEngineOptions = Partial<Omit<DeliveryEngineOptions, "orm" | "clock" | "carrier">> & {
   /** Run the background loops (default false: the test calls dispatcher.tick() / webhooks.tick()). */
   loops?: boolean;
+  /**
+   * Store the app's sends due now already claimed by this engine's dispatcher, as src/main.ts does
+   * (messaging/claim-at-accept.ts; default false: they are stored unclaimed and the dispatcher
+   * claims them from the database, as with a separate worker). TEST_CLAIM_AT_ACCEPT=1 turns it on
+   * for every test app, with the dispatcher looking at the database every round (databasePollMs 0:
+   * tests move a manual clock, not the real one), to run the engine's tests against it.
+   */
+  claimAtAccept?: boolean;
 };
 
 /** Options of createTestApp; all optional, and createTestApp() alone gives what it always did. */
@@ -61,7 +69,8 @@ export async function createTestApp(opts: TestAppOptions = {}): Promise<TestApp>
   const webhookAllowPrivate = opts.webhookAllowPrivate ?? false;
   const engineOpts: TestEngineOptions | undefined = opts.engine === true ? {} : opts.engine || undefined;
   const carrier = opts.carrier ?? (engineOpts ? createSimulatorCarrier({ clock, reportDelayMs: 0 }) : undefined);
-  const { loops, ...engineRest } = engineOpts ?? {};
+  const everywhere = process.env.TEST_CLAIM_AT_ACCEPT === "1";
+  const { loops, claimAtAccept = everywhere, ...engineRest } = engineOpts ?? {};
   const limits = opts.limits ?? createSharedAllowance({ store: createPostgresBucketStore(db.orm), clock });
   // What the limits refused and paced, for /metrics, as src/main.ts wires them.
   const limitCounters = createLimitCounters();
@@ -72,7 +81,12 @@ export async function createTestApp(opts: TestAppOptions = {}): Promise<TestApp>
         carrier: carrier!,
         webhookAllowPrivate,
         ...engineRest,
-        dispatcher: { shared: limits, onPaced: (sid, throttled, timedOut) => limitCounters.paced(sid, throttled, timedOut), ...engineRest.dispatcher },
+        dispatcher: {
+          shared: limits,
+          onPaced: (sid, throttled, timedOut) => limitCounters.paced(sid, throttled, timedOut),
+          ...(everywhere ? { databasePollMs: 0 } : {}),
+          ...engineRest.dispatcher,
+        },
       })
     : undefined;
   const app = await buildApp({
@@ -82,6 +96,7 @@ export async function createTestApp(opts: TestAppOptions = {}): Promise<TestApp>
     limits,
     limitCounters,
     onQueued: engine ? () => engine.nudge() : undefined,
+    claims: engine && claimAtAccept ? engine.claims : undefined,
     consoleDir: opts.consoleDir,
     config: {
       adminToken: ADMIN_TOKEN,
