@@ -726,10 +726,10 @@ function renderReport(r: {
   const floorRow = r.rows[4];
   if (restRow.result && floorRow.result && restRow.serverCpuUs && floorRow.serverCpuUs) {
     const node = restRow.serverCpuUs / floorRow.serverCpuUs;
-    t.push(`| REST Node CPU per send ≤ 4 × the floor's | ${f2(node)} × | ${verdict(node <= 4, `${f2(node - 4)} × over`)} |`);
+    t.push(`| REST Node CPU per send ≤ 3 × the floor's | ${f2(node)} × | ${verdict(node <= 3, `${f2(node - 3)} × over`)} |`);
     if (restRow.dbCpuUs && floorRow.dbCpuUs) {
       const pgx = restRow.dbCpuUs / floorRow.dbCpuUs;
-      t.push(`| REST PostgreSQL CPU per send ≤ 5 × the floor's | ${f2(pgx)} × | ${verdict(pgx <= 5, `${f2(pgx - 5)} × over`)} |`);
+      t.push(`| REST PostgreSQL CPU per send ≤ 3 × the floor's | ${f2(pgx)} × | ${verdict(pgx <= 3, `${f2(pgx - 3)} × over`)} |`);
     }
   }
   if (grpc && rest) {
