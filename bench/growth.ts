@@ -13,6 +13,7 @@ import { freePort } from "../test/support/kannel.js";
 import { buildService, startService, stopService, type Service } from "../test/support/service.js";
 import type { LoadSettings } from "./load.js";
 import {
+  adminCall,
   benchCommit,
   type BenchTarget,
   checkpoint,
@@ -119,15 +120,7 @@ export async function benchGrowth(log: (s: string) => void, s: GrowthSettings): 
     });
     await db.connect();
     await watch.connect();
-    const call = async (path: string, body: object) => {
-      const res = await fetch(`${svc!.base}${path}`, {
-        method: "POST",
-        headers: { authorization: `Bearer ${ADMIN_TOKEN}`, "content-type": "application/json" },
-        body: JSON.stringify(body),
-      });
-      if (res.status !== 200) throw new Error(`${path}: ${res.status} ${await res.text()}`);
-      return (await res.json()) as Record<string, string>;
-    };
+    const call = adminCall(svc!.base, ADMIN_TOKEN);
     // The bench's account first; the stored messages are spread over it and the others.
     const accounts: { sid: string; token: string; property: string; number: string }[] = [];
     for (let i = 0; i <= OTHER_ACCOUNTS; i++) {

@@ -17,6 +17,7 @@ import pg from "pg";
 import { startDnsServer } from "../test/support/dns-server.js";
 import { freePort } from "../test/support/kannel.js";
 import { buildService, startService, stopService, type Service } from "../test/support/service.js";
+import { adminCall } from "./service-runs.js";
 
 const env = process.env;
 const num = (name: string, def: number) => (env[name] ? Number(env[name]) : def);
@@ -54,15 +55,7 @@ async function withService<T>(extraEnv: Record<string, string>, fn: (svc: Servic
       compiled: true,
       env: { DATABASE_URL: dbUrl.toString(), SWITCHBOARD_ADMIN_TOKEN: ADMIN_TOKEN, LOG_LEVEL: "error", SEND_RATE_LIMIT: "off", ...extraEnv },
     });
-    const call = async (path: string, body: object) => {
-      const res = await fetch(`${svc!.base}${path}`, {
-        method: "POST",
-        headers: { authorization: `Bearer ${ADMIN_TOKEN}`, "content-type": "application/json" },
-        body: JSON.stringify(body),
-      });
-      if (res.status !== 200) throw new Error(`${path}: ${res.status} ${await res.text()}`);
-      return (await res.json()) as Record<string, string>;
-    };
+    const call = adminCall(svc!.base, ADMIN_TOKEN);
     const tenant = async (n: number): Promise<Tenant> => {
       const acc = await call("/admin/v1/Accounts", { Name: `Hostile ${n}`, SmsEnabled: true });
       const prop = await call(`/admin/v1/Accounts/${acc.AccountSid}/Properties`, { Name: "P", SmsEnabled: true });

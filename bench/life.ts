@@ -17,7 +17,7 @@ import pg, { type Client } from "pg";
 import { freePort } from "../test/support/kannel.js";
 import { buildService, startService, stopService, type Service } from "../test/support/service.js";
 import { startPrivateCluster, type PrivateCluster } from "./private-pg.js";
-import { benchCommit, SMS, writeBenchmarks } from "./service-runs.js";
+import { adminCall, benchCommit, SMS, writeBenchmarks } from "./service-runs.js";
 import { leafEntries, walByRelation, type WalByRelation } from "./wal-stats.js";
 
 const env = process.env;
@@ -211,15 +211,7 @@ export async function benchLife(log: (s: string) => void, opts: { write: boolean
         ...(WEBHOOK ? { WEBHOOK_ALLOW_PRIVATE: "true" } : {}),
       },
     });
-    const call = async (path: string, body: object) => {
-      const res = await fetch(`${svc!.base}${path}`, {
-        method: "POST",
-        headers: { authorization: `Bearer ${ADMIN_TOKEN}`, "content-type": "application/json" },
-        body: JSON.stringify(body),
-      });
-      if (res.status !== 200) throw new Error(`${path}: ${res.status} ${await res.text()}`);
-      return (await res.json()) as Record<string, string>;
-    };
+    const call = adminCall(svc!.base, ADMIN_TOKEN);
     const acc = await call("/admin/v1/Accounts", { Name: "Life", SmsEnabled: true });
     const prop = await call(`/admin/v1/Accounts/${acc.AccountSid}/Properties`, { Name: "Life", SmsEnabled: true });
     await call("/admin/v1/Numbers", { Number: SMS.from, AccountSid: acc.AccountSid });

@@ -16,6 +16,7 @@ import pg, { type Client } from "pg";
 import { freePort } from "../test/support/kannel.js";
 import { buildService, startService, stopService, type Service } from "../test/support/service.js";
 import { type LoadResult, VARY, wrk } from "./load.js";
+import { adminCall } from "./service-runs.js";
 
 const env = process.env;
 const num = (name: string, def: number) => (env[name] ? Number(env[name]) : def);
@@ -95,15 +96,7 @@ export async function benchPurge(log: (s: string) => void): Promise<string> {
   try {
     svc = await startService({ port: await freePort(), compiled: true, env: baseEnv });
     await db.connect();
-    const call = async (path: string, body: object) => {
-      const res = await fetch(`${svc!.base}${path}`, {
-        method: "POST",
-        headers: { authorization: `Bearer ${ADMIN_TOKEN}`, "content-type": "application/json" },
-        body: JSON.stringify(body),
-      });
-      if (res.status !== 200) throw new Error(`${path}: ${res.status} ${await res.text()}`);
-      return (await res.json()) as Record<string, string>;
-    };
+    const call = adminCall(svc!.base, ADMIN_TOKEN);
     const acc = await call("/admin/v1/Accounts", { Name: "Purge", SmsEnabled: true });
     const prop = await call(`/admin/v1/Accounts/${acc.AccountSid}/Properties`, { Name: "P", SmsEnabled: true });
     const sender = "+447700900001";

@@ -20,6 +20,7 @@ import { freePort } from "../test/support/kannel.js";
 import { BUILT_MAIN, buildService, npmStartFlags } from "../test/support/service.js";
 import { grpcFrame } from "./load.js";
 import { rapidResetFlood } from "./rapid-reset.js";
+import { adminCall } from "./service-runs.js";
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
 const CLK_TCK = Number(execFileSync("getconf", ["CLK_TCK"], { encoding: "utf8" }).trim()) || 100;
@@ -92,15 +93,7 @@ export async function benchRapidReset(log: (s: string) => void, opts: { pgUrl: s
     if (Number.isNaN(await msUntil(Date.now(), async () => (await fetch(`${base}/readyz`, { signal: AbortSignal.timeout(1000) })).ok, 60_000))) {
       throw new Error(`the service did not start:\n${out.join("")}`);
     }
-    const call = async (path: string, body: object) => {
-      const res = await fetch(`${base}${path}`, {
-        method: "POST",
-        headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
-        body: JSON.stringify(body),
-      });
-      if (res.status !== 200) throw new Error(`${path}: ${res.status} ${await res.text()}`);
-      return (await res.json()) as Record<string, string>;
-    };
+    const call = adminCall(base, token);
     const account = await call("/admin/v1/Accounts", { Name: "Bench", SmsEnabled: true });
     const property = await call(`/admin/v1/Accounts/${account.AccountSid}/Properties`, { Name: "Bench", SmsEnabled: true });
     await call("/admin/v1/Numbers", { Number: "+447700900001", AccountSid: account.AccountSid });

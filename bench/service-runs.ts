@@ -193,6 +193,19 @@ export async function dispatchRun(t: BenchTarget, count: number, sidTag: string,
   return run;
 }
 
+/** POSTs to the operator API of the service at `base` with `token`; the JSON answer, or an error naming the path and status. */
+export function adminCall(base: string, token: string): (path: string, body: object) => Promise<Record<string, string>> {
+  return async (path, body) => {
+    const res = await fetch(`${base}${path}`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+      body: JSON.stringify(body),
+    });
+    if (res.status !== 200) throw new Error(`${path}: ${res.status} ${await res.text()}`);
+    return (await res.json()) as Record<string, string>;
+  };
+}
+
 /**
  * Writes `results` into docs/benchmarks.md between `<!-- bench:<section>:start -->` and its end
  * marker (the default run's section is "results", under "Latest run"); a section not yet in the

@@ -16,21 +16,11 @@ import { storeClaimed, type AcceptClaims, type Reservation } from "../../src/mes
 import type { SendItem } from "../../src/messaging/send-steps.js";
 import { dbKind } from "../support/db.js";
 import { createTenant, createTestApp, type Tenant, type TestApp, type TestEngineOptions } from "../support/harness.js";
+import { statements } from "../support/statement-counter.js";
 
-/** Every statement sent through executeBound (all the hot ones), by its prepared name or its first words. */
-const statements = vi.hoisted(() => new Map<string, number>());
-vi.mock("../../src/db/bound-sql.js", async (importOriginal) => {
-  const mod = await importOriginal<typeof import("../../src/db/bound-sql.js")>();
-  return {
-    ...mod,
-    executeBound: (...args: Parameters<typeof mod.executeBound>) => {
-      const [, sql, , prepared] = args;
-      const kind = prepared ?? sql.trim().split(/\s+/).slice(0, 3).join(" ");
-      statements.set(kind, (statements.get(kind) ?? 0) + 1);
-      return mod.executeBound(...args);
-    },
-  };
-});
+vi.mock("../../src/db/bound-sql.js", async (original) =>
+  (await import("../support/statement-counter.js")).countingBoundSql(await original<typeof import("../../src/db/bound-sql.js")>()),
+);
 
 const T0 = new Date("2026-11-22T12:00:00Z");
 const CLAIM_MS = 60_000;

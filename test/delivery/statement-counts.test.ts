@@ -9,20 +9,11 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { dbKind } from "../support/db.js";
 import { createTenant, createTestApp, type Tenant, type TestApp } from "../support/harness.js";
+import { statements } from "../support/statement-counter.js";
 
-const statements = vi.hoisted(() => new Map<string, number>());
-vi.mock("../../src/db/bound-sql.js", async (importOriginal) => {
-  const mod = await importOriginal<typeof import("../../src/db/bound-sql.js")>();
-  return {
-    ...mod,
-    executeBound: (...args: Parameters<typeof mod.executeBound>) => {
-      const [, sql, , prepared] = args;
-      const kind = prepared ?? sql.trim().split(/\s+/).slice(0, 3).join(" ");
-      statements.set(kind, (statements.get(kind) ?? 0) + 1);
-      return mod.executeBound(...args);
-    },
-  };
-});
+vi.mock("../../src/db/bound-sql.js", async (original) =>
+  (await import("../support/statement-counter.js")).countingBoundSql(await original<typeof import("../../src/db/bound-sql.js")>()),
+);
 
 const T0 = new Date("2026-11-22T12:00:00Z");
 const MESSAGES = 2_000;
