@@ -18,6 +18,7 @@ import { freePort, startKannel, type RunningKannel } from "../test/support/kanne
 import { BUILT_MAIN, buildService, npmStartFlags } from "../test/support/service.js";
 import { grpcFrame, h2load, type HttpRequestSpec, type LoadResult, type LoadSettings, VARY, wrk } from "./load.js";
 import {
+  adminCall as operatorCall,
   type BenchTarget,
   benchCommit,
   checkpoint,
@@ -403,15 +404,7 @@ async function main(): Promise<void> {
     await waitHttp(`${base}/readyz`, "Switchboard", service);
     log(`Switchboard listening on ${base} (pid ${service.proc.pid})`);
 
-    const adminCall = async (path: string, body: object) => {
-      const res = await fetch(`${base}${path}`, {
-        method: "POST",
-        headers: { authorization: `Bearer ${ADMIN_TOKEN}`, "content-type": "application/json" },
-        body: JSON.stringify(body),
-      });
-      if (res.status !== 200) throw new Error(`${path}: ${res.status} ${await res.text()}`);
-      return (await res.json()) as Record<string, string>;
-    };
+    const adminCall = operatorCall(base, ADMIN_TOKEN);
     const account = await adminCall("/admin/v1/Accounts", { Name: "Bench", SmsEnabled: true });
     const property = await adminCall(`/admin/v1/Accounts/${account.AccountSid}/Properties`, { Name: "Bench", SmsEnabled: true });
     await adminCall("/admin/v1/Numbers", { Number: SMS.from, AccountSid: account.AccountSid });
