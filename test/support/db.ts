@@ -54,10 +54,30 @@ async function createPostgresTestOrm(serverUrl: string): Promise<TestOrm> {
   return {
     orm,
     async close() {
-      await orm.close(true);
+      // The pool's end waits for every checked-out connection: one a test left in use would hang
+      // the file's afterAll. Bounded here, the sessions still open are printed (what held them is
+      // the bug to find) and the forced drop below ends them.
+      let timer: NodeJS.Timeout | undefined;
+      const closed = orm.close(true).then(() => true);
+      const waited = new Promise<false>((r) => (timer = setTimeout(() => r(false), CLOSE_WAIT_MS)));
+      const ok = await Promise.race([closed, waited]).finally(() => clearTimeout(timer));
+      if (!ok) console.warn(`test database ${name}: the pool did not close within ${CLOSE_WAIT_MS} ms; sessions still open:`, await openSessions(serverUrl, name));
       await dropDatabase(serverUrl, name);
     },
   };
+}
+
+const CLOSE_WAIT_MS = 15_000;
+
+async function openSessions(serverUrl: string, name: string): Promise<unknown> {
+  const admin = await createOrm({ entities, databaseUrl: serverUrl, poolMax: 1 });
+  try {
+    return await admin.em
+      .fork()
+      .execute(`select pid, state, wait_event, now() - xact_start as in_transaction, left(query, 300) as query from pg_stat_activity where datname = ?`, [name]);
+  } finally {
+    await admin.close(true);
+  }
 }
 
 async function dropDatabase(serverUrl: string, name: string): Promise<void> {
