@@ -53,17 +53,23 @@ const secs = (t0: number) => `${((performance.now() - t0) / 1000).toFixed(1)} s`
 /**
  * The stored messages, in one statement: spread evenly over the last 60 days (up to an hour ago,
  * so that the runs' own count of the bench property's new messages does not range over them), in
- * time order as a deployment writes them, across the accounts (the bench's one of them); Sids as
- * random-looking as the service's (all 36 first characters, then md5 digits), so the primary key's
- * inserts land all over it as a real one's do. Nine in ten outbound: Delivered (one in twenty
+ * time order as a deployment writes them, across the accounts (the bench's one of them); Sids laid
+ * out as the service's (src/common/sid.ts): the creation time in 9 base-36 characters, then a
+ * random-looking tail (md5 digits), so the primary key is built as a real one is. Nine in ten outbound: Delivered (one in twenty
  * Failed), submitted and reported with a carrier reference; one in ten inbound, Received. None
  * queued or due: the generated `queued` is false for every one. $1..$3: the accounts' Sids, their
  * properties and numbers, one array each.
  */
+/** x.t in milliseconds as newSid writes it: 9 base-36 digits, most significant first. */
+const BASE36_MS = Array.from(
+  { length: 9 },
+  (_, i) => `substr('0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ', 1 + ((m.ms / ${36 ** (8 - i)}::bigint) % 36)::int, 1)`,
+).join(" || ");
+
 const FILL_SQL = `
 insert into messages (sid, account_sid, property_sid, direction, status, sender_kind, sender, recipient, text, encoding, num_segments,
                       send_at, created_at, submitted_at, delivered_at, received_at, error_code, attempts, carrier_ref, carrier)
-select 'MG' || substr('0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ', 1 + ((hashint4(g)::bigint & 2147483647) % 36)::int, 1) || upper(substr(md5(g::text), 1, 29)),
+select 'MG' || ${BASE36_MS} || upper(substr(md5(g::text), 1, 21)),
        ($1::text[])[a], ($2::text[])[a],
        case when x.inbound then 'Receive' else 'Transmit' end,
        case when x.inbound then 'Received' when g % 20 = 0 then 'Failed' else 'Delivered' end,
@@ -82,7 +88,8 @@ select 'MG' || substr('0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ', 1 + ((hashint4(g):
   from generate_series(1, $4::int) g,
        lateral (select 1 + g % array_length($1::text[], 1) as a) k,
        lateral (select g % 10 = 3 as inbound, '+4477009' || lpad((g % 100000)::text, 5, '0') as peer,
-                       now() - interval '60 days' + (interval '60 days' - interval '1 hour') * (g::float8 / $4::int) as t) x`;
+                       now() - interval '60 days' + (interval '60 days' - interval '1 hour') * (g::float8 / $4::int) as t) x,
+       lateral (select (extract(epoch from x.t) * 1000)::bigint as ms) m`;
 
 interface Phase {
   rest: Measured[];

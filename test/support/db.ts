@@ -61,7 +61,8 @@ async function createPostgresTestOrm(serverUrl: string): Promise<TestOrm> {
       const closed = orm.close(true).then(() => true);
       const waited = new Promise<false>((r) => (timer = setTimeout(() => r(false), CLOSE_WAIT_MS)));
       const ok = await Promise.race([closed, waited]).finally(() => clearTimeout(timer));
-      if (!ok) console.warn(`test database ${name}: the pool did not close within ${CLOSE_WAIT_MS} ms; sessions still open:`, await openSessions(serverUrl, name));
+      if (!ok)
+        console.warn(`test database ${name}: the pool did not close within ${CLOSE_WAIT_MS} ms; sessions still open:`, await openSessions(serverUrl, name));
       await dropDatabase(serverUrl, name);
     },
   };
@@ -74,7 +75,9 @@ async function openSessions(serverUrl: string, name: string): Promise<unknown> {
   try {
     return await admin.em
       .fork()
-      .execute(`select pid, state, wait_event, now() - xact_start as in_transaction, left(query, 300) as query from pg_stat_activity where datname = ?`, [name]);
+      .execute(`select pid, state, wait_event, now() - xact_start as in_transaction, left(query, 300) as query from pg_stat_activity where datname = ?`, [
+        name,
+      ]);
   } finally {
     await admin.close(true);
   }
