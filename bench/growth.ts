@@ -12,6 +12,7 @@ import pg from "pg";
 import { freePort } from "../test/support/kannel.js";
 import { buildService, startService, stopService, type Service } from "../test/support/service.js";
 import type { LoadSettings } from "./load.js";
+import { startPrivateCluster } from "./private-pg.js";
 import {
   adminCall,
   benchCommit,
@@ -41,6 +42,14 @@ export interface GrowthSettings {
 }
 
 const ROWS = Number(process.env.BENCH_GROWTH_ROWS || 10_000_000);
+/**
+ * BENCH_GROWTH_STATEMENTS=1: the runs go to a private cluster (bench/private-pg.ts, initdb defaults
+ * as the shared server's) with pg_stat_statements, and after each drain the costliest statements
+ * per message are printed (time, buffers read and hit, full-page images): what grows with the table.
+ */
+const STATEMENTS = process.env.BENCH_GROWTH_STATEMENTS === "1";
+/** BENCH_GROWTH_KEEP=1: the grown database (and the private cluster) is left for a look after the bench; its name is printed. */
+const KEEP = process.env.BENCH_GROWTH_KEEP === "1";
 const ADMIN_TOKEN = "bench-admin-token-0123456789abcdefghijklmnop";
 /** Accounts besides the bench's own that the stored messages belong to. */
 const OTHER_ACCOUNTS = 4;
@@ -101,11 +110,15 @@ export async function benchGrowth(log: (s: string) => void, s: GrowthSettings): 
   const started = new Date();
   const load0 = loadavg();
   const dbName = `sb_growth_${process.pid}_${randomBytes(3).toString("hex")}`;
-  const admin = new pg.Client({ connectionString: s.pgUrl });
+  const cluster = STATEMENTS
+    ? await startPrivateCluster({ shared_preload_libraries: "'pg_stat_statements'", "pg_stat_statements.track": "all", "pg_stat_statements.max": "10000" }, log)
+    : undefined;
+  const pgUrl = cluster?.url ?? s.pgUrl;
+  const admin = new pg.Client({ connectionString: pgUrl });
   await admin.connect();
   await admin.query(`create database "${dbName}"`);
   log(`database ${dbName} created`);
-  const dbUrl = new URL(s.pgUrl);
+  const dbUrl = new URL(pgUrl);
   dbUrl.pathname = `/${dbName}`;
   const db = new pg.Client({ connectionString: dbUrl.toString() });
   const watch = new pg.Client({ connectionString: dbUrl.toString() });
@@ -114,8 +127,10 @@ export async function benchGrowth(log: (s: string) => void, s: GrowthSettings): 
     if (svc) await stopService(svc).catch(() => undefined);
     await db.end().catch(() => undefined);
     await watch.end().catch(() => undefined);
-    await admin.query(`drop database if exists "${dbName}" with (force)`).catch((e) => log(`drop database failed: ${e}`));
+    if (KEEP) log(`kept: database ${dbName} at ${pgUrl}${cluster ? ` (private cluster in ${cluster.dataDir}: stop it with pg_ctl)` : ""}`);
+    else await admin.query(`drop database if exists "${dbName}" with (force)`).catch((e) => log(`drop database failed: ${e}`));
     await admin.end().catch(() => undefined);
+    if (!KEEP) cluster?.stop();
   };
   const onSigint = () => void cleanup().finally(() => process.exit(130));
   process.once("SIGINT", onSigint);
@@ -127,6 +142,7 @@ export async function benchGrowth(log: (s: string) => void, s: GrowthSettings): 
     });
     await db.connect();
     await watch.connect();
+    if (STATEMENTS) await db.query("create extension pg_stat_statements");
     const call = adminCall(svc!.base, ADMIN_TOKEN);
     // The bench's account first; the stored messages are spread over it and the others.
     const accounts: { sid: string; token: string; property: string; number: string }[] = [];
@@ -163,7 +179,10 @@ export async function benchGrowth(log: (s: string) => void, s: GrowthSettings): 
         if (s.dispatch > 0) {
           await drainQueue(target);
           await checkpoint(target);
-          out.dispatch.push(await dispatchRun(target, s.dispatch, `${tag}${String(round).padStart(4, "0")}`, false));
+          if (STATEMENTS) await db.query("select pg_stat_statements_reset()");
+          const d = await dispatchRun(target, s.dispatch, `${tag}${String(round).padStart(4, "0")}`, false);
+          out.dispatch.push(d);
+          if (STATEMENTS) await logStatements(db, d.count, log);
         }
       }
       log(`${name}: done in ${secs(began)}`);
@@ -221,7 +240,7 @@ export async function benchGrowth(log: (s: string) => void, s: GrowthSettings): 
       `- Machine: ${cpus().length} × ${cpus()[0]?.model.trim()}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB; load average ${load0.map((x) => x.toFixed(2)).join(" ")} before, ${loadavg()
         .map((x) => x.toFixed(2))
         .join(" ")} after`,
-      `- PostgreSQL ${pgVersion} (the shared server; database ${dbName}, dropped after). The same service process, settings and database for both sides: the empty runs first, then the fill, then the same runs again; every run starts from a CHECKPOINT`,
+      `- PostgreSQL ${pgVersion} (${cluster ? "a private cluster with pg_stat_statements" : "the shared server"}; database ${dbName}, dropped after). The same service process, settings and database for both sides: the empty runs first, then the fill, then the same runs again; every run starts from a CHECKPOINT`,
     ].join("\n");
     const full = `${header}\n\n${report}\n`;
     if (s.write) {
@@ -232,6 +251,23 @@ export async function benchGrowth(log: (s: string) => void, s: GrowthSettings): 
   } finally {
     process.removeListener("SIGINT", onSigint);
     await cleanup();
+  }
+}
+
+/** The statements that took the most time since the last reset, per message of a run of `count`. */
+async function logStatements(db: InstanceType<typeof pg.Client>, count: number, log: (s: string) => void): Promise<void> {
+  const { rows } = await db.query(
+    `select toplevel, calls::float8 as calls, total_exec_time::float8 as ms, shared_blks_hit::float8 as hit, shared_blks_read::float8 as read,
+            shared_blks_dirtied::float8 as dirtied, wal_fpi::float8 as fpi, wal_bytes::float8 as wal, regexp_replace(left(query, 110), '\\s+', ' ', 'g') as query
+       from pg_stat_statements order by total_exec_time desc limit 12`,
+  );
+  const per = (n: number) => (n / Math.max(1, count)).toFixed(2);
+  log(`  statements per message (${f0(count)} messages; µs, calls, buffers hit / read / dirtied, full-page images, WAL bytes):`);
+  for (const r of rows as Record<string, number | string | boolean>[]) {
+    const n = (k: string) => Number(r[k]);
+    log(
+      `    ${((n("ms") * 1000) / Math.max(1, count)).toFixed(1).padStart(7)} µs ${per(n("calls")).padStart(6)} calls ${per(n("hit"))} / ${per(n("read"))} / ${per(n("dirtied"))} blks ${per(n("fpi"))} fpi ${per(n("wal"))} B ${r.toplevel ? "" : "(nested) "}${String(r.query)}`,
+    );
   }
 }
 

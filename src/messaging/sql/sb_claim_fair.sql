@@ -12,13 +12,18 @@
 -- enable_hashjoin = off: this claim underestimates its rows and hash-joined a full scan of the
 --   primary key, 80 ms for 50,000 queued (dispatcher.ts tick()).
 -- No merge join setting: the plan was the same with or without it.
+-- enable_sort = off: on a grown table (10 million messages, analyzed while none was queued, then
+--   a backlog of 100,000; bench/growth.ts) the statistics say the queue is empty, and the plan took
+--   messages_queue_idx (send_at) and sorted its whole range by account: 345 ms and 53,000 buffers for a claim of 500,
+--   against 2.4 ms and 1,400.
+--   Without a sort, the index that gives the order (messages_account_queue_idx) is the one left.
 -- plan_cache_mode = force_generic_plan: one plan per connection, no planning per call (PL/pgSQL
 -- would plan the first five calls anew, and again whenever the generic estimate looks dearer).
 create or replace function sb_claim_fair(p_until timestamptz, p_accounts text[], p_now timestamptz, p_share integer, p_confirmed boolean)
   returns table (sid text, account_sid text, sender text, recipient text, text text, delivery_receipt boolean, attempts integer,
   send_at timestamptz, scheduled_at timestamptz, created_at timestamptz, sms_enabled boolean)
   language plpgsql
-  set enable_seqscan = off set enable_bitmapscan = off set enable_hashjoin = off
+  set enable_seqscan = off set enable_bitmapscan = off set enable_hashjoin = off set enable_sort = off
   set plan_cache_mode = force_generic_plan
 as $fn$
 #variable_conflict use_column
