@@ -206,6 +206,14 @@ export async function benchGrowth(log: (s: string) => void, s: GrowthSettings): 
       clearInterval(progress);
     }
     const fillSeconds = (performance.now() - t0) / 1000;
+    // A deployment that ran those 60 days has its receipt-timeout sweep (src/delivery/receipt-timeout.ts)
+    // at the last message submitted 72 hours (RECEIPT_TIMEOUT_HOURS) ago: the same position here.
+    await db.query(
+      `insert into sweep_positions (name, submitted_at, sid)
+       select 'receipt-timeout', submitted_at, sid from messages
+        where submitted_at is not null and submitted_at <= now() - interval '72 hours'
+        order by submitted_at desc, sid desc limit 1`,
+    );
     log(`  inserted in ${fillSeconds.toFixed(1)} s; VACUUM ANALYZE`);
     t0 = performance.now();
     await db.query("vacuum analyze messages");

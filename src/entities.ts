@@ -16,6 +16,7 @@ import { CarrierRow } from "./admin/carrier.entity.js";
 import { RouteRow } from "./admin/route.entity.js";
 import { OptOut } from "./optouts/opt-out.entity.js";
 import { LimitBucket } from "./limits/limit-bucket.entity.js";
+import { SweepPosition } from "./delivery/sweep-position.entity.js";
 
 /**
  * Every entity, listed explicitly (no folder discovery), in foreign-key order: one per table the
@@ -40,4 +41,5 @@ export const entities = [
   RouteRow,
   OptOut,
   LimitBucket,
+  SweepPosition,
 ];

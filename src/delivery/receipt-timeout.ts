@@ -9,9 +9,13 @@ import {
   RECEIPT_TIMEOUT_ERROR,
   type SubmittedKey,
 } from "../messaging/message-receipt-store.js";
+import { advanceSweepPosition, readSweepPosition } from "./sweep-position-store.js";
 
 /** Index entries the sweep reads per statement: each round is two short statements, whatever the table's size. */
 const SWEEP_BATCH = 1000;
+
+/** The receipt-timeout sweep's row in sweep_positions. */
+export const SWEEP_NAME = "receipt-timeout";
 
 /** The sweep of messages whose receipt never came. */
 export interface ReceiptSweep {
@@ -29,15 +33,17 @@ export interface ReceiptSweep {
  * timeoutMs has passed since its submission, so that operators can find it. The sweep walks the
  * submitted messages in submission order (messages_submitted_at_idx) from where it stopped: each
  * round reads at most SWEEP_BATCH index entries and updates their Sids by key, so it never holds
- * a send up for long. Each process keeps its own position (from the start of the index after a
- * start: the first rounds catch up); any number of processes may sweep, the update is conditional.
+ * a send up for long. Where it stopped is kept in the database (sweep_positions), shared by every
+ * process and across restarts: a start resumes there, where starting from the index's beginning
+ * would walk every message kept (months of them) again. Any number of processes may sweep: the
+ * update is conditional, and the position only moves forward.
  */
 export function createReceiptSweep(opts: { orm: MikroORM; clock: Clock; timeoutMs: number; log?: Logger; batch?: number }): ReceiptSweep {
   const batch = opts.batch ?? SWEEP_BATCH;
-  let position: SubmittedKey = { submitted_at: new Date(0), sid: "" };
   return {
     async tick() {
       const until = new Date(opts.clock.now().getTime() - opts.timeoutMs);
+      const position = (await readSweepPosition(opts.orm.em.fork(), SWEEP_NAME)) ?? { submitted_at: new Date(0), sid: "" };
       const keys = await listSubmittedAfter(opts.orm.em.fork(), position, until, batch);
       if (keys.length === 0) return 0;
       const marked = await markReceiptTimeouts(
@@ -45,7 +51,7 @@ export function createReceiptSweep(opts: { orm: MikroORM; clock: Clock; timeoutM
         keys.map((k) => k.sid),
       );
       const last = keys[keys.length - 1];
-      position = { submitted_at: new Date(last.submitted_at), sid: last.sid };
+      await advanceSweepPosition(opts.orm.em.fork(), SWEEP_NAME, { submitted_at: new Date(last.submitted_at), sid: last.sid });
       if (marked.length > 0) {
         opts.log?.warn(
           { count: marked.length, messageSids: marked.slice(0, 50), errorCode: RECEIPT_TIMEOUT_ERROR, timeoutHours: opts.timeoutMs / 3_600_000 },

@@ -7,6 +7,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Carrier, CarrierEvents } from "../../src/delivery/carrier.js";
 import { createSimulatorCarrier, SIMULATOR_TEST_NUMBERS } from "../../src/carriers/simulator.js";
 import { ManualClock } from "../../src/common/clock.js";
+import { createReceiptSweep, SWEEP_NAME } from "../../src/delivery/receipt-timeout.js";
+import { advanceSweepPosition, readSweepPosition } from "../../src/delivery/sweep-position-store.js";
+import { executeBound } from "../../src/db/bound-sql.js";
 import { createTestOrm, dbKind, type TestOrm } from "../support/db.js";
 import { createTenant, createTestApp, type Tenant, type TestApp } from "../support/harness.js";
 
@@ -146,5 +149,46 @@ describe(`the receipt-timeout sweep (${dbKind()})`, () => {
     // A report that does come later still counts.
     await carrier.events!.deliveryReport({ messageSid: early, status: "Delivered", errorCode: "", at: t.clock.now() });
     expect(await record(t, tenant, early)).toMatchObject({ Status: "Delivered", ErrorCode: "" });
+  });
+});
+
+describe(`the receipt-timeout sweep across a restart (${dbKind()})`, () => {
+  let t: TestApp;
+  let carrier: QuietCarrier;
+  let tenant: Tenant;
+  beforeAll(async () => {
+    carrier = new QuietCarrier();
+    t = await createTestApp({ now: T0, engine: true, carrier });
+    tenant = await createTenant(t.app);
+  });
+  afterAll(() => t?.close());
+
+  it("a new process resumes where the sweep stopped (sweep_positions), not from the start of the index; the position never moves back", async () => {
+    const sids: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      t.clock.set(T0.getTime() + i * 1000);
+      sids.push(await send(t, tenant));
+      expect(await t.engine!.dispatcher.tick()).toBe(1);
+    }
+    t.clock.set(T0.getTime() + 73 * HOUR);
+    const sweep = () => createReceiptSweep({ orm: t.db.orm, clock: t.clock, timeoutMs: 72 * HOUR, batch: 2 });
+    const first = sweep();
+    // A full batch of two: there may be more, the loop would run again at once.
+    expect(await first.tick()).toBe(2);
+    expect((await readSweepPosition(t.db.orm.em.fork(), SWEEP_NAME))?.sid).toBe(sids[1]);
+    for (const sid of sids.slice(0, 2)) expect(await record(t, tenant, sid)).toMatchObject({ ErrorCode: "ReceiptTimeout" });
+
+    // The first message's mark taken away: a sweep that walked from the start again would put it back.
+    await executeBound(t.db.orm.em.fork(), "update messages set error_code = '' where sid = ?", [sids[0]]);
+    const restarted = sweep();
+    expect(await restarted.tick()).toBe(0);
+    expect(await record(t, tenant, sids[2])).toMatchObject({ Status: "Submitted", ErrorCode: "ReceiptTimeout" });
+    expect(await record(t, tenant, sids[0])).toMatchObject({ ErrorCode: "" });
+    const end = await readSweepPosition(t.db.orm.em.fork(), SWEEP_NAME);
+    expect(end?.sid).toBe(sids[2]);
+
+    // A process that handled an earlier batch does not move it back.
+    await advanceSweepPosition(t.db.orm.em.fork(), SWEEP_NAME, { submitted_at: new Date(T0), sid: sids[0] });
+    expect(await readSweepPosition(t.db.orm.em.fork(), SWEEP_NAME)).toEqual(end);
   });
 });
