@@ -173,7 +173,10 @@ export async function benchGrowth(log: (s: string) => void, s: GrowthSettings): 
           `${name}, round ${round}/${s.rounds}: REST (${s.warmup} s warm-up + ${s.seconds} s, ${s.connections} connections) (load ${loadavg()[0].toFixed(2)})`,
         );
         await checkpoint(target);
+        if (STATEMENTS) await db.query("select pg_stat_statements_reset()");
         const r = await restRun(target, restReq, load, warm);
+        // The warm-up's sends are in the statistics too: per send, about.
+        if (STATEMENTS) await logStatements(db, (r.result.requests * (s.warmup + s.seconds)) / s.seconds, log);
         log(`  rest: ${f0(r.result.rps)} req/s, p50 ${f2(r.result.p50Ms)} ms, p99 ${f2(r.result.p99Ms)} ms, errors ${r.result.errors}, ${r.note}`);
         out.rest.push(r);
         if (s.dispatch > 0) {
