@@ -17,7 +17,7 @@
 // Then the operator console (console/, served under /console): Vite builds it into dist/console
 // when its inputs changed since the last build (scripts/build-console.mjs), and checks that the
 // first page stays within its size budget.
-import { mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { build } from "esbuild";
@@ -37,6 +37,12 @@ const result = await build({
   packages: "external",
   platform: "node",
   format: "esm",
+  // A module the service imports only when configured to (carriers/index.ts: the Kannel and SMPP
+  // carriers) becomes a chunk of its own, loaded then; without splitting, the bundle would import
+  // its packages (smpp) at start in every process. Code shared by the entries goes to chunks too.
+  // Chunks sit beside the entries (dist/src/), so their `import.meta.url` paths resolve alike.
+  splitting: true,
+  chunkNames: "src/[name]-[hash]",
   target: "node22.17",
   sourcemap: "linked",
   sourcesContent: false,
@@ -59,6 +65,12 @@ for (const file of result.outputFiles) {
   writeFileSync(tmp, contents);
   renameSync(tmp, file.path);
   written++;
+}
+// Chunks are named by their content: those of an older build are no longer imported by any entry.
+const outputs = new Set(result.outputFiles.map((f) => f.path));
+for (const name of readdirSync(join(OUT, "src"))) {
+  const path = join(OUT, "src", name);
+  if (/-[A-Z0-9]{8}\.js(\.map)?$/.test(name) && !outputs.has(path)) rmSync(path, { force: true });
 }
 await buildConsole({ root: ROOT });
 

@@ -1,4 +1,7 @@
-import { RateLimiterMemory, RateLimiterRes } from "rate-limiter-flexible";
+// The two modules used, not the package's index: that loads every store it supports (Redis,
+// Mongo, SQL, ...), ~1.1 MiB more heap in every process.
+import RateLimiterMemory from "rate-limiter-flexible/lib/RateLimiterMemory.js";
+import RateLimiterRes from "rate-limiter-flexible/lib/RateLimiterRes.js";
 import type { Clock } from "../common/clock.js";
 import { createBoundedMemo } from "../common/bounded-memo.js";
 import { apiError } from "../common/errors.js";

@@ -155,14 +155,23 @@ async function initOrm(opts: CreateOrmOptions): Promise<MikroORM> {
 export const PGLITE_SHARED_BUFFERS = "16MB";
 
 /**
- * PGlite's start parameters: its defaults plus a smaller buffer pool. PGlite's PostgreSQL keeps
- * `shared_buffers` (128MB in the cluster's postgresql.conf) inside the WASM memory and touches all
- * of it at start: with the default, an idle embedded service was ~115 MiB larger (docs/benchmarks.md,
- * Memory). One process, one connection and small tables need far less; the operating system's
- * page cache still holds the data files.
+ * PGlite's `max_connections`. PGlite runs PostgreSQL in single-user mode (one backend), but its
+ * shared memory is still sized for every possible backend (their process slots, lock tables), inside
+ * the WASM memory and touched at start: the default 100 kept ~4 MiB resident for nothing.
+ * PostgreSQL refuses to start unless it exceeds `superuser_reserved_connections` (3).
+ */
+export const PGLITE_MAX_CONNECTIONS = 5;
+
+/**
+ * PGlite's start parameters: its defaults plus a smaller buffer pool and connection count. PGlite's
+ * PostgreSQL keeps `shared_buffers` (128MB in the cluster's postgresql.conf) inside the WASM memory
+ * and touches all of it at start: with the default, an idle embedded service was ~115 MiB larger
+ * (docs/benchmarks.md, Memory). One process, one connection and small tables need far less; the
+ * operating system's page cache still holds the data files. A pool below 16MB costs sends, though:
+ * 8MB took ~15 % off the embedded service's REST sends (docs/benchmarks.md, Memory).
  */
 export function pgliteStartParams(defaults: readonly string[]): string[] {
-  return [...defaults, "-c", `shared_buffers=${PGLITE_SHARED_BUFFERS}`];
+  return [...defaults, "-c", `shared_buffers=${PGLITE_SHARED_BUFFERS}`, "-c", `max_connections=${PGLITE_MAX_CONNECTIONS}`];
 }
 
 // Any constant works; it only has to be the same in every process sharing the database.

@@ -1,6 +1,6 @@
 /**
- * Serves the API description: `GET /openapi.json` (built once, at registration, from the
- * descriptors) and `GET /docs`, a Swagger UI page whose assets come from the installed
+ * Serves the API description: `GET /openapi.json` (built from the descriptors on its first
+ * request, then kept) and `GET /docs`, a Swagger UI page whose assets come from the installed
  * swagger-ui-dist package (no CDN). Both are public: they describe the API, they do not call it.
  */
 import { readFileSync } from "node:fs";
@@ -60,17 +60,23 @@ const DOCS_HTML = `<!DOCTYPE html>
 
 /** A Fastify plugin: GET /openapi.json, GET /docs and its assets, without authentication. */
 export async function apiDocsPlugin(app: FastifyInstance, opts: ApiDocsOptions): Promise<void> {
-  const document = buildOpenApi(opts.services, {
-    version: opts.version ?? packageVersion(),
-    comments: opts.comments ?? loadProtoComments(),
-    description:
-      "The REST API of Switchboard, generated from its protobuf descriptors. The same methods are " +
-      "served over Connect, gRPC and gRPC-Web on this port. Errors are JSON: " +
-      '`{"ResponseStatus": {"ErrorCode", "Message", "Errors": [{"FieldName", "ErrorCode", "Message"}]}}`.',
-  });
-  const json = JSON.stringify(document);
+  // Built when first asked for, not at start: most processes are never asked, and the build (the
+  // descriptor set with source info parsed, the document) would otherwise be start-up garbage in
+  // every one, and its ~170 KB of JSON held by each (docs/benchmarks.md, Memory).
+  let json: string | undefined;
+  const documentJson = () =>
+    (json ??= JSON.stringify(
+      buildOpenApi(opts.services, {
+        version: opts.version ?? packageVersion(),
+        comments: opts.comments ?? loadProtoComments(),
+        description:
+          "The REST API of Switchboard, generated from its protobuf descriptors. The same methods are " +
+          "served over Connect, gRPC and gRPC-Web on this port. Errors are JSON: " +
+          '`{"ResponseStatus": {"ErrorCode", "Message", "Errors": [{"FieldName", "ErrorCode", "Message"}]}}`.',
+      }),
+    ));
 
-  app.get("/openapi.json", async (_request, reply) => reply.header("content-type", "application/json; charset=utf-8").send(json));
+  app.get("/openapi.json", async (_request, reply) => reply.header("content-type", "application/json; charset=utf-8").send(documentJson()));
   app.get("/docs", async (_request, reply) => reply.header("content-type", "text/html; charset=utf-8").send(DOCS_HTML));
 
   const assetDir = dirname(createRequire(import.meta.url).resolve("swagger-ui-dist/package.json"));
