@@ -113,7 +113,8 @@ interface Completion {
 /** Fastify's request logging minus the two lines the completion hook replaces (and no raw URLs). */
 class RequestLogController extends LogController {
   override incomingRequest(request: FastifyRequest): void {
-    request.log.debug({ method: request.method, route: request.routeOptions.url }, "request received");
+    // Asked first: the line's object would be built for every request at a level that drops it.
+    if (levelEnabled(request.log, "debug")) request.log.debug({ method: request.method, route: request.routeOptions.url }, "request received");
   }
   override requestCompleted(): void {
     // Written by the onResponse hook instead, with the route template, the account and the protocol.
@@ -121,6 +122,12 @@ class RequestLogController extends LogController {
   override routeNotFound(request: FastifyRequest): void {
     request.log.debug({ method: request.method, path: request.url.split("?", 1)[0] }, "route not found");
   }
+}
+
+/** Whether a line at `level` would be written (Fastify's no-op logger, without a logger, has no levels: written, to nowhere). */
+function levelEnabled(log: FastifyBaseLogger, level: "warn" | "info" | "debug"): boolean {
+  const ask = (log as { isLevelEnabled?: (level: string) => boolean }).isLevelEnabled;
+  return typeof ask !== "function" || ask.call(log, level);
 }
 
 function rpcProtocol(request: FastifyRequest): CallProtocol {
@@ -165,6 +172,9 @@ export function createObservability(deps: ObservabilityDeps): Observability {
     if (!c.aborted && record?.rpcCode !== undefined && (protocol === "grpc" || protocol === "grpc-web")) status = codeToHttpStatus(record.rpcCode);
     metrics.observeRequest({ method: c.method, route: c.route, status, protocol }, c.durationMs / 1000);
 
+    // The completion line is built only at a level that writes it (LOG_LEVEL=warn drops a success's).
+    const level = status >= 500 ? "warn" : PROBE_ROUTES.has(c.route) ? "debug" : "info";
+    if (!levelEnabled(log, level)) return;
     const account = record?.values.get(kAccount);
     const line = {
       method: c.method,
@@ -177,9 +187,7 @@ export function createObservability(deps: ObservabilityDeps): Observability {
       ...(record?.rpcCode !== undefined ? { rpcCode: codeToString(record.rpcCode) } : {}),
       ...(c.aborted ? { aborted: true } : {}),
     };
-    if (status >= 500) log.warn(line, "request completed");
-    else if (PROBE_ROUTES.has(c.route)) log.debug(line, "request completed");
-    else log.info(line, "request completed");
+    log[level](line, "request completed");
   }
 
   function complete(request: FastifyRequest, reply: FastifyReply, aborted: boolean): void {
