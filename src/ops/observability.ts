@@ -40,6 +40,10 @@ const kCompleted = Symbol("observability line written");
 /** A request as the completion hook marks it. */
 type RecordedRequest = FastifyRequest & { [kRecord]?: CallRecord; [kCompleted]?: boolean };
 
+/** The reply a raw response belongs to, for the one shared 'close' listener (a closure per request otherwise). */
+const kReply = Symbol("observability reply");
+type RawWithReply = FastifyReply["raw"] & { [kReply]?: FastifyReply };
+
 const kCall = createContextKey<CallRecord | undefined>(undefined, { description: "observability call record" });
 
 /** Dependencies of the observability layer. */
@@ -232,12 +236,16 @@ export function createObservability(deps: ObservabilityDeps): Observability {
   }
 
   async function plugin(app: FastifyInstance): Promise<void> {
+    // A client that goes away gets no 'finish' event, hence no onResponse: still one line for it.
+    // A response closes once, so `on` (without once's wrapper) is enough.
+    function onRawClose(this: RawWithReply): void {
+      const reply = this[kReply];
+      if (reply && !this.writableFinished) complete(reply.request, reply, true);
+    }
     app.addHook("onRequest", (request, reply, done) => {
       open.set(request, reply);
-      // A client that goes away gets no 'finish' event, hence no onResponse: still one line for it.
-      reply.raw.once("close", () => {
-        if (!reply.raw.writableFinished) complete(request, reply, true);
-      });
+      (reply.raw as RawWithReply)[kReply] = reply;
+      reply.raw.on("close", onRawClose);
       done();
     });
     app.addHook("onResponse", (request, reply, done) => {
