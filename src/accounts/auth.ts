@@ -1,4 +1,4 @@
-import { createHash, timingSafeEqual } from "node:crypto";
+import { createHash, hash, timingSafeEqual } from "node:crypto";
 import { type ContextValues, type Interceptor } from "@connectrpc/connect";
 import type { DescService } from "@bufbuild/protobuf";
 import type { EntityManager, MikroORM } from "@mikro-orm/sql";
@@ -12,9 +12,12 @@ import { readAccountFresh, tokenHashForShare } from "./account-store.js";
 import { createBoundedMemo } from "../common/bounded-memo.js";
 import type { AuthFailureGuard } from "./auth-failures.js";
 
-/** sha256 hex of a secret: tokens are high-entropy random strings, so a fast hash is enough at rest. */
+/**
+ * sha256 hex of a secret: tokens are high-entropy random strings, so a fast hash is enough at rest.
+ * One-shot `hash`, not a Hash object: every authenticated call hashes its token.
+ */
 export function hashToken(token: string): string {
-  return createHash("sha256").update(token).digest("hex");
+  return hash("sha256", token, "hex");
 }
 
 /** Compares two secrets in constant time (by their hashes, so lengths never leak). */

@@ -81,6 +81,8 @@ interface SocketQueue {
   refusing: boolean;
   /** A request of the connection is being served. */
   busy: boolean;
+  /** Starts the next waiting request when the one being served closes (one per connection, not per request). */
+  next: () => void;
 }
 
 /**
@@ -92,32 +94,39 @@ interface SocketQueue {
  */
 export function oneRequestAtATime(handler: RequestListener, maxQueued: number): RequestListener {
   const queues = new WeakMap<Socket, SocketQueue>();
+  const start = (self: unknown, q: SocketQueue, req: IncomingMessage, res: ServerResponse) => {
+    q.busy = true;
+    res.once("close", q.next);
+    handler.call(self, req, res);
+  };
   return function (this: unknown, req: IncomingMessage, res: ServerResponse) {
     if (req.httpVersionMajor !== 1) return handler.call(this, req, res);
     const socket = req.socket;
-    // One queue per connection for its whole life (not one per request: a WeakMap entry made
-    // and dropped per request is garbage-collector work on every call).
-    let queue = queues.get(socket);
-    if (!queue) queues.set(socket, (queue = { waiting: [], refusing: false, busy: false }));
-    const q = queue;
-    const start = () => {
-      q.busy = true;
-      res.once("close", next);
-      handler.call(this, req, res);
-    };
-    const next = () => {
-      // Requests a closed connection was still holding never run: nobody would see their answer.
-      const following = socket.destroyed ? undefined : q.waiting.shift();
-      if (following) following();
-      else q.busy = false;
-    };
+    // One queue per connection for its whole life (not one per request: a WeakMap entry, or
+    // closures, made and dropped per request are garbage-collector work on every call).
+    let q = queues.get(socket);
+    if (!q) {
+      const queue: SocketQueue = {
+        waiting: [],
+        refusing: false,
+        busy: false,
+        next: () => {
+          // Requests a closed connection was still holding never run: nobody would see their answer.
+          const following = socket.destroyed ? undefined : queue.waiting.shift();
+          if (following) following();
+          else queue.busy = false;
+        },
+      };
+      queues.set(socket, (q = queue));
+    }
     if (!q.busy && !q.refusing) {
-      start();
+      start(this, q, req, res);
     } else if (q.refusing || q.waiting.length >= maxQueued) {
       q.refusing = true;
       refusePipelined(req, res, maxQueued);
     } else {
-      q.waiting.push(start);
+      const queue = q;
+      q.waiting.push(() => start(this, queue, req, res));
     }
   };
 }

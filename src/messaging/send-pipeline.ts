@@ -384,7 +384,9 @@ async function readFacts(em: EntityManager, items: SendItem[]): Promise<SendFact
   const keys: unknown[][] = FACT_KEYS.map(() => []);
   const wanted: unknown[][] = [[], [], ...SEND_FACTS.map(() => [])];
   const rows: unknown[][] = MESSAGE_COLUMNS.map(() => []);
-  items.forEach((item, i) => {
+  // Plain loops: closures per send and column were garbage on every send.
+  for (let i = 0; i < items.length; i++) {
+    const item = items[i];
     const send = sendOf(item);
     const key = [
       i,
@@ -397,15 +399,15 @@ async function readFacts(em: EntityManager, items: SendItem[]): Promise<SendFact
       item.idemKey ?? null,
       new Date(item.now.getTime() - IDEMPOTENCY_TTL_MS),
     ];
-    key.forEach((v, c) => keys[c].push(v));
+    for (let c = 0; c < key.length; c++) keys[c].push(key[c]);
     const store = send !== undefined && storedByStatement(item);
     const needs = neededFacts(item);
     wanted[0].push(i);
     wanted[1].push(store);
-    SEND_FACTS.forEach(([fact], c) => wanted[2 + c].push(needs[fact] ?? null));
+    for (let c = 0; c < SEND_FACTS.length; c++) wanted[2 + c].push(needs[SEND_FACTS[c][0]] ?? null);
     const row = store ? messageRow(item, send, undefined) : undefined;
-    MESSAGE_COLUMNS.forEach((_, c) => rows[c].push(row ? row[c] : null));
-  });
+    for (let c = 0; c < rows.length; c++) rows[c].push(row ? row[c] : null);
+  }
   const byIndex: SendFacts[] = new Array(items.length);
   for (const f of await sendFactsAndStore(em, keys, wanted, rows)) byIndex[Number(f.i)] = f;
   return byIndex;

@@ -69,51 +69,64 @@ export interface AccessRule {
   refuse(item: SendItem): ConnectError;
 }
 
+// The needs that do not depend on the send, made once: a rule's needs are asked for every send
+// twice (the statement's wanted facts, then the judgement of its answer), so fresh objects would
+// be garbage on every call. Frozen: callers only read them (neededFacts copies them).
+const NO_NEEDS: Needs = Object.freeze({});
+const PROPERTY_FOUND: Needs = Object.freeze({ property_found: true });
+const ACCOUNT_SMS: Needs = Object.freeze({ account_sms: true });
+const PROPERTY_SMS: Needs = Object.freeze({ property_sms: true });
+const SENDER_OWNED: Needs = Object.freeze({ sender_owned: true });
+const FORWARD_FROM_OWNED: Needs = Object.freeze({ forward_from_owned: true });
+const FORWARD_TO_NOT_OURS: Needs = Object.freeze({ forward_to_ours: false });
+const RECIPIENT_NOT_OURS: Needs = Object.freeze({ recipient_ours: false });
+const NOT_OPTED_OUT: Needs = Object.freeze({ opted_out: false });
+
 /** The rules checked before the Idempotency-Key and the request's own problems: who asks, for which property. */
 export const ACCESS_RULES: readonly AccessRule[] = [
   {
     // The token was rotated (maybe by another process) after the edge authenticated it.
     name: "credentials",
-    needs: (item) => (item.account.tokenHash === undefined ? {} : { token_hash: item.account.tokenHash }),
+    needs: (item) => (item.account.tokenHash === undefined ? NO_NEEDS : { token_hash: item.account.tokenHash }),
     refuse: () => wrongCredentials(),
   },
-  { name: "property", needs: () => ({ property_found: true }), refuse: (item) => notFound("Property", item.propertySid) },
+  { name: "property", needs: () => PROPERTY_FOUND, refuse: (item) => notFound("Property", item.propertySid) },
 ];
 
 /** The rules checked after the key and the request's own problems, in order. */
 export const RULES: readonly DataRule[] = [
   {
     name: "account enabled",
-    needs: () => ({ account_sms: true }),
+    needs: () => ACCOUNT_SMS,
     refuse: (item) => apiError("SmsNotEnabled", smsNotEnabled({ sid: item.account.sid, smsEnabled: false }, { sid: item.propertySid, smsEnabled: true })!),
   },
   {
     name: "property enabled",
-    needs: () => ({ property_sms: true }),
+    needs: () => PROPERTY_SMS,
     refuse: (item) => apiError("SmsNotEnabled", smsNotEnabled({ sid: item.account.sid, smsEnabled: true }, { sid: item.propertySid, smsEnabled: false })!),
   },
   {
     name: "sender owned",
-    needs: (item, send) => (send.fromKind === "E164" && !item.forward?.relay ? { sender_owned: true } : {}),
+    needs: (item, send) => (send.fromKind === "E164" && !item.forward?.relay ? SENDER_OWNED : NO_NEEDS),
     refuse: (item, send) => fieldError("From", "SenderNotOwned", senderNotOwned("From", send.from)),
   },
   {
     // Replies are forwarded from this number: it must be the account's own, as a From would.
     name: "forward sender owned",
-    needs: (_item, send) => (send.forwardFromSms.startsWith("+") ? { forward_from_owned: true } : {}),
+    needs: (_item, send) => (send.forwardFromSms.startsWith("+") ? FORWARD_FROM_OWNED : NO_NEEDS),
     refuse: (_item, send) => fieldError("ForwardFromSms", "SenderNotOwned", senderNotOwned("ForwardFromSms", send.forwardFromSms)),
   },
   {
     // A reply forwarded to one of our own numbers would come back in as a new reply: a loop.
     name: "forward destination not ours",
-    needs: (_item, send) => (send.forwardToSms !== "" ? { forward_to_ours: false } : {}),
+    needs: (_item, send) => (send.forwardToSms !== "" ? FORWARD_TO_NOT_OURS : NO_NEEDS),
     refuse: (_item, send) => fieldError("ForwardToSms", "DestinationNotAllowed", forwardLoop(send.forwardToSms)),
   },
   {
     // The deployment's own numbers are never a destination: what arrives there is this service.
     // For a forward, To is the lease's ForwardToSms (it may have become ours since the send).
     name: "destination not ours",
-    needs: () => ({ recipient_ours: false }),
+    needs: () => RECIPIENT_NOT_OURS,
     refuse: (item, send) =>
       item.forward
         ? fieldError("ForwardToSms", "DestinationNotAllowed", forwardLoop(send.to.number))
@@ -122,7 +135,7 @@ export const RULES: readonly DataRule[] = [
   {
     // A STOP (or the API) opted the recipient out of this account's messages; other accounts still send.
     name: "recipient not opted out",
-    needs: () => ({ opted_out: false }),
+    needs: () => NOT_OPTED_OUT,
     refuse: (item, send) => fieldError("To", "RecipientOptedOut", optedOut(send.to.number, item.account.sid)),
   },
 ];

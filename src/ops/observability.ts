@@ -40,6 +40,10 @@ const kCompleted = Symbol("observability line written");
 /** A request as the completion hook marks it. */
 type RecordedRequest = FastifyRequest & { [kRecord]?: CallRecord; [kCompleted]?: boolean };
 
+/** The reply a raw response belongs to, for the one shared 'close' listener (a closure per request otherwise). */
+const kReply = Symbol("observability reply");
+type RawWithReply = FastifyReply["raw"] & { [kReply]?: FastifyReply };
+
 const kCall = createContextKey<CallRecord | undefined>(undefined, { description: "observability call record" });
 
 /** Dependencies of the observability layer. */
@@ -113,7 +117,8 @@ interface Completion {
 /** Fastify's request logging minus the two lines the completion hook replaces (and no raw URLs). */
 class RequestLogController extends LogController {
   override incomingRequest(request: FastifyRequest): void {
-    request.log.debug({ method: request.method, route: request.routeOptions.url }, "request received");
+    // Asked first: the line's object would be built for every request at a level that drops it.
+    if (levelEnabled(request.log, "debug")) request.log.debug({ method: request.method, route: request.routeOptions.url }, "request received");
   }
   override requestCompleted(): void {
     // Written by the onResponse hook instead, with the route template, the account and the protocol.
@@ -121,6 +126,12 @@ class RequestLogController extends LogController {
   override routeNotFound(request: FastifyRequest): void {
     request.log.debug({ method: request.method, path: request.url.split("?", 1)[0] }, "route not found");
   }
+}
+
+/** Whether a line at `level` would be written (Fastify's no-op logger, without a logger, has no levels: written, to nowhere). */
+function levelEnabled(log: FastifyBaseLogger, level: "warn" | "info" | "debug"): boolean {
+  const ask = (log as { isLevelEnabled?: (level: string) => boolean }).isLevelEnabled;
+  return typeof ask !== "function" || ask.call(log, level);
 }
 
 function rpcProtocol(request: FastifyRequest): CallProtocol {
@@ -165,6 +176,9 @@ export function createObservability(deps: ObservabilityDeps): Observability {
     if (!c.aborted && record?.rpcCode !== undefined && (protocol === "grpc" || protocol === "grpc-web")) status = codeToHttpStatus(record.rpcCode);
     metrics.observeRequest({ method: c.method, route: c.route, status, protocol }, c.durationMs / 1000);
 
+    // The completion line is built only at a level that writes it (LOG_LEVEL=warn drops a success's).
+    const level = status >= 500 ? "warn" : PROBE_ROUTES.has(c.route) ? "debug" : "info";
+    if (!levelEnabled(log, level)) return;
     const account = record?.values.get(kAccount);
     const line = {
       method: c.method,
@@ -177,9 +191,7 @@ export function createObservability(deps: ObservabilityDeps): Observability {
       ...(record?.rpcCode !== undefined ? { rpcCode: codeToString(record.rpcCode) } : {}),
       ...(c.aborted ? { aborted: true } : {}),
     };
-    if (status >= 500) log.warn(line, "request completed");
-    else if (PROBE_ROUTES.has(c.route)) log.debug(line, "request completed");
-    else log.info(line, "request completed");
+    log[level](line, "request completed");
   }
 
   function complete(request: FastifyRequest, reply: FastifyReply, aborted: boolean): void {
@@ -224,12 +236,16 @@ export function createObservability(deps: ObservabilityDeps): Observability {
   }
 
   async function plugin(app: FastifyInstance): Promise<void> {
+    // A client that goes away gets no 'finish' event, hence no onResponse: still one line for it.
+    // A response closes once, so `on` (without once's wrapper) is enough.
+    function onRawClose(this: RawWithReply): void {
+      const reply = this[kReply];
+      if (reply && !this.writableFinished) complete(reply.request, reply, true);
+    }
     app.addHook("onRequest", (request, reply, done) => {
       open.set(request, reply);
-      // A client that goes away gets no 'finish' event, hence no onResponse: still one line for it.
-      reply.raw.once("close", () => {
-        if (!reply.raw.writableFinished) complete(request, reply, true);
-      });
+      (reply.raw as RawWithReply)[kReply] = reply;
+      reply.raw.on("close", onRawClose);
       done();
     });
     app.addHook("onResponse", (request, reply, done) => {

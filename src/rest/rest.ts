@@ -9,7 +9,7 @@
  * response message's JSON (rest-response.ts). Decoders, writers and each route's interceptor
  * chain are built once at registration. No business logic lives here.
  */
-import type { DescService } from "@bufbuild/protobuf";
+import type { DescMethodUnary, DescService } from "@bufbuild/protobuf";
 import {
   Code,
   ConnectError,
@@ -69,9 +69,6 @@ type Next = ReturnType<Interceptor>;
 /** Where a REST call's handler context travels with its request through the interceptors. */
 const kContext = Symbol("rest handler context");
 
-/** The request a REST call passes down the interceptor chain. */
-type RestRequest = UnaryRequest & { readonly [kContext]: HandlerContext };
-
 function defaultContextValues(request: FastifyRequest): ContextValues {
   const values = createContextValues();
   values.set(kLog, request.log);
@@ -123,11 +120,11 @@ function callChain(route: RestRoute, impl: Partial<ServiceImpl<DescService>> | u
   const fn = impl?.[rpc.localName] as unknown;
   const call = typeof fn === "function" ? (fn as (req: unknown, ctx: HandlerContext) => unknown).bind(impl) : undefined;
   const method: Next = async (req) => {
-    const ctx = (req as RestRequest)[kContext];
+    const ctx = (req as RestCall)[kContext];
     const input = req.message;
     if (!call) throw new ConnectError(`${service.typeName}.${rpc.name} is not implemented`, Code.Unimplemented);
     const message = await call(input, ctx);
-    return { stream: false, service, method: rpc, header: ctx.responseHeader, trailer: ctx.responseTrailer, message } as UnaryResponse;
+    return new RestResponse(service, rpc, message as UnaryResponse["message"], ctx);
   };
   return interceptors.reduceRight<Next>((next, interceptor) => interceptor(next), method);
 }
@@ -145,33 +142,10 @@ async function serve(
   // the response closes — the request emits "close" as soon as its body has been read).
   const raw = request.raw;
   const closing: NodeJS.EventEmitter = "stream" in raw ? raw : reply.raw;
-  const ctx = handlerContext(route, request, values(request));
+  const ctx = new RestHandlerContext(route, request, values(request));
   const onClose = () => ctx.abort(new ConnectError("the client closed the request", Code.Canceled));
-  closing.once("close", onClose);
-
-  // A Fone Dynamics compatible account is answered in the shapes its SDKs read, and its body
-  // without a charset that is not UTF-8 is read as the ISO-8859-1 those SDKs send. Read once the
-  // account is known: the body is decoded after authentication.
-  const compatible = () => ctx.values.get(kAccount)?.restCompatibility === "FoneDynamics";
-  let decoded: ReturnType<RequestDecoder> | undefined;
-  const req: RestRequest = {
-    stream: false,
-    service: route.service,
-    method: route.rpc,
-    requestMethod: request.method,
-    url: ctx.url,
-    get signal() {
-      return ctx.signal;
-    },
-    header: ctx.requestHeader,
-    contextValues: ctx.values,
-    [kContext]: ctx,
-    // Decoded on first access (never, when an interceptor refuses the call first); a request that
-    // cannot be decoded throws its 400 on every access.
-    get message() {
-      return (decoded ??= decode(request, compatible() ? "utf-8-else-latin1" : "utf-8")).message as UnaryRequest["message"];
-    },
-  };
+  closing.on("close", onClose); // removed below: `once` would wrap it in one more closure per call
+  const req = new RestCall(route, request, ctx, decode);
   try {
     let response: UnaryResponse;
     try {
@@ -182,7 +156,7 @@ async function serve(
       return reply;
     }
     try {
-      const body = write(response.message, compatible() ? { requestBody: decoded?.body } : undefined);
+      const body = write(response.message, isCompatible(ctx.values) ? { requestBody: req.decodedBody } : undefined);
       copyHeaders(response.header, reply);
       return reply.code(200).header("content-type", JSON_CONTENT_TYPE).send(body);
     } catch (reason) {
@@ -195,43 +169,137 @@ async function serve(
   }
 }
 
+// The call's objects are instances of classes, not object literals: a literal's getters (and the
+// closures they read) would be made again for every call; a class's live on its prototype.
+
 /**
  * The call's handler context, as Connect's createHandlerContext makes it, with one AbortController
  * instead of three linked ones (a deadline's, the request's and the call's: REST calls have no
  * deadline) and no copies of the header objects; the trailer, which REST never writes, is made on
- * first use, and so is the signal: most calls never read it, and making it, then aborting it when
- * the call completes (an Event dispatched), was ~1 % of a send's CPU. A signal first read after
- * the abort is made already aborted, with the same reason.
+ * first use, and so are the URL and the signal: most calls never read them, and making the signal,
+ * then aborting it when the call completes (an Event dispatched), was ~1 % of a send's CPU. A
+ * signal first read after the abort is made already aborted, with the same reason.
  */
-function handlerContext(route: RestRoute, request: FastifyRequest, contextValues: ContextValues): HandlerContext & { abort(reason?: unknown): void } {
-  let controller: AbortController | undefined;
-  let aborted: { reason: unknown } | undefined;
-  let trailer: Headers | undefined;
-  return {
-    service: route.service,
-    method: route.rpc,
-    protocolName: "rest",
-    requestMethod: request.method,
-    url: `${request.protocol}://${request.host}${request.url}`,
-    requestHeader: webHeaders(request.headers),
-    responseHeader: new Headers(),
-    get responseTrailer() {
-      return (trailer ??= new Headers());
-    },
-    values: contextValues,
-    get signal() {
-      if (!controller) {
-        controller = new AbortController();
-        if (aborted) controller.abort(aborted.reason);
-      }
-      return controller.signal;
-    },
-    timeoutMs: noTimeout,
-    abort: (reason?: unknown) => {
-      if (controller) controller.abort(reason);
-      else aborted ??= { reason };
-    },
-  };
+class RestHandlerContext implements HandlerContext {
+  readonly service: DescService;
+  readonly method: DescMethodUnary;
+  readonly protocolName = "rest";
+  readonly requestMethod: string;
+  readonly requestHeader: Headers;
+  readonly responseHeader = new Headers();
+  readonly values: ContextValues;
+  readonly #request: FastifyRequest;
+  #controller: AbortController | undefined;
+  #aborted: { reason: unknown } | undefined;
+  #trailer: Headers | undefined;
+
+  constructor(route: RestRoute, request: FastifyRequest, values: ContextValues) {
+    this.service = route.service;
+    this.method = route.rpc;
+    this.requestMethod = request.method;
+    this.requestHeader = webHeaders(request.headers);
+    this.values = values;
+    this.#request = request;
+  }
+
+  get url(): string {
+    const request = this.#request;
+    return `${request.protocol}://${request.host}${request.url}`;
+  }
+
+  get responseTrailer(): Headers {
+    return (this.#trailer ??= new Headers());
+  }
+
+  get signal(): AbortSignal {
+    if (!this.#controller) {
+      this.#controller = new AbortController();
+      if (this.#aborted) this.#controller.abort(this.#aborted.reason);
+    }
+    return this.#controller.signal;
+  }
+
+  timeoutMs(): number | undefined {
+    return undefined;
+  }
+
+  abort(reason?: unknown): void {
+    if (this.#controller) this.#controller.abort(reason);
+    else this.#aborted ??= { reason };
+  }
 }
 
-const noTimeout = () => undefined;
+/**
+ * The request a REST call passes down the interceptor chain, its handler context with it. Its
+ * message is decoded on first access (never, when an interceptor refuses the call first); a
+ * request that cannot be decoded throws its 400 on every access.
+ */
+class RestCall implements UnaryRequest {
+  readonly stream = false;
+  readonly service: DescService;
+  readonly method: DescMethodUnary;
+  readonly requestMethod: string;
+  readonly header: Headers;
+  readonly contextValues: ContextValues;
+  readonly [kContext]: RestHandlerContext;
+  readonly #request: FastifyRequest;
+  readonly #decode: RequestDecoder;
+  #decoded: ReturnType<RequestDecoder> | undefined;
+
+  constructor(route: RestRoute, request: FastifyRequest, ctx: RestHandlerContext, decode: RequestDecoder) {
+    this.service = route.service;
+    this.method = route.rpc;
+    this.requestMethod = request.method;
+    this.header = ctx.requestHeader;
+    this.contextValues = ctx.values;
+    this[kContext] = ctx;
+    this.#request = request;
+    this.#decode = decode;
+  }
+
+  get url(): string {
+    return this[kContext].url;
+  }
+
+  get signal(): AbortSignal {
+    return this[kContext].signal;
+  }
+
+  // A Fone Dynamics compatible account's body without a charset that is not UTF-8 is read as the
+  // ISO-8859-1 its SDKs send: known once the account is, so the body is decoded after authentication.
+  get message(): UnaryRequest["message"] {
+    this.#decoded ??= this.#decode(this.#request, isCompatible(this.contextValues) ? "utf-8-else-latin1" : "utf-8");
+    return this.#decoded.message as UnaryRequest["message"];
+  }
+
+  /** The JSON body as the client sent it, when the message was decoded. */
+  get decodedBody(): unknown {
+    return this.#decoded?.body;
+  }
+}
+
+/** What the method answers; the trailer (REST never writes one) is made only if something reads it. */
+class RestResponse implements UnaryResponse {
+  readonly stream = false;
+  readonly header: Headers;
+  readonly #ctx: RestHandlerContext;
+
+  constructor(
+    readonly service: DescService,
+    readonly method: DescMethodUnary,
+    readonly message: UnaryResponse["message"],
+    ctx: RestHandlerContext,
+  ) {
+    this.header = ctx.responseHeader;
+    this.#ctx = ctx;
+  }
+
+  get trailer(): Headers {
+    return this.#ctx.responseTrailer;
+  }
+}
+
+/** A Fone Dynamics compatible account is answered in the shapes its SDKs read (src/rest/rest-compat.ts). */
+function isCompatible(values: ContextValues): boolean {
+  return values.get(kAccount)?.restCompatibility === "FoneDynamics";
+}
