@@ -15,7 +15,7 @@ import type { ClaimedRow } from "../../src/messaging/message-store.js";
 import { storeClaimed, type AcceptClaims, type Reservation } from "../../src/messaging/claim-at-accept.js";
 import type { SendItem } from "../../src/messaging/send-steps.js";
 import { dbKind } from "../support/db.js";
-import { createTenant, createTestApp, type Tenant, type TestApp, type TestEngineOptions } from "../support/harness.js";
+import { createTenant, createTestApp, sendOk, type Tenant, type TestApp, type TestEngineOptions } from "../support/harness.js";
 import { statements } from "../support/statement-counter.js";
 
 vi.mock("../../src/db/bound-sql.js", async (original) =>
@@ -46,16 +46,7 @@ class CountingCarrier implements Carrier {
 let seq = 0;
 const recipient = () => `+447911${String(++seq).padStart(6, "0")}`;
 
-async function send(t: TestApp, tenant: Tenant, body: Record<string, unknown> = {}): Promise<string> {
-  const res = await t.app.inject({
-    method: "POST",
-    url: `/v2/Properties/${tenant.propertySid}/Messages`,
-    headers: { authorization: tenant.auth },
-    payload: { From: tenant.ownedNumber, To: recipient(), Text: "hello", ...body },
-  });
-  expect(res.statusCode, res.body).toBe(200);
-  return res.json().MessageSid;
-}
+const send = (t: TestApp, tenant: Tenant, body: Record<string, unknown> = {}) => sendOk(t.app, tenant, { To: recipient(), ...body });
 
 /** A batch of n sends in one request (they are stored together). */
 async function sendBatch(t: TestApp, tenant: Tenant, n: number, body: Record<string, unknown> = {}): Promise<string[]> {

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Carrier } from "../../src/delivery/carrier.js";
 import type { SimulatorCarrier } from "../../src/carriers/simulator.js";
 import { dbKind } from "../support/db.js";
-import { ADMIN_TOKEN, admin, createTenant, createTestApp, type Tenant, type TestApp } from "../support/harness.js";
+import { ADMIN_TOKEN, admin, createTenant, createTestApp, sendOk, type Tenant, type TestApp } from "../support/harness.js";
 
 const T0 = new Date("2026-11-22T12:00:00Z");
 const secs = (d: Date) => Math.floor(d.getTime() / 1000);
@@ -130,16 +130,7 @@ describe(`CancelQueued (${dbKind()})`, () => {
   });
   afterAll(() => t?.close());
 
-  async function send(tenant: Tenant, body: Record<string, unknown>): Promise<string> {
-    const res = await t.app.inject({
-      method: "POST",
-      url: `/v2/Properties/${tenant.propertySid}/Messages`,
-      headers: { authorization: tenant.auth },
-      payload: { From: tenant.ownedNumber, To: recipient(), Text: "hello", ...body },
-    });
-    expect(res.statusCode, res.body).toBe(200);
-    return res.json().MessageSid;
-  }
+  const send = (tenant: Tenant, body: Record<string, unknown>) => sendOk(t.app, tenant, { To: recipient(), ...body });
 
   const status = async (tenant: Tenant, sid: string) =>
     (await t.app.inject({ method: "GET", url: `/v2/Messages/${sid}`, headers: { authorization: tenant.auth } })).json();

@@ -11,7 +11,7 @@ import { createReceiptSweep, SWEEP_NAME } from "../../src/delivery/receipt-timeo
 import { advanceSweepPosition, readSweepPosition } from "../../src/delivery/sweep-position-store.js";
 import { executeBound } from "../../src/db/bound-sql.js";
 import { createTestOrm, dbKind, type TestOrm } from "../support/db.js";
-import { createTenant, createTestApp, type Tenant, type TestApp } from "../support/harness.js";
+import { createTenant, createTestApp, sendOk, type Tenant, type TestApp } from "../support/harness.js";
 
 const T0 = new Date("2026-11-22T12:00:00Z");
 const HOUR = 3_600_000;
@@ -19,16 +19,7 @@ const HOUR = 3_600_000;
 let seq = 0;
 const recipient = () => `+447911${String(800_000 + ++seq)}`;
 
-async function send(t: TestApp, tenant: Tenant, to = recipient()): Promise<string> {
-  const res = await t.app.inject({
-    method: "POST",
-    url: `/v2/Properties/${tenant.propertySid}/Messages`,
-    headers: { authorization: tenant.auth },
-    payload: { From: tenant.ownedNumber, To: to, Text: `to ${to}` },
-  });
-  expect(res.statusCode, res.body).toBe(200);
-  return res.json().MessageSid;
-}
+const send = (t: TestApp, tenant: Tenant, to = recipient()) => sendOk(t.app, tenant, { To: to, Text: `to ${to}` });
 
 async function record(t: TestApp, tenant: Tenant, sid: string): Promise<Record<string, unknown>> {
   const res = await t.app.inject({ method: "GET", url: `/v2/Messages/${sid}`, headers: { authorization: tenant.auth } });

@@ -151,6 +151,21 @@ export async function admin(app: FastifyInstance, url: string, body: object = {}
   return res.json();
 }
 
+/**
+ * Sends one SMS through the REST API as the tenant (From its own number, Text "hello", unless
+ * `payload` says otherwise; `payload` names the To), expects 200 and returns its MessageSid.
+ */
+export async function sendOk(app: FastifyInstance, tenant: Tenant, payload: Record<string, unknown>): Promise<string> {
+  const res = await app.inject({
+    method: "POST",
+    url: `/v2/Properties/${tenant.propertySid}/Messages`,
+    headers: { authorization: tenant.auth },
+    payload: { From: tenant.ownedNumber, Text: "hello", ...payload },
+  });
+  if (res.statusCode !== 200) throw new Error(`send → ${res.statusCode} ${res.body}`);
+  return res.json().MessageSid;
+}
+
 /** Creates an account with a property and one owned number through the operator API. */
 export async function createTenant(app: FastifyInstance, opts: { smsEnabled?: boolean; propertySmsEnabled?: boolean } = {}): Promise<Tenant> {
   const acc = await admin(app, "/admin/v1/Accounts", { Name: "Tenant", SmsEnabled: opts.smsEnabled ?? true });
