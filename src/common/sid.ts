@@ -40,6 +40,18 @@ const ALPHABET_BYTES = Buffer.from(ALPHABET, "latin1");
 // ~30 intermediate strings per Sid (a new message's Sid is made on every send).
 const sidBytes = Buffer.alloc(SID_LENGTH);
 
+// The time characters of the last millisecond asked for: a busy process makes many Sids in each.
+let lastMs = -1;
+let lastTimeChars = "";
+
+function timeChars(ms: number): string {
+  if (ms !== lastMs) {
+    lastMs = ms;
+    lastTimeChars = ms.toString(36).toUpperCase().padStart(TIME_CHARS, "0");
+  }
+  return lastTimeChars;
+}
+
 /**
  * A new Sid: the prefix, the creation time (TIME_CHARS characters of [0-9A-Z], digits first so
  * that they sort by time in every collation), then 21 characters of [A-Z0-9] from a cryptographic
@@ -49,7 +61,7 @@ const sidBytes = Buffer.alloc(SID_LENGTH);
  */
 export function newSid(prefix: SidPrefix, nowMs = Date.now()): string {
   let n = sidBytes.write(prefix, 0, "latin1");
-  n += sidBytes.write(nowMs.toString(36).toUpperCase().padStart(TIME_CHARS, "0"), n, "latin1");
+  n += sidBytes.write(timeChars(nowMs), n, "latin1");
   while (n < SID_LENGTH) {
     const b = randomByte();
     if (b < LIMIT) sidBytes[n++] = ALPHABET_BYTES[b % 36];
