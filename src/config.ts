@@ -180,6 +180,12 @@ export interface Config {
   smpp?: SmppConfig;
   /** How long a dispatcher's claim on a message lasts; a crashed dispatcher's claims expire after it, ms. */
   dispatchClaimMs: number;
+  /**
+   * DELIVERY: whether `npm start` runs the delivery engine's loops (dispatcher, webhooks, mail,
+   * sweeps) beside the API ("on", the default) or serves the API only ("off"), leaving delivery to
+   * `npm run worker` processes on the same PostgreSQL database.
+   */
+  delivery: "on" | "off";
   /** How long after its submission a message without a delivery report gets ErrorCode ReceiptTimeout, ms (RECEIPT_TIMEOUT_HOURS). */
   receiptTimeoutMs: number;
   /** Retention and redaction (docs/configuration.md#retention). */
@@ -376,6 +382,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     smpp: carrier === "smpp" ? smppConfig(env) : undefined,
     dispatchClaimMs: seconds("DISPATCH_CLAIM_SECONDS", 60, 1),
+    delivery: delivery(env.DELIVERY, raw || DEFAULT_DATA_DIR),
     receiptTimeoutMs: receiptTimeoutMs(env),
     retention: {
       defaultDays: env.MESSAGE_RETENTION_DAYS?.trim() ? wholeNumber(env, "MESSAGE_RETENTION_DAYS", 0, 1) : null,
@@ -385,6 +392,18 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     destinations: destinationConfig(env),
   };
+}
+
+/** DELIVERY: on (default) or off; off needs PostgreSQL, where `npm run worker` processes can deliver. */
+function delivery(raw: string | undefined, databaseUrl: string): "on" | "off" {
+  const v = raw?.trim().toLowerCase() || "on";
+  if (v !== "on" && v !== "off") throw new Error(`DELIVERY must be on or off, got "${raw}"`);
+  if (v === "off" && databaseKind(databaseUrl) !== "postgres") {
+    throw new Error(
+      "DELIVERY=off needs a shared PostgreSQL database (DATABASE_URL=postgres://…) and `npm run worker` processes on it: on the embedded database nothing else can deliver this process's messages",
+    );
+  }
+  return v;
 }
 
 /** RECEIPT_TIMEOUT_HOURS (default 72): a positive number of hours, in ms. */

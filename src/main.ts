@@ -30,6 +30,7 @@ async function main(): Promise<void> {
   const limits = await openSharedAllowance({ orm, redisUrl: config.redisUrl, clock: systemClock, log });
   const limitCounters = createLimitCounters();
   const { carrier, router, engine } = await createConfiguredEngine(config, orm, log, limits, limitCounters);
+  const delivers = config.delivery === "on";
   const app = await buildApp({
     orm,
     config,
@@ -38,8 +39,9 @@ async function main(): Promise<void> {
     carrier,
     router,
     onQueued: () => engine.nudge(),
-    // This process runs the dispatcher: its sends due now are stored claimed by it (claim at accept).
-    claims: engine.claims,
+    // A process that runs the dispatcher stores its sends due now claimed by it (claim at accept);
+    // with DELIVERY=off they are stored unclaimed, for the workers' claims.
+    claims: delivers ? engine.claims : undefined,
     retention: engine.retention,
     limits,
     limitCounters,
@@ -60,12 +62,14 @@ async function main(): Promise<void> {
   // Listening first: after a crash, the dispatcher's wait for the carrier's reports on unconfirmed
   // submissions (Dispatcher) must run while those reports can be heard.
   await app.listen({ port: config.port, host: config.host });
-  await engine.start();
+  // DELIVERY=off: the carrier still starts (its reports and replies that reach this process, such as
+  // Kannel's callbacks on this port, are applied here), but the loops run in `npm run worker`.
+  await engine.start({ loops: delivers });
   const shown = config.host === "0.0.0.0" || config.host === "::" ? "localhost" : config.host;
   const base = `http://${shown}:${config.port}`;
   if (demo) process.stdout.write(firstRunBanner(base, admin, demo) + "\n");
   else if (admin.generated) process.stdout.write(`SWITCHBOARD_ADMIN_TOKEN is not set; operator token for this run: ${admin.token}\n`);
-  log.info({ url: base, carrier: carrier.name }, "Switchboard listening");
+  log.info({ url: base, carrier: carrier.name, delivery: config.delivery }, "Switchboard listening");
 }
 
 main().catch((err) => {
