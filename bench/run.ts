@@ -60,7 +60,7 @@ const SETTINGS = {
   nodeFlags: (env.BENCH_NODE_FLAGS ?? "").split(" ").filter(Boolean),
   /** Write the results into docs/benchmarks.md (0 to only print). */
   write: env.BENCH_WRITE !== "0",
-  /** Which runs: any of idle,kannel,rest,grpc,bare,floor,dispatch,dispatch-routes,soak (soak and dispatch-routes are not in the default set); or smpp alone (bench/smpp.ts); or smpp-tps alone (a carrier's Tps over three worker processes, bench/smpp.ts); or read-flood and/or webhook-flood (bench/hostile.ts); or rapid-reset alone (bench/rapid-reset-run.ts); or purge alone (bench/purge.ts); or life alone (bench/life.ts); or growth alone (bench/growth.ts). */
+  /** Which runs: any of idle,kannel,rest,grpc,bare,floor,dispatch,dispatch-routes,soak (soak and dispatch-routes are not in the default set); or smpp alone (bench/smpp.ts); or smpp-tps alone (a carrier's Tps over three worker processes, bench/smpp.ts); or read-flood and/or webhook-flood (bench/hostile.ts); or rapid-reset alone (bench/rapid-reset-run.ts); or purge alone (bench/purge.ts); or life alone (bench/life.ts); or growth alone (bench/growth.ts); or split alone (bench/split.ts). */
   only: new Set((env.BENCH_ONLY ?? "idle,kannel,rest,grpc,bare,floor,dispatch").split(",").map((s) => s.trim())),
   /** Seconds after /readyz first answers at which the idle service's resident set is read. */
   idleSeconds: num("BENCH_IDLE_SECONDS", 20),
@@ -321,6 +321,13 @@ async function main(): Promise<void> {
     // A message's whole life in PostgreSQL, per message, on a private cluster (issue 32, bench/life.ts).
     const { benchLife } = await import("./life.js");
     process.stdout.write(`${await benchLife(log, { write: SETTINGS.write })}\n`);
+    return;
+  }
+  if (SETTINGS.only.has("split")) {
+    // REST with delivery in the API's process and in a worker process beside it, alternating (issue 32, bench/split.ts); prints only.
+    const { benchSplit } = await import("./split.js");
+    const { pgUrl, seconds, warmup, connections, threads, rounds, logLevel } = SETTINGS;
+    process.stdout.write(`${await benchSplit(log, { pgUrl, seconds, warmup, connections, threads, rounds, logLevel })}\n`);
     return;
   }
   if (SETTINGS.only.has("growth")) {

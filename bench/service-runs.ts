@@ -147,13 +147,13 @@ export async function checkpoint(t: BenchTarget): Promise<void> {
   await t.db.query("checkpoint").catch((e: Error) => t.log(`  (checkpoint refused: ${e.message}; runs go on without it)`));
 }
 
-/** The REST send run: a warm-up, then the measured wrk run; every 200 must be a stored message. */
-export async function restRun(t: BenchTarget, req: HttpRequestSpec, load: LoadSettings, warm: LoadSettings): Promise<Measured> {
+/** The REST send run: a warm-up, then the measured wrk run; every 200 must be a stored message. `pids`: the service's processes whose CPU it costs. */
+export async function restRun(t: BenchTarget, req: HttpRequestSpec, load: LoadSettings, warm: LoadSettings, pids = [t.servicePid]): Promise<Measured> {
   await drainQueue(t);
   await wrk(req, warm);
   await drainQueue(t);
   const before = await countStored(t);
-  const m = await measureLoad(t, [t.servicePid], true, () => wrk(req, load));
+  const m = await measureLoad(t, pids, true, () => wrk(req, load));
   await sleep(500);
   const stored = (await countStored(t)) - before;
   const ok = m.result.requests - m.result.errors;
