@@ -50,7 +50,10 @@ export function createGroupCommit<I, O>(opts: GroupCommitOptions<I, O>): GroupCo
   const maxBatch = opts.maxBatch ?? 256;
   const maxInFlight = opts.maxInFlight ?? 2;
   const lingerMs = opts.lingerMs ?? 0;
+  // Waiting items are queue[head…]: a batch is taken by moving head, not by copying the rest of the
+  // queue (reports can wait by the thousand while a drain outruns their statements).
   let queue: Waiting<I, O>[] = [];
+  let head = 0;
   let inFlight = 0;
   let running = 0;
   let scheduled = false;
@@ -86,15 +89,23 @@ export function createGroupCommit<I, O>(opts: GroupCommitOptions<I, O>): GroupCo
 
   function flush(): void {
     scheduled = false;
-    while (inFlight < maxInFlight && queue.length > 0) {
-      const batch = queue.length <= maxBatch ? queue : queue.slice(0, maxBatch);
-      queue = queue.length <= maxBatch ? [] : queue.slice(maxBatch);
+    while (inFlight < maxInFlight && queue.length > head) {
+      const end = Math.min(queue.length, head + maxBatch);
+      const batch = head === 0 && end === queue.length ? queue : queue.slice(head, end);
+      head = end;
+      if (head === queue.length) {
+        queue = [];
+        head = 0;
+      } else if (head >= 4096 && head * 2 >= queue.length) {
+        queue = queue.slice(head);
+        head = 0;
+      }
       inFlight++;
       running += batch.length;
       void runBatch(batch).finally(() => {
         inFlight--;
         running -= batch.length;
-        if (queue.length > 0) schedule();
+        if (queue.length > head) schedule();
       });
     }
   }
@@ -114,6 +125,6 @@ export function createGroupCommit<I, O>(opts: GroupCommitOptions<I, O>): GroupCo
         if (inFlight < maxInFlight) schedule();
       });
     },
-    pending: () => queue.length + running,
+    pending: () => queue.length - head + running,
   };
 }
