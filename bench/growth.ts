@@ -7,7 +7,7 @@
  * req/s at least 0.9 × and p99 at most 1.5 × the empty database's, the dispatcher at least 0.9 ×.
  */
 import { randomBytes } from "node:crypto";
-import { cpus, loadavg, totalmem } from "node:os";
+import { loadavg } from "node:os";
 import pg from "pg";
 import { freePort } from "../test/support/kannel.js";
 import { buildService, startService, stopService, type Service } from "../test/support/service.js";
@@ -15,29 +15,26 @@ import type { LoadSettings } from "./load.js";
 import { startPrivateCluster } from "./private-pg.js";
 import {
   adminCall,
-  benchCommit,
+  BENCH_ADMIN_TOKEN,
+  benchHeader,
   type BenchTarget,
   checkpoint,
   type DispatchRun,
   dispatchRun,
   drainQueue,
+  f0,
+  f2,
   type Measured,
   median,
   restRun,
+  type RestRunSettings,
   SMS,
   writeBenchmarks,
 } from "./service-runs.js";
 
 /** What the main bench's settings say (bench/run.ts SETTINGS). */
-export interface GrowthSettings {
-  pgUrl: string;
-  seconds: number;
-  warmup: number;
-  connections: number;
-  threads: number;
-  rounds: number;
+export interface GrowthSettings extends RestRunSettings {
   dispatch: number;
-  logLevel: string;
   write: boolean;
 }
 
@@ -50,12 +47,9 @@ const ROWS = Number(process.env.BENCH_GROWTH_ROWS || 10_000_000);
 const STATEMENTS = process.env.BENCH_GROWTH_STATEMENTS === "1";
 /** BENCH_GROWTH_KEEP=1: the grown database (and the private cluster) is left for a look after the bench; its name is printed. */
 const KEEP = process.env.BENCH_GROWTH_KEEP === "1";
-const ADMIN_TOKEN = "bench-admin-token-0123456789abcdefghijklmnop";
 /** Accounts besides the bench's own that the stored messages belong to. */
 const OTHER_ACCOUNTS = 4;
 
-const f0 = (n: number) => (Number.isFinite(n) ? Math.round(n).toLocaleString("en-US") : "—");
-const f2 = (n: number) => (Number.isFinite(n) ? n.toFixed(2) : "—");
 const mib = (bytes: number) => `${(bytes / 1048576).toFixed(0)} MiB`;
 const secs = (t0: number) => `${((performance.now() - t0) / 1000).toFixed(1)} s`;
 
@@ -138,12 +132,18 @@ export async function benchGrowth(log: (s: string) => void, s: GrowthSettings): 
     svc = await startService({
       port: await freePort(),
       compiled: true,
-      env: { DATABASE_URL: dbUrl.toString(), SWITCHBOARD_ADMIN_TOKEN: ADMIN_TOKEN, LOG_LEVEL: s.logLevel, SEND_RATE_LIMIT: "off", CARRIER: "simulator" },
+      env: {
+        DATABASE_URL: dbUrl.toString(),
+        SWITCHBOARD_BENCH_ADMIN_TOKEN: BENCH_ADMIN_TOKEN,
+        LOG_LEVEL: s.logLevel,
+        SEND_RATE_LIMIT: "off",
+        CARRIER: "simulator",
+      },
     });
     await db.connect();
     await watch.connect();
     if (STATEMENTS) await db.query("create extension pg_stat_statements");
-    const call = adminCall(svc!.base, ADMIN_TOKEN);
+    const call = adminCall(svc!.base, BENCH_ADMIN_TOKEN);
     // The bench's account first; the stored messages are spread over it and the others.
     const accounts: { sid: string; token: string; property: string; number: string }[] = [];
     for (let i = 0; i <= OTHER_ACCOUNTS; i++) {
@@ -239,18 +239,11 @@ export async function benchGrowth(log: (s: string) => void, s: GrowthSettings): 
 
     const report = render(empty, grown, sizes, fillSeconds, vacuumSeconds, s);
     const header = [
-      `- When: ${started.toISOString()}; commit ${benchCommit()}`,
-      `- Command: \`${[
-        ...Object.keys(process.env)
-          .filter((k) => k.startsWith("BENCH_"))
-          .map((k) => `${k}=${process.env[k]}`),
-        "npm run bench",
-      ].join(
-        " ",
-      )}\` (${s.warmup} s warm-up + ${s.seconds} s measured per REST run, ${s.connections} connections, ${f0(s.dispatch)} due messages per drain, ${s.rounds} round(s) each side, medians)`,
-      `- Machine: ${cpus().length} × ${cpus()[0]?.model.trim()}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB; load average ${load0.map((x) => x.toFixed(2)).join(" ")} before, ${loadavg()
-        .map((x) => x.toFixed(2))
-        .join(" ")} after`,
+      ...benchHeader(
+        started,
+        load0,
+        `(${s.warmup} s warm-up + ${s.seconds} s measured per REST run, ${s.connections} connections, ${f0(s.dispatch)} due messages per drain, ${s.rounds} round(s) each side, medians)`,
+      ),
       `- PostgreSQL ${pgVersion} (${cluster ? "a private cluster with pg_stat_statements" : "the shared server"}; database ${dbName}, dropped after). The same service process, settings and database for both sides: the empty runs first, then the fill, then the same runs again; every run starts from a CHECKPOINT`,
     ].join("\n");
     const full = `${header}\n\n${report}\n`;

@@ -11,13 +11,13 @@
  * and the dispatcher's claims. The bench's own reads run as another role and are left out.
  */
 import { createServer, type Server } from "node:http";
-import { cpus, loadavg, totalmem } from "node:os";
+import { loadavg } from "node:os";
 import { join } from "node:path";
 import pg, { type Client } from "pg";
 import { freePort } from "../test/support/kannel.js";
 import { buildService, startService, stopService, type Service } from "../test/support/service.js";
 import { startPrivateCluster, type PrivateCluster } from "./private-pg.js";
-import { adminCall, benchCommit, SMS, writeBenchmarks } from "./service-runs.js";
+import { adminCall, benchHeader, SMS, writeBenchmarks } from "./service-runs.js";
 import { leafEntries, walByRelation, type WalByRelation } from "./wal-stats.js";
 
 const env = process.env;
@@ -321,16 +321,7 @@ export async function benchLife(log: (s: string) => void, opts: { write: boolean
       webhookCalls: hook ? hook.calls() - hookCalls0 : undefined,
     });
     const header = [
-      `- When: ${started.toISOString()}; commit ${benchCommit()}`,
-      `- Command: \`${[
-        ...Object.keys(env)
-          .filter((k) => k.startsWith("BENCH_"))
-          .map((k) => `${k}=${env[k]}`),
-        "npm run bench",
-      ].join(" ")}\``,
-      `- Machine: ${cpus().length} × ${cpus()[0]?.model.trim()}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB; load average ${load0.map((x) => x.toFixed(2)).join(" ")} before, ${loadavg()
-        .map((x) => x.toFixed(2))
-        .join(" ")} after`,
+      ...benchHeader(started, load0),
       `- PostgreSQL ${pgVersion}, a private cluster (initdb defaults: fsync on, synchronous_commit on, shared_buffers ${sharedBuffers}; autovacuum ${AUTOVACUUM ? "on" : "off"}), pg_stat_statements.track = all; the window starts at a CHECKPOINT after ${WARMUP} warm-up sends`,
       `- ${f0(MESSAGES)} REST sends (${CONNECTIONS} at a time, From ${SMS.from}, 5-digit recipients, "${SMS.text}")${hook ? " each with a DeliveryReceiptWebhookUri" : ", no webhook"}; simulator carrier (report after 200 ms); the window ends when every message is final`,
     ].join("\n");

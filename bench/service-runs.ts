@@ -7,6 +7,7 @@
  */
 import { execFileSync } from "node:child_process";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { cpus, loadavg, totalmem } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { Client } from "pg";
@@ -21,6 +22,24 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
  * a cache (h2load cannot vary its body: gRPC sends to one recipient).
  */
 export const SMS = { from: "+447700900001", to: `+4477009${VARY}`, fixedTo: "+447700900123", text: "Hello from the Switchboard benchmark" };
+
+/** The operator token of the services the bench modes start (a bench database only). */
+export const BENCH_ADMIN_TOKEN = "bench-admin-token-0123456789abcdefghijklmnop";
+
+/** Figures as the bench's tables print them: whole numbers with thousands separators, or two decimals; "—" for none. */
+export const f0 = (n: number) => (Number.isFinite(n) ? Math.round(n).toLocaleString("en-US") : "—");
+export const f2 = (n: number) => (Number.isFinite(n) ? n.toFixed(2) : "—");
+
+/** What the main bench's settings (bench/run.ts SETTINGS) tell a mode that runs the REST send run. */
+export interface RestRunSettings {
+  pgUrl: string;
+  seconds: number;
+  warmup: number;
+  connections: number;
+  threads: number;
+  rounds: number;
+  logLevel: string;
+}
 
 /** The running service and its bench database, as the runs see them. */
 export interface BenchTarget {
@@ -220,6 +239,22 @@ export function writeBenchmarks(results: string, section = "results", heading = 
   if (!text.includes(start)) text += `\n## ${heading}\n\n${start}\n${end}\n`;
   text = text.replace(new RegExp(`${start}[\\s\\S]*?${end}`), () => block);
   writeFileSync(path, text);
+}
+
+/**
+ * The first lines of a mode's results: when, on which commit, the command (with every BENCH_
+ * setting given) followed by `note`, and the machine with its load average before and now.
+ */
+export function benchHeader(started: Date, load0: number[], note = ""): string[] {
+  const settings = Object.keys(process.env)
+    .filter((k) => k.startsWith("BENCH_"))
+    .map((k) => `${k}=${process.env[k]}`);
+  const load = (l: number[]) => l.map((x) => x.toFixed(2)).join(" ");
+  return [
+    `- When: ${started.toISOString()}; commit ${benchCommit()}`,
+    `- Command: \`${[...settings, "npm run bench"].join(" ")}\`${note ? ` ${note}` : ""}`,
+    `- Machine: ${cpus().length} × ${cpus()[0]?.model.trim()}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB; load average ${load(load0)} before, ${load(loadavg())} after`,
+  ];
 }
 
 /** The commit the bench runs, marked when src/ has uncommitted changes. */

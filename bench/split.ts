@@ -8,31 +8,30 @@
  * docs/benchmarks.md by hand).
  */
 import { randomBytes } from "node:crypto";
-import { cpus, loadavg, totalmem } from "node:os";
+import { loadavg } from "node:os";
 import pg from "pg";
 import { freePort } from "../test/support/kannel.js";
 import { buildService, startService, stopService, type Service } from "../test/support/service.js";
 import type { LoadSettings } from "./load.js";
-import { adminCall, benchCommit, type BenchTarget, checkpoint, drainQueue, type Measured, median, restRun, SMS } from "./service-runs.js";
-
-/** What the main bench's settings say (bench/run.ts SETTINGS). */
-export interface SplitSettings {
-  pgUrl: string;
-  seconds: number;
-  warmup: number;
-  connections: number;
-  threads: number;
-  rounds: number;
-  logLevel: string;
-}
-
-const ADMIN_TOKEN = "bench-admin-token-0123456789abcdefghijklmnop";
-const f0 = (n: number) => (Number.isFinite(n) ? Math.round(n).toLocaleString("en-US") : "—");
-const f2 = (n: number) => (Number.isFinite(n) ? n.toFixed(2) : "—");
+import {
+  adminCall,
+  BENCH_ADMIN_TOKEN,
+  benchHeader,
+  type BenchTarget,
+  checkpoint,
+  drainQueue,
+  f0,
+  f2,
+  type Measured,
+  median,
+  restRun,
+  type RestRunSettings,
+  SMS,
+} from "./service-runs.js";
 
 type Mode = "one process" | "API + worker";
 
-export async function benchSplit(log: (s: string) => void, s: SplitSettings): Promise<string> {
+export async function benchSplit(log: (s: string) => void, s: RestRunSettings): Promise<string> {
   buildService();
   const started = new Date();
   const load0 = loadavg();
@@ -48,14 +47,20 @@ export async function benchSplit(log: (s: string) => void, s: SplitSettings): Pr
     for (const p of procs) await stopService(p).catch(() => undefined);
     procs = [];
   };
-  const env = { DATABASE_URL: dbUrl.toString(), SWITCHBOARD_ADMIN_TOKEN: ADMIN_TOKEN, LOG_LEVEL: s.logLevel, SEND_RATE_LIMIT: "off", CARRIER: "simulator" };
+  const env = {
+    DATABASE_URL: dbUrl.toString(),
+    SWITCHBOARD_BENCH_ADMIN_TOKEN: BENCH_ADMIN_TOKEN,
+    LOG_LEVEL: s.logLevel,
+    SEND_RATE_LIMIT: "off",
+    CARRIER: "simulator",
+  };
   const results: Record<Mode, Measured[]> = { "one process": [], "API + worker": [] };
   try {
     // The schema and the bench's account, made once by a first start.
     const port = await freePort();
     procs = [await startService({ port, compiled: true, env })];
     await db.connect();
-    const call = adminCall(procs[0].base, ADMIN_TOKEN);
+    const call = adminCall(procs[0].base, BENCH_ADMIN_TOKEN);
     const acc = await call("/admin/v1/Accounts", { Name: "Bench", SmsEnabled: true });
     const prop = await call(`/admin/v1/Accounts/${acc.AccountSid}/Properties`, { Name: "Main", SmsEnabled: true });
     await call("/admin/v1/Numbers", { Number: SMS.from, AccountSid: acc.AccountSid });
@@ -108,16 +113,8 @@ export async function benchSplit(log: (s: string) => void, s: SplitSettings): Pr
       return `| ${mode === "one process" ? "`npm start` (API and delivery in one process)" : "`DELIVERY=off npm start` + one `npm run worker`"} | ${f0(m.result.rps)} | ${f2(m.result.p50Ms)} | ${f2(p99)} | ${results[mode].reduce((n, r) => n + r.result.errors, 0)} | ${f0(m.serverCpuUs ?? NaN)} | ${f0(m.dbCpuUs ?? NaN)} | ${results[mode].map((r) => `${f0(r.result.rps)} / ${f2(r.result.p99Ms)} ms`).join(", ")} |`;
     };
     return [
-      `- When: ${started.toISOString()}; commit ${benchCommit()}`,
-      `- Command: \`${[
-        ...Object.keys(process.env)
-          .filter((k) => k.startsWith("BENCH_"))
-          .map((k) => `${k}=${process.env[k]}`),
-        "npm run bench",
-      ].join(" ")}\` (${s.warmup} s warm-up + ${s.seconds} s per run, ${s.connections} connections, ${s.rounds} round(s) each, alternating)`,
-      `- Machine: ${cpus().length} × ${cpus()[0]?.model.trim()}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB; load average ${load0.map((x) => x.toFixed(2)).join(" ")} before, ${loadavg()
-        .map((x) => x.toFixed(2))
-        .join(" ")} after; PostgreSQL ${pgVersion} (the shared server, database ${dbName}, dropped after)`,
+      ...benchHeader(started, load0, `(${s.warmup} s warm-up + ${s.seconds} s per run, ${s.connections} connections, ${s.rounds} round(s) each, alternating)`),
+      `- PostgreSQL ${pgVersion} (the shared server, database ${dbName}, dropped after)`,
       "",
       "| REST Send SMS (median of the rounds) | req/s | p50 ms | p99 ms (median) | errors | Node CPU µs/send (all its processes) | PostgreSQL CPU µs/send | rounds (req/s / p99) |",
       "| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
