@@ -1,7 +1,7 @@
 /**
  * The dispatcher's floor (issue 32: is 30,000 messages/s reachable on this machine with three
  * writes per message at all?): the same kind of due rows the dispatcher's drain inserts
- * (dispatchRun), drained by a Node loop doing only what the dispatcher must do in PostgreSQL per
+ * (dispatchRun), drained by Node loops doing only what the dispatcher must do in PostgreSQL per
  * message, with the same driver (`pg`) and the same statements the service uses, each prepared
  * once per connection as executeBound prepares them, their arrays written by the same wireValue:
  * the claim in due order (sb_claim_due, message-store.ts claimInOrder), the submission record
@@ -12,7 +12,7 @@
  *
  * The service must not compete for the rows or the cores: bench/run.ts stops it before this runs.
  * Hiding the rows from it instead (another account or property) would not work: the claim in due
- * order takes every account's due messages, which is what a drain of one account measures too.
+ * order takes every account's due messages, and a live service would still share the two cores.
  * The rows go into the same database the service's drain left behind, vacuumed first; like
  * dispatchRun, no checkpoint first.
  */
