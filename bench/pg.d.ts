@@ -11,6 +11,8 @@ declare module "pg" {
     constructor(config: { connectionString: string });
     connect(): Promise<void>;
     query(sql: string, params?: unknown[]): Promise<QueryResult>;
+    /** A named statement is prepared once per connection. */
+    query(config: { name?: string; text: string; values?: unknown[] }): Promise<QueryResult>;
     end(): Promise<void>;
     on(event: "error", listener: (e: Error) => void): this;
   }

@@ -16,6 +16,7 @@ import pg from "pg";
 import { MessagingService, SendMessageRequestSchema } from "../gen/switchboard/v2/messaging_pb.js";
 import { freePort, startKannel, type RunningKannel } from "../test/support/kannel.js";
 import { BUILT_MAIN, buildService, npmStartFlags } from "../test/support/service.js";
+import { dispatchFloors, type FloorRun, floorRows } from "./dispatch-floor.js";
 import { grpcFrame, h2load, type HttpRequestSpec, type LoadResult, type LoadSettings, VARY, wrk } from "./load.js";
 import {
   adminCall as operatorCall,
@@ -612,6 +613,9 @@ async function main(): Promise<void> {
     const t = (await db.query("select n_tup_ins, n_tup_upd, n_tup_hot_upd from pg_stat_user_tables where relname = 'messages'")).rows[0] as
       Record<string, string> | undefined;
     const messageWrites = t ? { inserts: Number(t.n_tup_ins), updates: Number(t.n_tup_upd), hot: Number(t.n_tup_hot_upd) } : undefined;
+    // The dispatcher's floor on the same database (bench/dispatch-floor.ts): the service stopped first.
+    const floors =
+      SETTINGS.only.has("dispatch") && SETTINGS.dispatch > 0 ? await dispatchFloors(target, dbUrl.toString(), SETTINGS.dispatch, () => stopChild(service)) : [];
     const load1 = loadavg();
     const pgVersion = (await db.query("show server_version")).rows[0].server_version as string;
 
@@ -628,6 +632,7 @@ async function main(): Promise<void> {
       kannel: k?.result,
       dispatch,
       dispatchRoutes,
+      floors,
       peakMiB,
       idle,
       soak,
@@ -656,6 +661,7 @@ function renderReport(r: {
   kannel?: LoadResult;
   dispatch?: DispatchRun;
   dispatchRoutes?: DispatchRun;
+  floors: FloorRun[];
   peakMiB: number;
   idle?: IdleMemory;
   soak?: Soak;
@@ -684,6 +690,7 @@ function renderReport(r: {
       `| Dispatcher: ${f0(d.count)} due messages → ${d.routed ? "two simulator carriers by two routes" : "simulator carrier"} | ${f0(d.rate)} msg/s | | | ${d.complete ? 0 : "not drained"} | | ${f0(d.serverCpuUs)} µs/msg | ${f0(d.dbCpuUs)} µs/msg | ${d.seconds.toFixed(2)} s to drain |`,
     );
   }
+  lines.push(...floorRows(r.floors, r.dispatch && !r.dispatch.routed ? r.dispatch.rate : undefined));
   lines.push(`| Peak memory of the service (VmHWM) | ${f0(r.peakMiB)} MiB | | | | | | | whole run on PostgreSQL${r.soak ? ", soak included" : ""} |`);
   if (r.idle) {
     const { first, second } = r.idle;
