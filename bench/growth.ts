@@ -134,7 +134,7 @@ export async function benchGrowth(log: (s: string) => void, s: GrowthSettings): 
       compiled: true,
       env: {
         DATABASE_URL: dbUrl.toString(),
-        SWITCHBOARD_BENCH_ADMIN_TOKEN: BENCH_ADMIN_TOKEN,
+        SWITCHBOARD_ADMIN_TOKEN: BENCH_ADMIN_TOKEN,
         LOG_LEVEL: s.logLevel,
         SEND_RATE_LIMIT: "off",
         CARRIER: "simulator",

@@ -49,7 +49,7 @@ export async function benchSplit(log: (s: string) => void, s: RestRunSettings): 
   };
   const env = {
     DATABASE_URL: dbUrl.toString(),
-    SWITCHBOARD_BENCH_ADMIN_TOKEN: BENCH_ADMIN_TOKEN,
+    SWITCHBOARD_ADMIN_TOKEN: BENCH_ADMIN_TOKEN,
     LOG_LEVEL: s.logLevel,
     SEND_RATE_LIMIT: "off",
     CARRIER: "simulator",
