@@ -17,6 +17,7 @@ import { MessagingService, SendMessageRequestSchema } from "../gen/switchboard/v
 import { freePort, startKannel, type RunningKannel } from "../test/support/kannel.js";
 import { BUILT_MAIN, buildService, npmStartFlags } from "../test/support/service.js";
 import { dispatchFloors, type FloorRun, floorRows } from "./dispatch-floor.js";
+import { GRPC_FLOORS, grpcFloorRuns } from "./grpc-floor-runs.js";
 import { grpcFrame, h2load, type HttpRequestSpec, type LoadResult, type LoadSettings, VARY, wrk } from "./load.js";
 import {
   adminCall as operatorCall,
@@ -447,7 +448,13 @@ async function main(): Promise<void> {
     };
 
     const barePort = await freePort();
-    bare = startChild("bare", BARE_ARGS, { BARE_DATABASE_URL: dbUrl.toString(), BARE_PORT: String(barePort) });
+    const floorPorts = { BARE_H2_PORT: await freePort(), BARE_CONNECT_PORT: await freePort() };
+    bare = startChild("bare", BARE_ARGS, {
+      BARE_DATABASE_URL: dbUrl.toString(),
+      BARE_PORT: String(barePort),
+      BARE_H2_PORT: String(floorPorts.BARE_H2_PORT),
+      BARE_CONNECT_PORT: String(floorPorts.BARE_CONNECT_PORT),
+    });
     await waitHttp(`http://127.0.0.1:${barePort}/`, "bare server", bare);
 
     if (SETTINGS.only.has("kannel")) {
@@ -501,7 +508,7 @@ async function main(): Promise<void> {
     const servicePid = service.proc.pid!;
     const barePid = bare.proc.pid!;
 
-    const results: Record<string, Measured[]> = { kannel: [], rest: [], grpc: [], bare: [], floor: [] };
+    const results: Record<string, Measured[]> = { kannel: [], rest: [], grpc: [], bare: [], floor: [], "floor-h2": [], "floor-connect": [] };
     const pick = (key: string) => (results[key].length ? median(results[key], (r) => r.result.rps) : undefined);
     const runs: { key: string; go: () => Promise<Measured> }[] = [];
     if (kannel) {
@@ -552,6 +559,17 @@ async function main(): Promise<void> {
         },
       });
     }
+    // The gRPC floors (bench/grpc-floor-runs.ts): with `floor` or `grpc`, the service's gRPC request against the bare server.
+    const floorRun = {
+      target,
+      ports: floorPorts,
+      grpcReq,
+      load,
+      warm,
+      settle: drainSwitchboard,
+      measure: (go: () => Promise<LoadResult>) => measure([barePid], true, go),
+    };
+    runs.push(...(await grpcFloorRuns({ only: SETTINGS.only, ...floorRun })));
     for (let round = 0; round < SETTINGS.rounds; round++) {
       for (const r of runs) {
         log(`round ${round + 1}/${SETTINGS.rounds}: ${r.key} (${SETTINGS.warmup} s warm-up + ${SETTINGS.seconds} s, ${SETTINGS.connections} connections)`);
@@ -626,6 +644,7 @@ async function main(): Promise<void> {
       { name: "Switchboard gRPC Send SMS (h2c)", ...(pick("grpc") ?? { note: "not run" }) },
       { name: "Bare ceiling: Fastify route, one INSERT", ...(pick("bare") ?? { note: "not run" }) },
       { name: "Floor with group commit: Fastify route, batched INSERT", ...(pick("floor") ?? { note: "not run" }) },
+      ...GRPC_FLOORS.map(({ key, name }) => ({ name, ...(pick(key) ?? { note: "not run" }) })),
     ];
     const report = renderReport({
       rows,
