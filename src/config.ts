@@ -66,11 +66,9 @@ export interface ReadLimits {
 }
 
 /**
- * Reads in flight per account by default (READ_CONCURRENCY_PER_ACCOUNT). One: a 1,000-row page of
- * a large account costs hundreds of ms of database and Node CPU, and a flood of them 4 at a time
- * slowed another account's sends 9-13 × on a 2-core machine, 2 at a time 2.7-3.5 ×, one at a
- * time 1.5 × (docs/benchmarks.md, Hostile load), while the flooding account got nearly as many
- * pages through (58 against 74 in 20 s). Further reads queue (READ_QUEUE_PER_ACCOUNT) rather than fail.
+ * Reads in flight per account by default (READ_CONCURRENCY_PER_ACCOUNT): one, because a flood of
+ * large pages slows another account's sends more the more of them run at once, while one at a time
+ * still lets the flooding account through (docs/benchmarks.md, Hostile load). Further reads queue.
  */
 export const READ_CONCURRENCY_PER_ACCOUNT = 1;
 /** Reads of one account waiting by default (READ_QUEUE_PER_ACCOUNT). */
@@ -124,9 +122,8 @@ export const DEFAULT_CONNECTION_LIMITS: ConnectionLimits = {
 export const DEFAULT_AUTH_FAILURE_LIMITS: AuthFailureLimits = { perAddress: 20, perAccount: 10, windowMs: 60_000 };
 
 /**
- * The shortest operator token and Kannel callback secret the service starts with: a guessable
- * secret on the public port undoes every other limit (32 random characters are out of reach of
- * any guessing rate).
+ * The shortest operator token and Kannel callback secret the service starts with: a guessable secret
+ * on the public port undoes every other limit (32 random characters are beyond any guessing rate).
  */
 export const MIN_SECRET_LENGTH = 32;
 
@@ -180,11 +177,7 @@ export interface Config {
   smpp?: SmppConfig;
   /** How long a dispatcher's claim on a message lasts; a crashed dispatcher's claims expire after it, ms. */
   dispatchClaimMs: number;
-  /**
-   * DELIVERY: whether `npm start` runs the delivery engine's loops (dispatcher, webhooks, mail,
-   * sweeps) beside the API ("on", the default) or serves the API only ("off"), leaving delivery to
-   * `npm run worker` processes on the same PostgreSQL database.
-   */
+  /** DELIVERY: "on" runs the delivery engine's loops beside the API; "off" leaves them to `npm run worker` processes. */
   delivery: "on" | "off";
   /** How long after its submission a message without a delivery report gets ErrorCode ReceiptTimeout, ms (RECEIPT_TIMEOUT_HOURS). */
   receiptTimeoutMs: number;
@@ -394,15 +387,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   };
 }
 
+const DELIVERY_OFF_NEEDS_POSTGRES =
+  "DELIVERY=off needs a shared PostgreSQL database (DATABASE_URL=postgres://…) and `npm run worker` processes on it: on the embedded database nothing else can deliver this process's messages";
+
 /** DELIVERY: on (default) or off; off needs PostgreSQL, where `npm run worker` processes can deliver. */
 function delivery(raw: string | undefined, databaseUrl: string): "on" | "off" {
   const v = raw?.trim().toLowerCase() || "on";
   if (v !== "on" && v !== "off") throw new Error(`DELIVERY must be on or off, got "${raw}"`);
-  if (v === "off" && databaseKind(databaseUrl) !== "postgres") {
-    throw new Error(
-      "DELIVERY=off needs a shared PostgreSQL database (DATABASE_URL=postgres://…) and `npm run worker` processes on it: on the embedded database nothing else can deliver this process's messages",
-    );
-  }
+  if (v === "off" && databaseKind(databaseUrl) !== "postgres") throw new Error(DELIVERY_OFF_NEEDS_POSTGRES);
   return v;
 }
 
