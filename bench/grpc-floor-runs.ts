@@ -8,7 +8,7 @@ import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { MessagingService } from "../gen/switchboard/v2/messaging_pb.js";
 import { type GrpcRequestSpec, h2load, type LoadResult, type LoadSettings } from "./load.js";
-import type { BenchTarget, Measured } from "./service-runs.js";
+import { type BenchTarget, checkedByCount, type Measured } from "./service-runs.js";
 
 /** The two floors: their run keys, table rows and ports (in the bare server's environment). */
 export const GRPC_FLOORS = [
@@ -16,7 +16,6 @@ export const GRPC_FLOORS = [
   { key: "floor-connect", name: "Floor Connect: connect-node on h2c, batched INSERT", portEnv: "BARE_CONNECT_PORT" },
 ] as const;
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const storedRows = async (t: BenchTarget) => Number((await t.db.query("select count(*)::int as n from bench_bare")).rows[0].n);
 
 /**
@@ -48,13 +47,11 @@ export async function grpcFloorRuns(o: {
         go: async (): Promise<Measured> => {
           await o.settle();
           await h2load(req, o.warm);
-          const before = await storedRows(o.target);
-          const m = await o.measure(() => h2load(req, o.load));
-          await sleep(500);
-          const stored = (await storedRows(o.target)) - before;
-          const ok = m.result.requests - m.result.errors;
-          if (stored < ok) m.result.errors += ok - stored;
-          return { ...m, note: `${stored} stored for ${ok} HTTP 200` };
+          return checkedByCount(
+            () => storedRows(o.target),
+            () => o.measure(() => h2load(req, o.load)),
+            "HTTP 200",
+          );
         },
       };
     }),

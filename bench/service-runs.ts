@@ -166,19 +166,32 @@ export async function checkpoint(t: BenchTarget): Promise<void> {
   await t.db.query("checkpoint").catch((e: Error) => t.log(`  (checkpoint refused: ${e.message}; runs go on without it)`));
 }
 
+/**
+ * Runs a measured load whose every answered 200 must be a stored row: `count` reads the rows before
+ * and half a second after (answers still in flight when the load stopped), and a 200 without its
+ * row counts as an error (gRPC's status travels in trailers, which h2load does not read).
+ */
+export async function checkedByCount(count: () => Promise<number>, run: () => Promise<Omit<Measured, "note">>, answered: string): Promise<Measured> {
+  const before = await count();
+  const m = await run();
+  await sleep(500);
+  const stored = (await count()) - before;
+  const ok = m.result.requests - m.result.errors;
+  // A few more may be stored than answered: answers still in flight when the load generator stopped.
+  if (stored < ok) m.result.errors += ok - stored;
+  return { ...m, note: `${stored} stored for ${ok} ${answered}` };
+}
+
 /** The REST send run: a warm-up, then the measured wrk run; every 200 must be a stored message. `pids`: the service's processes whose CPU it costs. */
 export async function restRun(t: BenchTarget, req: HttpRequestSpec, load: LoadSettings, warm: LoadSettings, pids = [t.servicePid]): Promise<Measured> {
   await drainQueue(t);
   await wrk(req, warm);
   await drainQueue(t);
-  const before = await countStored(t);
-  const m = await measureLoad(t, pids, true, () => wrk(req, load));
-  await sleep(500);
-  const stored = (await countStored(t)) - before;
-  const ok = m.result.requests - m.result.errors;
-  // Every 200 must be a stored message; a few more may be stored (answers still in flight when wrk stopped).
-  if (stored < ok) m.result.errors += ok - stored;
-  return { ...m, note: `${stored} stored for ${ok} answered 200` };
+  return checkedByCount(
+    () => countStored(t),
+    () => measureLoad(t, pids, true, () => wrk(req, load)),
+    "answered 200",
+  );
 }
 
 /**
@@ -212,18 +225,8 @@ export async function dispatchRun(t: BenchTarget, count: number, sidTag: string,
   return run;
 }
 
-/** POSTs to the operator API of the service at `base` with `token`; the JSON answer, or an error naming the path and status. */
-export function adminCall(base: string, token: string): (path: string, body: object) => Promise<Record<string, string>> {
-  return async (path, body) => {
-    const res = await fetch(`${base}${path}`, {
-      method: "POST",
-      headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
-      body: JSON.stringify(body),
-    });
-    if (res.status !== 200) throw new Error(`${path}: ${res.status} ${await res.text()}`);
-    return (await res.json()) as Record<string, string>;
-  };
-}
+/** POSTs to the operator API of a running service (test/support/service.ts). */
+export { operatorCall as adminCall } from "../test/support/service.js";
 
 /**
  * Writes `results` into docs/benchmarks.md between `<!-- bench:<section>:start -->` and its end

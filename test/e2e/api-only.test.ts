@@ -7,8 +7,8 @@ import { afterAll, describe, expect, it } from "vitest";
 import { loadConfig } from "../../src/config.js";
 import { dbKind } from "../support/db.js";
 import { freePort } from "../support/kannel.js";
-import { ADMIN_TOKEN } from "../support/harness.js";
-import { killService, serviceDatabase, type Service, type ServiceDatabase, startService, waitForOutput } from "../support/service.js";
+import { ADMIN_TOKEN, basic } from "../support/harness.js";
+import { killService, operatorCall, serviceDatabase, type Service, type ServiceDatabase, startService, waitForOutput } from "../support/service.js";
 
 const PG = "postgres://postgres@127.0.0.1:5432/x";
 
@@ -41,19 +41,11 @@ describe.skipIf(dbKind() !== "postgres")("npm start with DELIVERY=off beside npm
     await waitForOutput(api, /"msg":"Switchboard listening"/);
     expect(api.stdout()).toMatch(/"delivery":"off"[^\n]*"msg":"Switchboard listening"/);
 
-    const admin = async (path: string, body: object) => {
-      const res = await fetch(`${api!.base}${path}`, {
-        method: "POST",
-        headers: { authorization: `Bearer ${ADMIN_TOKEN}`, "content-type": "application/json" },
-        body: JSON.stringify(body),
-      });
-      expect(res.status).toBe(200);
-      return (await res.json()) as Record<string, string>;
-    };
+    const admin = operatorCall(api.base, ADMIN_TOKEN);
     const account = await admin("/admin/v1/Accounts", { Name: "API only", SmsEnabled: true });
     const property = await admin(`/admin/v1/Accounts/${account.AccountSid}/Properties`, { Name: "Main", SmsEnabled: true });
     await admin("/admin/v1/Numbers", { Number: "+447700900001", AccountSid: account.AccountSid });
-    const auth = `Basic ${Buffer.from(`${account.AccountSid}:${account.Token}`).toString("base64")}`;
+    const auth = basic(account.AccountSid, account.Token);
     const url = `${api.base}/v2/Properties/${property.PropertySid}/Messages`;
     const sent = await fetch(url, {
       method: "POST",

@@ -240,6 +240,19 @@ export async function startService(opts: StartOptions): Promise<Service> {
   }
 }
 
+/** POSTs to the operator API of the service at `base` with `token`; the JSON answer, or an error naming the path and status. */
+export function operatorCall(base: string, token: string): (path: string, body: object) => Promise<Record<string, string>> {
+  return async (path, body) => {
+    const res = await fetch(`${base}${path}`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+      body: JSON.stringify(body),
+    });
+    if (res.status !== 200) throw new Error(`${path}: ${res.status} ${await res.text()}`);
+    return (await res.json()) as Record<string, string>;
+  };
+}
+
 /** Resolves when stdout has a line matching `re`; fails early if the process exits, or after timeoutMs. */
 export async function waitForOutput(svc: Service, re: RegExp, timeoutMs = 120_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
