@@ -19,7 +19,7 @@
 import { randomUUID } from "node:crypto";
 import pg from "pg";
 import { wireValue } from "../src/db/bound-sql.js";
-import { type BenchTarget, cpuBetween, cpuByPid, dbPids, queuedCount, SMS } from "./service-runs.js";
+import { type BenchTarget, cpuBetween, cpuByPid, dbPids, f0, insertDue, queuedCount } from "./service-runs.js";
 
 /** One drain of the floor. */
 export interface FloorRun {
@@ -83,12 +83,7 @@ export async function dispatchFloor(t: BenchTarget, dbUrl: string, count: number
     // The service's drain found a table without dead rows (or only the REST runs'); this one finds
     // the drains' before it, whose stale queue-index entries every claim would walk past.
     await t.db.query("vacuum messages");
-    await t.db.query(
-      `insert into messages (sid, account_sid, property_sid, direction, status, sender_kind, sender, recipient, text, encoding, num_segments, send_at, created_at)
-       select $7 || lpad(g::text, 25, '0'), $1, $2, 'Transmit', 'Scheduled', 'E164', $3, $4, $5, 'GSM7', 1, now() - interval '1 second', now()
-         from generate_series(1, $6::int) g`,
-      [t.accountSid, t.propertySid, SMS.from, SMS.fixedTo, "Dispatcher benchmark", count, `MG${sidTag}`],
-    );
+    await insertDue(t, count, sidTag);
     t.log(`dispatcher floor: ${count} due messages inserted; draining with ${loops} loop(s) of claim, ${writes === 3 ? "submission, " : ""}final state`);
     const pidsDb0 = await dbPids(t);
     const cpu0 = cpuByPid([process.pid]);
@@ -139,7 +134,6 @@ export async function dispatchFloors(t: BenchTarget, dbUrl: string, count: numbe
 
 /** The floor's rows of the results table, beside the dispatcher's (bench/run.ts renderReport). */
 export function floorRows(runs: FloorRun[], dispatcherRate: number | undefined): string[] {
-  const f0 = (n: number) => Math.round(n).toLocaleString("en-US");
   return runs.map(
     (r) =>
       `| Dispatcher floor: ${floorWrites() === 3 ? "the same three statements" : "claim and final state only (BENCH_FLOOR_WRITES=2)"}, no carrier (${r.loops} loops) | ${f0(r.rate)} msg/s | | | ${r.complete ? 0 : "not drained"} | | ${f0(r.nodeCpuUs)} µs/msg | ${f0(r.dbCpuUs)} µs/msg | ${r.seconds.toFixed(2)} s to drain ${f0(r.count)}, the service stopped${dispatcherRate ? `; the dispatcher ${(dispatcherRate / r.rate).toFixed(2)} × this` : ""} |`,

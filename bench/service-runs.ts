@@ -194,6 +194,16 @@ export async function restRun(t: BenchTarget, req: HttpRequestSpec, load: LoadSe
   );
 }
 
+/** Inserts `count` messages of the bench property due a second ago, in one statement; `sidTag` (5 characters) keeps drains' Sids apart. */
+export async function insertDue(t: BenchTarget, count: number, sidTag: string): Promise<void> {
+  await t.db.query(
+    `insert into messages (sid, account_sid, property_sid, direction, status, sender_kind, sender, recipient, text, encoding, num_segments, send_at, created_at)
+     select $7 || lpad(g::text, 25, '0'), $1, $2, 'Transmit', 'Scheduled', 'E164', $3, $4, $5, 'GSM7', 1, now() - interval '1 second', now()
+       from generate_series(1, $6::int) g`,
+    [t.accountSid, t.propertySid, SMS.from, SMS.fixedTo, "Dispatcher benchmark", count, `MG${sidTag}`],
+  );
+}
+
 /**
  * The dispatcher's drain: `count` due messages of the bench property inserted in one statement
  * while the service runs; the time until none is queued gives messages per second handed to the
@@ -201,12 +211,7 @@ export async function restRun(t: BenchTarget, req: HttpRequestSpec, load: LoadSe
  * of different drains apart.
  */
 export async function dispatchRun(t: BenchTarget, count: number, sidTag: string, routed: boolean): Promise<DispatchRun> {
-  await t.db.query(
-    `insert into messages (sid, account_sid, property_sid, direction, status, sender_kind, sender, recipient, text, encoding, num_segments, send_at, created_at)
-     select $7 || lpad(g::text, 25, '0'), $1, $2, 'Transmit', 'Scheduled', 'E164', $3, $4, $5, 'GSM7', 1, now() - interval '1 second', now()
-       from generate_series(1, $6::int) g`,
-    [t.accountSid, t.propertySid, SMS.from, SMS.fixedTo, "Dispatcher benchmark", count, `MG${sidTag}`],
-  );
+  await insertDue(t, count, sidTag);
   t.log(`dispatcher: ${count} due messages inserted; draining`);
   const t0 = performance.now();
   const pidsDb0 = await dbPids(t);
