@@ -1,0 +1,101 @@
+/**
+ * A carrier's flood of delivery receipts must not take the API down for the other tenants (issue
+ * 41, defect 1). The Net::SMPP SMSC (test/carriers/smpp/smsc.pl, `flood`) sends receipts for ids
+ * nobody submitted at 3,000 a second for 10 s while another tenant sends through the REST API: its
+ * sends stay fast and none fails, and every receipt is kept (carrier_pending_receipts) and answered
+ * 0, none refused for lack of a database connection (a real SMSC would send it again).
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createTenant, type Tenant } from "../../support/harness.js";
+import { createTestOrm, dbKind, type TestOrm } from "../../support/db.js";
+import { startSmsc, type TestSmsc } from "./smsc.js";
+import { type SmppWorld, startSmppWorld, waitFor } from "./world.js";
+
+const RATE = 3000;
+const SECONDS = 10;
+const FLOOD = RATE * SECONDS;
+
+function percentile(sorted: number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? 0;
+}
+
+describe(`SMPP receipt flood (${dbKind()})`, { timeout: 240_000 }, () => {
+  let smsc: TestSmsc;
+  let db: TestOrm;
+  let world: SmppWorld;
+  let other: Tenant;
+
+  beforeAll(async () => {
+    smsc = await startSmsc();
+    db = await createTestOrm();
+    world = await startSmppWorld(db.orm, smsc, { tps: 0 });
+    other = await createTenant(world.app);
+  }, 180_000);
+
+  afterAll(async () => {
+    await world?.close();
+    await smsc?.stop();
+    await db?.close();
+  }, 120_000);
+
+  it(`keeps another tenant's REST sends under 1 s (p99) with none failed while ${FLOOD} receipts arrive at ${RATE}/s, and keeps every receipt`, async () => {
+    const { app, carrier } = world;
+    await waitFor("Bound", () => carrier.status().link === "Bound");
+    const sendOnce = async (i: number) => {
+      const started = performance.now();
+      const res = await app.inject({
+        method: "POST",
+        url: `/v2/Properties/${other.propertySid}/Messages`,
+        headers: { authorization: other.auth },
+        payload: { From: other.ownedNumber, To: `+4477009${String(10_000 + (i % 90_000)).padStart(5, "0")}`, Text: `During the flood ${i}` },
+      });
+      return { ms: performance.now() - started, status: res.statusCode, body: res.statusCode === 200 ? "" : res.body };
+    };
+    for (let i = 0; i < 5; i++) expect((await sendOnce(i)).status).toBe(200); // warm
+
+    const rssBefore = process.memoryUsage().rss;
+    let rssPeak = rssBefore;
+    const memory = setInterval(() => (rssPeak = Math.max(rssPeak, process.memoryUsage().rss)), 100);
+    smsc.send(`flood ${FLOOD} ${RATE}`);
+    const floodStart = performance.now();
+    // 50 sends a second, each on its own (they do not wait for one another), until the flood is sent.
+    const results: Promise<{ ms: number; status: number; body: string }>[] = [];
+    let i = 100;
+    while (!smsc.events.some((e) => e.kind === "flood_sent") && performance.now() - floodStart < 60_000) {
+      results.push(sendOnce(i++));
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    const sends = await Promise.all(results);
+    const floodSent = smsc.events.find((e) => e.kind === "flood_sent");
+
+    // Every receipt answered, none with an error.
+    let stats: Record<string, string> = {};
+    await waitFor(
+      "every flood receipt answered",
+      async () => {
+        const seen = smsc.events.length;
+        smsc.send("stats");
+        await smsc.waitFor("stats", (ev) => ev.slice(seen).some((e) => e.kind === "stats"), 30_000);
+        stats = smsc.events.slice(seen).find((e) => e.kind === "stats")!.f;
+        return Number(stats.ok) + Number(stats.err) >= FLOOD;
+      },
+      120_000,
+    );
+    clearInterval(memory);
+    const drainedMs = performance.now() - floodStart;
+    const kept = await db.orm.em.fork().execute<{ n: string | number }[]>(`select count(*) as n from carrier_pending_receipts where carrier_id like 'flood%'`);
+
+    const ms = sends.map((s) => s.ms).sort((a, b) => a - b);
+    const failed = sends.filter((s) => s.status !== 200);
+    console.log(
+      `receipt flood (${dbKind()}): ${FLOOD} receipts sent in ${floodSent?.f.seconds} s, all answered after ${(drainedMs / 1000).toFixed(1)} s; ` +
+        `answers ok=${stats.ok} err=${stats.err}; kept ${kept[0]!.n}; REST sends ${sends.length}, failed ${failed.length}, ` +
+        `p50 ${percentile(ms, 50).toFixed(0)} ms, p99 ${percentile(ms, 99).toFixed(0)} ms, max ${ms.at(-1)?.toFixed(0)} ms; ` +
+        `rss ${(rssBefore / 2 ** 20).toFixed(0)} -> peak ${(rssPeak / 2 ** 20).toFixed(0)} MiB`,
+    );
+    expect(failed.slice(0, 3)).toEqual([]);
+    expect(percentile(ms, 99)).toBeLessThan(1000);
+    expect(stats).toMatchObject({ sent: String(FLOOD), ok: String(FLOOD), err: "0" });
+    expect(Number(kept[0]!.n)).toBe(FLOOD);
+  });
+});
