@@ -1,6 +1,6 @@
 import type { MikroORM } from "@mikro-orm/sql";
 import type { Logger } from "pino";
-import type { Carrier, CarrierEvents } from "./carrier.js";
+import type { Carrier, CarrierEvents, SegmentReceipt } from "./carrier.js";
 import type { Clock } from "../common/clock.js";
 import type { Transporter } from "nodemailer";
 import { createMailWorker } from "../mail/mail-outbox.js";
@@ -12,7 +12,7 @@ import { receiveInbound } from "./inbound.js";
 import { createGroupCommit } from "../common/group-commit.js";
 import { applyReportBatch, recordSubmissions, type Submission } from "./receipts.js";
 import { createWorkerLoop, type WorkerLoop } from "./worker-loop.js";
-import { applyPendingReceipts, applySegmentReceipt, flushInboundParts, storeInboundPart } from "./segment-store.js";
+import { applyPendingReceipts, applySegmentReceipts, flushInboundParts, storeInboundPart } from "./segment-store.js";
 import { createRetentionPurge, type RetentionOptions, type RetentionPurge } from "./retention.js";
 import { createReceiptSweep, listAwaitingReports, type ReceiptSweep } from "./receipt-timeout.js";
 
@@ -147,6 +147,23 @@ export function createDeliveryEngine(opts: DeliveryEngineOptions): DeliveryEngin
     },
   });
 
+  // A carrier's per-segment receipts (SMPP deliver_sm) likewise, in batches: one transaction
+  // each, and one batch at a time for every link together, so that a flood of receipts holds one
+  // pooled connection, never the pool (issue 41: the API had none left). Each receipt is answered
+  // once its batch committed; the links stop reading while theirs wait (smpp-carrier.ts).
+  const segmentReceipts = createGroupCommit({
+    lingerMs: 5,
+    maxInFlight: RECEIPT_CONNECTIONS,
+    maxBatch: RECEIPT_BATCH,
+    run: (items: SegmentReceipt[]) =>
+      opts.orm.em
+        .fork()
+        .transactional((tx) => applySegmentReceipts(tx, items, opts.clock.now()))
+        .then((outcomes) => outcomes.map((o) => ({ ok: true as const, value: o }))),
+  });
+  // Inbound SMS run their own transactions (matching, keywords, forwards): at most this many at once.
+  const inboundSlots = createSlots(INBOUND_CONNECTIONS);
+
   const events: CarrierEvents = {
     async deliveryReport(report) {
       if (report.status === "Submitted") {
@@ -158,7 +175,9 @@ export function createDeliveryEngine(opts: DeliveryEngineOptions): DeliveryEngin
       if (queuedWebhook) webhookLoop?.nudge();
     },
     async inbound(sms) {
-      const result = await receiveInbound(opts.orm.em.fork(), sms, opts.clock.now(), { noAlphaCountries, destinations: opts.destinations, log: opts.log });
+      const result = await inboundSlots.run(() =>
+        receiveInbound(opts.orm.em.fork(), sms, opts.clock.now(), { noAlphaCountries, destinations: opts.destinations, log: opts.log }),
+      );
       if (result.forward?.status === "Failed") {
         opts.log?.warn(
           { messageSid: result.messageSid, inReplyTo: result.inReplyTo, forwardSid: result.forward.messageSid, errorCode: result.forward.errorCode },
@@ -169,12 +188,11 @@ export function createDeliveryEngine(opts: DeliveryEngineOptions): DeliveryEngin
       return result;
     },
     async segmentReceipt(receipt) {
-      await applySegmentReceipt(opts.orm.em.fork(), receipt, opts.clock.now());
-      webhookLoop?.nudge();
+      if ((await segmentReceipts.submit(receipt)) === "applied") webhookLoop?.nudge();
     },
     async inboundPart(part) {
-      if (await storeInboundPart(opts.orm.em.fork(), part, opts.clock.now(), { noAlphaCountries, destinations: opts.destinations, log: opts.log }))
-        queuedInDatabase();
+      const opt = { noAlphaCountries, destinations: opts.destinations, log: opts.log };
+      if (await inboundSlots.run(() => storeInboundPart(opts.orm.em.fork(), part, opts.clock.now(), opt))) queuedInDatabase();
     },
     awaitingReports: (before) => listAwaitingReports(opts.orm, before, new Date(before.getTime() - receiptTimeoutMs)),
     async housekeeping(partsBefore) {
@@ -240,6 +258,32 @@ export function createDeliveryEngine(opts: DeliveryEngineOptions): DeliveryEngin
       dispatchLoops = [];
       webhookLoop = undefined;
       await opts.carrier.stop();
+    },
+  };
+}
+
+/** Receipt batches written at once, all links together: the pooled connections receipts may hold. */
+export const RECEIPT_CONNECTIONS = 1;
+/** Most receipts in one batch (one transaction). */
+export const RECEIPT_BATCH = 500;
+/** Inbound SMS stored at once, all links together: the pooled connections they may hold. */
+export const INBOUND_CONNECTIONS = 2;
+
+/** At most `n` tasks at once; the others wait their turn, in order. */
+function createSlots(n: number): { run<T>(task: () => Promise<T>): Promise<T> } {
+  let busy = 0;
+  const waiting: (() => void)[] = [];
+  return {
+    async run(task) {
+      if (busy >= n) await new Promise<void>((r) => waiting.push(r));
+      else busy++;
+      try {
+        return await task();
+      } finally {
+        const next = waiting.shift();
+        if (next) next();
+        else busy--;
+      }
     },
   };
 }

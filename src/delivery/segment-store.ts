@@ -98,6 +98,93 @@ export async function applySegmentReceipt(em: EntityManager, r: SegmentReceipt, 
 }
 
 /**
+ * applySegmentReceipt for many receipts in the caller's transaction, set-based: one statement finds
+ * (and locks) each receipt's segment, one keeps the receipts naming none, one settles the segments,
+ * then the messages' final states go through applyFinalStates together. Answers per receipt, in
+ * order. Of several receipts for one segment, the first counts (the later ones find it settled), as
+ * if they had come one after the other; a receipt for a settled segment changes nothing.
+ */
+export async function applySegmentReceipts(tx: EntityManager, receipts: SegmentReceipt[], now: Date): Promise<("applied" | "kept")[]> {
+  if (receipts.length === 0) return [];
+  const forms = receipts.map((r) => idForms(r.carrierId));
+  const found = await executeBound<SegmentRow & { n: number | string }>(
+    tx,
+    `select i.n, s.message_sid, s.seq, s.status
+       from unnest(?::text[], ?::text[], ?::text[]) with ordinality as i(key, alt, carrier, n)
+       cross join lateral (
+         select message_sid, seq, status from carrier_segments
+          where (id_key = i.key or id_alt = i.key or id_key = i.alt) and carrier in (i.carrier, '')
+          order by (id_key = i.key) desc, (carrier = i.carrier) desc, created_at desc limit 1 for update) s`,
+    [forms.map((f) => f.key), forms.map((f) => f.hexValue ?? f.key), receipts.map((r) => r.carrier ?? "")],
+  );
+  const segmentOf = new Map<number, SegmentRow>();
+  for (const row of found) segmentOf.set(Number(row.n) - 1, row);
+  const kept = receipts.flatMap((r, i) => (segmentOf.has(i) ? [] : [{ r, ...forms[i]! }]));
+  if (kept.length > 0) {
+    await executeBound(
+      tx,
+      `insert into carrier_pending_receipts (carrier_id, id_key, id_hex_value, status, carrier_error, received_at, carrier)
+       select * from unnest(?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::timestamptz[], ?::text[])`,
+      [
+        kept.map((k) => k.r.carrierId),
+        kept.map((k) => k.key),
+        kept.map((k) => k.hexValue),
+        kept.map((k) => k.r.status),
+        kept.map((k) => k.r.carrierError),
+        kept.map((k) => k.r.at),
+        kept.map((k) => k.r.carrier ?? ""),
+      ],
+    );
+  }
+  // The first receipt of each segment still Submitted settles it.
+  const settled = new Map<string, { seg: SegmentRow; r: SegmentReceipt }>();
+  receipts.forEach((r, i) => {
+    const seg = segmentOf.get(i);
+    const k = seg && `${seg.message_sid}:${seg.seq}`;
+    if (seg && seg.status === "Submitted" && !settled.has(k!)) settled.set(k!, { seg, r });
+  });
+  if (settled.size > 0) {
+    const all = [...settled.values()];
+    await executeBound(
+      tx,
+      `update carrier_segments s set status = u.status, carrier_error = u.carrier_error
+         from unnest(?::text[], ?::int[], ?::text[], ?::text[]) as u(message_sid, seq, status, carrier_error)
+        where s.message_sid = u.message_sid and s.seq = u.seq`,
+      [all.map((x) => x.seg.message_sid), all.map((x) => x.seg.seq), all.map((x) => x.r.status), all.map((x) => x.r.carrierError)],
+    );
+    // A message fails as soon as one segment failed; it is Delivered once every segment is.
+    const failed = new Map<string, SegmentReceipt>();
+    const delivered = new Map<string, SegmentReceipt>();
+    for (const { seg, r } of all) {
+      if (r.status === "Failed") {
+        if (!failed.has(seg.message_sid)) failed.set(seg.message_sid, r);
+      } else if (!delivered.has(seg.message_sid) || delivered.get(seg.message_sid)!.at < r.at) delivered.set(seg.message_sid, r);
+    }
+    for (const sid of failed.keys()) delivered.delete(sid);
+    const complete = delivered.size
+      ? await executeBound<{ message_sid: string }>(
+          tx,
+          `select message_sid from carrier_segments where message_sid = any(?::text[]) group by message_sid having bool_and(status = 'Delivered')`,
+          [[...delivered.keys()]],
+        )
+      : [];
+    const reports = [
+      ...[...failed].map(([messageSid, r]) => ({
+        messageSid,
+        status: "Failed" as const,
+        errorCode: "CarrierFailed",
+        carrierError: r.carrierError,
+        at: r.at,
+        now,
+      })),
+      ...complete.map(({ message_sid }) => ({ messageSid: message_sid, status: "Delivered" as const, errorCode: "", at: delivered.get(message_sid)!.at, now })),
+    ];
+    if (reports.length > 0) await applyFinalStates(tx, reports);
+  }
+  return receipts.map((_, i) => (segmentOf.has(i) ? "applied" : "kept"));
+}
+
+/**
  * A segment's final state, then the message's: Failed as soon as one segment failed, Delivered
  * once every segment is. A repeated receipt for a settled segment changes nothing.
  */
