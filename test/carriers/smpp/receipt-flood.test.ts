@@ -54,6 +54,7 @@ describe(`SMPP receipt flood (${dbKind()})`, { timeout: 240_000 }, () => {
     for (let i = 0; i < 5; i++) expect((await sendOnce(i)).status).toBe(200); // warm
 
     const rssBefore = process.memoryUsage().rss;
+    const cpuBefore = process.cpuUsage();
     let rssPeak = rssBefore;
     const memory = setInterval(() => (rssPeak = Math.max(rssPeak, process.memoryUsage().rss)), 100);
     smsc.send(`flood ${FLOOD} ${RATE}`);
@@ -82,6 +83,7 @@ describe(`SMPP receipt flood (${dbKind()})`, { timeout: 240_000 }, () => {
       120_000,
     );
     clearInterval(memory);
+    const cpu = process.cpuUsage(cpuBefore);
     const drainedMs = performance.now() - floodStart;
     const kept = await db.orm.em.fork().execute<{ n: string | number }[]>(`select count(*) as n from carrier_pending_receipts where carrier_id like 'flood%'`);
 
@@ -91,7 +93,7 @@ describe(`SMPP receipt flood (${dbKind()})`, { timeout: 240_000 }, () => {
       `receipt flood (${dbKind()}): ${FLOOD} receipts sent in ${floodSent?.f.seconds} s, all answered after ${(drainedMs / 1000).toFixed(1)} s; ` +
         `answers ok=${stats.ok} err=${stats.err}; kept ${kept[0]!.n}; REST sends ${sends.length}, failed ${failed.length}, ` +
         `p50 ${percentile(ms, 50).toFixed(0)} ms, p99 ${percentile(ms, 99).toFixed(0)} ms, max ${ms.at(-1)?.toFixed(0)} ms; ` +
-        `rss ${(rssBefore / 2 ** 20).toFixed(0)} -> peak ${(rssPeak / 2 ** 20).toFixed(0)} MiB`,
+        `rss ${(rssBefore / 2 ** 20).toFixed(0)} -> peak ${(rssPeak / 2 ** 20).toFixed(0)} MiB; this process's CPU ${((cpu.user + cpu.system) / 1e6).toFixed(1)} s`,
     );
     expect(failed.slice(0, 3)).toEqual([]);
     expect(percentile(ms, 99)).toBeLessThan(1000);
