@@ -206,22 +206,64 @@ async function applyToSegment(tx: EntityManager, seg: SegmentRow, status: "Deliv
   if (Number(open[0]?.n ?? 0) === 0) await applyFinalStates(tx, [{ messageSid: seg.message_sid, status: "Delivered", errorCode: "", at, now }]);
 }
 
+/** Kept receipts one sweep looks at, at most (applyPendingReceipts without messageSids). */
+export const PENDING_SWEEP_BATCH = 2000;
+
+/** Where the last sweep stopped (kept receipts by id), per process: the next one goes on from there. */
+let sweepAfter = "0";
+
 /**
  * Applies kept receipts whose segment is now known (only those of `messageSids` when given) and
  * drops the ones kept longer than PENDING_RECEIPT_KEEP_MS. SKIP LOCKED: two processes never
- * apply the same kept receipt.
+ * apply the same kept receipt. Only the kept receipts that match are locked: after a flood of
+ * receipts for unknown ids (issue 41) tens of thousands may be kept, and every submission record
+ * and sweep locking them all held PGlite's one connection for seconds. With messageSids the
+ * search starts from those messages' segments; a sweep looks at PENDING_SWEEP_BATCH kept receipts,
+ * the next sweep at the following ones, round and round.
  */
 export async function applyPendingReceipts(tx: EntityManager, now: Date, messageSids?: string[]): Promise<number> {
-  const rows = await executeBound<SegmentRow & { id: string; p_status: "Delivered" | "Failed"; carrier_error: string; received_at: Date | string }>(
-    tx,
-    `with p as (select * from carrier_pending_receipts for update skip locked)
-     select distinct on (p.id) p.id, p.status as p_status, p.carrier_error, p.received_at, s.message_sid, s.seq, s.status
-       from p
-       join carrier_segments s on (s.id_key = p.id_key or s.id_alt = p.id_key or s.id_key = p.id_hex_value) and (s.carrier = p.carrier or s.carrier = '' or p.carrier = '')
-      ${messageSids ? "where s.message_sid = any(?::text[])" : ""}
-      order by p.id, (s.id_key = p.id_key) desc, s.created_at desc`,
-    messageSids ? [messageSids] : [],
-  );
+  const match = `(s.id_key = p.id_key or s.id_alt = p.id_key or s.id_key = p.id_hex_value) and (s.carrier = p.carrier or s.carrier = '' or p.carrier = '')`;
+  let ids: string[];
+  if (messageSids) {
+    const locked = await executeBound<{ id: string }>(
+      tx,
+      `select p.id from carrier_segments s join carrier_pending_receipts p on ${match}
+        where s.message_sid = any(?::text[]) for update of p skip locked`,
+      [messageSids],
+    );
+    ids = [...new Set(locked.map((r) => String(r.id)))];
+  } else {
+    const window = await executeBound<{ last: string | null }>(
+      tx,
+      `select max(id)::text as last from (select id from carrier_pending_receipts where id > ?::bigint order by id limit ${PENDING_SWEEP_BATCH}) w`,
+      [sweepAfter],
+    );
+    const last = window[0]?.last ?? null;
+    const from = sweepAfter;
+    sweepAfter = last ?? "0";
+    const locked = last
+      ? await executeBound<{ id: string }>(
+          tx,
+          `select p.id from carrier_pending_receipts p
+            where p.id > ?::bigint and p.id <= ?::bigint and exists (select 1 from carrier_segments s where ${match})
+            for update of p skip locked`,
+          [from, last],
+        )
+      : [];
+    ids = locked.map((r) => String(r.id));
+  }
+  const rows =
+    ids.length === 0
+      ? []
+      : await executeBound<SegmentRow & { id: string; p_status: "Delivered" | "Failed"; carrier_error: string; received_at: Date | string }>(
+          tx,
+          `select distinct on (p.id) p.id, p.status as p_status, p.carrier_error, p.received_at, s.message_sid, s.seq, s.status
+             from carrier_pending_receipts p
+             join carrier_segments s on ${match}
+            where p.id = any(?::bigint[]) ${messageSids ? "and s.message_sid = any(?::text[])" : ""}
+            order by p.id, (s.id_key = p.id_key) desc, s.created_at desc`,
+          messageSids ? [ids, messageSids] : [ids],
+        );
   for (const r of rows) {
     await executeBound(tx, `delete from carrier_pending_receipts where id = ?`, [r.id]);
     // Re-read the segment: an earlier kept receipt of this round may have settled it.
