@@ -46,7 +46,7 @@ export interface SmppCarrierOptions extends SmppConfig {
 }
 
 /** deliver_sm a link holds unanswered at most by default (deliverBacklog). */
-export const DELIVER_BACKLOG = 1000;
+export const DELIVER_BACKLOG = 500;
 /** deliver_sm a link decodes at most in one turn of the event loop before letting other work in. */
 const DELIVER_PER_TURN = 64;
 
