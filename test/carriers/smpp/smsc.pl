@@ -14,8 +14,9 @@
 #        redeliver MS                a deliver_sm answered with an error status is sent again MS ms
 #                                    later, until answered with 0 (as an SMSC retries; 0: never)
 #        drop                        close the ESME's connection
-#        flood N RATE                send N receipts (esm_class 4, TLVs) for unknown ids flood1.., RATE per
-#                                    second; their answers are counted, not printed (see stats)
+#        flood N RATE [mo]           send N receipts (esm_class 4, TLVs) for unknown ids flood1.., RATE per
+#                                    second (mo: N MO "flood mo K" from 4477000K to 447700900998);
+#                                    their answers are counted, not printed (see stats)
 #        stats                       print the flood's counts
 #        corrupt LEN                 write a PDU header whose command_length is LEN (decimal) and no body
 #   out: listening PORT | bind system_id=.. ok=1|0 | submit seq=.. id=.. k=v ... t=SECONDS sm=HEX answer=..
@@ -47,7 +48,7 @@ my %deliveries;    # deliver_sm seq -> its arguments, until answered with status
 my %held;    # deliver_sm seq -> [submit seq, id]: submit_sm_resp sent once the early receipt is answered
 my $next_id = 0x1A2B00;
 # The flood: how many to send, at what rate, since when; its deliver_sm seqs until answered.
-my ($flood_n, $flood_rate, $flood_start, $flood_sent, $flood_ok, $flood_err) = (0, 0, 0, 0, 0, 0);
+my ($flood_n, $flood_rate, $flood_start, $flood_sent, $flood_ok, $flood_err, $flood_mo) = (0, 0, 0, 0, 0, 0, 0);
 my %flood;
 
 sub ev { print join(' ', @_), "\n" }
@@ -168,7 +169,10 @@ sub command {
   elsif ($verb eq 'delay') { $delay_ms = $args[0]; }
   elsif ($verb eq 'redeliver') { $redeliver_ms = $args[0]; }
   elsif ($verb eq 'drop') { close_client(); }
-  elsif ($verb eq 'flood') { ($flood_n, $flood_rate, $flood_start, $flood_sent, $flood_ok, $flood_err) = ($args[0], $args[1], time, 0, 0, 0); }
+  elsif ($verb eq 'flood') {
+    ($flood_n, $flood_rate, $flood_start, $flood_sent, $flood_ok, $flood_err) = ($args[0], $args[1], time, 0, 0, 0);
+    $flood_mo = ($args[2] // '') eq 'mo' ? 1 : 0;
+  }
   elsif ($verb eq 'stats') { ev('stats', "sent=$flood_sent", "ok=$flood_ok", "err=$flood_err"); }
   elsif ($verb eq 'corrupt') {
     return ev('error', 'no client') unless $client;
@@ -198,9 +202,13 @@ sub flood_step {
   $due = $flood_n if $due > $flood_n;
   while ($flood_sent < $due) {
     $flood_sent++;
-    my $seq = $client->deliver_sm(source_addr_ton => 1, source_addr_npi => 1, source_addr => '447700900999',
-      dest_addr_ton => 1, dest_addr_npi => 1, destination_addr => '447700900998', esm_class => 4, data_coding => 0,
-      short_message => '', receipted_message_id => "flood$flood_sent\0", message_state => pack('C', 2), async => 1);
+    my $seq = $flood_mo
+      ? $client->deliver_sm(source_addr_ton => 1, source_addr_npi => 1, source_addr => sprintf('4477000%05d', $flood_sent),
+        dest_addr_ton => 1, dest_addr_npi => 1, destination_addr => '447700900998', esm_class => 0, data_coding => 0,
+        short_message => "flood mo $flood_sent", async => 1)
+      : $client->deliver_sm(source_addr_ton => 1, source_addr_npi => 1, source_addr => '447700900999',
+        dest_addr_ton => 1, dest_addr_npi => 1, destination_addr => '447700900998', esm_class => 4, data_coding => 0,
+        short_message => '', receipted_message_id => "flood$flood_sent\0", message_state => pack('C', 2), async => 1);
     $flood{$seq} = 1;
   }
   ev('flood_sent', "n=$flood_sent", sprintf('seconds=%.3f', time - $flood_start)) if $flood_sent == $flood_n;
