@@ -11,6 +11,7 @@ import { DEFAULT_NO_ALPHA_COUNTRIES, type DestinationConfig } from "../config.js
 import { receiveInbound } from "./inbound.js";
 import { createGroupCommit } from "../common/group-commit.js";
 import { ormKind } from "../db/orm.js";
+import { isDatabaseUnavailable } from "../common/pg-errors.js";
 import { applyReportBatch, recordSubmissions, type Submission } from "./receipts.js";
 import { createWorkerLoop, type WorkerLoop } from "./worker-loop.js";
 import { applyPendingReceipts, applySegmentReceipts, flushInboundParts, storeInboundPart } from "./segment-store.js";
@@ -168,6 +169,11 @@ export function createDeliveryEngine(opts: DeliveryEngineOptions): DeliveryEngin
       try {
         const outcomes = await opts.orm.em.fork().transactional((tx) => applySegmentReceipts(tx, items, opts.clock.now()));
         return outcomes.map((o) => ({ ok: true as const, value: o }));
+      } catch (err) {
+        // The database is down: every receipt of the batch is answered with the temporary error at
+        // once (the SMSC sends them again), not retried one by one, each waiting for a connection.
+        if (isDatabaseUnavailable(err)) return items.map(() => ({ ok: false as const, error: err }));
+        throw err;
       } finally {
         receiptsRestUntil = performance.now() + Math.min(1000, rest * (performance.now() - started));
       }
