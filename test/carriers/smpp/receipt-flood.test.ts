@@ -8,7 +8,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTenant, type Tenant } from "../../support/harness.js";
 import { createTestOrm, dbKind, type TestOrm } from "../../support/db.js";
-import { startSmsc, type TestSmsc } from "./smsc.js";
+import { acceptedSubmits, startSmsc, type TestSmsc } from "./smsc.js";
 import { type SmppWorld, startSmppWorld, waitFor } from "./world.js";
 
 const RATE = 3000;
@@ -113,6 +113,37 @@ describe(`SMPP receipt flood (${dbKind()})`, { timeout: 240_000 }, () => {
     );
     return { sends, failed, p99: percentile(ms, 99), stats, stored: Number(stored[0]!.n) };
   }
+
+  it("applies receipts that arrive together as they would one by one: a message's three segments and a repeat, another's failure and a contradicting repeat", async () => {
+    const { send, record, hookBase, hooks, tenant } = world;
+    await waitFor("Bound", () => world.carrier.status().link === "Bound");
+    const [a, b] = ["+447700900501", "+447700900502"];
+    const sidA = await send({ From: tenant.ownedNumber, To: a, Text: `${"abcdefghij".repeat(31)}TAIL`, DeliveryReceiptWebhookUri: `${hookBase}/dr` });
+    const sidB = await send({ From: tenant.ownedNumber, To: b, Text: "Batch B", DeliveryReceiptWebhookUri: `${hookBase}/dr` });
+    await waitFor("both Submitted", async () => (await record(sidA)).Status === "Submitted" && (await record(sidB)).Status === "Submitted");
+    const idsOf = (to: string) =>
+      acceptedSubmits(smsc.events)
+        .filter((e) => e.f.destination_addr === to.slice(1))
+        .map((e) => e.f.id!);
+    const idsA = idsOf(a);
+    const [idB] = idsOf(b);
+    expect(idsA).toHaveLength(3);
+    const seen = smsc.events.length;
+    const dr = (id: string, state: number) => `deliver esm_class=4 source_addr=447700900500 destination_addr=447700900499 tlv_rmi=${id} tlv_state=${state}`;
+    for (const id of idsA) smsc.send(dr(id, 2));
+    smsc.send(dr(idsA[0]!, 2));
+    smsc.send(dr(idB!, 5));
+    smsc.send(dr(idB!, 2));
+    await smsc.waitFor("six answered 0", (ev) => ev.slice(seen).filter((e) => e.kind === "deliver_resp" && e.f.status === "0").length === 6);
+    expect(await record(sidA)).toMatchObject({ Status: "Delivered", ErrorCode: "" });
+    expect(await record(sidB)).toMatchObject({ Status: "Failed", ErrorCode: "CarrierFailed", CarrierError: "stat:UNDELIV" });
+    await waitFor("both receipt webhooks", () => [sidA, sidB].every((sid) => hooks.some((h) => h.path === "/dr" && h.body.MessageSid === sid)));
+    await new Promise((r) => setTimeout(r, 500));
+    for (const sid of [sidA, sidB]) expect(hooks.filter((h) => h.path === "/dr" && h.body.MessageSid === sid)).toHaveLength(1);
+    const em = db.orm.em.fork();
+    const segs = await em.execute<{ status: string }[]>(`select status from carrier_segments where message_sid = ? order by seq`, [sidA]);
+    expect(segs.map((x) => x.status)).toEqual(["Delivered", "Delivered", "Delivered"]);
+  });
 
   it(`keeps another tenant's REST sends under 1 s (p99) with none failed while ${FLOOD} receipts arrive at ${RATE}/s, and keeps every receipt`, async () => {
     const r = await floodWhileSending(FLOOD, RATE, "receipts");
