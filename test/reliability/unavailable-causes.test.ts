@@ -22,7 +22,7 @@ import { createAdmitLimits } from "../../src/limits/account-limits.js";
 import { createRedisBucketStore } from "../../src/limits/bucket-store.js";
 import { openBucketStore } from "../../src/limits/limits-store.js";
 import { createSharedAllowance } from "../../src/limits/shared-allowance.js";
-import { createTestOrm, dbKind, type TestOrm } from "../support/db.js";
+import { dbKind, type TestOrm, useTestOrm } from "../support/db.js";
 import { ADMIN_TOKEN, basic, createTenant, createTestApp, type Tenant, type TestApp } from "../support/harness.js";
 import { startPrivateRedis } from "../support/private-redis.js";
 import { without } from "../support/system-packages.js";
@@ -46,20 +46,30 @@ describe("what a 503 names", () => {
     const pool = [new Error("timeout exceeded when trying to connect"), new Error("wrapped", { cause: new Error("timeout exceeded when trying to connect") })];
     for (const e of pool) {
       const { httpStatus, status } = toResponseStatus(e);
-      expect({ httpStatus, errorCode: status.errorCode, message: status.message }).toEqual({ httpStatus: 503, errorCode: "ServiceUnavailable", message: UNAVAILABLE.pool });
+      expect({ httpStatus, errorCode: status.errorCode, message: status.message }).toEqual({
+        httpStatus: 503,
+        errorCode: "ServiceUnavailable",
+        message: UNAVAILABLE.pool,
+      });
     }
     // The shared limits over a Redis that cannot be reached (node-redis' words for a lost connection).
     const clock = new ManualClock(new Date("2026-11-22T12:00:00Z"));
     const store = createRedisBucketStore({ eval: () => Promise.reject(new Error("The client is closed")) });
     const allowance = createSharedAllowance({ store, clock });
     const limits = createAdmitLimits(allowance, { ratePerSecond: 10, burst: 100 }, () => clock.now().getTime());
-    const err = await limits.admit({ sid: "AC0123456789ABCDEFGHIJKLMNOPQRST" }, () => 1).then(
-      () => undefined,
-      (e: unknown) => e,
-    );
+    const err = await limits
+      .admit({ sid: "AC0123456789ABCDEFGHIJKLMNOPQRST" }, () => 1)
+      .then(
+        () => undefined,
+        (e: unknown) => e,
+      );
     await allowance.close();
     const { httpStatus, status } = toResponseStatus(err);
-    expect({ httpStatus, errorCode: status.errorCode, message: status.message }).toEqual({ httpStatus: 503, errorCode: "ServiceUnavailable", message: UNAVAILABLE.redis });
+    expect({ httpStatus, errorCode: status.errorCode, message: status.message }).toEqual({
+      httpStatus: 503,
+      errorCode: "ServiceUnavailable",
+      message: UNAVAILABLE.redis,
+    });
   });
 });
 
@@ -74,7 +84,13 @@ async function sendOnThreeWires(baseUrl: string, tenant: Pick<Tenant, "propertyS
   });
   const body = (await rest.json()) as { ResponseStatus?: { ErrorCode: string; Message: string } };
   const out: object[] = [
-    { wire: "rest", code: rest.status, errorCode: body.ResponseStatus?.ErrorCode, message: body.ResponseStatus?.Message, retryAfter: rest.headers.get("retry-after") },
+    {
+      wire: "rest",
+      code: rest.status,
+      errorCode: body.ResponseStatus?.ErrorCode,
+      message: body.ResponseStatus?.Message,
+      retryAfter: rest.headers.get("retry-after"),
+    },
   ];
   for (const [wire, transport] of [
     ["connect", createConnectTransport({ baseUrl, httpVersion: "1.1" })],
@@ -104,6 +120,8 @@ async function listen(t: TestApp): Promise<string> {
 
 describe(`each cause on every wire (${dbKind()})`, () => {
   const closers: (() => Promise<unknown>)[] = [];
+  // Made before the tests: a PGlite database takes a while on a busy machine.
+  const test = useTestOrm();
   afterAll(async () => {
     for (const close of closers.reverse()) await close().catch(() => undefined);
   });
@@ -122,8 +140,7 @@ describe(`each cause on every wire (${dbKind()})`, () => {
   it.skipIf(without("redis"))("the shared limits' Redis not there: Redis's message", async () => {
     const redis = await startPrivateRedis();
     closers.push(() => redis.stop());
-    const db = await createTestOrm();
-    closers.push(() => db.close());
+    const db: TestOrm = { orm: test.orm, close: async () => undefined };
     const store = await openBucketStore(db.orm, redis.url);
     closers.push(() => store.close());
     const clock = new ManualClock(new Date("2026-11-22T12:00:00Z"));
@@ -146,10 +163,8 @@ describe(`each cause on every wire (${dbKind()})`, () => {
   });
 
   it.skipIf(dbKind() !== "postgres")("every pooled connection busy past the wait: the pool's message", { timeout: 30_000 }, async () => {
-    const db: TestOrm = await createTestOrm();
-    closers.push(() => db.close());
-    // The same database through a pool of 2 that waits 300 ms for a free connection.
-    const small: MikroORM = await createOrm({ entities, databaseUrl: db.orm.config.get("clientUrl")!, poolMax: 2, connectTimeoutMs: 300 });
+    // The test's database through a pool of 2 that waits 300 ms for a free connection.
+    const small: MikroORM = await createOrm({ entities, databaseUrl: test.orm.config.get("clientUrl")!, poolMax: 2, connectTimeoutMs: 300 });
     closers.push(() => small.close(true));
     const t = await createTestApp({ db: { orm: small, close: async () => undefined } });
     closers.push(() => t.close());
