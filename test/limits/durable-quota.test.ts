@@ -60,8 +60,7 @@ describe.skipIf(without("redis"))(`the daily quota across a Redis restart (${dbK
     expect(set.statusCode, set.body).toBe(200);
     return a;
   }
-  const health = () =>
-    r.app.inject({ method: "POST", url: "/grpc.health.v1.Health/Check", headers: { "content-type": "application/json" }, payload: {} });
+  const health = () => r.app.inject({ method: "POST", url: "/grpc.health.v1.Health/Check", headers: { "content-type": "application/json" }, payload: {} });
 
   it("a quota of 20 used up: after Redis restarts, the 21st send the same day is still 429 QuotaExceeded and SegmentsToday stays 20", async () => {
     r.clock.set(new Date("2026-11-22T12:00:00Z"));
