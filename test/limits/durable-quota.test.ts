@@ -4,11 +4,12 @@
  * persistence), a quota used up stays used up the same UTC day after Redis restarts (its count is
  * kept in PostgreSQL), and `SegmentsToday` still says what was stored; with Redis unreachable,
  * /readyz and the gRPC health service are not ready and say it is Redis, and a send that needs
- * Redis is 503 naming Redis; back, everything is ready again. On the injectable clock.
+ * Redis is 503 naming Redis; back, everything is ready again; a call of the allowance that needs
+ * both stores keeps the database's grants when Redis is down. On the injectable clock.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ManualClock } from "../../src/common/clock.js";
-import type { BucketStore } from "../../src/limits/bucket-store.js";
+import { type BucketStore, createPostgresBucketStore } from "../../src/limits/bucket-store.js";
 import { openBucketStore } from "../../src/limits/limits-store.js";
 import { createSharedAllowance } from "../../src/limits/shared-allowance.js";
 import { Message } from "../../src/messaging/message.entity.js";
@@ -117,5 +118,26 @@ describe.skipIf(without("redis"))(`the daily quota across a Redis restart (${dbK
     expect((await health()).json()).toStrictEqual({ status: "SERVING" });
     r.clock.advance(1000);
     expect((await send(a)).statusCode).toBe(200);
+  });
+
+  it("with Redis down, one call for a quota (in the database) and a request rate (in Redis): the quota's grant counts, only the rate's take fails", async () => {
+    r.clock.set(new Date("2026-11-25T12:00:00Z"));
+    const now = r.clock.now().getTime();
+    const key = "quota:AC0123456789ABCDEFGHIJKLMNOPQRST:2026-11-25";
+    const quota = { rate: 0, burst: 50, block: 0, holdMs: 1000, expiresMs: now + 43_200_000 };
+    await redis.stop();
+    try {
+      // The same turn of the event loop: one call of the allowance, to both stores.
+      const [q, rate] = await Promise.allSettled([
+        r.limits.take(key, 5, quota),
+        r.limits.take("rate:AC0123456789ABCDEFGHIJKLMNOPQRST", 1, { rate: 10, burst: 10, block: 0, holdMs: 1000 }),
+      ]);
+      expect(q).toStrictEqual({ status: "fulfilled", value: { ok: true } });
+      expect(rate.status).toBe("rejected");
+      const [row] = await createPostgresBucketStore(r.db.orm).take([{ key, rate: 0, burst: 50, want: 0, least: 0, expiresMs: quota.expiresMs }], now);
+      expect(row).toStrictEqual({ granted: 0, tokens: 45 });
+    } finally {
+      await redis.start();
+    }
   });
 });
