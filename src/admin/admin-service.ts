@@ -34,6 +34,7 @@ import { toAddressPb } from "../addresses/address-service.js";
 import type { Clock } from "../common/clock.js";
 import { kAdmin, requestEm } from "../common/context.js";
 import { addressNotPending, apiError, fieldError, fieldErrors, notFound, numberExists, quoted, serviceUnavailable } from "../common/errors.js";
+import { unreachableOf } from "../common/unreachable.js";
 import { pageOf } from "../common/paging.js";
 import { parseE164 } from "../common/phone.js";
 import { isSid, newSid, randomSecret } from "../common/sid.js";
@@ -137,8 +138,8 @@ export function createAdminService(
         const now = deps.clock.now();
         // An account with a quota: the quota's own count (what the shared store granted today).
         if (deps.limits && account.dailySegmentQuota) {
-          return quotaUsedToday(deps.limits, account, now.getTime()).catch(() => {
-            throw serviceUnavailable();
+          return quotaUsedToday(deps.limits, account, now.getTime()).catch((err: unknown) => {
+            throw serviceUnavailable(unreachableOf(err) ?? "database");
           });
         }
         return segmentsStoredSince(em, account.sid, new Date(`${now.toISOString().slice(0, 10)}T00:00:00Z`));
