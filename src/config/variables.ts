@@ -122,7 +122,7 @@ export const VARIABLES = {
   REDIS_URL: v(
     optionalUrl(["redis", "rediss"], "a redis:// or rediss:// URL"),
     "service",
-    "`redis://` or `rediss://`: the limits shared by every process (request rates, quotas, dispatch rates, carriers' Tps) are counted in this Redis; unset, in the database ([limits.md](limits.md))",
+    "`redis://` or `rediss://`: the limits shared by every process (request rates, dispatch rates, carriers' Tps) are counted in this Redis, daily quotas still in the database (they must survive a Redis restart); unset, all in the database. `/readyz` is 503 while it does not answer ([limits.md](limits.md))",
     { secret: true },
   ),
   // One at a time: a flood of large pages slows another account's sends more the more of them run
