@@ -57,6 +57,8 @@ export async function receiveInbound(em: EntityManager, received: InboundSms, no
   // lease and opt-out stores it; what is no number (an alphanumeric sender) stays as it came.
   const from = canonicalE164(received.from);
   const sms = { ...received, from: from ?? received.from, to: canonicalE164(received.to) ?? received.to, text: storableText(received.text) };
+  // E164-shaped but no number libphonenumber knows (a new range) is still a handset's number.
+  const fromNumber = from !== undefined || /^\+[1-9]\d{7,14}$/.test(sms.from);
   return em.transactional(async (tx) => {
     const lease = await findLiveLeaseMatch(tx, sms.to, sms.from, sms.at);
     if (!lease) {
@@ -64,7 +66,7 @@ export async function receiveInbound(em: EntityManager, received: InboundSms, no
       await insertUnmatchedInbound(tx, { sender: sms.from, recipient: sms.to, text: sms.text, receivedAt: sms.at, reason });
       // An SMS to one of an account's own numbers reaches that account: a keyword acts and is answered,
       // when it came from a number (an alphanumeric sender can be neither opted out nor answered).
-      const keyword = from === undefined ? undefined : await applyKeywordToOwnedNumber(tx, { from: sms.from, to: sms.to, text: sms.text, now }, opts.log);
+      const keyword = !fromNumber ? undefined : await applyKeywordToOwnedNumber(tx, { from: sms.from, to: sms.to, text: sms.text, now }, opts.log);
       return { messageSid: "", inReplyTo: "", ...(keyword ? { keyword } : {}) };
     }
     const sid = newSid("MG");
