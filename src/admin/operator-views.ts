@@ -73,7 +73,8 @@ function searchOf(req: SearchMessagesRequest) {
   const text = (field: string, value: string, valid: (v: string) => boolean, what: string) => {
     const v = value.trim();
     if (v === "") return undefined;
-    if (!valid(v)) problems.push({ field, code: "InvalidParameter", message: `${field} ${quoted(value)} is not ${what}.${field === "To" ? writeItAs(v) : ""}` });
+    if (!valid(v))
+      problems.push({ field, code: "InvalidParameter", message: `${field} ${quoted(value)} is not ${what}.${field === "To" ? writeItAs(v) : ""}` });
     return v;
   };
   const accountSid = text("AccountSid", req.accountSid, (v) => isSid(v, "AC"), "an AccountSid");

@@ -101,7 +101,9 @@ export function suggestE164(value: string): string | undefined {
 /** " Write it +61412345678." when suggestE164 has a spelling for `value`, else "". */
 export function writeItAs(value: string): string {
   const suggestion = suggestE164(value);
-  return suggestion === undefined ? "" : ` Write it ${suggestion} (E164: + and the country code, then the number without its trunk prefix such as 0, no spaces).`;
+  return suggestion === undefined
+    ? ""
+    : ` Write it ${suggestion} (E164: + and the country code, then the number without its trunk prefix such as 0, no spaces).`;
 }
 
 /** Per geographic calling code: its national prefix pattern and each country's possible lengths. */

@@ -187,7 +187,11 @@ export function validateSend(
 
   const forwardToSms = req.forwardToSms.trim();
   if (forwardToSms !== "" && !parseE164(forwardToSms)) {
-    add("ForwardToSms", "InvalidRecipient", `ForwardToSms ${quoted(req.forwardToSms)} is not a valid E164 number, e.g. +14155550123.${writeItAs(forwardToSms)}`);
+    add(
+      "ForwardToSms",
+      "InvalidRecipient",
+      `ForwardToSms ${quoted(req.forwardToSms)} is not a valid E164 number, e.g. +14155550123.${writeItAs(forwardToSms)}`,
+    );
   }
   const forwardFromSms = req.forwardFromSms.trim();
   if (forwardFromSms !== "" && !(forwardFromSms.startsWith("+") ? parseE164(forwardFromSms) : isAlphanumericSender(forwardFromSms))) {
