@@ -173,6 +173,33 @@ describe(`a carrier's numbers in the one spelling (issue 41, defect 2; ${dbKind(
     expect(rows).toEqual([{ sender: r, recipient: leased }]);
   });
 
+  it("a lease stored before (ForwardToSms in another spelling) forwards to the one spelling, and not to our own number", async () => {
+    const outside = `+1415555${String(3960 + ++seq)}`;
+    const looped = `+1415555${String(3960 + ++seq)}`;
+    const kept: { sid: string; from: string; to: string }[] = [];
+    for (const [to, forward] of [
+      [outside, "+447700900777"],
+      [looped, "+447700900778"],
+    ]) {
+      const res = await send({ From: "", To: to, Text: "forward my reply", ForwardToSms: forward });
+      expect(res.statusCode, res.body).toBe(200);
+      kept.push({ sid: res.json().MessageSid, from: res.json().From, to });
+    }
+    // As a row stored before numbers had one spelling would hold them.
+    const em = t.db.orm.em.fork();
+    await em.execute("update messages set forward_to_sms = ? where sid = ?", ["+4407700900777", kept[0].sid]);
+    await em.execute("update messages set forward_to_sms = ? where sid = ?", ["+114155559101", kept[1].sid]);
+
+    const forwarded = await inbound(kept[0].to, kept[0].from, "here is my reply");
+    expect(forwarded.forward).toMatchObject({ status: "Processing", errorCode: "" });
+    const rows = await t.db.orm.em.fork().execute<{ recipient: string }[]>("select recipient from messages where sid = ?", [forwarded.forward!.messageSid]);
+    expect(rows).toEqual([{ recipient: "+447700900777" }]);
+
+    // +114155559101 is the pool number +14155559101: a forward there would come back as a new reply.
+    const loop = await inbound(kept[1].to, kept[1].from, "and mine");
+    expect(loop.forward).toMatchObject({ status: "Failed", errorCode: "DestinationNotAllowed" });
+  });
+
   it("an alphanumeric sender stays as it came and is never a number: its STOP to an owned number opts nothing out", async () => {
     const c = await createTenant(t.app);
     const result = await inbound("Vodafone", c.ownedNumber, "STOP");
