@@ -36,7 +36,7 @@ import { kAdmin, requestEm } from "../common/context.js";
 import { addressNotPending, apiError, fieldError, fieldErrors, notFound, numberExists, quoted, serviceUnavailable } from "../common/errors.js";
 import { unreachableOf } from "../common/unreachable.js";
 import { pageOf } from "../common/paging.js";
-import { parseE164 } from "../common/phone.js";
+import { parseE164, writeItAs } from "../common/phone.js";
 import { isSid, newSid, randomSecret } from "../common/sid.js";
 import { listEmails } from "../mail/mail-store.js";
 import { addNumber, findNumber } from "../numbers/number-store.js";
@@ -258,7 +258,8 @@ export function createAdminService(
       const em = requireAdmin(ctx);
       const value = req.number.trim();
       if (value === "") throw fieldError("Number", "MissingParameter", "Number is required: an E164 number such as +14155550123.");
-      if (!parseE164(value)) throw fieldError("Number", "InvalidParameter", `Number ${quoted(req.number)} is not a valid E164 number such as +14155550123.`);
+      if (!parseE164(value))
+        throw fieldError("Number", "InvalidParameter", `Number ${quoted(req.number)} is not a valid E164 number such as +14155550123.${writeItAs(value)}`);
       let accountSid: string | null = null;
       if (req.accountSid.trim() !== "") {
         const account = isSid(req.accountSid, "AC") ? await findAccountBySid(em, req.accountSid) : null;
@@ -301,8 +302,9 @@ export function createAdminService(
       requireAdmin(ctx);
       const sim = simulator();
       const from = req.from.trim();
-      if (!parseE164(from)) throw fieldError("From", "InvalidParameter", "From must be the handset's E164 number, e.g. +14155550123.");
-      if (!parseE164(req.to.trim())) throw fieldError("To", "InvalidParameter", "To must be an E164 number of the service, e.g. a leased pool number.");
+      if (!parseE164(from)) throw fieldError("From", "InvalidParameter", `From must be the handset's E164 number, e.g. +14155550123.${writeItAs(from)}`);
+      if (!parseE164(req.to.trim()))
+        throw fieldError("To", "InvalidParameter", `To must be an E164 number of the service, e.g. a leased pool number.${writeItAs(req.to)}`);
       const result = await sim.injectInbound({ from, to: req.to.trim(), text: req.text });
       return create(InjectInboundResponseSchema, result);
     },

@@ -77,7 +77,11 @@ export const ERRORS = {
   InvalidParameter: { http: 400, grpc: Code.InvalidArgument, when: "a field of the wrong JSON type, out of range, or not allowed" },
   InvalidSenderId: { http: 400, grpc: Code.InvalidArgument, when: "`From`/`ForwardFromSms` breaks the sender ID rules" },
   SenderNotOwned: { http: 400, grpc: Code.InvalidArgument, when: "E164 `From` or `ForwardFromSms` that is not one of the account's numbers" },
-  InvalidRecipient: { http: 400, grpc: Code.InvalidArgument, when: "`To`/`ForwardToSms` is not a valid E164 number" },
+  InvalidRecipient: {
+    http: 400,
+    grpc: Code.InvalidArgument,
+    when: "`To`/`ForwardToSms` is not a valid E164 number in its one spelling (no trunk prefix after the country code, no spaces)",
+  },
   DestinationNotAllowed: {
     http: 400,
     grpc: Code.InvalidArgument,
