@@ -34,8 +34,9 @@ import { toAddressPb } from "../addresses/address-service.js";
 import type { Clock } from "../common/clock.js";
 import { kAdmin, requestEm } from "../common/context.js";
 import { addressNotPending, apiError, fieldError, fieldErrors, notFound, numberExists, quoted, serviceUnavailable } from "../common/errors.js";
+import { unreachableOf } from "../common/unreachable.js";
 import { pageOf } from "../common/paging.js";
-import { parseE164 } from "../common/phone.js";
+import { parseE164, writeItAs } from "../common/phone.js";
 import { isSid, newSid, randomSecret } from "../common/sid.js";
 import { listEmails } from "../mail/mail-store.js";
 import { addNumber, findNumber } from "../numbers/number-store.js";
@@ -137,8 +138,8 @@ export function createAdminService(
         const now = deps.clock.now();
         // An account with a quota: the quota's own count (what the shared store granted today).
         if (deps.limits && account.dailySegmentQuota) {
-          return quotaUsedToday(deps.limits, account, now.getTime()).catch(() => {
-            throw serviceUnavailable();
+          return quotaUsedToday(deps.limits, account, now.getTime()).catch((err: unknown) => {
+            throw serviceUnavailable(unreachableOf(err) ?? "database");
           });
         }
         return segmentsStoredSince(em, account.sid, new Date(`${now.toISOString().slice(0, 10)}T00:00:00Z`));
@@ -257,7 +258,8 @@ export function createAdminService(
       const em = requireAdmin(ctx);
       const value = req.number.trim();
       if (value === "") throw fieldError("Number", "MissingParameter", "Number is required: an E164 number such as +14155550123.");
-      if (!parseE164(value)) throw fieldError("Number", "InvalidParameter", `Number ${quoted(req.number)} is not a valid E164 number such as +14155550123.`);
+      if (!parseE164(value))
+        throw fieldError("Number", "InvalidParameter", `Number ${quoted(req.number)} is not a valid E164 number such as +14155550123.${writeItAs(value)}`);
       let accountSid: string | null = null;
       if (req.accountSid.trim() !== "") {
         const account = isSid(req.accountSid, "AC") ? await findAccountBySid(em, req.accountSid) : null;
@@ -300,8 +302,9 @@ export function createAdminService(
       requireAdmin(ctx);
       const sim = simulator();
       const from = req.from.trim();
-      if (!parseE164(from)) throw fieldError("From", "InvalidParameter", "From must be the handset's E164 number, e.g. +14155550123.");
-      if (!parseE164(req.to.trim())) throw fieldError("To", "InvalidParameter", "To must be an E164 number of the service, e.g. a leased pool number.");
+      if (!parseE164(from)) throw fieldError("From", "InvalidParameter", `From must be the handset's E164 number, e.g. +14155550123.${writeItAs(from)}`);
+      if (!parseE164(req.to.trim()))
+        throw fieldError("To", "InvalidParameter", `To must be an E164 number of the service, e.g. a leased pool number.${writeItAs(req.to)}`);
       const result = await sim.injectInbound({ from, to: req.to.trim(), text: req.text });
       return create(InjectInboundResponseSchema, result);
     },

@@ -18,7 +18,7 @@ import type { MikroORM } from "@mikro-orm/sql";
 import { findAccountBySid } from "../accounts/account-store.js";
 import { errorCodeOf } from "../common/errors.js";
 import type { ItemOutcome } from "../common/group-commit.js";
-import { parseE164, type E164Info } from "../common/phone.js";
+import { canonicalE164, parseE164, type E164Info } from "../common/phone.js";
 import { newSid } from "../common/sid.js";
 import { textEncoding } from "../common/sms-text.js";
 import type { DestinationConfig } from "../config.js";
@@ -81,7 +81,8 @@ export interface KeywordAnswer {
  */
 export async function forwardReply(deps: ServiceSendDeps, f: ReplyForward): Promise<ServiceSendOutcome | undefined> {
   const from = f.forwardFromSms || f.replyFrom;
-  const to = parseE164(f.forwardToSms);
+  // A lease stored before numbers had one spelling may hold another: the canonical one is checked and sent to.
+  const to = parseE164(canonicalE164(f.forwardToSms) ?? f.forwardToSms);
   const { encoding, numSegments } = textEncoding(f.text || " ");
   const draft: ValidSend = {
     ...NO_OPTIONS,

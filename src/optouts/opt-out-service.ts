@@ -17,7 +17,7 @@ import { type Clock, unixSeconds } from "../common/clock.js";
 import { requestEm } from "../common/context.js";
 import { apiError, fieldError, fieldErrors, quoted } from "../common/errors.js";
 import { pageOf } from "../common/paging.js";
-import { parseE164 } from "../common/phone.js";
+import { canonicalE164, parseE164, writeItAs } from "../common/phone.js";
 import { optOutNumber } from "./opt-out.js";
 import { listOptOuts, type OptOutEntry, removeOptOut } from "./opt-out-store.js";
 
@@ -30,7 +30,8 @@ export function toOptOutPb(o: OptOutEntry): OptOutPb {
 function checkNumber(value: string): string {
   const number = value.trim();
   if (number === "") throw fieldError("Number", "MissingParameter", "Number is required: the E164 number to opt out, e.g. +61412345678.");
-  if (!parseE164(number)) throw fieldError("Number", "InvalidParameter", `Number ${quoted(value)} is not a valid E164 number such as +61412345678.`);
+  if (!parseE164(number))
+    throw fieldError("Number", "InvalidParameter", `Number ${quoted(value)} is not a valid E164 number such as +61412345678.${writeItAs(number)}`);
   return number;
 }
 
@@ -67,6 +68,16 @@ export function createOptOutService(deps: { clock: Clock }): ServiceImpl<typeof 
         throw fieldError("Number", "InvalidParameter", `Number ${quoted(req.number)} is not an E164 number (digits without the +, e.g. 61412345678).`);
       }
       const number = `+${digits}`;
+      // A number is listed in its one spelling: another spelling of it (a trunk prefix after the
+      // country code) is refused, as on an add. Digits no phone number has are still taken, to find them.
+      const canonical = canonicalE164(number);
+      if (canonical !== undefined && canonical !== number) {
+        throw fieldError(
+          "Number",
+          "InvalidParameter",
+          `Number ${quoted(req.number)} is not how E164 writes this number: write it ${canonical.slice(1)} (the country code, then the number without its trunk prefix such as 0).`,
+        );
+      }
       return requestEm(ctx).transactional(async (tx) => {
         await recheckCredentials(tx, account);
         if (!(await removeOptOut(tx, account.sid, number))) throw apiError("NotFound", `${number} is not on the account's opt-out list.`);
