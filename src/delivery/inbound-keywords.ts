@@ -64,12 +64,13 @@ export async function applyKeyword(tx: EntityManager, sms: KeywordSms, log?: Log
     log?.info({ accountSid: account.sid, to: sms.to, kind }, "keyword from a sender that is no E164 number: acted on, not answered");
     return { kind, answerSid: "", noAnswer: "NotE164" };
   }
-  if (!(await claimAnswer(tx, account.sid, sms.from, kind, sms.now))) {
+  const sid = newSid("MG");
+  if (!(await claimAnswer(tx, { accountSid: account.sid, recipient: sms.from, kind, now: sms.now, messageSid: sid }))) {
     log?.info({ accountSid: account.sid, to: sms.to, kind }, "keyword already answered to this sender today: acted on, not answered again");
     return { kind, answerSid: "", noAnswer: "AnsweredToday" };
   }
   const answer: KeywordAnswer = {
-    sid: newSid("MG"),
+    sid,
     accountSid: account.sid,
     propertySid: sms.propertySid,
     from: sms.to,

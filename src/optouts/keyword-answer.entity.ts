@@ -9,6 +9,8 @@ export const KeywordAnswerEntity = defineEntity({
     recipient: p.text().primary(),
     kind: p.text().primary().$type<"Stop" | "Start" | "Help">(),
     day: p.date(),
+    // The answer's message: an opt-out does not fail it (it confirms the STOP, or answers a HELP).
+    messageSid: p.string().length(32),
   },
 });
 

@@ -5,6 +5,7 @@
  * On PostgreSQL the transactions below run on two connections; on PGlite (one connection) in turn.
  */
 import { describe, expect, it } from "vitest";
+import { newSid } from "../../src/common/sid.js";
 import { claimAnswer } from "../../src/optouts/answer-cap-store.js";
 import { dbKind, useTestOrm } from "../support/db.js";
 
@@ -26,7 +27,7 @@ describe(`the keyword answer cap (${dbKind()})`, () => {
   }
 
   const claim = (accountSid: string, phone: string, kind: "Stop" | "Start" | "Help", now = NOW) =>
-    db.orm.em.fork().transactional((tx) => claimAnswer(tx, accountSid, phone, kind, now));
+    db.orm.em.fork().transactional((tx) => claimAnswer(tx, { accountSid, recipient: phone, kind, now, messageSid: newSid("MG") }));
 
   it("one claim per account, handset, kind and UTC day", async () => {
     const a = await account("AC00000000000000000000000000cap1");
@@ -53,7 +54,7 @@ describe(`the keyword answer cap (${dbKind()})`, () => {
       const first = db.orm.em
         .fork()
         .transactional(async (tx) => {
-          claimed(await claimAnswer(tx, a, phone, "Help", NOW));
+          claimed(await claimAnswer(tx, { accountSid: a, recipient: phone, kind: "Help", now: NOW, messageSid: newSid("MG") }));
           await released;
           if (outcome === "rollback") throw new Error("rolled back");
         })

@@ -156,6 +156,18 @@ describe(`keyword answers are sends of the account (${dbKind()})`, () => {
     expect(await delivered(phone, tenant.ownedNumber)).toEqual([HELP_ANSWER, STOP_ANSWER, HELP_ANSWER]);
   });
 
+  it("a STOP repeated before the first one's confirmation goes out spares that confirmation: the handset gets exactly one", async () => {
+    const tenant = await createTenant(t.app);
+    const phone = auHandset();
+    await simulatorInbound(t.app, phone, tenant.ownedNumber, "HELP");
+    for (let i = 0; i < 3; i++) await simulatorInbound(t.app, phone, tenant.ownedNumber, "STOP");
+    await drain();
+    // The answers are what the handset asked for: its opt-out fails neither (both due at the same instant: in either order).
+    expect((await delivered(phone, tenant.ownedNumber)).sort()).toEqual([HELP_ANSWER, STOP_ANSWER].sort());
+    expect(await optedOut(tenant)).toEqual([phone]);
+    expect((await answers(tenant)).map((a) => a.status)).toEqual(["Delivered", "Delivered"]);
+  });
+
   it("a STOP from an alphanumeric sender is never answered: no message is addressed to it", async () => {
     const tenant = await createTenant(t.app);
     const sender = "<b_id=xss41>";
