@@ -19,7 +19,7 @@ import { apiError, fieldError, fieldErrors, quoted } from "../common/errors.js";
 import { pageOf } from "../common/paging.js";
 import { parseE164 } from "../common/phone.js";
 import { optOutNumber } from "./opt-out.js";
-import { listOptOuts, type OptOutEntry, removeOptOut } from "./opt-out-store.js";
+import { listOptOuts, type OptOutEntry, removeOptOutNamed } from "./opt-out-store.js";
 
 /** The OptOut resource. */
 export function toOptOutPb(o: OptOutEntry): OptOutPb {
@@ -61,16 +61,23 @@ export function createOptOutService(deps: { clock: Clock }): ServiceImpl<typeof 
     async deleteOptOut(req: DeleteOptOutRequest, ctx: HandlerContext) {
       const account = requireAccount(ctx);
       ownAccountPath(account, req.accountSid);
-      // The path carries E164 without "+" (a "+" in a path is easily mangled); accept either.
-      const digits = req.number.trim().replace(/^\+/, "");
-      if (!/^\d{8,15}$/.test(digits)) {
-        throw fieldError("Number", "InvalidParameter", `Number ${quoted(req.number)} is not an E164 number (digits without the +, e.g. 61412345678).`);
-      }
-      const number = `+${digits}`;
+      // Any entry the list shows: an E164 number (the path carries it without "+", as a "+" in a
+      // path is easily mangled; either is accepted), or what else a keyword put there (the
+      // alphanumeric sender a STOP came from, say), named exactly as listed.
+      const written = req.number.trim();
+      const digits = written.replace(/^\+/, "");
+      const e164 = /^\d{8,15}$/.test(digits) ? `+${digits}` : undefined;
+      const names = [...new Set([e164, req.number, written].filter((n): n is string => !!n))];
       return requestEm(ctx).transactional(async (tx) => {
         await recheckCredentials(tx, account);
-        if (!(await removeOptOut(tx, account.sid, number))) throw apiError("NotFound", `${number} is not on the account's opt-out list.`);
-        return create(DeleteOptOutResponseSchema, { number });
+        const removed = names.length > 0 ? await removeOptOutNamed(tx, account.sid, names) : undefined;
+        if (removed !== undefined) return create(DeleteOptOutResponseSchema, { number: removed });
+        if (e164) throw apiError("NotFound", `${e164} is not on the account's opt-out list.`);
+        throw fieldError(
+          "Number",
+          "InvalidParameter",
+          `Number ${quoted(req.number)} is neither on the account's opt-out list nor an E164 number (digits without the +, e.g. 61412345678).`,
+        );
       });
     },
   };
