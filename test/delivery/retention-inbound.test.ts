@@ -6,7 +6,7 @@
  */
 import { afterAll, describe, expect, it } from "vitest";
 import { newSid } from "../../src/common/sid.js";
-import { dbKind } from "../support/db.js";
+import { createTestOrm, dbKind, type TestOrm } from "../support/db.js";
 import { addPoolNumbers, admin, createTenant, createTestApp, sendOk, type Tenant, type TestApp } from "../support/harness.js";
 
 const T0 = new Date("2026-11-22T12:00:00Z");
@@ -106,5 +106,26 @@ describe(`MESSAGE_RETENTION_DAYS and inbound texts (${dbKind()})`, () => {
     expect(await rows(t, "inbound_parts", plain.ownedNumber)).toEqual([]);
     expect(await rows(t, "unmatched_inbound", longer.ownedNumber)).toEqual([{ sender: "+447700900632", text: "Kept 30 days" }]);
     expect(await rows(t, "inbound_parts", longer.ownedNumber)).toHaveLength(1);
+  });
+});
+
+describe(`the tables holding message text (${dbKind()})`, () => {
+  let db: TestOrm;
+  afterAll(() => db?.close());
+
+  it("are the ones retention covers (docs/configuration.md#retention): a new one must be added there and to the purge", { timeout: 90_000 }, async () => {
+    db = await createTestOrm();
+    const cols = await db.orm.em.fork().execute<{ t: string }[]>(
+      `select table_name || '.' || column_name as t from information_schema.columns
+          where table_schema = current_schema() and column_name in ('text', 'body', 'payload', 'response', 'message_text', 'content') order by 1`,
+    );
+    expect(cols.map((c) => c.t)).toEqual([
+      "emails.body",
+      "idempotency_keys.response",
+      "inbound_parts.text",
+      "messages.text",
+      "unmatched_inbound.text",
+      "webhook_deliveries.payload",
+    ]);
   });
 });
