@@ -3,7 +3,7 @@ import type { Logger } from "pino";
 import { type Carrier, CarrierError } from "./carrier.js";
 import type { Clock } from "../common/clock.js";
 import { isDatabaseUnavailable } from "../common/pg-errors.js";
-import { applyFinalState, applyFinalStates, recordSubmissions, type Submission } from "./receipts.js";
+import { failUnsubmitted, recordSubmissions, type Submission } from "./receipts.js";
 import {
   claimFair,
   claimHeldMessages,
@@ -223,15 +223,14 @@ export function createDispatcher(opts: DispatcherOptions): Dispatcher {
     const firstDue = Math.max(new Date(row.created_at).getTime(), row.scheduled_at ? new Date(row.scheduled_at).getTime() : 0);
     const expired = now.getTime() - firstDue >= retryWindowMs;
     if (carrierErr.permanent || expired) {
-      opts.log?.warn({ messageSid: row.sid, errorCode: carrierErr.errorCode, attempts: row.attempts }, "message failed at the carrier");
-      await applyFinalState(em, {
-        messageSid: row.sid,
-        status: "Failed",
-        errorCode: carrierErr.errorCode,
-        carrierError: carrierErr.carrierError,
-        at: now,
-        now,
-      });
+      opts.log?.warn(
+        { messageSid: row.sid, errorCode: carrierErr.errorCode, attempts: row.attempts, reason: carrierErr.message },
+        "message failed at the carrier",
+      );
+      // Never taken by a carrier: its lease goes with it (failUnsubmitted).
+      await em.transactional((tx) =>
+        failUnsubmitted(tx, [{ messageSid: row.sid, status: "Failed", errorCode: carrierErr.errorCode, carrierError: carrierErr.carrierError, at: now, now }]),
+      );
     } else {
       const retryAt = new Date(now.getTime() + carrierBackoffMs(row.attempts));
       opts.log?.info({ messageSid: row.sid, errorCode: carrierErr.errorCode, retryAt }, "carrier refused for now; will retry");
@@ -254,7 +253,7 @@ export function createDispatcher(opts: DispatcherOptions): Dispatcher {
       "account or property disabled for SMS: queued messages failed, not submitted",
     );
     await opts.orm.em.fork().transactional((tx) =>
-      applyFinalStates(
+      failUnsubmitted(
         tx,
         rows.map((r) => ({ messageSid: r.sid, status: "Failed" as const, errorCode: "SmsNotEnabled", at: now, now })),
       ),
