@@ -131,7 +131,9 @@ export function createDispatcher(opts: DispatcherOptions): Dispatcher {
   const holds = new Map<string, Date>();
 
   /** Hands one message to the carrier: its reference, or undefined when the carrier refused it (already handled). */
-  async function submitOne(row: ClaimedRow): Promise<(Submission & { segmentIds?: string[] }) | undefined> {
+  async function submitOne(row: ClaimedRow): Promise<(Submission & { segmentIds?: string[]; startedAt?: Date }) | undefined> {
+    // Before the carrier writes anything: no receipt heard earlier can be for this submission's ids.
+    const startedAt = opts.clock.now();
     try {
       const { carrierRef, segmentIds, carrier } = await opts.carrier.submit({
         messageSid: row.sid,
@@ -141,7 +143,7 @@ export function createDispatcher(opts: DispatcherOptions): Dispatcher {
         deliveryReceipt: row.delivery_receipt,
         accountSid: row.account_sid,
       });
-      return { messageSid: row.sid, carrierRef, segmentIds, carrier, at: opts.clock.now() };
+      return { messageSid: row.sid, carrierRef, segmentIds, carrier, at: opts.clock.now(), startedAt };
     } catch (err) {
       await carrierRefused(opts.orm.em.fork(), row, err);
       return undefined;
@@ -156,12 +158,14 @@ export function createDispatcher(opts: DispatcherOptions): Dispatcher {
    * message is already Submitted, Delivered or Failed): recordSubmissions keeps that status but
    * still records when it was submitted.
    */
-  async function recordSubmitted(done: (Submission & { segmentIds?: string[] })[]): Promise<void> {
+  async function recordSubmitted(done: (Submission & { segmentIds?: string[]; startedAt?: Date })[]): Promise<void> {
     if (done.length === 0) return;
     const deadline = performance.now() + claimMs / 2;
     // A carrier that reports per segment: the segments' ids are committed with the submissions.
     const segmented = done.flatMap((d) =>
-      d.segmentIds && d.segmentIds.length > 0 ? [{ messageSid: d.messageSid, segmentIds: d.segmentIds, at: d.at, carrier: d.carrier ?? "" }] : [],
+      d.segmentIds && d.segmentIds.length > 0
+        ? [{ messageSid: d.messageSid, segmentIds: d.segmentIds, at: d.at, startedAt: d.startedAt, carrier: d.carrier ?? "" }]
+        : [],
     );
     for (let attempt = 1; ; attempt++) {
       try {

@@ -2,6 +2,7 @@ import type { EntityManager } from "@mikro-orm/sql";
 import type { Logger } from "pino";
 import type { InboundSms } from "./carrier.js";
 import { unixSeconds } from "../common/clock.js";
+import { canonicalE164 } from "../common/phone.js";
 import { newSid } from "../common/sid.js";
 import { storableText } from "../common/string-guard.js";
 import { findLiveLeaseMatch, wasEverLeased } from "../leases/lease-store.js";
@@ -52,14 +53,20 @@ export interface InboundOptions {
  */
 export async function receiveInbound(em: EntityManager, received: InboundSms, now: Date, opts: InboundOptions): Promise<InboundResult> {
   // Anyone on the network can send any UCS-2 units: a NUL or an unpaired surrogate must not fail the insert.
-  const sms = { ...received, text: storableText(received.text) };
+  // A number in its one spelling (a carrier's `+610412345678` is `+61412345678`), as every send,
+  // lease and opt-out stores it; what is no number (an alphanumeric sender) stays as it came.
+  const from = canonicalE164(received.from);
+  const sms = { ...received, from: from ?? received.from, to: canonicalE164(received.to) ?? received.to, text: storableText(received.text) };
+  // E164-shaped but no number libphonenumber knows (a new range) is still a handset's number.
+  const fromNumber = from !== undefined || /^\+[1-9]\d{7,14}$/.test(sms.from);
   return em.transactional(async (tx) => {
     const lease = await findLiveLeaseMatch(tx, sms.to, sms.from, sms.at);
     if (!lease) {
       const reason = (await wasEverLeased(tx, sms.to, sms.from)) ? "LeaseEnded" : "NoLease";
       await insertUnmatchedInbound(tx, { sender: sms.from, recipient: sms.to, text: sms.text, receivedAt: sms.at, reason });
-      // An SMS to one of an account's own numbers reaches that account: a keyword acts and is answered.
-      const keyword = await applyKeywordToOwnedNumber(tx, { from: sms.from, to: sms.to, text: sms.text, now }, opts.log);
+      // An SMS to one of an account's own numbers reaches that account: a keyword acts and is answered,
+      // when it came from a number (an alphanumeric sender can be neither opted out nor answered).
+      const keyword = !fromNumber ? undefined : await applyKeywordToOwnedNumber(tx, { from: sms.from, to: sms.to, text: sms.text, now }, opts.log);
       return { messageSid: "", inReplyTo: "", ...(keyword ? { keyword } : {}) };
     }
     const sid = newSid("MG");

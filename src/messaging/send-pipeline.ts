@@ -15,7 +15,7 @@ import type { Clock } from "../common/clock.js";
 import { errorCodeOf, fieldErrors, idempotencyKeyReused, notFound } from "../common/errors.js";
 import { createGroupCommit, type ItemOutcome } from "../common/group-commit.js";
 import { constraintViolation } from "../common/pg-errors.js";
-import { parseE164, type E164Info } from "../common/phone.js";
+import { canonicalE164, parseE164, type E164Info } from "../common/phone.js";
 import { isSid, newSid } from "../common/sid.js";
 import { textEncoding } from "../common/sms-text.js";
 import { allocateLease } from "../leases/lease-allocator.js";
@@ -224,7 +224,8 @@ export interface ReplyForward {
  */
 export async function forwardReply(tx: EntityManager, f: ReplyForward): Promise<{ messageSid: string; status: "Processing" | "Failed"; errorCode: string }> {
   const from = f.forwardFromSms || f.replyFrom;
-  const to = parseE164(f.forwardToSms);
+  // A lease stored before numbers had one spelling may hold another: the canonical one is checked and sent to.
+  const to = parseE164(canonicalE164(f.forwardToSms) ?? f.forwardToSms);
   const { encoding, numSegments } = textEncoding(f.text || " ");
   const draft: ValidSend = {
     ...NO_OPTIONS,
