@@ -14,7 +14,7 @@ import { OptOutService } from "../gen/switchboard/v2/opt_outs_pb.js";
 import { type AccountCache, authentication, createAccountCache, type EdgeDeps } from "./accounts/auth.js";
 import { createAuthFailureGuard } from "./accounts/auth-failures.js";
 import { createAddressService } from "./addresses/address-service.js";
-import { createAdminService } from "./admin/admin-service.js";
+import { createAdminService, type SimulatedHandsets } from "./admin/admin-service.js";
 import type { Carrier } from "./delivery/carrier.js";
 import type { CarrierRouter } from "./delivery/carrier-router.js";
 import type { Clock } from "./common/clock.js";
@@ -58,6 +58,8 @@ export interface AppDeps {
   carrier?: Carrier;
   /** The dispatcher's carrier router: each configured carrier's link for the operator API and the metrics. */
   router?: Pick<CarrierRouter, "links" | "refresh">;
+  /** The process's simulated network (every simulator carrier delivers to it), for the Handsets API; default: the carrier's own, if a simulator. */
+  simulatorNetwork?: SimulatedHandsets;
   /** Called after a message due now is queued unclaimed, to wake the dispatcher. */
   onQueued?: () => void;
   /** This process's dispatcher (its hand-off), when the process runs one: due sends are stored claimed by it (messaging/claim-at-accept.ts). */
@@ -108,6 +110,7 @@ export function createServices(deps: AppDeps, accounts: AccountCache = createAcc
       createAdminService({
         clock,
         carrier: deps.carrier,
+        handsets: deps.simulatorNetwork,
         accounts,
         limits: allowance,
         carrierLinks: router ? () => new Map(router.links().map((l) => [l.name, l.link === "" ? "-" : l.link])) : undefined,

@@ -49,7 +49,7 @@ import { createAdminLists, findAccount, toAccountPb, toPropertyPb } from "./admi
 import { type CarrierAdminDeps, createCarrierAdmin } from "./carrier-admin.js";
 import { createOperatorViews, toWebhookDeliveryPb } from "./operator-views.js";
 import { quotaUsedToday } from "../limits/account-limits.js";
-import { segmentsStoredSince } from "../messaging/message-operator-store.js";
+import { redactionOf, segmentsStoredSince } from "../messaging/message-operator-store.js";
 import type { SharedAllowance } from "../limits/shared-allowance.js";
 
 /** Tokens are at least 32 random characters; we issue 40 (docs/api.md#authentication). */
@@ -112,17 +112,26 @@ export interface OperatorCarrier {
   status?(): { link: string; since: Date | null; lastError: string; inFlight: number; window: number; tps: number; queued: number };
 }
 
-/** What the operator API drives of the simulator carrier (CARRIER=simulator): its handsets. */
-interface SimulatorControls extends OperatorCarrier {
+/** What reached the simulated handsets (the process's simulated network, carriers/simulator.ts). */
+export interface SimulatedHandsets {
   handsetMessages(number: string): { messageSid: string; from: string; to: string; text: string; at: Date }[];
+}
+
+/** What the operator API drives of the simulator carrier (CARRIER=simulator): its handsets. */
+interface SimulatorControls extends OperatorCarrier, SimulatedHandsets {
   injectInbound(sms: { from: string; to: string; text: string }): Promise<{ messageSid: string; inReplyTo: string }>;
 }
 
 /** Creates the operator's AdminService implementation. */
 export function createAdminService(
-  deps: { clock: Clock; carrier?: OperatorCarrier; accounts?: AccountCache; limits?: SharedAllowance } & Partial<
-    Pick<CarrierAdminDeps, "carrierLinks" | "routingChanged">
-  >,
+  deps: {
+    clock: Clock;
+    carrier?: OperatorCarrier;
+    accounts?: AccountCache;
+    limits?: SharedAllowance;
+    /** The process's simulated network, which every simulator carrier (the environment's, `simulator` rows) delivers to. */
+    handsets?: SimulatedHandsets;
+  } & Partial<Pick<CarrierAdminDeps, "carrierLinks" | "routingChanged">>,
 ): ServiceImpl<typeof AdminService> {
   const simulator = (): SimulatorControls => {
     if (deps.carrier?.name !== "simulator") {
@@ -310,11 +319,24 @@ export function createAdminService(
     },
 
     async listHandsetMessages(req: ListHandsetMessagesRequest, ctx: HandlerContext) {
-      requireAdmin(ctx);
+      const em = requireAdmin(ctx);
       const number = `+${req.number.replace(/^\+/, "")}`;
-      const messages = simulator()
-        .handsetMessages(number)
-        .map((m) => ({ messageSid: m.messageSid, from: m.from, to: m.to, text: m.text, received: BigInt(unixSeconds(m.at)) }));
+      const delivered = (deps.handsets ?? simulator()).handsetMessages(number);
+      // The network's copy follows the message's retention: none once the message was purged,
+      // and an empty Text once its text was redacted (RetentionDays, RedactAfterDays).
+      const redacted = await redactionOf(
+        em,
+        delivered.map((m) => m.messageSid),
+      );
+      const messages = delivered
+        .filter((m) => redacted.has(m.messageSid))
+        .map((m) => ({
+          messageSid: m.messageSid,
+          from: m.from,
+          to: m.to,
+          text: redacted.get(m.messageSid) ? "" : m.text,
+          received: BigInt(unixSeconds(m.at)),
+        }));
       return create(ListHandsetMessagesResponseSchema, { messages });
     },
 

@@ -119,6 +119,7 @@ export function createDeliveryEngine(opts: DeliveryEngineOptions): DeliveryEngin
     carrier: opts.carrier,
     log: opts.log,
     databasePollMs: pollMs,
+    destinations: opts.destinations,
     ...opts.dispatcher,
     // Sends stored claimed wait in memory: the loops take them, nothing to mark in the database.
     onHandOff: () => {

@@ -17,14 +17,33 @@ export function idForms(id: string): { key: string; hexValue: string | null } {
   return { key, hexValue };
 }
 
-/** How long a receipt naming no known submission is kept before it is dropped (3 days). */
-export const PENDING_RECEIPT_KEEP_MS = 3 * 86_400_000;
+/**
+ * How long a receipt naming no known submission is kept before it is dropped (30 s). A receipt can
+ * outrun its submit_sm_resp (the SMSC sends it before its answer, or the answer's record commits
+ * after the receipt's), by seconds: the submission is recorded as soon as the round's answers are
+ * in. A receipt kept longer names an id the SMSC has not issued (yet): applied to whatever message
+ * later gets that id, it would settle that message by another's fate (issue 41).
+ */
+export const PENDING_RECEIPT_KEEP_MS = 30_000;
+
+/**
+ * How much earlier than its submission began a kept receipt may have been received and still be
+ * applied to it: the two times come from our own clocks (the process that heard the receipt, the
+ * one that submitted), which may differ by this much across processes.
+ */
+export const RECEIPT_CLOCK_SKEW_MS = 2_000;
 
 /** A recorded submission with the SMSC's id of each segment, in order. */
 export interface SegmentSubmission {
   messageSid: string;
   segmentIds: string[];
+  /** When the carrier answered the submission. */
   at: Date;
+  /**
+   * When the submission to the carrier began (before its first submit_sm was written; default
+   * `at`): recorded as the segments' created_at. No receipt received before it can be for these ids.
+   */
+  startedAt?: Date;
   /** The name of the carrier that issued the ids ("" without a router). */
   carrier?: string;
 }
@@ -40,7 +59,9 @@ interface SegmentRow {
  * applies the receipts that arrived before it. A resubmitted message's new ids replace the old.
  */
 export async function recordSegments(tx: EntityManager, subs: SegmentSubmission[], now: Date): Promise<void> {
-  const rows = subs.flatMap((s) => s.segmentIds.map((id, i) => ({ sid: s.messageSid, seq: i + 1, id, ...idForms(id), at: s.at, carrier: s.carrier ?? "" })));
+  const rows = subs.flatMap((s) =>
+    s.segmentIds.map((id, i) => ({ sid: s.messageSid, seq: i + 1, id, ...idForms(id), at: s.startedAt ?? s.at, carrier: s.carrier ?? "" })),
+  );
   if (rows.length === 0) return;
   // Bound parameters: arrays travel as one parameter each (MikroORM's execute would expand them).
   await executeBound(
@@ -120,20 +141,25 @@ async function applyToSegment(tx: EntityManager, seg: SegmentRow, status: "Deliv
 }
 
 /**
- * Applies kept receipts whose segment is now known (only those of `messageSids` when given) and
- * drops the ones kept longer than PENDING_RECEIPT_KEEP_MS. SKIP LOCKED: two processes never
- * apply the same kept receipt.
+ * Applies kept receipts whose segment is now known (only those of `messageSids` when given) and,
+ * without `messageSids` (the housekeeping), drops the ones kept longer than PENDING_RECEIPT_KEEP_MS.
+ * A kept receipt is applied only to a segment whose submission began before it was received (less
+ * RECEIPT_CLOCK_SKEW_MS), and only while it is younger than PENDING_RECEIPT_KEEP_MS: an older one
+ * named an id the SMSC had not issued then, and a later message given that id is not its message.
+ * SKIP LOCKED: two processes never apply the same kept receipt.
  */
 export async function applyPendingReceipts(tx: EntityManager, now: Date, messageSids?: string[]): Promise<number> {
+  const keptSince = new Date(now.getTime() - PENDING_RECEIPT_KEEP_MS);
   const rows = await executeBound<SegmentRow & { id: string; p_status: "Delivered" | "Failed"; carrier_error: string; received_at: Date | string }>(
     tx,
-    `with p as (select * from carrier_pending_receipts for update skip locked)
+    `with p as (select * from carrier_pending_receipts where received_at >= ? for update skip locked)
      select distinct on (p.id) p.id, p.status as p_status, p.carrier_error, p.received_at, s.message_sid, s.seq, s.status
        from p
        join carrier_segments s on (s.id_key = p.id_key or s.id_alt = p.id_key or s.id_key = p.id_hex_value) and (s.carrier = p.carrier or s.carrier = '' or p.carrier = '')
+        and p.received_at >= s.created_at - make_interval(secs => ?)
       ${messageSids ? "where s.message_sid = any(?::text[])" : ""}
       order by p.id, (s.id_key = p.id_key) desc, s.created_at desc`,
-    messageSids ? [messageSids] : [],
+    [keptSince, RECEIPT_CLOCK_SKEW_MS / 1000, ...(messageSids ? [messageSids] : [])],
   );
   for (const r of rows) {
     await executeBound(tx, `delete from carrier_pending_receipts where id = ?`, [r.id]);
@@ -144,7 +170,7 @@ export async function applyPendingReceipts(tx: EntityManager, now: Date, message
     ]);
     if (seg[0]) await applyToSegment(tx, seg[0], r.p_status, r.carrier_error, new Date(r.received_at), now);
   }
-  if (!messageSids) await executeBound(tx, `delete from carrier_pending_receipts where received_at < ?`, [new Date(now.getTime() - PENDING_RECEIPT_KEEP_MS)]);
+  if (!messageSids) await executeBound(tx, `delete from carrier_pending_receipts where received_at < ?`, [keptSince]);
   return rows.length;
 }
 

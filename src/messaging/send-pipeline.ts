@@ -27,7 +27,7 @@ import {
 } from "./idempotency-key-store.js";
 import { FACT_KEYS, insertMessages, MESSAGE_COLUMNS, SEND_FACTS, type SendFacts, sendFactsAndStore } from "./message-store.js";
 import type { DestinationConfig } from "../config.js";
-import { allowedCountriesOf, destinationRefusal } from "./destination-rules.js";
+import { destinationPolicy, destinationRefusal } from "./destination-rules.js";
 import { type AdmitLimits, type Admitted, NOT_CHARGED } from "../limits/account-limits.js";
 import { DEFAULT_VALIDITY_SECONDS, goesOutLeased, segmentsOf, validateSend, type ValidSend } from "./send-rules.js";
 import { accessRefusal, claimedRow, IDEMPOTENCY_TTL_MS, messageRow, neededFacts, requestHash, ruleRefusal, type SendItem, sentMessage } from "./send-steps.js";
@@ -215,11 +215,7 @@ export function destinationChecked(
   destinations: DestinationConfig,
 ): SendItem["checked"] {
   if (!("send" in checked)) return checked;
-  const refusal = destinationRefusal(checked.send.to, {
-    allowedCountries: allowedCountriesOf(allowedCountries, destinations.defaultAllowedCountries),
-    blockedPrefixes: destinations.blockedPrefixes,
-    allowPremium: destinations.allowPremium,
-  });
+  const refusal = destinationRefusal(checked.send.to, destinationPolicy(allowedCountries, destinations));
   return refusal === undefined ? checked : { problems: [{ field, code: "DestinationNotAllowed", message: refusal }] };
 }
 

@@ -215,6 +215,7 @@ export function claimedRow(item: SendItem, send: ValidSend, sender: string): Cla
     scheduled_at: send.schedule === undefined ? null : new Date(send.schedule * 1000),
     created_at: item.now,
     sms_enabled: true,
+    allowed_countries: null,
   };
 }
 

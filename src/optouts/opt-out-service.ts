@@ -19,7 +19,7 @@ import { apiError, fieldError, fieldErrors, quoted } from "../common/errors.js";
 import { pageOf } from "../common/paging.js";
 import { canonicalE164, parseE164, writeItAs } from "../common/phone.js";
 import { optOutNumber } from "./opt-out.js";
-import { listOptOuts, type OptOutEntry, removeOptOut } from "./opt-out-store.js";
+import { listOptOuts, type OptOutEntry, removeOptOutNamed } from "./opt-out-store.js";
 
 /** The OptOut resource. */
 export function toOptOutPb(o: OptOutEntry): OptOutPb {
@@ -62,26 +62,33 @@ export function createOptOutService(deps: { clock: Clock }): ServiceImpl<typeof 
     async deleteOptOut(req: DeleteOptOutRequest, ctx: HandlerContext) {
       const account = requireAccount(ctx);
       ownAccountPath(account, req.accountSid);
-      // The path carries E164 without "+" (a "+" in a path is easily mangled); accept either.
-      const digits = req.number.trim().replace(/^\+/, "");
-      if (!/^\d{8,15}$/.test(digits)) {
-        throw fieldError("Number", "InvalidParameter", `Number ${quoted(req.number)} is not an E164 number (digits without the +, e.g. 61412345678).`);
-      }
-      const number = `+${digits}`;
-      // A number is listed in its one spelling: another spelling of it (a trunk prefix after the
-      // country code) is refused, as on an add. Digits no phone number has are still taken, to find them.
-      const canonical = canonicalE164(number);
-      if (canonical !== undefined && canonical !== number) {
+      // Any entry the list shows: an E164 number (the path carries it without "+", as a "+" in a
+      // path is easily mangled; either is accepted), or what else a keyword put there (the
+      // alphanumeric sender a STOP came from, say), named exactly as listed.
+      const written = req.number.trim();
+      const digits = written.replace(/^\+/, "");
+      const e164 = /^\d{8,15}$/.test(digits) ? `+${digits}` : undefined;
+      const names = [...new Set([e164, req.number, written].filter((n): n is string => !!n))];
+      return requestEm(ctx).transactional(async (tx) => {
+        await recheckCredentials(tx, account);
+        const removed = names.length > 0 ? await removeOptOutNamed(tx, account.sid, names) : undefined;
+        if (removed !== undefined) return create(DeleteOptOutResponseSchema, { number: removed });
+        // A number is listed in its one spelling: another spelling of it (a trunk prefix after the
+        // country code) that is not listed as written is refused, as on an add.
+        const canonical = e164 === undefined ? undefined : canonicalE164(e164);
+        if (canonical !== undefined && canonical !== e164) {
+          throw fieldError(
+            "Number",
+            "InvalidParameter",
+            `Number ${quoted(req.number)} is not how E164 writes this number: write it ${canonical.slice(1)} (the country code, then the number without its trunk prefix such as 0).`,
+          );
+        }
+        if (e164) throw apiError("NotFound", `${e164} is not on the account's opt-out list.`);
         throw fieldError(
           "Number",
           "InvalidParameter",
-          `Number ${quoted(req.number)} is not how E164 writes this number: write it ${canonical.slice(1)} (the country code, then the number without its trunk prefix such as 0).`,
+          `Number ${quoted(req.number)} is neither on the account's opt-out list nor an E164 number (digits without the +, e.g. 61412345678).`,
         );
-      }
-      return requestEm(ctx).transactional(async (tx) => {
-        await recheckCredentials(tx, account);
-        if (!(await removeOptOut(tx, account.sid, number))) throw apiError("NotFound", `${number} is not on the account's opt-out list.`);
-        return create(DeleteOptOutResponseSchema, { number });
       });
     },
   };

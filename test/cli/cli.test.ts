@@ -331,6 +331,10 @@ describe("errors", () => {
         Tps: 0,
         Window: 5,
         Link: "-",
+        // The route table is empty: the default route still takes every message (issue 41).
+        Warning: expect.stringMatching(
+          /^The route table is empty: the environment's carrier \(the default route\) keeps taking every message and cli-smsc gets none/,
+        ),
       });
       const listed = await ok(["list-carriers"]);
       expect(listed.Carriers.map((c: any) => c.Name)).toContain("cli-smsc");

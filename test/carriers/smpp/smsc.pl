@@ -14,6 +14,8 @@
 #        redeliver MS                a deliver_sm answered with an error status is sent again MS ms
 #                                    later, until answered with 0 (as an SMSC retries; 0: never)
 #        drop                        close the ESME's connection
+#        prereceipt N STAT ERR           send text receipts (stat:STAT err:ERR) for the next N ids this SMSC
+#                                    will issue, before it has issued them (as a confused SMSC does)
 #   out: listening PORT | bind system_id=.. ok=1|0 | submit seq=.. id=.. k=v ... t=SECONDS sm=HEX answer=..
 #        (answer=delayed also gives outstanding=N: accepted submit_sm not answered yet, this one included)
 #        deliver_resp seq=.. status=.. | redelivered seq=.. of=.. | enquire_link | closed
@@ -69,12 +71,14 @@ sub send_deliver {
   return $seq;
 }
 
-sub msgid {
-  my $n = $next_id++;
+sub fmtid {
+  my ($n) = @_;
   return sprintf('%X', $n) if $idformat eq 'hex';
   return sprintf('%012X', $n) if $idformat eq 'hex0';
   return "$n";
 }
+
+sub msgid { return fmtid($next_id++); }
 
 sub handle_pdu {
   my ($pdu) = @_;
@@ -156,6 +160,17 @@ sub command {
   elsif ($verb eq 'delay') { $delay_ms = $args[0]; }
   elsif ($verb eq 'redeliver') { $redeliver_ms = $args[0]; }
   elsif ($verb eq 'drop') { close_client(); }
+  elsif ($verb eq 'prereceipt') {
+    return ev('error', 'no client') unless $client;
+    my ($n, $stat, $err) = @args;
+    for my $i (0 .. $n - 1) {
+      my $id = fmtid($next_id + $i);
+      my $seq = send_deliver(source_addr_ton => 1, source_addr_npi => 1, source_addr => '', dest_addr_ton => 1, dest_addr_npi => 1,
+        destination_addr => '', esm_class => 4, data_coding => 0,
+        short_message => "id:$id sub:001 dlvrd:000 submit date:2611241200 done date:2611241200 stat:$stat err:$err text:");
+      ev('prereceipt', "seq=$seq", "id=$id");
+    }
+  }
   elsif ($verb eq 'deliver') {
     return ev('error', 'no client') unless $client;
     my %a = map { split /=/, $_, 2 } @args;
