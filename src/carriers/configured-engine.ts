@@ -43,6 +43,9 @@ export async function createConfiguredEngine(
     mailTransport,
     noAlphaCountries: config.noAlphaCountries,
     destinations: config.destinations,
+    // Forwards and keyword answers pass the admit step with the API's defaults and counters.
+    sendRate: { ratePerSecond: config.sendRateLimit, burst: config.sendRateBurst },
+    limitCounters: counters,
     dispatcher: {
       claimMs: config.dispatchClaimMs,
       shared,

@@ -1,7 +1,7 @@
 import type { EntityManager } from "@mikro-orm/sql";
 import type { InboundPartSms, SegmentReceipt } from "./carrier.js";
 import { applyFinalStates } from "./receipts.js";
-import { type InboundOptions, receiveInbound } from "./inbound.js";
+import { type InboundOptions, type InboundResult, receiveInbound } from "./inbound.js";
 import { executeBound } from "../db/bound-sql.js";
 
 /**
@@ -177,9 +177,10 @@ export async function applyPendingReceipts(tx: EntityManager, now: Date, message
 /**
  * Stores one part of a concatenated inbound SMS; when this completes the set, the parts are taken
  * (a DELETE, so only one process delivers them) and delivered as one inbound SMS in the same
- * transaction. Returns whether the whole was delivered.
+ * transaction. Returns what became of the whole SMS when this part completed it (its sends, for
+ * sendAfterCommit once this transaction has committed), else undefined.
  */
-export async function storeInboundPart(em: EntityManager, p: InboundPartSms, now: Date, opts: InboundOptions): Promise<boolean> {
+export async function storeInboundPart(em: EntityManager, p: InboundPartSms, now: Date, opts: InboundOptions): Promise<InboundResult | undefined> {
   return em.transactional(async (tx) => {
     await executeBound(
       tx,
@@ -192,7 +193,7 @@ export async function storeInboundPart(em: EntityManager, p: InboundPartSms, now
       `select count(*) as n from inbound_parts where sender = ? and recipient = ? and ref = ? and total = ?`,
       [p.from, p.to, p.ref, p.total],
     );
-    if (Number(have[0]?.n ?? 0) < p.total) return false;
+    if (Number(have[0]?.n ?? 0) < p.total) return undefined;
     return deliverParts(tx, { sender: p.from, recipient: p.to, ref: p.ref, total: p.total }, now, opts);
   });
 }
@@ -204,29 +205,34 @@ interface PartGroup {
   total: number;
 }
 
-async function deliverParts(tx: EntityManager, g: PartGroup, now: Date, opts: InboundOptions): Promise<boolean> {
+async function deliverParts(tx: EntityManager, g: PartGroup, now: Date, opts: InboundOptions): Promise<InboundResult | undefined> {
   const parts = await executeBound<{ part: number; text: string; received_at: Date | string }>(
     tx,
     `delete from inbound_parts where sender = ? and recipient = ? and ref = ? and total = ? returning part, text, received_at`,
     [g.sender, g.recipient, g.ref, g.total],
   );
-  if (parts.length === 0) return false;
+  if (parts.length === 0) return undefined;
   parts.sort((a, b) => a.part - b.part);
   const first = Math.min(...parts.map((x) => new Date(x.received_at).getTime()));
-  await receiveInbound(tx, { from: g.sender, to: g.recipient, text: parts.map((x) => x.text).join(""), at: new Date(first) }, now, opts);
-  return true;
+  return receiveInbound(tx, { from: g.sender, to: g.recipient, text: parts.map((x) => x.text).join(""), at: new Date(first) }, now, opts);
 }
 
-/** Delivers, in part order, the parts of every incomplete inbound SMS whose first part came before `before`. */
-export async function flushInboundParts(em: EntityManager, before: Date, now: Date, opts: InboundOptions): Promise<number> {
+/**
+ * Delivers, in part order, the parts of every incomplete inbound SMS whose first part came before
+ * `before`, each in its own transaction; returns what became of each (for sendAfterCommit).
+ */
+export async function flushInboundParts(em: EntityManager, before: Date, now: Date, opts: InboundOptions): Promise<InboundResult[]> {
   const groups = await executeBound<PartGroup>(
     em,
     `select sender, recipient, ref, total from inbound_parts group by sender, recipient, ref, total having min(received_at) < ?`,
     [before],
   );
-  let n = 0;
-  for (const g of groups) if (await em.transactional((tx) => deliverParts(tx, g, now, opts))) n++;
-  return n;
+  const delivered: InboundResult[] = [];
+  for (const g of groups) {
+    const result = await em.transactional((tx) => deliverParts(tx, g, now, opts));
+    if (result) delivered.push(result);
+  }
+  return delivered;
 }
 
 /** Deletes the carrier segments of these messages (retention). */

@@ -330,18 +330,19 @@ export type OptedOutRow = FinalRow & { lease_sid: string | null };
 /**
  * Fails, with ErrorCode RecipientOptedOut, every message of the account to `recipient` still
  * queued and held by no dispatcher (Scheduled, or Processing and waiting for a dispatcher or a
- * retry), through messages_account_queue_idx; returns each one. The same conditional UPDATE as
+ * retry), through messages_account_queue_idx, but the Sids in `spare`; returns each one. The same conditional UPDATE as
  * cancelQueuedMessages: a row a dispatcher claimed first has a claim when this statement reaches
  * it and is left alone (it is on its way to the carrier); a row failed first is no longer queued,
  * so no claim takes it.
  */
-export function failQueuedToOptedOut(em: Em, accountSid: string, recipient: string): Promise<OptedOutRow[]> {
+export function failQueuedToOptedOut(em: Em, accountSid: string, recipient: string, spare: readonly string[] = []): Promise<OptedOutRow[]> {
   return executeBound<OptedOutRow>(
     em,
     `update messages m set status = 'Failed', error_code = 'RecipientOptedOut'
       where m.account_sid = ? and m.recipient = ? and m.queued and m.direction = 'Transmit' and m.claimed_until is null
+        and m.sid <> all(?::text[])
       returning m.sid, m.account_sid, m.property_sid, m.sender, m.recipient, m.delivery_receipt, m.dr_webhook_uri, m.dr_webhook_method, m.lease_sid`,
-    [accountSid, recipient],
+    [accountSid, recipient, spare],
   );
 }
 

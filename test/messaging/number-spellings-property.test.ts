@@ -18,7 +18,7 @@ import { normalizeKannelNumber } from "../../src/carriers/kannel.js";
 import { normalizeSmppNumber } from "../../src/carriers/smpp/smpp-codec.js";
 import { parsePhoneNumberFromString } from "libphonenumber-js/max";
 import { parseE164 } from "../../src/common/phone.js";
-import { receiveInbound } from "../../src/delivery/inbound.js";
+import { receiveInbound, sendAfterCommit } from "../../src/delivery/inbound.js";
 import { validateSend } from "../../src/messaging/send-rules.js";
 import { dbKind } from "../support/db.js";
 import { ADMIN_TOKEN, createTenant, createTestApp, type Tenant, type TestApp } from "../support/harness.js";
@@ -180,9 +180,11 @@ describe(`every stored number is the one spelling (${dbKind()})`, () => {
 
         // A carrier: Kannel's or SMPP's (TON 1) reading, then the inbound step. A STOP to an owned number opts out the one spelling.
         const from = written.length % 2 === 0 ? normalizeKannelNumber(written) : normalizeSmppNumber(written.trim().replace(/^\+/, ""), 1);
-        const stop = await receiveInbound(t.db.orm.em.fork(), { from, to: a.ownedNumber, text: "STOP", at: t.clock.now() }, t.clock.now(), {
-          noAlphaCountries: new Set(),
-        });
+        // The keyword's answer is sent once the inbound SMS is stored (issue 41, defect 3), as the engine does.
+        const stop = await sendAfterCommit(
+          { orm: t.db.orm, noAlphaCountries: new Set() },
+          await receiveInbound(t.db.orm.em.fork(), { from, to: a.ownedNumber, text: "STOP", at: t.clock.now() }, t.clock.now(), {}),
+        );
         const listed = await t.db.orm.em.fork().execute<{ number: string }[]>("select number from opt_outs where account_sid = ?", [a.accountSid]);
         // Never another spelling of a number: the one spelling, or digits no number has.
         for (const row of listed) expect(canonicalOf(row.number) ?? row.number, row.number).toBe(row.number);

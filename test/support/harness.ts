@@ -9,6 +9,7 @@ import { createPostgresBucketStore } from "../../src/limits/bucket-store.js";
 import { createSharedAllowance, type SharedAllowance } from "../../src/limits/shared-allowance.js";
 import { createLimitCounters } from "../../src/limits/account-limits.js";
 import { createTestOrm, type TestOrm } from "./db.js";
+import { DEFAULT_SEND_RATE_LIMIT, defaultSendBurst } from "../../src/config.js";
 
 /** The operator token every test app uses. */
 export const ADMIN_TOKEN = "test-admin-token-0123456789abcdefghijkl";
@@ -74,12 +75,16 @@ export async function createTestApp(opts: TestAppOptions = {}): Promise<TestApp>
   const limits = opts.limits ?? createSharedAllowance({ store: createPostgresBucketStore(db.orm), clock });
   // What the limits refused and paced, for /metrics, as src/main.ts wires them.
   const limitCounters = createLimitCounters();
+  const sendRateLimit = opts.config?.sendRateLimit ?? DEFAULT_SEND_RATE_LIMIT;
   const engine = engineOpts
     ? createDeliveryEngine({
         orm: db.orm,
         clock,
         carrier: carrier!,
         webhookAllowPrivate,
+        // Forwards and keyword answers pass the admit step with the app's default rate, as src/main.ts wires it.
+        sendRate: { ratePerSecond: sendRateLimit, burst: opts.config?.sendRateBurst ?? defaultSendBurst(sendRateLimit) },
+        limitCounters,
         ...engineRest,
         dispatcher: {
           shared: limits,
