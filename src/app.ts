@@ -14,7 +14,7 @@ import { OptOutService } from "../gen/switchboard/v2/opt_outs_pb.js";
 import { type AccountCache, authentication, createAccountCache, type EdgeDeps } from "./accounts/auth.js";
 import { createAuthFailureGuard } from "./accounts/auth-failures.js";
 import { createAddressService } from "./addresses/address-service.js";
-import { createAdminService } from "./admin/admin-service.js";
+import { createAdminService, type SimulatedHandsets } from "./admin/admin-service.js";
 import type { Carrier } from "./delivery/carrier.js";
 import type { CarrierRouter } from "./delivery/carrier-router.js";
 import type { Clock } from "./common/clock.js";
@@ -58,6 +58,8 @@ export interface AppDeps {
   carrier?: Carrier;
   /** The dispatcher's carrier router: each configured carrier's link for the operator API and the metrics. */
   router?: Pick<CarrierRouter, "links" | "refresh">;
+  /** The process's simulated network (every simulator carrier delivers to it), for the Handsets API; default: the carrier's own, if a simulator. */
+  simulatorNetwork?: SimulatedHandsets;
   /** Called after a message due now is queued unclaimed, to wake the dispatcher. */
   onQueued?: () => void;
   /** This process's dispatcher (its hand-off), when the process runs one: due sends are stored claimed by it (messaging/claim-at-accept.ts). */
@@ -108,6 +110,7 @@ export function createServices(deps: AppDeps, accounts: AccountCache = createAcc
       createAdminService({
         clock,
         carrier: deps.carrier,
+        handsets: deps.simulatorNetwork,
         accounts,
         limits: allowance,
         carrierLinks: router ? () => new Map(router.links().map((l) => [l.name, l.link === "" ? "-" : l.link])) : undefined,
@@ -136,11 +139,25 @@ export function createInterceptors(edge: EdgeDeps, observe: Interceptor): Interc
 }
 
 /**
+ * What the service needs that does not answer now, for /readyz and the gRPC health service: the
+ * database, and the shared limits' Redis when they are kept there (every send with a request rate
+ * takes from it); empty when ready. Both are asked at once, each within its own bound.
+ */
+export async function unreadyStores(orm: MikroORM, limits?: SharedAllowance): Promise<("database" | "redis")[]> {
+  const [database, redis] = await Promise.all([isDatabaseReady(orm), limits?.store.ready?.() ?? true]);
+  return [...(database ? [] : (["database"] as const)), ...(redis ? [] : (["redis"] as const))];
+}
+
+/**
  * The operational RPC services next to the business ones: gRPC health and server reflection
  * (v1 and v1alpha). They need no authentication and have no REST routes.
  */
-export function createOperationalServices(orm: MikroORM, business: readonly ServedService[]): ServedService[] {
-  const health = createHealthService({ orm, services: business.map((s) => s.service.typeName) });
+export function createOperationalServices(orm: MikroORM, business: readonly ServedService[], limits?: SharedAllowance): ServedService[] {
+  const health = createHealthService({
+    orm,
+    services: business.map((s) => s.service.typeName),
+    ready: async () => (await unreadyStores(orm, limits)).length === 0,
+  });
   return [
     { service: Health, impl: health as ServiceImpl<DescService> },
     // The error detail messages are described too, so that clients can decode them.
@@ -183,7 +200,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   // One cache for the edge (reads it) and the operator API (evicts an account it changed).
   const accounts = createAccountCache();
   const services = createServices(deps, accounts);
-  const operational = createOperationalServices(deps.orm, services);
+  const operational = createOperationalServices(deps.orm, services, deps.limits);
   // The console's signed-in operators, in this process's memory (src/console/console-sessions.ts).
   const consoleSessions = createConsoleSessions({ clock: deps.clock ?? systemClock });
   const edgeDeps: EdgeDeps = {
@@ -239,8 +256,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
 
   app.get("/healthz", async () => ({ Status: "ok" }));
   app.get("/readyz", async (_req, reply) => {
-    const ready = await isDatabaseReady(deps.orm);
-    return reply.code(ready ? 200 : 503).send({ Status: ready ? "ready" : "database unavailable" });
+    // Not ready while any store a send needs does not answer, naming it ("database unavailable", "redis unavailable", both).
+    const unready = await unreadyStores(deps.orm, deps.limits);
+    return reply.code(unready.length === 0 ? 200 : 503).send({ Status: unready.length === 0 ? "ready" : `${unready.join(" and ")} unavailable` });
   });
   return app;
 }

@@ -1,23 +1,35 @@
-import { Resolver } from "node:dns";
-import { isSupportedCountry } from "libphonenumber-js/max";
+/**
+ * The service's configuration: every environment variable is declared once in
+ * ./config/variables.ts (its kind, default, bounds and one-line description); loadConfig parses
+ * them all at once, names every bad one with the form it expects, and builds the Config the rest
+ * of the service takes. docs/configuration.md is generated from the same table.
+ */
+import { isKnownCountry } from "./config/kinds.js";
+import {
+  DEFAULT_MAIL_FROM_DOMAINS,
+  DEFAULT_NO_ALPHA_COUNTRIES,
+  DEFAULT_SEND_RATE_LIMIT,
+  type Values,
+  type Variable,
+  type VariableName,
+  VARIABLES,
+  WEBHOOK_CONCURRENCY,
+  WEBHOOK_CONCURRENCY_PER_ACCOUNT,
+  WEBHOOK_CONCURRENCY_PER_HOST,
+} from "./config/variables.js";
+
+export {
+  DEFAULT_MAIL_FROM_DOMAINS,
+  DEFAULT_NO_ALPHA_COUNTRIES,
+  DEFAULT_SEND_RATE_LIMIT,
+  isKnownCountry,
+  WEBHOOK_CONCURRENCY,
+  WEBHOOK_CONCURRENCY_PER_ACCOUNT,
+  WEBHOOK_CONCURRENCY_PER_HOST,
+};
 
 /** Sender of forwarded e-mails when the message named no ForwardFromEmail. */
-export const NO_REPLY_EMAIL = "no-reply@switchboard.invalid";
-
-/** The domains a ForwardFromEmail may use when MAIL_FROM_DOMAINS is not set: the no-reply address's. */
-export const DEFAULT_MAIL_FROM_DOMAINS: readonly string[] = [NO_REPLY_EMAIL.slice(NO_REPLY_EMAIL.lastIndexOf("@") + 1)];
-
-/** Parses MAIL_FROM_DOMAINS: comma-separated domains, any case; `*` allows any domain. */
-export function parseMailFromDomains(value: string | undefined): string[] {
-  const domains = (value ?? "")
-    .split(",")
-    .map((d) => d.trim().toLowerCase())
-    .filter(Boolean);
-  return domains.length > 0 ? domains : [...DEFAULT_MAIL_FROM_DOMAINS];
-}
-
-/** Countries whose operators do not take alphanumeric sender IDs when NO_ALPHA_SENDER_COUNTRIES is not set. */
-export const DEFAULT_NO_ALPHA_COUNTRIES: readonly string[] = ["US", "CA"];
+export const NO_REPLY_EMAIL = `no-reply@${DEFAULT_MAIL_FROM_DOMAINS[0]}`;
 
 /** How many failed authentications a window allows (0 turns that limit off). */
 export interface AuthFailureLimits {
@@ -65,18 +77,11 @@ export interface ReadLimits {
   statementTimeoutMs: number;
 }
 
-/**
- * Reads in flight per account by default (READ_CONCURRENCY_PER_ACCOUNT): one, because a flood of
- * large pages slows another account's sends more the more of them run at once, while one at a time
- * still lets the flooding account through (docs/benchmarks.md, Hostile load). Further reads queue.
- */
-export const READ_CONCURRENCY_PER_ACCOUNT = 1;
-/** Reads of one account waiting by default (READ_QUEUE_PER_ACCOUNT). */
-export const READ_QUEUE_PER_ACCOUNT = 8;
 /** Connections of the pool no read may take: sends, the dispatcher, receipts and webhooks keep them. */
 export const POOL_RESERVED_FOR_WRITES = 4;
-/** A read's statement timeout by default, ms (READ_STATEMENT_TIMEOUT_MS). */
-export const READ_STATEMENT_TIMEOUT_MS = 5000;
+
+/** The defaults of every variable: the table parsed with nothing set. */
+const DEFAULTS = parseVariables({}).values;
 
 /**
  * The read limits when the environment does not say. On PostgreSQL reads may take the pool less
@@ -84,23 +89,32 @@ export const READ_STATEMENT_TIMEOUT_MS = 5000;
  * whatever the caps: there one read at a time takes turns with sends on it.
  */
 export function defaultReadLimits(kind: "postgres" | "pglite"): ReadLimits {
+  return readLimits(DEFAULTS, kind);
+}
+
+function readLimits(v: Values, kind: "postgres" | "pglite"): ReadLimits {
   return {
-    perAccount: READ_CONCURRENCY_PER_ACCOUNT,
-    queuePerAccount: READ_QUEUE_PER_ACCOUNT,
-    global: kind === "postgres" ? DEFAULT_POOL_MAX - POOL_RESERVED_FOR_WRITES : 1,
-    statementTimeoutMs: READ_STATEMENT_TIMEOUT_MS,
+    perAccount: v.READ_CONCURRENCY_PER_ACCOUNT,
+    queuePerAccount: v.READ_QUEUE_PER_ACCOUNT,
+    global: v.READ_CONCURRENCY ?? (kind === "postgres" ? DEFAULT_POOL_MAX - POOL_RESERVED_FOR_WRITES : 1),
+    statementTimeoutMs: v.READ_STATEMENT_TIMEOUT_MS,
   };
 }
 
-/** Default calls in flight per process (WEBHOOK_CONCURRENCY). */
-export const WEBHOOK_CONCURRENCY = 64;
-/** Default calls in flight per (account, destination host) per process (WEBHOOK_CONCURRENCY_PER_HOST). */
-export const WEBHOOK_CONCURRENCY_PER_HOST = 4;
-/** Default calls in flight per account, all its hosts together, per process (WEBHOOK_CONCURRENCY_PER_ACCOUNT): a quarter of the default pool. */
-export const WEBHOOK_CONCURRENCY_PER_ACCOUNT = 16;
+function connectionLimits(v: Values): ConnectionLimits {
+  return {
+    maxStreamsPerConnection: v.MAX_STREAMS_PER_CONNECTION,
+    maxPipelinedRequests: v.MAX_PIPELINED_REQUESTS,
+    headersTimeoutMs: v.HEADERS_TIMEOUT_MS,
+    requestTimeoutMs: v.REQUEST_TIMEOUT_MS,
+    maxHeaderBytes: v.MAX_HEADER_BYTES,
+    idleTimeoutMs: v.HTTP2_IDLE_TIMEOUT_MS,
+  };
+}
 
-/** Default sustained send rate, messages per second per account (SEND_RATE_LIMIT). */
-export const DEFAULT_SEND_RATE_LIMIT = 50;
+function authFailureLimits(v: Values): AuthFailureLimits {
+  return { perAddress: v.AUTH_FAILURES_PER_ADDRESS, perAccount: v.AUTH_FAILURES_PER_ACCOUNT, windowMs: v.AUTH_FAILURE_WINDOW_SECONDS * 1000 };
+}
 
 /** Default bucket size for a send rate (SEND_RATE_BURST): ten seconds' worth, never less than one full batch (100). */
 export function defaultSendBurst(ratePerSecond: number): number {
@@ -108,18 +122,10 @@ export function defaultSendBurst(ratePerSecond: number): number {
 }
 
 /** Connection limits when the environment does not say (docs/configuration.md). */
-export const DEFAULT_CONNECTION_LIMITS: ConnectionLimits = {
-  maxStreamsPerConnection: 100,
-  maxPipelinedRequests: 16,
-  headersTimeoutMs: 10_000,
-  requestTimeoutMs: 30_000,
-  maxHeaderBytes: 16 * 1024,
-  // As long as Node keeps an idle HTTP/1.1 keep-alive connection (its keepAliveTimeout).
-  idleTimeoutMs: 5000,
-};
+export const DEFAULT_CONNECTION_LIMITS: ConnectionLimits = connectionLimits(DEFAULTS);
 
 /** Failed authentications allowed before 429 when the environment does not say (docs/configuration.md). */
-export const DEFAULT_AUTH_FAILURE_LIMITS: AuthFailureLimits = { perAddress: 20, perAccount: 10, windowMs: 60_000 };
+export const DEFAULT_AUTH_FAILURE_LIMITS: AuthFailureLimits = authFailureLimits(DEFAULTS);
 
 /**
  * The shortest operator token and Kannel callback secret the service starts with: a guessable secret
@@ -209,33 +215,6 @@ export interface DestinationConfig {
   allowPremium: boolean;
 }
 
-/** Whether a string is an ISO 3166-1 alpha-2 code the phone-number library has a numbering plan for. */
-export function isKnownCountry(code: string): boolean {
-  return /^[A-Z]{2}$/.test(code) && isSupportedCountry(code);
-}
-
-/** The destination settings from the environment; a bad value stops start-up naming its variable. */
-export function destinationConfig(env: NodeJS.ProcessEnv): DestinationConfig {
-  const list = (name: string) =>
-    (env[name] ?? "")
-      .split(",")
-      .map((s) => s.trim())
-      .filter(Boolean);
-  const countries = list("DEFAULT_ALLOWED_COUNTRIES").map((c) => c.toUpperCase());
-  const badCountry = countries.find((c) => !isKnownCountry(c));
-  if (badCountry !== undefined) {
-    throw new Error(`DEFAULT_ALLOWED_COUNTRIES must be a comma-separated list of ISO 3166-1 alpha-2 country codes such as GB,AU; "${badCountry}" is not one`);
-  }
-  const prefixes = list("BLOCKED_PREFIXES");
-  const badPrefix = prefixes.find((x) => !/^\+[1-9]\d{0,14}$/.test(x));
-  if (badPrefix !== undefined) {
-    throw new Error(`BLOCKED_PREFIXES must be a comma-separated list of E164 prefixes such as +4470,+882; "${badPrefix}" is not one`);
-  }
-  const premium = (env.ALLOW_PREMIUM_DESTINATIONS ?? "").trim();
-  if (!/^(|1|0|true|false|yes|no)$/i.test(premium)) throw new Error(`ALLOW_PREMIUM_DESTINATIONS must be true or false, got "${premium}"`);
-  return { defaultAllowedCountries: [...new Set(countries)], blockedPrefixes: [...new Set(prefixes)], allowPremium: /^(1|true|yes)$/i.test(premium) };
-}
-
 /** How to reach Kannel's sendsms and how Kannel reaches us back. */
 export interface KannelConfig {
   sendsmsUrl: string;
@@ -274,156 +253,185 @@ export interface SmppConfig {
   tlsCaFile?: string;
 }
 
-/** Parses SMPP_URL and the other SMPP_ settings. */
-export function smppConfig(env: NodeJS.ProcessEnv): SmppConfig {
-  const raw = env.SMPP_URL?.trim() ?? "";
-  let url: URL;
-  try {
-    url = new URL(raw);
-  } catch {
-    throw new Error(`SMPP_URL must be smpp://system_id:password@host:port or smpps://…, got "${raw}"`);
+/** A configuration that cannot work: every bad variable, each named with the form it expects. */
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(problems.length === 1 ? problems[0] : `${problems.length} configuration variables are wrong:\n- ${problems.join("\n- ")}`);
+    this.name = "ConfigError";
   }
-  if (url.protocol !== "smpp:" && url.protocol !== "smpps:") throw new Error(`SMPP_URL must start with smpp:// or smpps://, got "${url.protocol}//"`);
-  if (!url.hostname || !url.username) throw new Error("SMPP_URL must name the system_id and the host: smpp://system_id:password@host:port");
+}
+
+/** The parsed values of the named variables (all of them by default), and a line for each bad one. */
+export function parseVariables<K extends VariableName>(env: NodeJS.ProcessEnv, names?: readonly K[]): { values: Pick<Values, K>; problems: string[] } {
+  const values: Partial<Values> = {};
+  const problems: string[] = [];
+  for (const name of names ?? (Object.keys(VARIABLES) as K[])) {
+    const variable = VARIABLES[name];
+    const raw = env[name]?.trim();
+    const parsed = variable.kind.schema.safeParse(raw === "" ? undefined : raw);
+    if (parsed.success) (values as Record<string, unknown>)[name] = parsed.data;
+    else problems.push(`${name} must be ${variable.kind.expected}${problemValue(variable, raw ?? "")}`);
+  }
+  return { values: values as Pick<Values, K>, problems };
+}
+
+/** What an error line says of the bad value: its bad item, or the value, or nothing for a secret. */
+function problemValue(variable: Variable, raw: string): string {
+  if (variable.secret) return "";
+  const culprit = variable.kind.culprit?.(raw);
+  return culprit === undefined ? `, got "${raw}"` : `; "${culprit}" is not one`;
+}
+
+/** parseVariables, throwing a ConfigError naming every bad variable. */
+function variables<K extends VariableName>(env: NodeJS.ProcessEnv, names?: readonly K[]): Pick<Values, K> {
+  const { values, problems } = parseVariables(env, names);
+  if (problems.length > 0) throw new ConfigError(problems);
+  return values;
+}
+
+const DESTINATION_VARIABLES = ["DEFAULT_ALLOWED_COUNTRIES", "BLOCKED_PREFIXES", "ALLOW_PREMIUM_DESTINATIONS"] as const;
+
+/** The destination settings from the environment; a bad value stops start-up naming its variable. */
+export function destinationConfig(env: NodeJS.ProcessEnv): DestinationConfig {
+  return destinations(variables(env, DESTINATION_VARIABLES));
+}
+
+function destinations(v: Pick<Values, (typeof DESTINATION_VARIABLES)[number]>): DestinationConfig {
+  return { defaultAllowedCountries: v.DEFAULT_ALLOWED_COUNTRIES, blockedPrefixes: v.BLOCKED_PREFIXES, allowPremium: v.ALLOW_PREMIUM_DESTINATIONS };
+}
+
+const SMPP_VARIABLES = [
+  "SMPP_URL",
+  "SMPP_SYSTEM_TYPE",
+  "SMPP_WINDOW",
+  "SMPP_TPS",
+  "SMPP_MO_REASSEMBLY_SECONDS",
+  "SMPP_ENQUIRE_LINK_SECONDS",
+  "SMPP_COUNTRY",
+  "SMPP_TLS_CA",
+] as const;
+
+/** Parses SMPP_URL and the other SMPP_ settings (a carrier row's settings come the same way). */
+export function smppConfig(env: NodeJS.ProcessEnv): SmppConfig {
+  const { values: v, problems } = parseVariables(env, SMPP_VARIABLES);
+  const url = smppUrl(v.SMPP_URL ?? "", problems);
+  if (problems.length > 0 || !url) throw new ConfigError(problems);
   const tls = url.protocol === "smpps:";
-  const seconds = Number(env.SMPP_MO_REASSEMBLY_SECONDS?.trim() || 300);
-  if (!Number.isFinite(seconds) || seconds < 1)
-    throw new Error(`SMPP_MO_REASSEMBLY_SECONDS must be a number of seconds, at least 1; got "${env.SMPP_MO_REASSEMBLY_SECONDS}"`);
-  const enquire = Number(env.SMPP_ENQUIRE_LINK_SECONDS?.trim() || 30);
-  if (!Number.isFinite(enquire) || enquire < 1)
-    throw new Error(`SMPP_ENQUIRE_LINK_SECONDS must be a number of seconds, at least 1; got "${env.SMPP_ENQUIRE_LINK_SECONDS}"`);
   return {
     host: url.hostname.replace(/^\[|\]$/g, ""),
     port: url.port ? Number(url.port) : tls ? 3550 : 2775,
     tls,
     systemId: decodeURIComponent(url.username),
     password: decodeURIComponent(url.password),
-    systemType: env.SMPP_SYSTEM_TYPE ?? "",
-    window: wholeNumber(env, "SMPP_WINDOW", 10, 1),
-    tps: rate(env, "SMPP_TPS", 0),
-    moReassemblyMs: Math.round(seconds * 1000),
-    enquireLinkMs: Math.round(enquire * 1000),
-    country: env.SMPP_COUNTRY?.trim().toUpperCase() || undefined,
-    tlsCaFile: env.SMPP_TLS_CA?.trim() || undefined,
+    systemType: v.SMPP_SYSTEM_TYPE,
+    window: v.SMPP_WINDOW,
+    tps: v.SMPP_TPS,
+    moReassemblyMs: v.SMPP_MO_REASSEMBLY_SECONDS,
+    enquireLinkMs: v.SMPP_ENQUIRE_LINK_SECONDS,
+    country: v.SMPP_COUNTRY,
+    tlsCaFile: v.SMPP_TLS_CA,
   };
+}
+
+/** SMPP_URL as a URL, or a problem pushed (never repeating the URL: it holds the password). */
+function smppUrl(raw: string, problems: string[]): URL | undefined {
+  const form = "smpp://system_id:password@host:port or smpps://…";
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    problems.push(`SMPP_URL must be ${form}`);
+    return undefined;
+  }
+  if (url.protocol !== "smpp:" && url.protocol !== "smpps:") problems.push(`SMPP_URL must start with smpp:// or smpps://, got "${url.protocol}//"`);
+  else if (!url.hostname || !url.username) problems.push("SMPP_URL must name the system_id and the host: smpp://system_id:password@host:port");
+  else return url;
+  return undefined;
 }
 
 const DEFAULT_DATA_DIR = ".switchboard/data";
 
-/** REDIS_URL: redis:// or rediss://; blank or unset, the shared limits are counted in the database. */
-function redisUrl(raw: string | undefined): string | undefined {
-  const url = raw?.trim();
-  if (!url) return undefined;
-  if (!/^rediss?:\/\/[^\s]+$/i.test(url)) throw new Error(`REDIS_URL must be a redis:// or rediss:// URL, got "${raw}"`);
-  return url;
-}
-
-/** Parses the environment into a Config, failing fast on values that cannot work. */
+/** Parses the environment into a Config, failing fast, with every bad variable named at once. */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
-  const port = Number(env.PORT ?? 8080);
-  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`PORT must be a port number, got "${env.PORT}"`);
-  const carrier = (env.CARRIER ?? "simulator") as Config["carrier"];
-  if (!["simulator", "kannel", "smpp"].includes(carrier)) throw new Error(`CARRIER must be simulator, kannel or smpp, got "${carrier}"`);
-  const raw = env.DATABASE_URL?.trim();
-  const sendRateLimit = rate(env, "SEND_RATE_LIMIT", DEFAULT_SEND_RATE_LIMIT);
-  const seconds = (name: string, fallback: number, min: number): number => {
-    const v = Number(env[name] ?? fallback);
-    if (!Number.isFinite(v) || v < min) throw new Error(`${name} must be a number of seconds, at least ${min}; got "${env[name]}"`);
-    return Math.round(v * 1000);
+  const { values: v, problems } = parseVariables(env);
+  const databaseUrl = v.DATABASE_URL ?? DEFAULT_DATA_DIR;
+  const check = (name: string, fn: () => void) => {
+    try {
+      fn();
+    } catch (e) {
+      problems.push(e instanceof ConfigError ? e.problems.join("; ") : e instanceof Error ? e.message : `${name}: ${String(e)}`);
+    }
   };
+  if (v.SWITCHBOARD_ADMIN_TOKEN !== undefined)
+    check("SWITCHBOARD_ADMIN_TOKEN", () => checkSecret("SWITCHBOARD_ADMIN_TOKEN", v.SWITCHBOARD_ADMIN_TOKEN!, "the operator token"));
+  if (v.CARRIER === "kannel") check("KANNEL_CALLBACK_SECRET", () => kannelCallbackSecret(v.KANNEL_CALLBACK_SECRET ?? ""));
+  let smpp: SmppConfig | undefined;
+  if (v.CARRIER === "smpp") check("SMPP_URL", () => (smpp = smppConfig(env)));
+  if (v.HEADERS_TIMEOUT_MS !== undefined && v.REQUEST_TIMEOUT_MS !== undefined && v.HEADERS_TIMEOUT_MS > v.REQUEST_TIMEOUT_MS) {
+    // Node refuses a headers timeout longer than the request timeout.
+    problems.push(`HEADERS_TIMEOUT_MS (${v.HEADERS_TIMEOUT_MS}) must not be longer than REQUEST_TIMEOUT_MS (${v.REQUEST_TIMEOUT_MS})`);
+  }
+  if (v.DELIVERY === "off" && databaseKind(databaseUrl) !== "postgres") problems.push(DELIVERY_OFF_NEEDS_POSTGRES);
+  if (problems.length > 0) throw new ConfigError(problems);
+  const sendRateLimit = v.SEND_RATE_LIMIT;
   return {
-    port,
-    host: env.HOST ?? "0.0.0.0",
-    databaseUrl: raw || DEFAULT_DATA_DIR,
-    adminToken: adminToken(env),
-    carrier,
-    smtpUrl: env.SMTP_URL || undefined,
-    webhookAllowPrivate: /^(1|true|yes)$/i.test(env.WEBHOOK_ALLOW_PRIVATE ?? ""),
-    webhookConcurrency: wholeNumber(env, "WEBHOOK_CONCURRENCY", WEBHOOK_CONCURRENCY, 1),
-    webhookConcurrencyPerHost: wholeNumber(env, "WEBHOOK_CONCURRENCY_PER_HOST", WEBHOOK_CONCURRENCY_PER_HOST, 1),
-    webhookConcurrencyPerAccount: wholeNumber(env, "WEBHOOK_CONCURRENCY_PER_ACCOUNT", WEBHOOK_CONCURRENCY_PER_ACCOUNT, 1),
-    webhookDnsServers: dnsServers(env, "WEBHOOK_DNS_SERVERS"),
-    logLevel: env.LOG_LEVEL ?? "info",
-    metricsToken: env.METRICS_TOKEN || undefined,
-    noAlphaCountries: new Set(
-      (env.NO_ALPHA_SENDER_COUNTRIES ?? DEFAULT_NO_ALPHA_COUNTRIES.join(","))
-        .split(",")
-        .map((c) => c.trim().toUpperCase())
-        .filter(Boolean),
-    ),
-    mailFromDomains: parseMailFromDomains(env.MAIL_FROM_DOMAINS),
-    bodyLimit: wholeNumber(env, "BODY_LIMIT_BYTES", 1024 * 1024, 1),
+    port: v.PORT,
+    host: v.HOST,
+    databaseUrl,
+    adminToken: v.SWITCHBOARD_ADMIN_TOKEN,
+    carrier: v.CARRIER,
+    smtpUrl: v.SMTP_URL,
+    webhookAllowPrivate: v.WEBHOOK_ALLOW_PRIVATE,
+    webhookConcurrency: v.WEBHOOK_CONCURRENCY,
+    webhookConcurrencyPerHost: v.WEBHOOK_CONCURRENCY_PER_HOST,
+    webhookConcurrencyPerAccount: v.WEBHOOK_CONCURRENCY_PER_ACCOUNT,
+    webhookDnsServers: v.WEBHOOK_DNS_SERVERS,
+    logLevel: v.LOG_LEVEL,
+    metricsToken: v.METRICS_TOKEN,
+    noAlphaCountries: new Set(v.NO_ALPHA_SENDER_COUNTRIES),
+    mailFromDomains: v.MAIL_FROM_DOMAINS,
+    bodyLimit: v.BODY_LIMIT_BYTES,
     sendRateLimit,
-    sendRateBurst: wholeNumber(env, "SEND_RATE_BURST", defaultSendBurst(sendRateLimit), 1),
-    redisUrl: redisUrl(env.REDIS_URL),
-    connections: connectionLimits(env),
-    authFailures: {
-      perAddress: wholeNumber(env, "AUTH_FAILURES_PER_ADDRESS", DEFAULT_AUTH_FAILURE_LIMITS.perAddress, 0),
-      perAccount: wholeNumber(env, "AUTH_FAILURES_PER_ACCOUNT", DEFAULT_AUTH_FAILURE_LIMITS.perAccount, 0),
-      windowMs: wholeNumber(env, "AUTH_FAILURE_WINDOW_SECONDS", DEFAULT_AUTH_FAILURE_LIMITS.windowMs / 1000, 1) * 1000,
-    },
-    reads: readLimits(env, raw || DEFAULT_DATA_DIR),
-    simulatorReportDelayMs: Number(env.SIMULATOR_REPORT_DELAY_MS ?? 200),
+    sendRateBurst: v.SEND_RATE_BURST ?? defaultSendBurst(sendRateLimit),
+    redisUrl: v.REDIS_URL,
+    connections: connectionLimits(v),
+    authFailures: authFailureLimits(v),
+    reads: readLimits(v, databaseKind(databaseUrl)),
+    simulatorReportDelayMs: v.SIMULATOR_REPORT_DELAY_MS,
     kannel: {
-      sendsmsUrl: env.KANNEL_SENDSMS_URL ?? "http://127.0.0.1:13013/cgi-bin/sendsms",
-      username: env.KANNEL_USERNAME ?? "switchboard",
-      password: env.KANNEL_PASSWORD ?? "switchboard",
-      callbackBaseUrl: env.KANNEL_CALLBACK_URL ?? `http://127.0.0.1:${port}`,
-      callbackSecret: carrier === "kannel" ? kannelCallbackSecret(env) : "",
-      confirmWaitMs: seconds("KANNEL_CONFIRM_WAIT_SECONDS", 30, 0),
-      tps: rate(env, "KANNEL_TPS", 0),
+      sendsmsUrl: v.KANNEL_SENDSMS_URL,
+      username: v.KANNEL_USERNAME,
+      password: v.KANNEL_PASSWORD,
+      callbackBaseUrl: v.KANNEL_CALLBACK_URL ?? `http://127.0.0.1:${v.PORT}`,
+      callbackSecret: v.CARRIER === "kannel" ? (v.KANNEL_CALLBACK_SECRET ?? "") : "",
+      confirmWaitMs: v.KANNEL_CONFIRM_WAIT_SECONDS,
+      tps: v.KANNEL_TPS,
     },
-    smpp: carrier === "smpp" ? smppConfig(env) : undefined,
-    dispatchClaimMs: seconds("DISPATCH_CLAIM_SECONDS", 60, 1),
-    delivery: delivery(env.DELIVERY, raw || DEFAULT_DATA_DIR),
-    receiptTimeoutMs: receiptTimeoutMs(env),
+    smpp,
+    dispatchClaimMs: v.DISPATCH_CLAIM_SECONDS,
+    delivery: v.DELIVERY,
+    receiptTimeoutMs: v.RECEIPT_TIMEOUT_HOURS,
     retention: {
-      defaultDays: env.MESSAGE_RETENTION_DAYS?.trim() ? wholeNumber(env, "MESSAGE_RETENTION_DAYS", 0, 1) : null,
-      batch: wholeNumber(env, "PURGE_BATCH_SIZE", 1000, 1),
-      pauseMs: wholeNumber(env, "PURGE_PAUSE_MS", 100, 0),
-      intervalMs: seconds("PURGE_INTERVAL_SECONDS", 300, 1),
+      defaultDays: v.MESSAGE_RETENTION_DAYS ?? null,
+      batch: v.PURGE_BATCH_SIZE,
+      pauseMs: v.PURGE_PAUSE_MS,
+      intervalMs: v.PURGE_INTERVAL_SECONDS,
     },
-    destinations: destinationConfig(env),
+    destinations: destinations(v),
   };
 }
 
 const DELIVERY_OFF_NEEDS_POSTGRES =
   "DELIVERY=off needs a shared PostgreSQL database (DATABASE_URL=postgres://…) and `npm run worker` processes on it: on the embedded database nothing else can deliver this process's messages";
 
-/** DELIVERY: on (default) or off; off needs PostgreSQL, where `npm run worker` processes can deliver. */
-function delivery(raw: string | undefined, databaseUrl: string): "on" | "off" {
-  const v = raw?.trim().toLowerCase() || "on";
-  if (v !== "on" && v !== "off") throw new Error(`DELIVERY must be on or off, got "${raw}"`);
-  if (v === "off" && databaseKind(databaseUrl) !== "postgres") throw new Error(DELIVERY_OFF_NEEDS_POSTGRES);
-  return v;
-}
-
-/** RECEIPT_TIMEOUT_HOURS (default 72): a positive number of hours, in ms. */
-function receiptTimeoutMs(env: NodeJS.ProcessEnv): number {
-  const raw = env.RECEIPT_TIMEOUT_HOURS?.trim() || "72";
-  const hours = Number(raw);
-  if (!Number.isFinite(hours) || hours <= 0) throw new Error(`RECEIPT_TIMEOUT_HOURS must be a positive number of hours; got "${env.RECEIPT_TIMEOUT_HOURS}"`);
-  return Math.round(hours * 3_600_000);
-}
-
-/** SWITCHBOARD_ADMIN_TOKEN, refused when short enough to guess; undefined when unset (one is generated). */
-function adminToken(env: NodeJS.ProcessEnv): string | undefined {
-  const token = env.SWITCHBOARD_ADMIN_TOKEN;
-  if (!token) return undefined;
-  checkSecret("SWITCHBOARD_ADMIN_TOKEN", token, "the operator token");
-  return token;
-}
-
 /** KANNEL_CALLBACK_SECRET, required with CARRIER=kannel: the callbacks are on the public port. */
-function kannelCallbackSecret(env: NodeJS.ProcessEnv): string {
-  const secret = env.KANNEL_CALLBACK_SECRET ?? "";
+function kannelCallbackSecret(secret: string): void {
   if (secret.trim() === "") {
     throw new Error(
       `CARRIER=kannel needs KANNEL_CALLBACK_SECRET: anyone who knows it can forge replies and delivery reports. Set it to a random string of at least ${MIN_SECRET_LENGTH} characters (e.g. \`openssl rand -hex 32\`), the same one Kannel's get-url and dlr-url carry.`,
     );
   }
   checkSecret("KANNEL_CALLBACK_SECRET", secret, "the Kannel callbacks' shared secret");
-  return secret;
 }
 
 /** Refuses a secret that is public or short enough to guess, naming the variable. */
@@ -436,65 +444,4 @@ export function checkSecret(name: string, secret: string, what: string): void {
   if (secret.length < MIN_SECRET_LENGTH) {
     throw new Error(`${name} is ${secret.length} characters long; ${what} must be at least ${MIN_SECRET_LENGTH} (e.g. \`openssl rand -hex 32\`).`);
   }
-}
-
-function connectionLimits(env: NodeJS.ProcessEnv): ConnectionLimits {
-  const d = DEFAULT_CONNECTION_LIMITS;
-  const headersTimeoutMs = wholeNumber(env, "HEADERS_TIMEOUT_MS", d.headersTimeoutMs, 1);
-  const requestTimeoutMs = wholeNumber(env, "REQUEST_TIMEOUT_MS", d.requestTimeoutMs, 1);
-  // Node refuses a headers timeout longer than the request timeout.
-  if (headersTimeoutMs > requestTimeoutMs) {
-    throw new Error(`HEADERS_TIMEOUT_MS (${headersTimeoutMs}) must not be longer than REQUEST_TIMEOUT_MS (${requestTimeoutMs})`);
-  }
-  return {
-    maxStreamsPerConnection: wholeNumber(env, "MAX_STREAMS_PER_CONNECTION", d.maxStreamsPerConnection, 1),
-    maxPipelinedRequests: wholeNumber(env, "MAX_PIPELINED_REQUESTS", d.maxPipelinedRequests, 0),
-    headersTimeoutMs,
-    requestTimeoutMs,
-    maxHeaderBytes: wholeNumber(env, "MAX_HEADER_BYTES", d.maxHeaderBytes, 1024),
-    idleTimeoutMs: wholeNumber(env, "HTTP2_IDLE_TIMEOUT_MS", d.idleTimeoutMs, 1),
-  };
-}
-
-function readLimits(env: NodeJS.ProcessEnv, databaseUrl: string): ReadLimits {
-  const d = defaultReadLimits(databaseKind(databaseUrl));
-  return {
-    perAccount: wholeNumber(env, "READ_CONCURRENCY_PER_ACCOUNT", d.perAccount, 1),
-    queuePerAccount: wholeNumber(env, "READ_QUEUE_PER_ACCOUNT", d.queuePerAccount, 0),
-    global: wholeNumber(env, "READ_CONCURRENCY", d.global, 1),
-    statementTimeoutMs: wholeNumber(env, "READ_STATEMENT_TIMEOUT_MS", d.statementTimeoutMs, 1),
-  };
-}
-
-/** A whole number from the environment, at least `min`; the default when unset or blank. */
-function wholeNumber(env: NodeJS.ProcessEnv, name: string, fallback: number, min: number): number {
-  const raw = env[name]?.trim();
-  if (!raw) return fallback;
-  const n = Number(raw);
-  if (!Number.isSafeInteger(n) || n < min) throw new Error(`${name} must be a whole number of at least ${min}, got "${raw}"`);
-  return n;
-}
-
-/** A comma-separated list of DNS servers (`ip`, `ip:port`, `[ipv6]:port`), checked by Node's own parser. */
-function dnsServers(env: NodeJS.ProcessEnv, name: string): string[] {
-  const list = (env[name] ?? "")
-    .split(",")
-    .map((s) => s.trim())
-    .filter(Boolean);
-  try {
-    new Resolver().setServers(list);
-  } catch {
-    throw new Error(`${name} must be a comma-separated list of IP addresses, each with an optional :port, got "${env[name]}"`);
-  }
-  return list;
-}
-
-/** A rate per second: a positive number, or 0 / "off" for none. */
-function rate(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
-  const raw = env[name]?.trim();
-  if (!raw) return fallback;
-  if (/^off$/i.test(raw)) return 0;
-  const n = Number(raw);
-  if (!Number.isFinite(n) || n < 0) throw new Error(`${name} must be a number of messages per second, 0 or "off", got "${raw}"`);
-  return n;
 }

@@ -17,6 +17,7 @@ import { RouteRow } from "./admin/route.entity.js";
 import { OptOut } from "./optouts/opt-out.entity.js";
 import { LimitBucket } from "./limits/limit-bucket.entity.js";
 import { SweepPosition } from "./delivery/sweep-position.entity.js";
+import { KeywordAnswer } from "./optouts/keyword-answer.entity.js";
 
 /**
  * Every entity, listed explicitly (no folder discovery), in foreign-key order: one per table the
@@ -42,4 +43,5 @@ export const entities = [
   OptOut,
   LimitBucket,
   SweepPosition,
+  KeywordAnswer,
 ];

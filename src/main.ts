@@ -29,7 +29,7 @@ async function main(): Promise<void> {
   // The limits every process shares (docs/limits.md): Redis with REDIS_URL, else this database.
   const limits = await openSharedAllowance({ orm, redisUrl: config.redisUrl, clock: systemClock, log });
   const limitCounters = createLimitCounters();
-  const { carrier, router, engine } = await createConfiguredEngine(config, orm, log, limits, limitCounters);
+  const { carrier, router, engine, network } = await createConfiguredEngine(config, orm, log, limits, limitCounters);
   const delivers = config.delivery === "on";
   const app = await buildApp({
     orm,
@@ -38,6 +38,7 @@ async function main(): Promise<void> {
     logger: log,
     carrier,
     router,
+    simulatorNetwork: network,
     onQueued: () => engine.nudge(),
     // A process that runs the dispatcher stores its sends due now claimed by it (claim at accept);
     // with DELIVERY=off they are stored unclaimed, for the workers' claims.

@@ -42,6 +42,13 @@ export async function accountExists(em: EntityManager, sid: string): Promise<boo
   return (await em.count(Account, { sid })) > 0;
 }
 
+/** Which of these Sids are accounts' (a route table's AccountSids, checked before it is stored). */
+export async function existingAccountSids(em: EntityManager, sids: string[]): Promise<Set<string>> {
+  if (sids.length === 0) return new Set();
+  const rows = await executeBound<{ sid: string }>(em, "select sid from accounts where sid = any(?::text[])", [sids]);
+  return new Set(rows.map((r) => r.sid));
+}
+
 /** Whether the database holds any account. */
 export async function anyAccount(em: EntityManager): Promise<boolean> {
   return (await em.count(Account, {})) > 0;

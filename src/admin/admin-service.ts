@@ -34,8 +34,9 @@ import { toAddressPb } from "../addresses/address-service.js";
 import type { Clock } from "../common/clock.js";
 import { kAdmin, requestEm } from "../common/context.js";
 import { addressNotPending, apiError, fieldError, fieldErrors, notFound, numberExists, quoted, serviceUnavailable } from "../common/errors.js";
+import { unreachableOf } from "../common/unreachable.js";
 import { pageOf } from "../common/paging.js";
-import { parseE164 } from "../common/phone.js";
+import { parseE164, writeItAs } from "../common/phone.js";
 import { isSid, newSid, randomSecret } from "../common/sid.js";
 import { listEmails } from "../mail/mail-store.js";
 import { addNumber, findNumber } from "../numbers/number-store.js";
@@ -48,7 +49,7 @@ import { createAdminLists, findAccount, toAccountPb, toPropertyPb } from "./admi
 import { type CarrierAdminDeps, createCarrierAdmin } from "./carrier-admin.js";
 import { createOperatorViews, toWebhookDeliveryPb } from "./operator-views.js";
 import { quotaUsedToday } from "../limits/account-limits.js";
-import { segmentsStoredSince } from "../messaging/message-operator-store.js";
+import { redactionOf, segmentsStoredSince } from "../messaging/message-operator-store.js";
 import type { SharedAllowance } from "../limits/shared-allowance.js";
 
 /** Tokens are at least 32 random characters; we issue 40 (docs/api.md#authentication). */
@@ -111,17 +112,26 @@ export interface OperatorCarrier {
   status?(): { link: string; since: Date | null; lastError: string; inFlight: number; window: number; tps: number; queued: number };
 }
 
-/** What the operator API drives of the simulator carrier (CARRIER=simulator): its handsets. */
-interface SimulatorControls extends OperatorCarrier {
+/** What reached the simulated handsets (the process's simulated network, carriers/simulator.ts). */
+export interface SimulatedHandsets {
   handsetMessages(number: string): { messageSid: string; from: string; to: string; text: string; at: Date }[];
+}
+
+/** What the operator API drives of the simulator carrier (CARRIER=simulator): its handsets. */
+interface SimulatorControls extends OperatorCarrier, SimulatedHandsets {
   injectInbound(sms: { from: string; to: string; text: string }): Promise<{ messageSid: string; inReplyTo: string }>;
 }
 
 /** Creates the operator's AdminService implementation. */
 export function createAdminService(
-  deps: { clock: Clock; carrier?: OperatorCarrier; accounts?: AccountCache; limits?: SharedAllowance } & Partial<
-    Pick<CarrierAdminDeps, "carrierLinks" | "routingChanged">
-  >,
+  deps: {
+    clock: Clock;
+    carrier?: OperatorCarrier;
+    accounts?: AccountCache;
+    limits?: SharedAllowance;
+    /** The process's simulated network, which every simulator carrier (the environment's, `simulator` rows) delivers to. */
+    handsets?: SimulatedHandsets;
+  } & Partial<Pick<CarrierAdminDeps, "carrierLinks" | "routingChanged">>,
 ): ServiceImpl<typeof AdminService> {
   const simulator = (): SimulatorControls => {
     if (deps.carrier?.name !== "simulator") {
@@ -137,8 +147,8 @@ export function createAdminService(
         const now = deps.clock.now();
         // An account with a quota: the quota's own count (what the shared store granted today).
         if (deps.limits && account.dailySegmentQuota) {
-          return quotaUsedToday(deps.limits, account, now.getTime()).catch(() => {
-            throw serviceUnavailable();
+          return quotaUsedToday(deps.limits, account, now.getTime()).catch((err: unknown) => {
+            throw serviceUnavailable(unreachableOf(err) ?? "database");
           });
         }
         return segmentsStoredSince(em, account.sid, new Date(`${now.toISOString().slice(0, 10)}T00:00:00Z`));
@@ -257,7 +267,8 @@ export function createAdminService(
       const em = requireAdmin(ctx);
       const value = req.number.trim();
       if (value === "") throw fieldError("Number", "MissingParameter", "Number is required: an E164 number such as +14155550123.");
-      if (!parseE164(value)) throw fieldError("Number", "InvalidParameter", `Number ${quoted(req.number)} is not a valid E164 number such as +14155550123.`);
+      if (!parseE164(value))
+        throw fieldError("Number", "InvalidParameter", `Number ${quoted(req.number)} is not a valid E164 number such as +14155550123.${writeItAs(value)}`);
       let accountSid: string | null = null;
       if (req.accountSid.trim() !== "") {
         const account = isSid(req.accountSid, "AC") ? await findAccountBySid(em, req.accountSid) : null;
@@ -300,18 +311,32 @@ export function createAdminService(
       requireAdmin(ctx);
       const sim = simulator();
       const from = req.from.trim();
-      if (!parseE164(from)) throw fieldError("From", "InvalidParameter", "From must be the handset's E164 number, e.g. +14155550123.");
-      if (!parseE164(req.to.trim())) throw fieldError("To", "InvalidParameter", "To must be an E164 number of the service, e.g. a leased pool number.");
+      if (!parseE164(from)) throw fieldError("From", "InvalidParameter", `From must be the handset's E164 number, e.g. +14155550123.${writeItAs(from)}`);
+      if (!parseE164(req.to.trim()))
+        throw fieldError("To", "InvalidParameter", `To must be an E164 number of the service, e.g. a leased pool number.${writeItAs(req.to)}`);
       const result = await sim.injectInbound({ from, to: req.to.trim(), text: req.text });
       return create(InjectInboundResponseSchema, result);
     },
 
     async listHandsetMessages(req: ListHandsetMessagesRequest, ctx: HandlerContext) {
-      requireAdmin(ctx);
+      const em = requireAdmin(ctx);
       const number = `+${req.number.replace(/^\+/, "")}`;
-      const messages = simulator()
-        .handsetMessages(number)
-        .map((m) => ({ messageSid: m.messageSid, from: m.from, to: m.to, text: m.text, received: BigInt(unixSeconds(m.at)) }));
+      const delivered = (deps.handsets ?? simulator()).handsetMessages(number);
+      // The network's copy follows the message's retention: none once the message was purged,
+      // and an empty Text once its text was redacted (RetentionDays, RedactAfterDays).
+      const redacted = await redactionOf(
+        em,
+        delivered.map((m) => m.messageSid),
+      );
+      const messages = delivered
+        .filter((m) => redacted.has(m.messageSid))
+        .map((m) => ({
+          messageSid: m.messageSid,
+          from: m.from,
+          to: m.to,
+          text: redacted.get(m.messageSid) ? "" : m.text,
+          received: BigInt(unixSeconds(m.at)),
+        }));
       return create(ListHandsetMessagesResponseSchema, { messages });
     },
 

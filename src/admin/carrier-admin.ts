@@ -36,6 +36,7 @@ import {
 } from "./carrier-store.js";
 import { ROUTE_STRATEGIES, type RouteStrategy } from "./route.entity.js";
 import { listRoutes, replaceRoutes, type RouteRecord } from "./route-store.js";
+import { existingAccountSids } from "../accounts/account-store.js";
 
 /** The most routes a table holds. */
 export const MAX_ROUTES = 1000;
@@ -111,8 +112,49 @@ function checkCarrierName(name: string, out: FieldProblem[]): void {
 }
 
 /** A carrier as the operator sees it: the Url without its password, this process's link. */
-export function toCarrierPb(c: CarrierRecord, link: string): CarrierPb {
-  return create(CarrierSchema, { carrierSid: c.sid, name: c.name, kind: c.kind, url: publicUrl(c.url), tps: c.tps, window: c.window, link });
+export function toCarrierPb(c: CarrierRecord, link: string, warning?: string): CarrierPb {
+  return create(CarrierSchema, { carrierSid: c.sid, name: c.name, kind: c.kind, url: publicUrl(c.url), tps: c.tps, window: c.window, link, warning });
+}
+
+/** AddCarrier's Warning while the route table is empty (issue 41): nothing changed for the messages, and what the first route table does. */
+export function defaultRouteWarning(name: string): string {
+  return (
+    `The route table is empty: the environment's carrier (the default route) keeps taking every message and ${name} gets none until a route names it. ` +
+    `The first route table you set (PUT /admin/v1/Routes, npx switchboard replace-routes) replaces that default route, and a message no route matches ` +
+    `then fails with NoRoute: end the table with a route without Prefix and AccountSid.`
+  );
+}
+
+/** How a route reads in a refusal: "Routes[0] (Prefix +61, any account)". */
+function describeRoute(r: RouteRecord, i: number): string {
+  return `Routes[${i}] (${r.prefix === null ? "any destination" : `Prefix ${r.prefix}`}, ${r.accountSid === null ? "any account" : `AccountSid ${r.accountSid}`})`;
+}
+
+/**
+ * Routes an earlier route shadows completely (issue 41): every message the later one matches, the
+ * earlier matches first (its Prefix absent or a prefix of the later's, its AccountSid absent or the
+ * same), so the later route would never carry a message. One problem per such route, naming the
+ * first route that shadows it.
+ */
+export function shadowedRoutes(routes: RouteRecord[]): FieldProblem[] {
+  const problems: FieldProblem[] = [];
+  routes.forEach((later, j) => {
+    const i = routes.findIndex(
+      (earlier, k) =>
+        k < j &&
+        (earlier.prefix === null || (later.prefix !== null && later.prefix.startsWith(earlier.prefix))) &&
+        (earlier.accountSid === null || earlier.accountSid === later.accountSid),
+    );
+    if (i >= 0) {
+      problems.push(
+        problem(
+          `Routes[${j}]`,
+          `${describeRoute(later, j)} would never be used: ${describeRoute(routes[i], i)} comes first and matches every message it matches. Remove it, or move it before Routes[${i}].`,
+        ),
+      );
+    }
+  });
+  return problems;
 }
 
 /** Checks a route table field by field (Routes[i].Field); returns the routes as stored. */
@@ -137,6 +179,8 @@ function checkRoutes(req: ReplaceRoutesRequest): { routes: RouteRecord[]; proble
     else if (!strategy) problems.push(problem(`${at}.Strategy`, `${at}.Strategy must be Failover or RoundRobin; got ${quoted(r.strategy)}.`));
     return { prefix: r.prefix ?? null, accountSid: r.accountSid ?? null, carriers: [...r.carriers], strategy: (strategy ?? "Failover") as RouteStrategy };
   });
+  // Shadowing is judged on routes whose own fields are fine (a bad prefix says nothing of what it matches).
+  if (problems.length === 0) problems.push(...shadowedRoutes(routes));
   return { routes, problems };
 }
 
@@ -186,7 +230,9 @@ export function createCarrierAdmin(
         updatedAt: now,
       });
       await changed();
-      return toCarrierPb(added, link(added.name));
+      // Nothing changes for the messages while no route names the carrier: say so, and what the first route table does.
+      const unrouted = (await listRoutes(em)).length === 0;
+      return toCarrierPb(added, link(added.name), unrouted ? defaultRouteWarning(added.name) : undefined);
     },
 
     async updateCarrier(req: UpdateCarrierRequest, ctx: HandlerContext) {
@@ -246,6 +292,11 @@ export function createCarrierAdmin(
         // The carriers named are locked until the table is in: none is removed meanwhile.
         const found = await lockCarriers(tx, [...new Set(routes.flatMap((r) => r.carriers))]);
         const unknown: FieldProblem[] = [];
+        const accounts = await existingAccountSids(tx, [...new Set(routes.flatMap((r) => (r.accountSid === null ? [] : [r.accountSid])))]);
+        routes.forEach((r, i) => {
+          if (r.accountSid !== null && !accounts.has(r.accountSid))
+            unknown.push(problem(`Routes[${i}].AccountSid`, `Routes[${i}].AccountSid: no account ${r.accountSid}.`));
+        });
         routes.forEach((r, i) =>
           r.carriers.forEach((c, j) => {
             if (!found.has(c)) unknown.push(problem(`Routes[${i}].Carriers[${j}]`, `Routes[${i}].Carriers[${j}]: no carrier ${c}.`));

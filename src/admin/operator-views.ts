@@ -27,7 +27,7 @@ import { accountExists } from "../accounts/account-store.js";
 import { type Clock, unixSeconds } from "../common/clock.js";
 import { apiError, fieldErrors, type FieldProblem, notFound, quoted } from "../common/errors.js";
 import { pageOf } from "../common/paging.js";
-import { parseE164 } from "../common/phone.js";
+import { parseE164, writeItAs } from "../common/phone.js";
 import { isSid } from "../common/sid.js";
 import { listLeases } from "../leases/lease-store.js";
 import { MESSAGE_STATUSES, type Message, type MessageStatus } from "../messaging/message.entity.js";
@@ -73,7 +73,8 @@ function searchOf(req: SearchMessagesRequest) {
   const text = (field: string, value: string, valid: (v: string) => boolean, what: string) => {
     const v = value.trim();
     if (v === "") return undefined;
-    if (!valid(v)) problems.push({ field, code: "InvalidParameter", message: `${field} ${quoted(value)} is not ${what}.` });
+    if (!valid(v))
+      problems.push({ field, code: "InvalidParameter", message: `${field} ${quoted(value)} is not ${what}.${field === "To" ? writeItAs(v) : ""}` });
     return v;
   };
   const accountSid = text("AccountSid", req.accountSid, (v) => isSid(v, "AC"), "an AccountSid");
@@ -102,7 +103,11 @@ function leaseFilterOf(req: ListLeasesRequest) {
   const number = req.number.trim();
   const accountSid = req.accountSid.trim();
   if (number !== "" && parseE164(number) === undefined) {
-    problems.push({ field: "Number", code: "InvalidParameter", message: `Number ${quoted(req.number)} is not an E164 number such as +14155550123.` });
+    problems.push({
+      field: "Number",
+      code: "InvalidParameter",
+      message: `Number ${quoted(req.number)} is not an E164 number such as +14155550123.${writeItAs(number)}`,
+    });
   }
   if (accountSid !== "" && !isSid(accountSid, "AC")) {
     problems.push({ field: "AccountSid", code: "InvalidParameter", message: `AccountSid ${quoted(req.accountSid)} is not an AccountSid.` });

@@ -2,6 +2,7 @@ import type { MikroORM } from "@mikro-orm/sql";
 import type { Logger } from "pino";
 import type { Carrier } from "../delivery/carrier.js";
 import { createCarrier, createCarrierFromRow } from "./index.js";
+import { createSimulatorNetwork, type SimulatorNetwork } from "./simulator.js";
 import { systemClock } from "../common/clock.js";
 import type { Config } from "../config.js";
 import { dnsServersResolver } from "../webhooks/webhook-client.js";
@@ -13,7 +14,8 @@ import type { LimitCounters } from "../limits/account-limits.js";
 /**
  * The carriers and delivery engine the configuration asks for, as the service and the worker both
  * run them: the environment's carrier (CARRIER) and the router over the configured carriers, which
- * falls back to the environment's carrier while none is configured.
+ * falls back to the environment's carrier while none is configured. Every simulator among them
+ * (CARRIER=simulator, `simulator`-kind rows) delivers to one simulated network, the one returned.
  */
 export async function createConfiguredEngine(
   config: Config,
@@ -21,10 +23,16 @@ export async function createConfiguredEngine(
   log: Logger,
   shared?: SharedAllowance,
   counters?: LimitCounters,
-): Promise<{ carrier: Carrier; router: CarrierRouter; engine: DeliveryEngine }> {
+): Promise<{ carrier: Carrier; router: CarrierRouter; engine: DeliveryEngine; network: SimulatorNetwork }> {
   // `shared`: the accounts' MessagesPerSecond and the carriers' Tps hold for the whole deployment (docs/limits.md).
-  const carrier = await createCarrier(config, systemClock, log, shared);
-  const router = createCarrierRouter({ orm, log, fallback: carrier, build: (row) => createCarrierFromRow(row, config, systemClock, { log, shared }) });
+  const network = createSimulatorNetwork();
+  const carrier = await createCarrier(config, systemClock, log, shared, network);
+  const router = createCarrierRouter({
+    orm,
+    log,
+    fallback: carrier,
+    build: (row) => createCarrierFromRow(row, config, systemClock, { log, shared, network }),
+  });
   const mailTransport = config.smtpUrl ? (await import("nodemailer")).createTransport(config.smtpUrl) : undefined;
   const engine = createDeliveryEngine({
     orm,
@@ -35,6 +43,9 @@ export async function createConfiguredEngine(
     mailTransport,
     noAlphaCountries: config.noAlphaCountries,
     destinations: config.destinations,
+    // Forwards and keyword answers pass the admit step with the API's defaults and counters.
+    sendRate: { ratePerSecond: config.sendRateLimit, burst: config.sendRateBurst },
+    limitCounters: counters,
     dispatcher: {
       claimMs: config.dispatchClaimMs,
       shared,
@@ -49,5 +60,5 @@ export async function createConfiguredEngine(
       resolve: config.webhookDnsServers.length > 0 ? dnsServersResolver(config.webhookDnsServers) : undefined,
     },
   });
-  return { carrier, router, engine };
+  return { carrier, router, engine, network };
 }

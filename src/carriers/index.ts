@@ -4,7 +4,7 @@ import { type Config, smppConfig } from "../config.js";
 import type { Carrier } from "../delivery/carrier.js";
 import type { CarrierRecord } from "../admin/carrier-store.js";
 import type { SmppCarrierOptions } from "./smpp/smpp-carrier.js";
-import { createSimulatorCarrier } from "./simulator.js";
+import { createSimulatorCarrier, type SimulatorNetwork } from "./simulator.js";
 import { carrierTpsSpec } from "../limits/account-limits.js";
 import type { SharedAllowance } from "../limits/shared-allowance.js";
 
@@ -21,11 +21,11 @@ export function tpsGate(shared: SharedAllowance | undefined, name: string, tps: 
   };
 }
 
-/** The carrier CARRIER names, built from configuration. */
-export async function createCarrier(config: Config, clock: Clock, log?: Logger, shared?: SharedAllowance): Promise<Carrier> {
+/** The carrier CARRIER names, built from configuration; a simulator delivers to `network` (default: its own). */
+export async function createCarrier(config: Config, clock: Clock, log?: Logger, shared?: SharedAllowance, network?: SimulatorNetwork): Promise<Carrier> {
   switch (config.carrier) {
     case "simulator":
-      return createSimulatorCarrier({ clock, reportDelayMs: config.simulatorReportDelayMs });
+      return createSimulatorCarrier({ clock, reportDelayMs: config.simulatorReportDelayMs, network });
     case "kannel": {
       const { createKannelCarrier } = await import("./kannel.js");
       return createKannelCarrier({ ...config.kannel, clock, tpsGate: tpsGate(shared, "default", config.kannel.tps ?? 0) });
@@ -52,17 +52,19 @@ export async function createCarrier(config: Config, clock: Clock, log?: Logger, 
  * The carrier of a configured row (`/admin/v1/Carriers`). An SMPP row's Url is read as SMPP_URL
  * (with the row's Window, Tps and SystemType; the other SMPP_ settings from the environment); a
  * Kannel row's Url is its sendsms URL with `username` and `password` in the query (the callbacks'
- * base and secret are the environment's KANNEL_CALLBACK_URL and KANNEL_CALLBACK_SECRET).
+ * base and secret are the environment's KANNEL_CALLBACK_URL and KANNEL_CALLBACK_SECRET). A
+ * simulator row delivers to `opts.network`, the process's simulated network, which the operator's
+ * Handsets API reads (without one, a network of its own that nothing reads).
  */
 export async function createCarrierFromRow(
   row: CarrierRecord,
   config: Config,
   clock: Clock,
-  opts: { log?: Logger; env?: NodeJS.ProcessEnv; smpp?: Partial<SmppCarrierOptions>; shared?: SharedAllowance } = {},
+  opts: { log?: Logger; env?: NodeJS.ProcessEnv; smpp?: Partial<SmppCarrierOptions>; shared?: SharedAllowance; network?: SimulatorNetwork } = {},
 ): Promise<Carrier> {
   switch (row.kind) {
     case "simulator":
-      return createSimulatorCarrier({ clock, reportDelayMs: config.simulatorReportDelayMs });
+      return createSimulatorCarrier({ clock, reportDelayMs: config.simulatorReportDelayMs, network: opts.network });
     case "kannel": {
       const { createKannelCarrier } = await import("./kannel.js");
       const url = new URL(row.url);

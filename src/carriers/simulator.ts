@@ -27,13 +27,16 @@ export interface HandsetMessage {
   at: Date;
 }
 
-/** Options of the simulator carrier. */
-export interface SimulatorOptions {
-  clock: Clock;
-  /** Delay before a delivery report, ms (default 200). */
-  reportDelayMs?: number;
-  /** How many delivered messages are kept over all handsets (default SIMULATOR_KEEP). */
-  keep?: number;
+/**
+ * The simulated network: the handsets and what reached them. One per process, shared by every
+ * simulator carrier of the process (the environment's CARRIER=simulator and each `simulator`-kind
+ * carrier row), so the operator's Handsets API sees whatever any of them delivered.
+ */
+export interface SimulatorNetwork {
+  /** A message reached its handset. */
+  remember(m: HandsetMessage): void;
+  /** What the network delivered to a handset, oldest first. */
+  handsetMessages(number: string): HandsetMessage[];
 }
 
 /** One handset's messages, oldest first from `head` (evicted ones are skipped, then compacted away). */
@@ -42,9 +45,55 @@ interface Inbox {
   head: number;
 }
 
+/** A simulated network keeping its latest `keep` delivered messages over all handsets (default SIMULATOR_KEEP). */
+export function createSimulatorNetwork(keep = SIMULATOR_KEEP): SimulatorNetwork {
+  const size = Math.max(1, keep);
+  // Memory stays bounded however long the process runs and however many handsets it sees: the
+  // network keeps its latest `size` messages in all. `ring` holds them in delivery order; the
+  // oldest leaves its handset's inbox (always that inbox's first) when a newer one takes its slot.
+  const handsets = new Map<string, Inbox>();
+  const ring: (HandsetMessage | undefined)[] = new Array(size);
+  let next = 0;
+  return {
+    remember(m) {
+      const old = ring[next];
+      if (old) {
+        const inbox = handsets.get(old.to)!;
+        inbox.head++;
+        if (inbox.head === inbox.items.length) handsets.delete(old.to);
+        // Compacted in bulk, so that a busy handset does not pay for a copy per message.
+        else if (inbox.head >= 1024 && inbox.head * 2 >= inbox.items.length) {
+          inbox.items = inbox.items.slice(inbox.head);
+          inbox.head = 0;
+        }
+      }
+      ring[next] = m;
+      next = (next + 1) % size;
+      const inbox = handsets.get(m.to);
+      if (inbox) inbox.items.push(m);
+      else handsets.set(m.to, { items: [m], head: 0 });
+    },
+    handsetMessages(number) {
+      const inbox = handsets.get(number);
+      return inbox ? inbox.items.slice(inbox.head) : [];
+    },
+  };
+}
+
+/** Options of the simulator carrier. */
+export interface SimulatorOptions {
+  clock: Clock;
+  /** Delay before a delivery report, ms (default 200). */
+  reportDelayMs?: number;
+  /** How many delivered messages are kept over all handsets (default SIMULATOR_KEEP), when the simulator makes its own network. */
+  keep?: number;
+  /** The network it delivers to (default: a network of its own). */
+  network?: SimulatorNetwork;
+}
+
 /** The in-process network of simulated handsets, with operator hooks. */
 export interface SimulatorCarrier extends Carrier {
-  /** What the network delivered to a handset, oldest first. */
+  /** What the network delivered to a handset, oldest first (whichever simulator of the network delivered it). */
   handsetMessages(number: string): HandsetMessage[];
   /** Makes a handset send an SMS into the service. */
   injectInbound(sms: Omit<InboundSms, "at">): Promise<{ messageSid: string; inReplyTo: string }>;
@@ -56,31 +105,8 @@ export interface SimulatorCarrier extends Carrier {
  */
 export function createSimulatorCarrier(opts: SimulatorOptions): SimulatorCarrier {
   const delay = opts.reportDelayMs ?? 200;
-  const keep = Math.max(1, opts.keep ?? SIMULATOR_KEEP);
-  // Memory stays bounded however long the process runs and however many handsets it sees: the
-  // network keeps its latest `keep` messages in all. `ring` holds them in delivery order; the
-  // oldest leaves its handset's inbox (always that inbox's first) when a newer one takes its slot.
-  const handsets = new Map<string, Inbox>();
-  const ring: (HandsetMessage | undefined)[] = new Array(keep);
-  let next = 0;
-  const remember = (m: HandsetMessage) => {
-    const old = ring[next];
-    if (old) {
-      const inbox = handsets.get(old.to)!;
-      inbox.head++;
-      if (inbox.head === inbox.items.length) handsets.delete(old.to);
-      // Compacted in bulk, so that a busy handset does not pay for a copy per message.
-      else if (inbox.head >= 1024 && inbox.head * 2 >= inbox.items.length) {
-        inbox.items = inbox.items.slice(inbox.head);
-        inbox.head = 0;
-      }
-    }
-    ring[next] = m;
-    next = (next + 1) % keep;
-    const inbox = handsets.get(m.to);
-    if (inbox) inbox.items.push(m);
-    else handsets.set(m.to, { items: [m], head: 0 });
-  };
+  const network = opts.network ?? createSimulatorNetwork(opts.keep);
+  const remember = (m: HandsetMessage) => network.remember(m);
   const timers = new Set<NodeJS.Timeout>();
   let events: CarrierEvents | undefined;
 
@@ -151,10 +177,7 @@ export function createSimulatorCarrier(opts: SimulatorOptions): SimulatorCarrier
       timers.clear();
       events = undefined;
     },
-    handsetMessages(number: string) {
-      const inbox = handsets.get(number);
-      return inbox ? inbox.items.slice(inbox.head) : [];
-    },
+    handsetMessages: (number: string) => network.handsetMessages(number),
     async injectInbound(sms) {
       if (!events) throw new Error("the simulator is not started");
       return events.inbound({ ...sms, at: opts.clock.now() });

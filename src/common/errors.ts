@@ -3,7 +3,8 @@ import { create } from "@bufbuild/protobuf";
 import { codeToHttpStatus } from "./internals.js";
 import { BadRequestSchema, BadRequest_FieldViolationSchema, ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { type ResponseStatus, ResponseStatusSchema } from "../../gen/switchboard/v2/common_pb.js";
-import { type ConstraintViolation, constraintViolation, isDatabaseUnavailable } from "./pg-errors.js";
+import { type ConstraintViolation, constraintViolation } from "./pg-errors.js";
+import { type Unreachable, unreachableOf } from "./unreachable.js";
 
 /** The error domain carried in every google.rpc.ErrorInfo detail. */
 export const ERROR_DOMAIN = "switchboard";
@@ -76,7 +77,11 @@ export const ERRORS = {
   InvalidParameter: { http: 400, grpc: Code.InvalidArgument, when: "a field of the wrong JSON type, out of range, or not allowed" },
   InvalidSenderId: { http: 400, grpc: Code.InvalidArgument, when: "`From`/`ForwardFromSms` breaks the sender ID rules" },
   SenderNotOwned: { http: 400, grpc: Code.InvalidArgument, when: "E164 `From` or `ForwardFromSms` that is not one of the account's numbers" },
-  InvalidRecipient: { http: 400, grpc: Code.InvalidArgument, when: "`To`/`ForwardToSms` is not a valid E164 number" },
+  InvalidRecipient: {
+    http: 400,
+    grpc: Code.InvalidArgument,
+    when: "`To`/`ForwardToSms` is not a valid E164 number in its one spelling (no trunk prefix after the country code, no spaces)",
+  },
   DestinationNotAllowed: {
     http: 400,
     grpc: Code.InvalidArgument,
@@ -165,7 +170,7 @@ export const ERRORS = {
   ServiceUnavailable: {
     http: 503,
     grpc: Code.Unavailable,
-    when: "a dependency (the database, or the shared limits' Redis) is down, or a read ran past `READ_STATEMENT_TIMEOUT_MS`",
+    when: "a dependency is down, and the message names which: the database, the shared limits' Redis, or the process's database connection pool (every connection busy); or a read ran past `READ_STATEMENT_TIMEOUT_MS`",
     example: "The service is temporarily unavailable: its database cannot be reached. Try again shortly.",
   },
   InternalError: { http: 500, grpc: Code.Internal, when: "a bug; no detail is returned, the log has it", example: "An internal error occurred." },
@@ -326,22 +331,31 @@ export function errorCodeOf(err: ConnectError): ErrorCode {
   }
 }
 
-/** The one answer to a request while the database cannot be reached: 503 / Unavailable, ServiceUnavailable. */
-export function serviceUnavailable(): ConnectError {
-  return apiError("ServiceUnavailable", ERRORS.ServiceUnavailable.example, [], {
+/** The ServiceUnavailable message of each unreachable dependency: a client (or an operator reading its log) can tell them apart. */
+export const UNAVAILABLE_MESSAGES: Record<Unreachable, string> = {
+  database: ERRORS.ServiceUnavailable.example,
+  redis: "The service is temporarily unavailable: the Redis that holds its shared limits cannot be reached. Try again shortly.",
+  pool: "The service is temporarily unavailable: every database connection is in use (its connection pool is exhausted). Try again shortly.",
+};
+
+/** The answer to a request while a dependency cannot be reached (the database unless named): 503 / Unavailable, ServiceUnavailable, its own message. */
+export function serviceUnavailable(what: Unreachable = "database"): ConnectError {
+  return apiError("ServiceUnavailable", UNAVAILABLE_MESSAGES[what], [], {
     "retry-after": "2",
   });
 }
 
 /**
  * Any thrown value as the ConnectError a client is answered with, for every transport: a lost
- * database (refused, dropped or timed-out connections) is ServiceUnavailable; a constraint
+ * database (refused, dropped or timed-out connections), an exhausted connection pool or a lost
+ * Redis is ServiceUnavailable, its message naming which (unreachable.ts); a constraint
  * violation is its documented 4xx (CONSTRAINT_ERRORS); anything else that is not already a
  * ConnectError stays an internal error.
  */
 export function toConnectError(reason: unknown): ConnectError {
   if (reason instanceof ConnectError) return reason;
-  if (isDatabaseUnavailable(reason)) return serviceUnavailable();
+  const unreachable = unreachableOf(reason);
+  if (unreachable) return serviceUnavailable(unreachable);
   return constraintError(reason) ?? ConnectError.from(reason);
 }
 

@@ -38,6 +38,22 @@ export function isDatabaseUnavailable(e: unknown, depth = 0): boolean {
   return cause !== undefined && isDatabaseUnavailable(cause, depth + 1);
 }
 
+/** pg-pool's answer when every pooled connection stayed busy past `connectionTimeoutMillis` (a new connection that times out says "Connection terminated due to connection timeout"). */
+const POOL_EXHAUSTED_MESSAGE = /timeout exceeded when trying to connect/i;
+
+/**
+ * Whether an error means this process's connection pool had no connection free in time (every one
+ * busy), rather than the database being unreachable; looks through wrapped causes. Such an error is
+ * also isDatabaseUnavailable (the request cannot be served now, and is retried the same way).
+ */
+export function isPoolExhausted(e: unknown, depth = 0): boolean {
+  if (typeof e !== "object" || e === null || depth > 5) return false;
+  const { message, cause, errors } = e as { message?: unknown; cause?: unknown; errors?: unknown };
+  if (typeof message === "string" && POOL_EXHAUSTED_MESSAGE.test(message)) return true;
+  if (Array.isArray(errors) && errors.some((x) => isPoolExhausted(x, depth + 1))) return true;
+  return cause !== undefined && isPoolExhausted(cause, depth + 1);
+}
+
 /** A database constraint failure, by kind and constraint name. */
 export interface ConstraintViolation {
   kind: "unique" | "foreign-key" | "check" | "not-null";

@@ -12,7 +12,10 @@ export interface E164Info {
 
 /**
  * Parses a strict E164 string (`+` and 8 to 15 digits) that is a possible number of a known
- * country; undefined otherwise.
+ * country, written in its one canonical form; undefined otherwise. A spelling libphonenumber
+ * rewrites (a trunk prefix after the calling code: `+610412345678`, `+114155550123`) is refused:
+ * it names the same handset as the canonical one, and every check compares the string
+ * (docs/decisions.md, "One spelling per number"). suggestE164 finds the spelling to ask for.
  */
 export function parseE164(value: string): E164Info | undefined {
   if (!/^\+[1-9]\d{7,14}$/.test(value)) return undefined;
@@ -27,10 +30,14 @@ export function parseE164(value: string): E164Info | undefined {
 // Senders (and many recipients) repeat.
 const parsed = createBoundedMemo<string, E164Info | null>(10_000);
 
-/** libphonenumber's own answer: parse (which detects the country), then isPossible() for that country. */
+/**
+ * libphonenumber's own answer: parse (which detects the country, and drops a trunk prefix after
+ * the calling code), then isPossible() for that country; undefined unless the number it read is
+ * written exactly as `value` (the canonical spelling).
+ */
 export function parseWithMetadata(value: string): E164Info | undefined {
   const phone = parsePhoneNumberFromString(value);
-  if (!phone || !phone.isPossible()) return undefined;
+  if (!phone || phone.number !== value || !phone.isPossible()) return undefined;
   const countries = phone.country ? [phone.country] : phone.getPossibleCountries();
   if (countries.length === 0) return undefined;
   return Object.freeze({ number: value, countries: Object.freeze(countries) });
@@ -58,6 +65,45 @@ function parseWithoutCountry(value: string): E164Info | undefined {
       return (countries ??= leadingCountries(value) ?? parseWithMetadata(value)?.countries ?? []);
     },
   });
+}
+
+/**
+ * The canonical spelling of a number a carrier gave (`+` and digits, or `+00`/`00` and digits):
+ * libphonenumber's reading, repeated until it no longer changes (`+6100412345678` loses one `0`
+ * per reading), when that is a number parseE164 accepts; undefined for anything else (an
+ * alphanumeric sender, a short code, an impossible number), which is then no number at all.
+ */
+export function canonicalE164(value: string): string | undefined {
+  const trimmed = value.trim();
+  if (!/^(\+|\+?00)\d{1,17}$/.test(trimmed)) return undefined;
+  let number = trimmed.replace(/^\+?00/, "+");
+  if (parseE164(number)) return number;
+  for (let i = 0; i < 3; i++) {
+    const read = parsePhoneNumberFromString(number)?.number;
+    if (read === undefined || read === number) return undefined;
+    number = read;
+    if (parseE164(number)) return number;
+  }
+  return undefined;
+}
+
+/**
+ * For a number field's refusal: the canonical E164 spelling of what the client wrote, when it is
+ * one with spaces, dashes, dots or brackets, an international prefix (`00`, `+00`) or a trunk
+ * prefix after the calling code; undefined when there is none or it was already written so.
+ */
+export function suggestE164(value: string): string | undefined {
+  const compact = value.trim().replace(/[\s\-.()]/g, "");
+  const canonical = canonicalE164(compact);
+  return canonical !== undefined && canonical !== value.trim() ? canonical : undefined;
+}
+
+/** " Write it +61412345678." when suggestE164 has a spelling for `value`, else "". */
+export function writeItAs(value: string): string {
+  const suggestion = suggestE164(value);
+  return suggestion === undefined
+    ? ""
+    : ` Write it ${suggestion} (E164: + and the country code, then the number without its trunk prefix such as 0, no spaces).`;
 }
 
 /** Per geographic calling code: its national prefix pattern and each country's possible lengths. */

@@ -26,6 +26,8 @@ import { Migration20261130002900 } from "./migrations/Migration20261130002900.js
 import { Migration20261130100000 } from "./migrations/Migration20261130100000.js";
 import { Migration20261201000000 } from "./migrations/Migration20261201000000.js";
 import { Migration20261202000000 } from "./migrations/Migration20261202000000.js";
+import { Migration20261203041000 } from "./migrations/Migration20261203041000.js";
+import { Migration20261203041003 } from "./migrations/Migration20261203041003.js";
 import { applyRepeatableSql } from "./repeatable-sql.js";
 import { DEFAULT_POOL_MAX, databaseKind } from "../config.js";
 
@@ -54,6 +56,8 @@ export const migrations = [
   { name: "Migration20261130100000", class: Migration20261130100000 },
   { name: "Migration20261201000000", class: Migration20261201000000 },
   { name: "Migration20261202000000", class: Migration20261202000000 },
+  { name: "Migration20261203041000", class: Migration20261203041000 },
+  { name: "Migration20261203041003", class: Migration20261203041003 },
 ];
 
 /** Options of createOrm. */

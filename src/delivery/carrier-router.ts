@@ -5,7 +5,7 @@ import { NO_ROUTE } from "../common/errors.js";
 import { type CarrierRecord, listCarriers, publicUrl } from "../admin/carrier-store.js";
 import { listRoutes, type RouteRecord } from "../admin/route-store.js";
 
-/** The name of the environment's carrier (CARRIER, SMPP_URL, KANNEL_*) while no carrier is configured. */
+/** The name of the environment's carrier (CARRIER, SMPP_URL, KANNEL_*), the one route while the route table is empty. */
 export const DEFAULT_CARRIER_NAME = "default";
 
 /** What the router reports of each of its links (the operator API's Link, the metrics). */
@@ -25,7 +25,7 @@ export interface LinkInfo {
 export interface CarrierRouterOptions {
   orm: MikroORM;
   log?: Logger;
-  /** The environment's carrier: the one route while the carriers table is empty. */
+  /** The environment's carrier: the one route while the route table is empty. */
   fallback: Carrier;
   /** Builds the Carrier of a configured row (carriers/ knows the kinds). */
   build(spec: CarrierRecord): Promise<Carrier>;
@@ -77,6 +77,18 @@ function matchRoute(routes: CompiledRoute[], to: string, accountSid: string | un
 }
 
 /**
+ * Why a message no route matches fails NoRoute, recorded as its CarrierError (issue 41): the route
+ * table has routes (an empty one routes everything to the environment's carrier), none for this
+ * destination and account, and what the operator does about it.
+ */
+export function noRouteReason(to: string, accountSid: string | undefined, routeCount: number): string {
+  return (
+    `No route matches To ${to} from account ${accountSid ?? "(none)"}: none of the route table's ${routeCount} route(s) has a Prefix and AccountSid ` +
+    `that match. Add one (PUT /admin/v1/Routes, npx switchboard replace-routes), for instance a last route without Prefix and AccountSid.`
+  );
+}
+
+/**
  * The carriers to try for one message, in order. Failover: those up, in the route's order.
  * RoundRobin: those up, starting one further along for each message. With none up, the route's
  * first carrier alone: it holds the message until its link comes back (SMPP waits for the bind
@@ -96,8 +108,9 @@ export function carriersToTry<T>(route: { links: T[]; strategy: RouteRecord["str
  * reads them again every pollMs (and at once on refresh()), so a change made through any process
  * reaches every dispatcher within seconds. It opens one link per configured carrier (the Carrier
  * its `build` makes), and a removed or changed carrier's link is stopped once the submissions
- * it holds have been answered. While the carriers table is empty, the environment's carrier is
- * the one route, named `default`. Each message goes to the first matching route's carriers in
+ * it holds have been answered. While the route table is empty (no carrier configured yet, or
+ * carriers added and no route naming them yet), the environment's carrier is the one route, named
+ * `default` (issue 41: adding a carrier no longer leaves every message without a route). Each message goes to the first matching route's carriers in
  * carriersToTry order: a temporary refusal passes it to the next, a permanent one fails it, no
  * matching route fails it with NoRoute. A message goes to a second carrier only after the first
  * refused it, or dropped its link before answering (the documented case where it may arrive twice).
@@ -154,39 +167,43 @@ export function createCarrierRouter(opts: CarrierRouterOptions): CarrierRouter {
     }
   }
 
-  /** Applies a configuration read from the database (no carrier rows: the environment's carrier). */
+  /**
+   * Applies a configuration read from the database. Every carrier row gets its link (its state
+   * shows before a route names it); an empty route table routes everything to the environment's
+   * carrier.
+   */
   async function apply(carriers: CarrierRecord[], table: RouteRecord[]): Promise<void> {
     const next = new Map<string, Link>();
-    if (carriers.length === 0) {
+    for (const c of carriers) {
+      // The row's updated_at: a changed carrier gets a new link, the old one closes.
+      const version = c.updatedAt.toISOString();
+      const old = links.get(c.sid);
+      if (old && old.version === version && !old.closing) {
+        old.name = c.name;
+        next.set(c.sid, old);
+        continue;
+      }
+      let carrier: Carrier;
+      try {
+        carrier = await opts.build(c);
+      } catch (err) {
+        // One unusable row leaves the others routing; the message never carries the password.
+        const reason = String((err as Error)?.message ?? err)
+          .split(c.url)
+          .join(publicUrl(c.url));
+        opts.log?.error({ carrier: c.name, kind: c.kind, reason }, "could not open a configured carrier; routes skip it");
+        continue;
+      }
+      const link = newLink(c.sid, c.name, version, carrier);
+      await startLink(link);
+      next.set(c.sid, link);
+      opts.log?.info({ carrier: c.name, kind: c.kind }, old ? "carrier changed: its link is opened again" : "carrier link opened");
+    }
+    if (table.length === 0) {
       next.set(fallback.sid, fallback);
       await startLink(fallback);
       routes = [{ prefix: null, accountSid: null, links: [fallback], strategy: "Failover", next: 0 }];
     } else {
-      for (const c of carriers) {
-        // The row's updated_at: a changed carrier gets a new link, the old one closes.
-        const version = c.updatedAt.toISOString();
-        const old = links.get(c.sid);
-        if (old && old.version === version && !old.closing) {
-          old.name = c.name;
-          next.set(c.sid, old);
-          continue;
-        }
-        let carrier: Carrier;
-        try {
-          carrier = await opts.build(c);
-        } catch (err) {
-          // One unusable row leaves the others routing; the message never carries the password.
-          const reason = String((err as Error)?.message ?? err)
-            .split(c.url)
-            .join(publicUrl(c.url));
-          opts.log?.error({ carrier: c.name, kind: c.kind, reason }, "could not open a configured carrier; routes skip it");
-          continue;
-        }
-        const link = newLink(c.sid, c.name, version, carrier);
-        await startLink(link);
-        next.set(c.sid, link);
-        opts.log?.info({ carrier: c.name, kind: c.kind }, old ? "carrier changed: its link is opened again" : "carrier link opened");
-      }
       routes = table.map((r) => ({
         prefix: r.prefix,
         accountSid: r.accountSid,
@@ -272,7 +289,10 @@ export function createCarrierRouter(opts: CarrierRouterOptions): CarrierRouter {
 
     async submit(sms) {
       const route = matchRoute(routes, sms.to, sms.accountSid);
-      if (!route) throw new CarrierError(`no route matches ${sms.to}`, NO_ROUTE, true);
+      if (!route) {
+        const reason = noRouteReason(sms.to, sms.accountSid, routes.length);
+        throw new CarrierError(reason, NO_ROUTE, true, reason);
+      }
       const order = carriersToTry(route, isUp);
       let last: CarrierError | undefined;
       for (let i = 0; i < order.length; i++) {

@@ -1,7 +1,7 @@
 import type { MikroORM } from "@mikro-orm/sql";
 import type { Logger } from "pino";
 import type { Clock } from "../common/clock.js";
-import { applyFinalStates } from "./receipts.js";
+import { failUnsubmitted } from "./receipts.js";
 import { type ClaimedRow, deferMessages, pastValidity } from "../messaging/message-store.js";
 import { findDispatchRates } from "../accounts/account-store.js";
 import { textEncoding } from "../common/sms-text.js";
@@ -129,7 +129,7 @@ export function createPacing(opts: PacingOptions): (rows: ClaimedRow[], now: Dat
         "messages queued past their ValidityPeriod: failed QueueTimeout",
       );
       await opts.orm.em.fork().transactional((tx) =>
-        applyFinalStates(
+        failUnsubmitted(
           tx,
           timedOut.map((r) => ({ messageSid: r.sid, status: "Failed" as const, errorCode: "QueueTimeout", at: now, now })),
         ),

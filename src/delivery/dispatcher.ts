@@ -3,7 +3,7 @@ import type { Logger } from "pino";
 import { type Carrier, CarrierError } from "./carrier.js";
 import type { Clock } from "../common/clock.js";
 import { isDatabaseUnavailable } from "../common/pg-errors.js";
-import { applyFinalState, applyFinalStates, recordSubmissions, type Submission } from "./receipts.js";
+import { failUnsubmitted, recordSubmissions, type Submission } from "./receipts.js";
 import {
   claimFair,
   claimHeldMessages,
@@ -19,6 +19,11 @@ import type { AcceptClaims } from "../messaging/claim-at-accept.js";
 import { recordSegments } from "./segment-store.js";
 import type { SharedAllowance } from "../limits/shared-allowance.js";
 import { createPacing } from "./dispatch-pacing.js";
+import type { DestinationConfig } from "../config.js";
+import { destinationPolicy, storedDestinationRefusal } from "../messaging/destination-rules.js";
+
+/** Without the deployment's destination settings, only the accounts' own AllowedCountries are checked again at dispatch. */
+const ACCOUNTS_ONLY: DestinationConfig = { defaultAllowedCountries: [], blockedPrefixes: [], allowPremium: true };
 
 /** How long the list of accounts with due messages is reused by the round-robin claim, ms. */
 const DUE_ACCOUNTS_TTL_MS = 250;
@@ -49,6 +54,12 @@ export interface DispatcherOptions {
   databasePollMs?: number;
   /** Sends stored claimed were handed over (the hand-off): wake the loops. */
   onHandOff?: () => void;
+  /**
+   * The deployment's destination permissions (DEFAULT_ALLOWED_COUNTRIES, BLOCKED_PREFIXES,
+   * ALLOW_PREMIUM_DESTINATIONS), checked again with each claimed message's account's
+   * AllowedCountries at dispatch (issue 41); absent: the accounts' AllowedCountries only.
+   */
+  destinations?: DestinationConfig;
 }
 
 /** Hands due messages to the carrier; any number of dispatchers may share one database. */
@@ -120,7 +131,9 @@ export function createDispatcher(opts: DispatcherOptions): Dispatcher {
   const holds = new Map<string, Date>();
 
   /** Hands one message to the carrier: its reference, or undefined when the carrier refused it (already handled). */
-  async function submitOne(row: ClaimedRow): Promise<(Submission & { segmentIds?: string[] }) | undefined> {
+  async function submitOne(row: ClaimedRow): Promise<(Submission & { segmentIds?: string[]; startedAt?: Date }) | undefined> {
+    // Before the carrier writes anything: no receipt heard earlier can be for this submission's ids.
+    const startedAt = opts.clock.now();
     try {
       const { carrierRef, segmentIds, carrier } = await opts.carrier.submit({
         messageSid: row.sid,
@@ -130,7 +143,7 @@ export function createDispatcher(opts: DispatcherOptions): Dispatcher {
         deliveryReceipt: row.delivery_receipt,
         accountSid: row.account_sid,
       });
-      return { messageSid: row.sid, carrierRef, segmentIds, carrier, at: opts.clock.now() };
+      return { messageSid: row.sid, carrierRef, segmentIds, carrier, at: opts.clock.now(), startedAt };
     } catch (err) {
       await carrierRefused(opts.orm.em.fork(), row, err);
       return undefined;
@@ -145,12 +158,14 @@ export function createDispatcher(opts: DispatcherOptions): Dispatcher {
    * message is already Submitted, Delivered or Failed): recordSubmissions keeps that status but
    * still records when it was submitted.
    */
-  async function recordSubmitted(done: (Submission & { segmentIds?: string[] })[]): Promise<void> {
+  async function recordSubmitted(done: (Submission & { segmentIds?: string[]; startedAt?: Date })[]): Promise<void> {
     if (done.length === 0) return;
     const deadline = performance.now() + claimMs / 2;
     // A carrier that reports per segment: the segments' ids are committed with the submissions.
     const segmented = done.flatMap((d) =>
-      d.segmentIds && d.segmentIds.length > 0 ? [{ messageSid: d.messageSid, segmentIds: d.segmentIds, at: d.at, carrier: d.carrier ?? "" }] : [],
+      d.segmentIds && d.segmentIds.length > 0
+        ? [{ messageSid: d.messageSid, segmentIds: d.segmentIds, at: d.at, startedAt: d.startedAt, carrier: d.carrier ?? "" }]
+        : [],
     );
     for (let attempt = 1; ; attempt++) {
       try {
@@ -223,15 +238,14 @@ export function createDispatcher(opts: DispatcherOptions): Dispatcher {
     const firstDue = Math.max(new Date(row.created_at).getTime(), row.scheduled_at ? new Date(row.scheduled_at).getTime() : 0);
     const expired = now.getTime() - firstDue >= retryWindowMs;
     if (carrierErr.permanent || expired) {
-      opts.log?.warn({ messageSid: row.sid, errorCode: carrierErr.errorCode, attempts: row.attempts }, "message failed at the carrier");
-      await applyFinalState(em, {
-        messageSid: row.sid,
-        status: "Failed",
-        errorCode: carrierErr.errorCode,
-        carrierError: carrierErr.carrierError,
-        at: now,
-        now,
-      });
+      opts.log?.warn(
+        { messageSid: row.sid, errorCode: carrierErr.errorCode, attempts: row.attempts, reason: carrierErr.message },
+        "message failed at the carrier",
+      );
+      // Never taken by a carrier: its lease goes with it (failUnsubmitted).
+      await em.transactional((tx) =>
+        failUnsubmitted(tx, [{ messageSid: row.sid, status: "Failed", errorCode: carrierErr.errorCode, carrierError: carrierErr.carrierError, at: now, now }]),
+      );
     } else {
       const retryAt = new Date(now.getTime() + carrierBackoffMs(row.attempts));
       opts.log?.info({ messageSid: row.sid, errorCode: carrierErr.errorCode, retryAt }, "carrier refused for now; will retry");
@@ -254,11 +268,49 @@ export function createDispatcher(opts: DispatcherOptions): Dispatcher {
       "account or property disabled for SMS: queued messages failed, not submitted",
     );
     await opts.orm.em.fork().transactional((tx) =>
-      applyFinalStates(
+      failUnsubmitted(
         tx,
         rows.map((r) => ({ messageSid: r.sid, status: "Failed" as const, errorCode: "SmsNotEnabled", at: now, now })),
       ),
     );
+  }
+
+  /**
+   * The destination permissions again (issue 41), as the send was judged (destination-rules.ts),
+   * with the AllowedCountries the claim read of each message's account and this process's
+   * deployment settings: a message the account may no longer send there (its AllowedCountries
+   * narrowed, a prefix blocked since) fails with DestinationNotAllowed, the reason in its
+   * CarrierError, and its lease released. Sends stored claimed at accept were judged by their own
+   * statement a moment ago (allowed_countries null). Returns the rows that may go.
+   */
+  async function failRefusedDestinations(rows: ClaimedRow[], now: Date): Promise<ClaimedRow[]> {
+    const deployment = opts.destinations ?? ACCOUNTS_ONLY;
+    const refused: { row: ClaimedRow; reason: string }[] = [];
+    const allowed: ClaimedRow[] = [];
+    for (const r of rows) {
+      const reason = r.allowed_countries === null ? undefined : storedDestinationRefusal(r.recipient, destinationPolicy(r.allowed_countries, deployment));
+      if (reason === undefined) allowed.push(r);
+      else refused.push({ row: r, reason });
+    }
+    if (refused.length === 0) return rows;
+    opts.log?.info(
+      { count: refused.length, messageSids: refused.slice(0, 50).map((r) => r.row.sid) },
+      "destination no longer allowed for the account: queued messages failed, not submitted",
+    );
+    await opts.orm.em.fork().transactional((tx) =>
+      failUnsubmitted(
+        tx,
+        refused.map(({ row, reason }) => ({
+          messageSid: row.sid,
+          status: "Failed" as const,
+          errorCode: "DestinationNotAllowed",
+          carrierError: reason,
+          at: now,
+          now,
+        })),
+      ),
+    );
+    return allowed;
   }
 
   /** The accounts' MessagesPerSecond, one step of the round (dispatch-pacing.ts). */
@@ -400,7 +452,10 @@ export function createDispatcher(opts: DispatcherOptions): Dispatcher {
         now,
       );
       const rows = await paced(
-        claimed.filter((r) => r.sms_enabled),
+        await failRefusedDestinations(
+          claimed.filter((r) => r.sms_enabled),
+          now,
+        ),
         now,
       );
       // In rounds of batchSize (after a crash under load, many held messages may come due at once):

@@ -7,8 +7,10 @@ import { createMailWorker } from "../mail/mail-outbox.js";
 import { createWebhookWorker, type WebhookWorker, type WebhookWorkerOptions } from "../webhooks/webhook-worker.js";
 import { createDispatcher, type Dispatcher, type DispatcherOptions } from "./dispatcher.js";
 import type { AcceptClaims } from "../messaging/claim-at-accept.js";
-import { DEFAULT_NO_ALPHA_COUNTRIES, type DestinationConfig } from "../config.js";
-import { receiveInbound } from "./inbound.js";
+import { DEFAULT_NO_ALPHA_COUNTRIES, DEFAULT_SEND_RATE_LIMIT, defaultSendBurst, type DestinationConfig } from "../config.js";
+import { receiveInbound, sendAfterCommit } from "./inbound.js";
+import { createAdmitLimits, type DefaultSendRate, type LimitCounters } from "../limits/account-limits.js";
+import type { ServiceSendDeps } from "../messaging/service-sends.js";
 import { createGroupCommit } from "../common/group-commit.js";
 import { ormKind } from "../db/orm.js";
 import { isDatabaseUnavailable } from "../common/pg-errors.js";
@@ -55,8 +57,16 @@ export interface DeliveryEngineOptions {
   mailTransport?: Transporter;
   /** Countries whose operators do not take alphanumeric sender IDs (forwarded replies follow the send rules); default US, CA. */
   noAlphaCountries?: ReadonlySet<string>;
-  /** The deployment's destination permissions, which forwarded replies obey as sends do; default: none but premium numbers. */
+  /** The deployment's destination permissions, which forwards and keyword answers obey as sends do; default: none but premium numbers. */
   destinations?: DestinationConfig;
+  /**
+   * The deployment's default request rate (SEND_RATE_LIMIT, SEND_RATE_BURST; default 50/s): with the
+   * dispatcher's shared allowance, forwards and keyword answers pass the admit step (the account's
+   * request rate and daily quota) as the API's sends do. Without a shared allowance they are not limited.
+   */
+  sendRate?: DefaultSendRate;
+  /** Where the admit step counts what it refused (the API's counters, for /metrics). */
+  limitCounters?: LimitCounters;
   /** How long after its submission a message without a receipt gets ErrorCode ReceiptTimeout, ms (default 72 h: RECEIPT_TIMEOUT_HOURS). */
   receiptTimeoutMs?: number;
   /** How often the receipt-timeout sweep looks once it has caught up, ms (default 60 s). */
@@ -94,6 +104,15 @@ export interface DeliveryEngine {
 /** Creates the delivery engine; tests call `dispatcher.tick()` and `webhooks.tick()` themselves. */
 export function createDeliveryEngine(opts: DeliveryEngineOptions): DeliveryEngine {
   const noAlphaCountries = opts.noAlphaCountries ?? new Set(DEFAULT_NO_ALPHA_COUNTRIES);
+  // The forward of a reply and a keyword's answer are the account's sends: the pipeline's admit step, on the same shared buckets.
+  const shared = opts.dispatcher?.shared;
+  const sendRate = opts.sendRate ?? { ratePerSecond: DEFAULT_SEND_RATE_LIMIT, burst: defaultSendBurst(DEFAULT_SEND_RATE_LIMIT) };
+  const serviceSends: ServiceSendDeps = {
+    orm: opts.orm,
+    limits: shared ? createAdmitLimits(shared, sendRate, () => opts.clock.now().getTime(), opts.limitCounters) : undefined,
+    noAlphaCountries,
+    destinations: opts.destinations,
+  };
   const pollMs = opts.pollMs ?? 250;
   let dispatchLoops: WorkerLoop[] = [];
   const dispatcher = createDispatcher({
@@ -102,6 +121,7 @@ export function createDeliveryEngine(opts: DeliveryEngineOptions): DeliveryEngin
     carrier: opts.carrier,
     log: opts.log,
     databasePollMs: pollMs,
+    destinations: opts.destinations,
     ...opts.dispatcher,
     // Sends stored claimed wait in memory: the loops take them, nothing to mark in the database.
     onHandOff: () => {
@@ -193,33 +213,31 @@ export function createDeliveryEngine(opts: DeliveryEngineOptions): DeliveryEngin
       if (queuedWebhook) webhookLoop?.nudge();
     },
     async inbound(sms) {
-      const result = await inboundSlots.run(() =>
-        receiveInbound(opts.orm.em.fork(), sms, opts.clock.now(), { noAlphaCountries, destinations: opts.destinations, log: opts.log }),
-      );
-      if (result.forward?.status === "Failed") {
-        opts.log?.warn(
-          { messageSid: result.messageSid, inReplyTo: result.inReplyTo, forwardSid: result.forward.messageSid, errorCode: result.forward.errorCode },
-          "reply not forwarded by SMS: the send rules refuse it (kept as a Failed message)",
-        );
-      }
+      const result = await inboundSlots.run(() => receiveInbound(opts.orm.em.fork(), sms, opts.clock.now(), { log: opts.log }));
+      // The forward and the keyword's answer are sends of the account: the send pipeline, after the commit.
+      await sendAfterCommit(serviceSends, result, opts.log);
       // Only a forward or a keyword's answer gives the dispatcher a message to claim: a flood of MO
       // must not wake it (and stop its hand-off) for each one.
-      if (result.forward?.status === "Processing" || result.keyword) queuedInDatabase();
+      if (result.forward?.status === "Processing" || result.answer?.status === "Processing") queuedInDatabase();
       return result;
     },
     async segmentReceipt(receipt) {
       if ((await segmentReceipts.submit(receipt)) === "applied") webhookLoop?.nudge();
     },
     async inboundPart(part) {
-      const opt = { noAlphaCountries, destinations: opts.destinations, log: opts.log };
-      if (await inboundSlots.run(() => storeInboundPart(opts.orm.em.fork(), part, opts.clock.now(), opt))) queuedInDatabase();
+      const result = await inboundSlots.run(() => storeInboundPart(opts.orm.em.fork(), part, opts.clock.now(), { log: opts.log }));
+      if (result) {
+        await sendAfterCommit(serviceSends, result, opts.log);
+        queuedInDatabase();
+      }
     },
     awaitingReports: (before) => listAwaitingReports(opts.orm, before, new Date(before.getTime() - receiptTimeoutMs)),
     async housekeeping(partsBefore) {
       const now = opts.clock.now();
       const applied = await opts.orm.em.fork().transactional((tx) => applyPendingReceipts(tx, now));
-      const flushed = await flushInboundParts(opts.orm.em.fork(), partsBefore, now, { noAlphaCountries, destinations: opts.destinations, log: opts.log });
-      if (applied + flushed > 0) queuedInDatabase();
+      const flushed = await flushInboundParts(opts.orm.em.fork(), partsBefore, now, { log: opts.log });
+      for (const result of flushed) await sendAfterCommit(serviceSends, result, opts.log);
+      if (applied + flushed.length > 0) queuedInDatabase();
     },
   };
 

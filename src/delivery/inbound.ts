@@ -2,13 +2,14 @@ import type { EntityManager } from "@mikro-orm/sql";
 import type { Logger } from "pino";
 import type { InboundSms } from "./carrier.js";
 import { unixSeconds } from "../common/clock.js";
+import { canonicalE164 } from "../common/phone.js";
 import { newSid } from "../common/sid.js";
 import { storableText } from "../common/string-guard.js";
 import { findLiveLeaseMatch, wasEverLeased } from "../leases/lease-store.js";
 import { insertInboundMessage } from "../messaging/message-store.js";
-import { forwardReply } from "../messaging/send-pipeline.js";
+import { answerKeyword, forwardReply, type ReplyForward, type ServiceSendDeps, type ServiceSendOutcome } from "../messaging/service-sends.js";
 import { textEncoding } from "../common/sms-text.js";
-import { type DestinationConfig, NO_REPLY_EMAIL } from "../config.js";
+import { NO_REPLY_EMAIL } from "../config.js";
 import { enqueueEmail } from "../mail/mail-outbox.js";
 import { enqueueWebhook } from "../webhooks/outbox.js";
 import { insertUnmatchedInbound } from "./unmatched-inbound-store.js";
@@ -21,45 +22,93 @@ export { NO_REPLY_EMAIL };
 export interface InboundResult {
   messageSid: string;
   inReplyTo: string;
-  /** The forwarded SMS, when the message asked for one: queued (Processing), or Failed and why. */
-  forward?: { messageSid: string; status: "Processing" | "Failed"; errorCode: string };
+  /** The forwarded SMS, once sent (sendAfterCommit): queued (Processing), or Failed and why. */
+  forward?: ServiceSendOutcome;
   /** The keyword the SMS was (STOP, START, HELP) and its answer, when the account acted on it. */
   keyword?: KeywordOutcome;
+  /** The keyword's answer, once sent (sendAfterCommit): queued (Processing), or Failed and why. */
+  answer?: ServiceSendOutcome;
+  /** The forward the reply asked for, to send once its transaction has committed (sendAfterCommit). */
+  pendingForward?: ReplyForward;
 }
 
 /** What receiveInbound needs besides the SMS. */
 export interface InboundOptions {
-  /** Countries whose operators do not take alphanumeric sender IDs (a forward goes out leased there, as a send would). */
-  noAlphaCountries: ReadonlySet<string>;
-  /** The deployment's destination permissions (a forward obeys them as a send does). */
-  destinations?: DestinationConfig;
-  /** Where a reply not forwarded because it came from one of our own numbers is noted (info). */
+  /** Where a reply not forwarded because it came from one of our own numbers is noted (info), and keywords not answered. */
   log?: Logger;
+}
+
+/**
+ * The sends an inbound SMS asked for, once its transaction has committed: the forward by SMS and
+ * the keyword's answer, each a send of the account through the send pipeline (admit, validate,
+ * rules, store: messaging/service-sends.ts). A refused one is kept as a Failed message and logged
+ * (warn); `result` gets their outcomes. A process that stops between the commit and these sends
+ * loses them (the reply, its webhook and the opt-out change are stored).
+ */
+export async function sendAfterCommit(deps: ServiceSendDeps, result: InboundResult, log?: Logger): Promise<InboundResult> {
+  // The reply is committed: a send that fails here is logged, not thrown (the carrier would deliver the reply again).
+  const attempt = async (what: string, send: () => Promise<void>) => {
+    try {
+      await send();
+    } catch (err) {
+      log?.error({ err, messageSid: result.messageSid, inReplyTo: result.inReplyTo }, `${what} not sent: the send pipeline failed`);
+    }
+  };
+  const pendingForward = result.pendingForward;
+  if (pendingForward)
+    await attempt("forward of a reply by SMS", async () => {
+      const forward = await forwardReply(deps, pendingForward);
+      if (forward) result.forward = forward;
+      if (forward?.status === "Failed")
+        log?.warn(
+          { messageSid: result.messageSid, inReplyTo: result.inReplyTo, forwardSid: forward.messageSid, errorCode: forward.errorCode },
+          "reply not forwarded by SMS: the send pipeline refused it (kept as a Failed message)",
+        );
+    });
+  const keyword = result.keyword;
+  const pending = keyword?.answer;
+  if (keyword && pending)
+    await attempt("keyword answer", async () => {
+      const answer = await answerKeyword(deps, pending);
+      if (answer) result.answer = answer;
+      if (answer?.status === "Failed")
+        log?.warn(
+          { accountSid: pending.accountSid, answerSid: answer.messageSid, inReplyTo: pending.inReplyTo, kind: keyword.kind, errorCode: answer.errorCode },
+          "keyword not answered: the send pipeline refused the answer (kept as a Failed message)",
+        );
+    });
+  return result;
 }
 
 /**
  * Stores an inbound SMS as a Received message of the account whose live lease it answers
  * (from = the lease's recipient, to = the leased pool number) and, in the same transaction,
- * queues everything the outbound message asked for: the Response webhook, a forwarded SMS
- * (through the dispatcher) and a forwarded e-mail (through the mail outbox). A reply that matches
+ * queues what the outbound message asked for: the Response webhook and a forwarded e-mail (through
+ * the mail outbox); a forwarded SMS is returned (pendingForward) for sendAfterCommit. A reply that matches
  * no live lease (none, expired or released) belongs to no account: it is kept in
  * unmatched_inbound for the operator and not forwarded. A reply from one of the deployment's own
  * numbers is stored (and its Response webhook queued) but never forwarded, by SMS or e-mail:
  * whatever answers there is this service, and a forward could come back again without end.
  * A keyword (STOP, START, HELP) that reaches an account, as a reply to its lease or an SMS to one
- * of its own numbers, changes its opt-out list and is answered (inbound-keywords.ts), in the same
- * transaction.
+ * of its own numbers, changes its opt-out list in the same transaction, and its answer is returned
+ * (keyword.answer) for sendAfterCommit (inbound-keywords.ts).
  */
 export async function receiveInbound(em: EntityManager, received: InboundSms, now: Date, opts: InboundOptions): Promise<InboundResult> {
   // Anyone on the network can send any UCS-2 units: a NUL or an unpaired surrogate must not fail the insert.
-  const sms = { ...received, text: storableText(received.text) };
+  // A number in its one spelling (a carrier's `+610412345678` is `+61412345678`), as every send,
+  // lease and opt-out stores it; what is no number (an alphanumeric sender) stays as it came.
+  const from = canonicalE164(received.from);
+  const sms = { ...received, from: from ?? received.from, to: canonicalE164(received.to) ?? received.to, text: storableText(received.text) };
+  // E164-shaped but no number libphonenumber knows (a new range) is still a handset's number.
+  const fromNumber = from !== undefined || /^\+[1-9]\d{7,14}$/.test(sms.from);
   return em.transactional(async (tx) => {
     const lease = await findLiveLeaseMatch(tx, sms.to, sms.from, sms.at);
     if (!lease) {
       const reason = (await wasEverLeased(tx, sms.to, sms.from)) ? "LeaseEnded" : "NoLease";
       await insertUnmatchedInbound(tx, { sender: sms.from, recipient: sms.to, text: sms.text, receivedAt: sms.at, reason });
-      // An SMS to one of an account's own numbers reaches that account: a keyword acts and is answered.
-      const keyword = await applyKeywordToOwnedNumber(tx, { from: sms.from, to: sms.to, text: sms.text, now }, opts.log);
+      // An SMS to one of an account's own numbers reaches that account: a keyword acts and is answered,
+      // when it came from a number (an alphanumeric sender can be neither opted out nor answered).
+      const keyword = !fromNumber ? undefined : await applyKeywordToOwnedNumber(tx, { from: sms.from, to: sms.to, text: sms.text, now }, opts.log);
       return { messageSid: "", inReplyTo: "", ...(keyword ? { keyword } : {}) };
     }
     const sid = newSid("MG");
@@ -86,15 +135,19 @@ export async function receiveInbound(em: EntityManager, received: InboundSms, no
     // Not from one of our own numbers: whatever answers there is this service.
     const keyword = lease.recipient_ours
       ? undefined
-      : await applyKeyword(tx, {
-          accountSid: lease.account_sid,
-          propertySid: lease.property_sid,
-          from: sms.from,
-          to: sms.to,
-          text: sms.text,
-          inboundSid: sid,
-          now,
-        });
+      : await applyKeyword(
+          tx,
+          {
+            accountSid: lease.account_sid,
+            propertySid: lease.property_sid,
+            from: sms.from,
+            to: sms.to,
+            text: sms.text,
+            inboundSid: sid,
+            now,
+          },
+          opts.log,
+        );
     if (lease.webhook_uri !== "") {
       await enqueueWebhook(tx, {
         accountSid: lease.account_sid,
@@ -125,10 +178,11 @@ export async function receiveInbound(em: EntityManager, received: InboundSms, no
         "reply from one of this service's own numbers: stored, not forwarded (a forwarding loop)",
       );
     }
-    // The forward by SMS runs the one send pipeline, as any send of that account and property.
-    const forward =
+    // The forward by SMS is a send of that account and property: it runs the one send pipeline
+    // once this transaction has committed (sendAfterCommit), as the keyword's answer does.
+    const pendingForward: ReplyForward | undefined =
       lease.forward_to_sms !== "" && !loop
-        ? await forwardReply(tx, {
+        ? {
             accountSid: lease.account_sid,
             propertySid: lease.property_sid,
             forwardToSms: lease.forward_to_sms,
@@ -137,10 +191,7 @@ export async function receiveInbound(em: EntityManager, received: InboundSms, no
             text: sms.text,
             replySid: sid,
             now,
-            noAlphaCountries: opts.noAlphaCountries,
-            allowedCountries: lease.allowed_countries,
-            destinations: opts.destinations,
-          })
+          }
         : undefined;
     if (lease.forward_to_email !== "" && !loop) {
       await enqueueEmail(tx, {
@@ -153,6 +204,6 @@ export async function receiveInbound(em: EntityManager, received: InboundSms, no
         now,
       });
     }
-    return { messageSid: sid, inReplyTo: lease.message_sid, ...(forward ? { forward } : {}), ...(keyword ? { keyword } : {}) };
+    return { messageSid: sid, inReplyTo: lease.message_sid, ...(pendingForward ? { pendingForward } : {}), ...(keyword ? { keyword } : {}) };
   });
 }

@@ -2,6 +2,7 @@ import type { EntityManager } from "@mikro-orm/sql";
 import type { DeliveryReport } from "./carrier.js";
 import { type FinalState, type Submission, updateFinalStates, updatePlainFinalStates, updateSubmissions } from "../messaging/message-store.js";
 import { enqueueDeliveryReceipt } from "../webhooks/outbox.js";
+import { releaseUnsubmittedLeases } from "../leases/lease-store.js";
 
 /** A final report (Delivered or Failed) and when the service heard it. */
 type Report = Omit<DeliveryReport, "status"> & { status: "Delivered" | "Failed"; now: Date };
@@ -22,6 +23,22 @@ export async function applyFinalState(em: EntityManager, report: Report): Promis
  */
 export async function applyFinalStates(tx: EntityManager, reports: Report[]): Promise<boolean[]> {
   return (await applyReports(tx, reports)).map((r) => r.changed);
+}
+
+/**
+ * applyFinalStates for messages the dispatcher fails before a carrier took them (NoRoute, a
+ * refusal at submission, SmsNotEnabled, DestinationNotAllowed, QueueTimeout, the retry window
+ * over), in the caller's transaction: the leases of those it changed are released with them
+ * (lease-store.ts releaseUnsubmittedLeases, conditional: a lease a message of which was submitted
+ * or is still queued stays).
+ */
+export async function failUnsubmitted(tx: EntityManager, reports: Report[]): Promise<boolean[]> {
+  const changed = await applyFinalStates(tx, reports);
+  await releaseUnsubmittedLeases(
+    tx,
+    reports.filter((_, i) => changed[i]).map((r) => r.messageSid),
+  );
+  return changed;
 }
 
 /**

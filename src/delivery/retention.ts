@@ -1,4 +1,4 @@
-import type { MikroORM } from "@mikro-orm/sql";
+import type { EntityManager, MikroORM } from "@mikro-orm/sql";
 import type { Logger } from "pino";
 import type { Clock } from "../common/clock.js";
 import { listRetentionSettings, type RetentionRow } from "../accounts/account-store.js";
@@ -7,6 +7,10 @@ import { deleteBatchKeysBefore, deleteKeysOfMessages } from "../messaging/idempo
 import { claimExpiredMessages, deleteMessages, redactExpiredTexts } from "../messaging/message-retention-store.js";
 import { deleteWebhookDeliveriesOfMessages, redactWebhookPayloadsOfMessages } from "../webhooks/webhook-store.js";
 import { deleteSegmentsOfMessages } from "./segment-store.js";
+import { deleteInboundTextsOfAccount, deleteInboundTextsOfNoAccount, type InboundTextTable, redactUnmatchedOfAccount } from "./unmatched-inbound-store.js";
+
+/** The tables of inbound texts no message owns (unmatched_inbound, inbound_parts), which retention covers too. */
+const INBOUND_TEXT_TABLES: InboundTextTable[] = ["unmatched_inbound", "inbound_parts"];
 
 const DAY_MS = 86_400_000;
 /** A long drain logs its progress every this many batches. */
@@ -56,7 +60,11 @@ const zero = (): PurgeCounts => ({ purged: 0, redacted: 0, webhooks: 0, emails: 
  * concerned: it deletes messages created more than RetentionDays (the account's, else
  * MESSAGE_RETENTION_DAYS) ago, with their webhook calls and attempts, e-mails, carrier segments and
  * Idempotency-Keys, then empties the text of those older than RedactAfterDays (and its copies: the
- * Text of a reply's Response webhook, the body of its forwarding e-mail). Only settled
+ * Text of a reply's Response webhook, the body of its forwarding e-mail). The inbound texts no
+ * message owns follow the same settings: an SMS kept in unmatched_inbound and the parts of an
+ * unfinished inbound SMS (inbound_parts) are the account's when sent to a number it owns or
+ * between the ends of one of its leases (deleted after its RetentionDays, the SMS emptied and the
+ * parts deleted after RedactAfterDays), else nobody's (deleted after MESSAGE_RETENTION_DAYS). Only settled
  * messages (Delivered, Failed, Canceled, Received, no webhook or e-mail still pending) are touched:
  * a queued or in-flight message stays whatever its age.
  *
@@ -102,6 +110,18 @@ export function createRetentionPurge(opts: RetentionOptions): RetentionPurge {
     });
   }
 
+  /** Unmatched inbound SMS and inbound parts deleted or emptied by the pass in progress (logged). */
+  let inbound = 0;
+
+  /** One batch of an inbound-text statement in its own transaction; how many rows. */
+  function inboundBatch(run: (tx: EntityManager) => Promise<number>): () => Promise<number> {
+    return async () => {
+      const n = await opts.orm.em.fork().transactional(run);
+      inbound += n;
+      return n;
+    };
+  }
+
   /** Runs `step` until it returns less than a full batch (or the purge stops), pausing between batches. */
   async function drain(step: () => Promise<number>, what: string, propertySid: string): Promise<void> {
     let done = 0;
@@ -122,12 +142,29 @@ export function createRetentionPurge(opts: RetentionOptions): RetentionPurge {
       const before = new Date(now.getTime() - days * DAY_MS);
       for (const r of rows) await drain(() => purgeBatch(r.property_sid, before, counts), "purged", r.property_sid);
       if (!stopping) counts.keys += await deleteBatchKeysBefore(opts.orm.em.fork(), accountSid, before);
+      for (const table of INBOUND_TEXT_TABLES)
+        await drain(
+          inboundBatch((tx) => deleteInboundTextsOfAccount(tx, table, accountSid, before, batch)),
+          table,
+          accountSid,
+        );
     }
     if (redactDays !== null && !stopping) {
       const before = new Date(now.getTime() - redactDays * DAY_MS);
       for (const r of rows) await drain(() => redactBatch(r.property_sid, before, counts), "redacted", r.property_sid);
       // Batch-send keys hold their responses' texts; past RedactAfterDays they have long expired.
       if (!stopping) counts.keys += await deleteBatchKeysBefore(opts.orm.em.fork(), accountSid, before);
+      await drain(
+        inboundBatch((tx) => redactUnmatchedOfAccount(tx, accountSid, before, batch)),
+        "unmatched_inbound",
+        accountSid,
+      );
+      // A part is nothing without the rest: past RedactAfterDays it goes.
+      await drain(
+        inboundBatch((tx) => deleteInboundTextsOfAccount(tx, "inbound_parts", accountSid, before, batch)),
+        "inbound_parts",
+        accountSid,
+      );
     }
   }
 
@@ -137,6 +174,7 @@ export function createRetentionPurge(opts: RetentionOptions): RetentionPurge {
       const started = Date.now();
       const now = opts.clock.now();
       const counts = zero();
+      inbound = 0;
       const rows = await listRetentionSettings(opts.orm.em.fork(), opts.defaultDays !== null);
       const byAccount = new Map<string, RetentionRow[]>();
       for (const r of rows) {
@@ -156,11 +194,21 @@ export function createRetentionPurge(opts: RetentionOptions): RetentionPurge {
             );
           }
         }
+        // The inbound texts of no account: MESSAGE_RETENTION_DAYS, when set.
+        if (opts.defaultDays !== null) {
+          const before = new Date(now.getTime() - opts.defaultDays * DAY_MS);
+          for (const table of INBOUND_TEXT_TABLES)
+            await drain(
+              inboundBatch((tx) => deleteInboundTextsOfNoAccount(tx, table, before, batch)),
+              table,
+              "",
+            );
+        }
       } finally {
         for (const k of Object.keys(total) as (keyof PurgeCounts)[]) total[k] += counts[k];
       }
-      if (counts.purged + counts.redacted + counts.keys > 0) {
-        opts.log?.info({ ...counts, ms: Date.now() - started, stopped: stopping }, "retention pass done");
+      if (counts.purged + counts.redacted + counts.keys + inbound > 0) {
+        opts.log?.info({ ...counts, inbound, ms: Date.now() - started, stopped: stopping }, "retention pass done");
       }
       return counts;
     },

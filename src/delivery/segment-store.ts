@@ -1,7 +1,7 @@
 import type { EntityManager } from "@mikro-orm/sql";
 import type { InboundPartSms, SegmentReceipt } from "./carrier.js";
 import { applyFinalStates } from "./receipts.js";
-import { type InboundOptions, receiveInbound } from "./inbound.js";
+import { type InboundOptions, type InboundResult, receiveInbound } from "./inbound.js";
 import { executeBound } from "../db/bound-sql.js";
 
 /**
@@ -17,14 +17,33 @@ export function idForms(id: string): { key: string; hexValue: string | null } {
   return { key, hexValue };
 }
 
-/** How long a receipt naming no known submission is kept before it is dropped (3 days). */
-export const PENDING_RECEIPT_KEEP_MS = 3 * 86_400_000;
+/**
+ * How long a receipt naming no known submission is kept before it is dropped (30 s). A receipt can
+ * outrun its submit_sm_resp (the SMSC sends it before its answer, or the answer's record commits
+ * after the receipt's), by seconds: the submission is recorded as soon as the round's answers are
+ * in. A receipt kept longer names an id the SMSC has not issued (yet): applied to whatever message
+ * later gets that id, it would settle that message by another's fate (issue 41).
+ */
+export const PENDING_RECEIPT_KEEP_MS = 30_000;
+
+/**
+ * How much earlier than its submission began a kept receipt may have been received and still be
+ * applied to it: the two times come from our own clocks (the process that heard the receipt, the
+ * one that submitted), which may differ by this much across processes.
+ */
+export const RECEIPT_CLOCK_SKEW_MS = 2_000;
 
 /** A recorded submission with the SMSC's id of each segment, in order. */
 export interface SegmentSubmission {
   messageSid: string;
   segmentIds: string[];
+  /** When the carrier answered the submission. */
   at: Date;
+  /**
+   * When the submission to the carrier began (before its first submit_sm was written; default
+   * `at`): recorded as the segments' created_at. No receipt received before it can be for these ids.
+   */
+  startedAt?: Date;
   /** The name of the carrier that issued the ids ("" without a router). */
   carrier?: string;
 }
@@ -40,7 +59,9 @@ interface SegmentRow {
  * applies the receipts that arrived before it. A resubmitted message's new ids replace the old.
  */
 export async function recordSegments(tx: EntityManager, subs: SegmentSubmission[], now: Date): Promise<void> {
-  const rows = subs.flatMap((s) => s.segmentIds.map((id, i) => ({ sid: s.messageSid, seq: i + 1, id, ...idForms(id), at: s.at, carrier: s.carrier ?? "" })));
+  const rows = subs.flatMap((s) =>
+    s.segmentIds.map((id, i) => ({ sid: s.messageSid, seq: i + 1, id, ...idForms(id), at: s.startedAt ?? s.at, carrier: s.carrier ?? "" })),
+  );
   if (rows.length === 0) return;
   // Bound parameters: arrays travel as one parameter each (MikroORM's execute would expand them).
   await executeBound(
@@ -213,23 +234,28 @@ export const PENDING_SWEEP_BATCH = 2000;
 let sweepAfter = "0";
 
 /**
- * Applies kept receipts whose segment is now known (only those of `messageSids` when given) and
- * drops the ones kept longer than PENDING_RECEIPT_KEEP_MS. SKIP LOCKED: two processes never
- * apply the same kept receipt. Only the kept receipts that match are locked: after a flood of
- * receipts for unknown ids (issue 41) tens of thousands may be kept, and every submission record
- * and sweep locking them all held PGlite's one connection for seconds. With messageSids the
- * search starts from those messages' segments; a sweep looks at PENDING_SWEEP_BATCH kept receipts,
- * the next sweep at the following ones, round and round.
+ * Applies kept receipts whose segment is now known (only those of `messageSids` when given) and,
+ * without `messageSids` (the housekeeping), drops the ones kept longer than PENDING_RECEIPT_KEEP_MS.
+ * A kept receipt is applied only to a segment whose submission began before it was received (less
+ * RECEIPT_CLOCK_SKEW_MS), and only while it is younger than PENDING_RECEIPT_KEEP_MS: an older one
+ * named an id the SMSC had not issued then, and a later message given that id is not its message.
+ * SKIP LOCKED: two processes never apply the same kept receipt. Only the kept receipts that match
+ * are locked: after a flood of receipts for unknown ids (issue 41) tens of thousands may be kept,
+ * and every submission record and sweep locking them all held PGlite's one connection for seconds.
+ * With messageSids the search starts from those messages' segments; a sweep looks at
+ * PENDING_SWEEP_BATCH kept receipts, the next sweep at the following ones, round and round.
  */
 export async function applyPendingReceipts(tx: EntityManager, now: Date, messageSids?: string[]): Promise<number> {
-  const match = `(s.id_key = p.id_key or s.id_alt = p.id_key or s.id_key = p.id_hex_value) and (s.carrier = p.carrier or s.carrier = '' or p.carrier = '')`;
+  const keptSince = new Date(now.getTime() - PENDING_RECEIPT_KEEP_MS);
+  const match = `(s.id_key = p.id_key or s.id_alt = p.id_key or s.id_key = p.id_hex_value) and (s.carrier = p.carrier or s.carrier = '' or p.carrier = '')
+    and p.received_at >= s.created_at - make_interval(secs => ${RECEIPT_CLOCK_SKEW_MS / 1000})`;
   let ids: string[];
   if (messageSids) {
     const locked = await executeBound<{ id: string }>(
       tx,
       `select p.id from carrier_segments s join carrier_pending_receipts p on ${match}
-        where s.message_sid = any(?::text[]) for update of p skip locked`,
-      [messageSids],
+        where s.message_sid = any(?::text[]) and p.received_at >= ? for update of p skip locked`,
+      [messageSids, keptSince],
     );
     ids = [...new Set(locked.map((r) => String(r.id)))];
   } else {
@@ -245,9 +271,9 @@ export async function applyPendingReceipts(tx: EntityManager, now: Date, message
       ? await executeBound<{ id: string }>(
           tx,
           `select p.id from carrier_pending_receipts p
-            where p.id > ?::bigint and p.id <= ?::bigint and exists (select 1 from carrier_segments s where ${match})
+            where p.id > ?::bigint and p.id <= ?::bigint and p.received_at >= ? and exists (select 1 from carrier_segments s where ${match})
             for update of p skip locked`,
-          [from, last],
+          [from, last, keptSince],
         )
       : [];
     ids = locked.map((r) => String(r.id));
@@ -273,16 +299,17 @@ export async function applyPendingReceipts(tx: EntityManager, now: Date, message
     ]);
     if (seg[0]) await applyToSegment(tx, seg[0], r.p_status, r.carrier_error, new Date(r.received_at), now);
   }
-  if (!messageSids) await executeBound(tx, `delete from carrier_pending_receipts where received_at < ?`, [new Date(now.getTime() - PENDING_RECEIPT_KEEP_MS)]);
+  if (!messageSids) await executeBound(tx, `delete from carrier_pending_receipts where received_at < ?`, [keptSince]);
   return rows.length;
 }
 
 /**
  * Stores one part of a concatenated inbound SMS; when this completes the set, the parts are taken
  * (a DELETE, so only one process delivers them) and delivered as one inbound SMS in the same
- * transaction. Returns whether the whole was delivered.
+ * transaction. Returns what became of the whole SMS when this part completed it (its sends, for
+ * sendAfterCommit once this transaction has committed), else undefined.
  */
-export async function storeInboundPart(em: EntityManager, p: InboundPartSms, now: Date, opts: InboundOptions): Promise<boolean> {
+export async function storeInboundPart(em: EntityManager, p: InboundPartSms, now: Date, opts: InboundOptions): Promise<InboundResult | undefined> {
   return em.transactional(async (tx) => {
     await executeBound(
       tx,
@@ -295,7 +322,7 @@ export async function storeInboundPart(em: EntityManager, p: InboundPartSms, now
       `select count(*) as n from inbound_parts where sender = ? and recipient = ? and ref = ? and total = ?`,
       [p.from, p.to, p.ref, p.total],
     );
-    if (Number(have[0]?.n ?? 0) < p.total) return false;
+    if (Number(have[0]?.n ?? 0) < p.total) return undefined;
     return deliverParts(tx, { sender: p.from, recipient: p.to, ref: p.ref, total: p.total }, now, opts);
   });
 }
@@ -307,29 +334,34 @@ interface PartGroup {
   total: number;
 }
 
-async function deliverParts(tx: EntityManager, g: PartGroup, now: Date, opts: InboundOptions): Promise<boolean> {
+async function deliverParts(tx: EntityManager, g: PartGroup, now: Date, opts: InboundOptions): Promise<InboundResult | undefined> {
   const parts = await executeBound<{ part: number; text: string; received_at: Date | string }>(
     tx,
     `delete from inbound_parts where sender = ? and recipient = ? and ref = ? and total = ? returning part, text, received_at`,
     [g.sender, g.recipient, g.ref, g.total],
   );
-  if (parts.length === 0) return false;
+  if (parts.length === 0) return undefined;
   parts.sort((a, b) => a.part - b.part);
   const first = Math.min(...parts.map((x) => new Date(x.received_at).getTime()));
-  await receiveInbound(tx, { from: g.sender, to: g.recipient, text: parts.map((x) => x.text).join(""), at: new Date(first) }, now, opts);
-  return true;
+  return receiveInbound(tx, { from: g.sender, to: g.recipient, text: parts.map((x) => x.text).join(""), at: new Date(first) }, now, opts);
 }
 
-/** Delivers, in part order, the parts of every incomplete inbound SMS whose first part came before `before`. */
-export async function flushInboundParts(em: EntityManager, before: Date, now: Date, opts: InboundOptions): Promise<number> {
+/**
+ * Delivers, in part order, the parts of every incomplete inbound SMS whose first part came before
+ * `before`, each in its own transaction; returns what became of each (for sendAfterCommit).
+ */
+export async function flushInboundParts(em: EntityManager, before: Date, now: Date, opts: InboundOptions): Promise<InboundResult[]> {
   const groups = await executeBound<PartGroup>(
     em,
     `select sender, recipient, ref, total from inbound_parts group by sender, recipient, ref, total having min(received_at) < ?`,
     [before],
   );
-  let n = 0;
-  for (const g of groups) if (await em.transactional((tx) => deliverParts(tx, g, now, opts))) n++;
-  return n;
+  const delivered: InboundResult[] = [];
+  for (const g of groups) {
+    const result = await em.transactional((tx) => deliverParts(tx, g, now, opts));
+    if (result) delivered.push(result);
+  }
+  return delivered;
 }
 
 /** Deletes the carrier segments of these messages (retention). */

@@ -67,6 +67,30 @@ export async function markLeaseReleased(em: EntityManager, leaseSid: string): Pr
 }
 
 /**
+ * Releases the leases of messages that failed before reaching a carrier (issue 41): one
+ * conditional statement, in the caller's transaction (the one that wrote the failures). A lease is
+ * released only when every message naming it (messages_lease_sid_idx) is Failed or Canceled and
+ * none was ever submitted: a lease another message still has queued, claimed or at a carrier stays
+ * (that message may yet go out, and replies to it must match), whichever commits first. Returns
+ * the Sids released.
+ */
+export async function releaseUnsubmittedLeases(em: EntityManager, messageSids: string[]): Promise<string[]> {
+  if (messageSids.length === 0) return [];
+  const rows = await executeBound<{ sid: string }>(
+    em,
+    `update leases l set released = true
+       from messages m
+      where m.sid = any(?::text[]) and m.lease_sid is not null and l.sid = m.lease_sid and not l.released
+        and m.status = 'Failed' and m.submitted_at is null
+        and not exists (select 1 from messages o
+                         where o.lease_sid = l.sid and (o.submitted_at is not null or o.status not in ('Failed', 'Canceled')))
+      returning l.sid`,
+    [messageSids],
+  );
+  return rows.map((r) => r.sid);
+}
+
+/**
  * Live leases per pool number, for the operator's number list: live as allocation counts them,
  * except that an expired lease is not live even before the next allocation marks it released.
  */

@@ -1,4 +1,5 @@
 import { apiError, serviceUnavailable } from "../common/errors.js";
+import { unreachableOf } from "../common/unreachable.js";
 import { defaultSendBurst } from "../config.js";
 import type { BucketSpec, SharedAllowance } from "./shared-allowance.js";
 
@@ -44,9 +45,16 @@ export function msToUtcMidnight(nowMs: number): number {
   return Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), d.getUTCDate() + 1) - nowMs;
 }
 
+const QUOTA_PREFIX = "quota:";
+
 /** The key of an account's quota bucket for the UTC day of `nowMs`. */
 export function quotaKey(accountSid: string, nowMs: number): string {
-  return `quota:${accountSid}:${new Date(nowMs).toISOString().slice(0, 10)}`;
+  return `${QUOTA_PREFIX}${accountSid}:${new Date(nowMs).toISOString().slice(0, 10)}`;
+}
+
+/** Whether a bucket is a daily quota (kept in the database even with Redis: limits-store.ts). */
+export function isQuotaKey(key: string): boolean {
+  return key.startsWith(QUOTA_PREFIX);
 }
 
 /** The quota's bucket of the UTC day of `nowMs`: undefined when the account has no quota. */
@@ -94,8 +102,9 @@ export function createAdmitLimits(allowance: SharedAllowance, defaults: DefaultS
   async function take(key: string, cost: number, spec: BucketSpec) {
     try {
       return await allowance.take(key, cost, spec);
-    } catch {
-      throw serviceUnavailable();
+    } catch (err) {
+      // Named: the database, its connection pool, or Redis (any other failure of the database's store is the database).
+      throw serviceUnavailable(unreachableOf(err) ?? "database");
     }
   }
   return {

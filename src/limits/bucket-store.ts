@@ -1,11 +1,14 @@
 import type { EntityManager, MikroORM } from "@mikro-orm/sql";
+import { DependencyUnreachable } from "../common/unreachable.js";
 import { executeBound } from "../db/bound-sql.js";
 
 /**
  * The shared token buckets every limit of the deployment is counted in (docs/limits.md): in
  * PostgreSQL by default (the table `limit_buckets`, changed only by sb_take_tokens in sql/), in
- * Redis where REDIS_URL is set (the same algorithm as one Lua script, keys `sb:lim:<key>`). Either
- * way one call takes from (or gives back to) several buckets atomically, with the caller's clock.
+ * Redis where REDIS_URL is set (the same algorithm as one Lua script, keys `sb:lim:<key>`), except
+ * the daily quotas, which stay in PostgreSQL (createRoutedBucketStore: a Redis restart must not give
+ * an account its day again). Either way one call takes from (or gives back to) several buckets of
+ * one store atomically, with the caller's clock.
  */
 
 /** One bucket's part of a call: refill `rate` per second up to `burst`, then take `want` (negative: give back). */
@@ -35,7 +38,24 @@ export interface BucketStore {
   take(requests: readonly BucketRequest[], nowMs: number): Promise<BucketAnswer[]>;
   /** Deletes the buckets that hold no information any more (full again, or a past day's quota). */
   sweep(nowMs: number): Promise<void>;
+  /** Whether a store other than the database answers now (Redis), for /readyz; absent for the database's own. */
+  ready?(): Promise<boolean>;
   close(): Promise<void>;
+}
+
+/**
+ * A call whose buckets lie in two stores and only one answered (createRoutedBucketStore): the
+ * answers of the buckets that did (undefined for the others), and why each other one failed. What
+ * was granted stays granted; only the takes of the buckets not answered fail.
+ */
+export class PartialTakeError extends Error {
+  constructor(
+    readonly answers: readonly (BucketAnswer | undefined)[],
+    readonly reasons: readonly unknown[],
+  ) {
+    super("some buckets' store could not be reached", { cause: reasons.find((r) => r !== undefined) });
+    this.name = "PartialTakeError";
+  }
 }
 
 /** Requests in key order (two calls then never wait for each other's locks in a cycle), and where each answer goes. */
@@ -80,6 +100,8 @@ export function createPostgresBucketStore(orm: MikroORM): BucketStore {
 /** The part of a node-redis client this store uses. */
 export interface RedisLike {
   eval(script: string, options: { keys: string[]; arguments: string[] }): Promise<unknown>;
+  /** Whether the client is connected and Redis answers a PING now (for /readyz). */
+  ready?(): Promise<boolean>;
   close?(): Promise<unknown>;
   quit?(): Promise<unknown>;
 }
@@ -139,15 +161,70 @@ export function createRedisBucketStore(client: RedisLike): BucketStore {
       const { order, reqs } = sorted(requests);
       const args = [String(Math.round(nowMs))];
       for (const r of reqs) args.push(String(r.rate), String(r.burst), String(r.want), String(r.least), String(Math.round(r.expiresMs ?? nowMs)));
-      const rows = (await client.eval(TAKE_TOKENS_LUA, { keys: reqs.map((r) => REDIS_PREFIX + r.key), arguments: args })) as [string, string][];
+      let rows: [string, string][];
+      try {
+        rows = (await client.eval(TAKE_TOKENS_LUA, { keys: reqs.map((r) => REDIS_PREFIX + r.key), arguments: args })) as [string, string][];
+      } catch (err) {
+        // Answered 503 naming Redis, not the database (issue 41).
+        throw new DependencyUnreachable("redis", err);
+      }
       const out: BucketAnswer[] = new Array(requests.length);
       rows.forEach((row, j) => (out[order[j]] = { granted: Number(row[0]), tokens: Number(row[1]) }));
       return out;
     },
     // Redis expires each key by itself (PEXPIRE in the script).
     async sweep() {},
+    ready: () => client.ready?.() ?? Promise.resolve(true),
     async close() {
       await (client.close?.() ?? client.quit?.());
+    },
+  };
+}
+
+/**
+ * Two stores as one: the buckets whose key `durable` picks in `durableStore` (the database), the
+ * others in `fast` (Redis). A call goes to each store its keys need, both at once; when one of them
+ * fails, the call rejects with a PartialTakeError carrying the other's answers (what it granted
+ * stays granted). The daily quotas are kept in the database this way: a Redis restart empties
+ * Redis, and a quota counted there would give the account its whole day again; the request rates,
+ * dispatch rates and carriers' Tps refill within seconds, so losing them costs at most a burst.
+ */
+export function createRoutedBucketStore(fast: BucketStore, durableStore: BucketStore, durable: (key: string) => boolean): BucketStore {
+  return {
+    kind: fast.kind,
+    async take(requests, nowMs) {
+      const inDurable = requests.map((r) => durable(r.key));
+      if (inDurable.every((d) => !d)) return fast.take(requests, nowMs);
+      if (inDurable.every((d) => d)) return durableStore.take(requests, nowMs);
+      const idx = (d: boolean) => requests.flatMap((_, i) => (inDurable[i] === d ? [i] : []));
+      const parts = [idx(false), idx(true)];
+      const settled = await Promise.allSettled([
+        fast.take(
+          parts[0].map((i) => requests[i]),
+          nowMs,
+        ),
+        durableStore.take(
+          parts[1].map((i) => requests[i]),
+          nowMs,
+        ),
+      ]);
+      const answers: (BucketAnswer | undefined)[] = new Array(requests.length);
+      const reasons: unknown[] = new Array(requests.length);
+      settled.forEach((s, p) =>
+        parts[p].forEach((i, j) => {
+          if (s.status === "fulfilled") answers[i] = s.value[j];
+          else reasons[i] = s.reason;
+        }),
+      );
+      if (settled.some((s) => s.status === "rejected")) throw new PartialTakeError(answers, reasons);
+      return answers as BucketAnswer[];
+    },
+    async sweep(nowMs) {
+      await Promise.all([fast.sweep(nowMs), durableStore.sweep(nowMs)]);
+    },
+    ready: () => fast.ready?.() ?? Promise.resolve(true),
+    async close() {
+      await Promise.all([fast.close(), durableStore.close()]);
     },
   };
 }

@@ -1,5 +1,5 @@
 import type { Clock } from "../common/clock.js";
-import type { BucketAnswer, BucketRequest, BucketStore } from "./bucket-store.js";
+import { type BucketAnswer, type BucketRequest, type BucketStore, PartialTakeError } from "./bucket-store.js";
 
 /**
  * Allowances in blocks (docs/limits.md): a process takes tokens from the shared buckets a block at
@@ -142,18 +142,28 @@ export function createSharedAllowance(opts: SharedAllowanceOptions): SharedAllow
         const least = oversized ? want : Math.max(0, smallest - have);
         requests.push({ key, rate: h.spec.rate, burst: h.spec.burst, want: want - back, least: Math.max(0, least - back), expiresMs: h.spec.expiresMs });
       }
-      let answers: BucketAnswer[];
+      let answers: readonly (BucketAnswer | undefined)[];
+      let reasons: readonly unknown[] = [];
       try {
         answers = await store.take(requests, now);
       } catch (err) {
-        for (const w of batch) w.reject(err);
-        continue;
+        if (!(err instanceof PartialTakeError)) {
+          for (const w of batch) w.reject(err);
+          continue;
+        }
+        // Buckets in two stores, one unreachable: the answered ones count, the others' takes fail.
+        ({ answers, reasons } = err);
       }
       keys.forEach((key, i) => {
         const h = helds[i];
         if (held.get(key) !== h) held.set(key, h);
         const r = requests[i];
         const a = answers[i];
+        if (!a) {
+          // Nothing moved in that store: what was to be given back still is.
+          for (const w of byKey.get(key)!) w.reject(reasons[i]);
+          return;
+        }
         const gives = byKey
           .get(key)!
           .filter((w) => w.cost < 0)

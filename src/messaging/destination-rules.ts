@@ -5,7 +5,8 @@
  * and the deployment's BLOCKED_PREFIXES and ALLOW_PREMIUM_DESTINATIONS. The deployment's own
  * numbers (a forwarding loop) need data and are checked by the pipeline itself.
  */
-import { leadingNumberType, type E164Info } from "../common/phone.js";
+import { leadingNumberType, parseE164, type E164Info } from "../common/phone.js";
+import type { DestinationConfig } from "../config.js";
 
 /** What a destination is checked against. */
 export interface DestinationPolicy {
@@ -35,6 +36,27 @@ export const SPECIAL_SERVICE_TYPES: Readonly<Record<string, string>> = {
 /** The account's AllowedCountries when it has any, else the deployment default. */
 export function allowedCountriesOf(account: readonly string[], deploymentDefault: readonly string[]): readonly string[] {
   return account.length > 0 ? account : deploymentDefault;
+}
+
+/** The policy an account's sends are judged by: its AllowedCountries (or the deployment default), the deployment's blocked prefixes and premium switch. */
+export function destinationPolicy(accountAllowed: readonly string[], deployment: DestinationConfig): DestinationPolicy {
+  return {
+    allowedCountries: allowedCountriesOf(accountAllowed, deployment.defaultAllowedCountries),
+    blockedPrefixes: deployment.blockedPrefixes,
+    allowPremium: deployment.allowPremium,
+  };
+}
+
+/**
+ * destinationRefusal for a message already stored (issue 41: the dispatcher checks its queued
+ * messages again, as the account's AllowedCountries or the deployment's settings may have narrowed
+ * since the send was accepted). A policy that refuses nothing costs no parse; a recipient that is
+ * not a number the library knows is left to the carrier (it was accepted under the same rules).
+ */
+export function storedDestinationRefusal(recipient: string, policy: DestinationPolicy): string | undefined {
+  if (policy.allowedCountries.length === 0 && policy.blockedPrefixes.length === 0 && policy.allowPremium) return undefined;
+  const to = parseE164(recipient);
+  return to === undefined ? undefined : destinationRefusal(to, policy);
 }
 
 /**

@@ -112,3 +112,15 @@ export async function segmentsStoredSince(em: EntityManager, accountSid: string,
   );
   return Number(rows[0]?.n ?? 0);
 }
+
+/**
+ * Of these messages, the ones still stored, and whether each one's text was redacted (the
+ * simulator's Handsets view shows no text the retention purge deleted or redacted).
+ */
+export async function redactionOf(em: EntityManager, sids: readonly string[]): Promise<Map<string, boolean>> {
+  if (sids.length === 0) return new Map();
+  const rows = await executeBound<{ sid: string; redacted: boolean }>(em, "select sid, redacted from messages where sid = any(?::text[])", [
+    [...new Set(sids)],
+  ]);
+  return new Map(rows.map((r) => [r.sid, r.redacted]));
+}

@@ -207,17 +207,37 @@ export interface ClaimedRow {
   created_at: Date | string;
   /** Whether its account and property were both enabled for SMS when it was claimed; if not, it must not go out. */
   sms_enabled: boolean;
+  /**
+   * Its account's AllowedCountries when it was claimed from the database, for the destination
+   * permissions checked again at dispatch (issue 41); null for a send stored claimed at accept,
+   * which its own storing statement judged a moment ago.
+   */
+  allowed_countries: string[] | null;
 }
 
-/** Whether a claimed message's account and property are still enabled for SMS, as the claim functions return it (sql/sb_claim_due.sql). */
-const SMS_ENABLED =
-  "coalesce((select a.sms_enabled from accounts a where a.sid = m.account_sid), false) and coalesce((select p.sms_enabled from properties p where p.sid = m.property_sid), false)";
+/**
+ * A claimed message as the claim functions return it (sql/sb_claim_due.sql): its property's SMS
+ * flag, and its account's AllowedCountries, null when the account is not enabled for SMS (one key
+ * probe of each).
+ */
+type ClaimDbRow = Omit<ClaimedRow, "sms_enabled" | "allowed_countries"> & { property_sms: boolean; account_countries: string[] | null };
 
 const RETURNING = `m.sid, m.account_sid, m.sender, m.recipient, m.text, m.delivery_receipt, m.attempts, m.send_at, m.scheduled_at, m.created_at,
-  ${SMS_ENABLED} as sms_enabled`;
+  (select case when a.sms_enabled then a.allowed_countries end from accounts a where a.sid = m.account_sid)::text[] as account_countries,
+  coalesce((select p.sms_enabled from properties p where p.sid = m.property_sid), false) as property_sms`;
+
+/** ClaimedRow from what the claim returned (the rows themselves, completed). */
+function claimedRows(rows: ClaimDbRow[]): ClaimedRow[] {
+  return rows.map((r) => {
+    const row = r as ClaimDbRow & ClaimedRow;
+    row.sms_enabled = r.property_sms && r.account_countries !== null;
+    row.allowed_countries = r.account_countries ?? [];
+    return row;
+  });
+}
 
 /**
- * The claim in due order (sql/sb_claim_due.sql; it also returns sms_enabled, read in the same
+ * The claim in due order (sql/sb_claim_due.sql; it also returns the SMS flags and AllowedCountries, read in the same
  * statement): one UPDATE over a `FOR UPDATE
  * SKIP LOCKED` subselect of the oldest due messages, by an ordered walk of messages_queue_idx
  * under the function's own planner settings, so it needs no transaction: one round trip.
@@ -232,7 +252,7 @@ export const CLAIM_DUE_SQL = "select * from sb_claim_due(?::timestamptz, ?::time
  * fits in the round, so no account waits for another) and to fill a fair round.
  */
 export function claimInOrder(em: Em, confirmed: boolean, until: Date, now: Date, limit: number): Promise<ClaimedRow[]> {
-  return executeBound<ClaimedRow>(em, CLAIM_DUE_SQL, [until, now, limit, confirmed], "sb_claim_due");
+  return executeBound<ClaimDbRow>(em, CLAIM_DUE_SQL, [until, now, limit, confirmed], "sb_claim_due").then(claimedRows);
 }
 
 /**
@@ -254,12 +274,12 @@ export async function listDueAccounts(em: Em, now: Date): Promise<string[]> {
  * order instead and filter on the account, through every other account's due messages).
  */
 export function claimFair(em: Em, confirmed: boolean, until: Date, accountSids: string[], now: Date, share: number): Promise<ClaimedRow[]> {
-  return executeBound<ClaimedRow>(
+  return executeBound<ClaimDbRow>(
     em,
     "select * from sb_claim_fair(?::timestamptz, ?::text[], ?::timestamptz, ?::int, ?::boolean)",
     [until, accountSids, now, share, confirmed],
     "sb_claim_fair",
-  );
+  ).then(claimedRows);
 }
 
 /** Extends to `until` every claim that expired before now without an outcome; returns their Sids. */
@@ -277,13 +297,13 @@ export async function holdExpiredClaims(em: Em, until: Date, now: Date): Promise
 /** Claims again, until `until`, the given messages whose hold still ends at heldUntil (not settled, not taken over). */
 export function claimHeldMessages(em: Em, sids: string[], heldUntil: Date, until: Date): Promise<ClaimedRow[]> {
   // (Sids are [A-Z0-9]: a comma-joined list is a safe single parameter.)
-  return executeBound<ClaimedRow>(
+  return executeBound<ClaimDbRow>(
     em,
     `update messages m set claimed_until = ?, attempts = m.attempts + 1
       where m.sid = any(string_to_array(?, ',')) and m.status = 'Processing' and m.claimed_until = ?
       returning ${RETURNING}`,
     [until, sids.join(","), heldUntil],
-  );
+  ).then(claimedRows);
 }
 
 /**
@@ -310,18 +330,19 @@ export type OptedOutRow = FinalRow & { lease_sid: string | null };
 /**
  * Fails, with ErrorCode RecipientOptedOut, every message of the account to `recipient` still
  * queued and held by no dispatcher (Scheduled, or Processing and waiting for a dispatcher or a
- * retry), through messages_account_queue_idx; returns each one. The same conditional UPDATE as
+ * retry), through messages_account_queue_idx, but the Sids in `spare`; returns each one. The same conditional UPDATE as
  * cancelQueuedMessages: a row a dispatcher claimed first has a claim when this statement reaches
  * it and is left alone (it is on its way to the carrier); a row failed first is no longer queued,
  * so no claim takes it.
  */
-export function failQueuedToOptedOut(em: Em, accountSid: string, recipient: string): Promise<OptedOutRow[]> {
+export function failQueuedToOptedOut(em: Em, accountSid: string, recipient: string, spare: readonly string[] = []): Promise<OptedOutRow[]> {
   return executeBound<OptedOutRow>(
     em,
     `update messages m set status = 'Failed', error_code = 'RecipientOptedOut'
       where m.account_sid = ? and m.recipient = ? and m.queued and m.direction = 'Transmit' and m.claimed_until is null
+        and m.sid <> all(?::text[])
       returning m.sid, m.account_sid, m.property_sid, m.sender, m.recipient, m.delivery_receipt, m.dr_webhook_uri, m.dr_webhook_method, m.lease_sid`,
-    [accountSid, recipient],
+    [accountSid, recipient, spare],
   );
 }
 

@@ -15,9 +15,7 @@ import type { Clock } from "../common/clock.js";
 import { errorCodeOf, fieldErrors, idempotencyKeyReused, notFound } from "../common/errors.js";
 import { createGroupCommit, type ItemOutcome } from "../common/group-commit.js";
 import { constraintViolation } from "../common/pg-errors.js";
-import { parseE164, type E164Info } from "../common/phone.js";
 import { isSid, newSid } from "../common/sid.js";
-import { textEncoding } from "../common/sms-text.js";
 import { allocateLease } from "../leases/lease-allocator.js";
 import {
   claimBatchKey,
@@ -29,7 +27,7 @@ import {
 } from "./idempotency-key-store.js";
 import { FACT_KEYS, insertMessages, MESSAGE_COLUMNS, SEND_FACTS, type SendFacts, sendFactsAndStore } from "./message-store.js";
 import type { DestinationConfig } from "../config.js";
-import { allowedCountriesOf, destinationRefusal } from "./destination-rules.js";
+import { destinationPolicy, destinationRefusal } from "./destination-rules.js";
 import { type AdmitLimits, type Admitted, NOT_CHARGED } from "../limits/account-limits.js";
 import { DEFAULT_VALIDITY_SECONDS, goesOutLeased, segmentsOf, validateSend, type ValidSend } from "./send-rules.js";
 import { accessRefusal, claimedRow, IDEMPOTENCY_TTL_MS, messageRow, neededFacts, requestHash, ruleRefusal, type SendItem, sentMessage } from "./send-steps.js";
@@ -37,8 +35,8 @@ import { type AcceptClaims, type MaybeClaimed, storeClaimed } from "./claim-at-a
 
 /**
  * The one send pipeline. Every send runs these steps, in this order: SendMessage, each item of
- * SendBatch, with or without an Idempotency-Key, from a leased sender, and the forward of a reply
- * by SMS (forwardReply, called by delivery/inbound.ts).
+ * SendBatch, with or without an Idempotency-Key, from a leased sender, the forward of a reply
+ * by SMS and the answer to a STOP, START or HELP (service-sends.ts, called by delivery/inbound.ts).
  *
  *  1. admit     the account's request rate and daily quota, in segments, for the whole deployment
  *               (limits/account-limits.ts: shared buckets taken in blocks), charged before anything
@@ -60,6 +58,10 @@ import { type AcceptClaims, type MaybeClaimed, storeClaimed } from "./claim-at-a
  *               statement)
  * 11. dispatch  the messages stored claimed handed to the dispatcher; for the others due now, the
  *               dispatcher woken to claim them
+ *
+ * The sends of the service itself, the forward of a reply by SMS and the answer to a keyword
+ * (service-sends.ts, after the reply's transaction), run the same steps: admit with the account's
+ * own limits, validate (the destination permissions), then 4 to 11 in a transaction of their own.
  *
  * A send with no key, no leased sender and no reply to forward (most) has steps 4 to 10 in one
  * statement: it stores the send where its facts are what the rules need of it
@@ -198,62 +200,7 @@ export function createSendPipeline(deps: SendPipelineDeps): SendPipeline {
   };
 }
 
-/** What the forward of a reply by SMS is made of (delivery/inbound.ts). */
-export interface ReplyForward {
-  accountSid: string;
-  propertySid: string;
-  /** The lease's ForwardToSms: where the reply goes. */
-  forwardToSms: string;
-  /** The lease's ForwardFromSms; blank: the responding party's number. */
-  forwardFromSms: string;
-  /** The responding party's number and the reply's text. */
-  replyFrom: string;
-  text: string;
-  replySid: string;
-  now: Date;
-  noAlphaCountries: ReadonlySet<string>;
-  /** The account's AllowedCountries (empty: the deployment's default) and the deployment's destination permissions. */
-  allowedCountries: readonly string[];
-  destinations?: DestinationConfig;
-}
-
-/**
- * Steps 2 and 4 to 10 for the forward of a reply by SMS, in the reply's transaction: the rules of
- * any send of that account and property. A forward the rules refuse is not sent: it is kept as a
- * Failed message with the rule's ErrorCode (ListMessages shows it).
- */
-export async function forwardReply(tx: EntityManager, f: ReplyForward): Promise<{ messageSid: string; status: "Processing" | "Failed"; errorCode: string }> {
-  const from = f.forwardFromSms || f.replyFrom;
-  const to = parseE164(f.forwardToSms);
-  const { encoding, numSegments } = textEncoding(f.text || " ");
-  const draft: ValidSend = {
-    ...NO_OPTIONS,
-    to: to ?? ({ number: f.forwardToSms, countries: [] } satisfies E164Info),
-    text: f.text,
-    encoding,
-    numSegments,
-    from,
-    fromKind: from.startsWith("+") ? "E164" : "Alphanumeric",
-  };
-  const item: SendItem = {
-    account: { sid: f.accountSid },
-    propertySid: f.propertySid,
-    // An invalid To was refused when the message was sent; kept for rows stored before that check.
-    checked: to
-      ? destinationChecked({ send: draft }, "ForwardToSms", f.allowedCountries, f.destinations ?? NO_DESTINATION_LIMITS)
-      : { problems: [{ field: "ForwardToSms", code: "InvalidRecipient", message: `ForwardToSms ${f.forwardToSms} is not a valid E164 number.` }] },
-    leased: to !== undefined && draft.fromKind === "Alphanumeric" && goesOutLeased("Alphanumeric", to, f.noAlphaCountries),
-    now: f.now,
-    sid: newSid("MG"),
-    forward: { inReplyTo: f.replySid, relay: f.forwardFromSms === "", draft },
-  };
-  const [outcome] = await judgeBatch(tx, [item]);
-  if (outcome.ok) return { messageSid: item.sid, status: "Processing", errorCode: "" };
-  if (!(outcome.error instanceof ConnectError)) throw outcome.error;
-  return { messageSid: item.sid, status: "Failed", errorCode: errorCodeOf(outcome.error) };
-}
-
-const NO_DESTINATION_LIMITS: DestinationConfig = { defaultAllowedCountries: [], blockedPrefixes: [], allowPremium: false };
+export const NO_DESTINATION_LIMITS: DestinationConfig = { defaultAllowedCountries: [], blockedPrefixes: [], allowPremium: false };
 
 /**
  * The destination permissions of step 2 (docs/api.md#destination-permissions): a valid request
@@ -261,23 +208,19 @@ const NO_DESTINATION_LIMITS: DestinationConfig = { defaultAllowedCountries: [], 
  * `field`. The account's AllowedCountries are the ones it was authenticated with (the account
  * cache: a change shows at once in the process that made it, within ACCOUNT_CACHE_TTL_MS in others).
  */
-function destinationChecked(
+export function destinationChecked(
   checked: SendItem["checked"],
   field: "To" | "ForwardToSms",
   allowedCountries: readonly string[],
   destinations: DestinationConfig,
 ): SendItem["checked"] {
   if (!("send" in checked)) return checked;
-  const refusal = destinationRefusal(checked.send.to, {
-    allowedCountries: allowedCountriesOf(allowedCountries, destinations.defaultAllowedCountries),
-    blockedPrefixes: destinations.blockedPrefixes,
-    allowPremium: destinations.allowPremium,
-  });
+  const refusal = destinationRefusal(checked.send.to, destinationPolicy(allowedCountries, destinations));
   return refusal === undefined ? checked : { problems: [{ field, code: "DestinationNotAllowed", message: refusal }] };
 }
 
-/** A forward's options that no forward has: it asks for no receipt, and no reply to it is forwarded. */
-const NO_OPTIONS = {
+/** The options no service send (a forward, a keyword's answer) has: it asks for no receipt, and no reply to it is forwarded. */
+export const NO_OPTIONS = {
   schedule: undefined,
   scheduled: false,
   deliveryReceipt: false,
@@ -310,7 +253,7 @@ function runBatch(orm: MikroORM, items: SendItem[]): Promise<ItemOutcome<SendOut
 const sendOf = (item: SendItem): ValidSend | undefined => ("send" in item.checked ? item.checked.send : undefined);
 
 /** Steps 4 (facts, and the store of the sends storedByStatement) to 10, in the caller's transaction when it has one. */
-async function judgeBatch(tx: EntityManager, items: SendItem[]): Promise<ItemOutcome<SendOutcome>[]> {
+export async function judgeBatch(tx: EntityManager, items: SendItem[]): Promise<ItemOutcome<SendOutcome>[]> {
   const facts = await readFacts(tx, items);
   const outcomes: ItemOutcome<SendOutcome>[] = new Array(items.length);
   const toStore: number[] = [];

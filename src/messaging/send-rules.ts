@@ -1,7 +1,7 @@
 import type { SendMessageRequest } from "../../gen/switchboard/v2/messaging_pb.js";
 import { type FieldProblem, quoted } from "../common/errors.js";
 import { codePoints, textEncoding } from "../common/sms-text.js";
-import { isAlphanumericSender, isEmail, parseE164, type E164Info } from "../common/phone.js";
+import { isAlphanumericSender, isEmail, parseE164, type E164Info, writeItAs } from "../common/phone.js";
 import { mailFromAllowed } from "../mail/mail-from.js";
 import { DEFAULT_MAIL_FROM_DOMAINS } from "../config.js";
 import { webhookUriProblem } from "../webhooks/url-guard.js";
@@ -118,7 +118,11 @@ export function validateSend(
   const to = parseE164(toRaw);
   if (toRaw === "") add("To", "MissingParameter", "To is required: the recipient's number in E164 format, e.g. +14155550123.");
   else if (!to)
-    add("To", "InvalidRecipient", `To ${quoted(req.to)} is not a valid E164 number: use + and the country code, 8 to 15 digits, e.g. +14155550123.`);
+    add(
+      "To",
+      "InvalidRecipient",
+      `To ${quoted(req.to)} is not a valid E164 number: use + and the country code, 8 to 15 digits, e.g. +14155550123.${writeItAs(toRaw)}`,
+    );
 
   const from = req.from.trim();
   let fromKind: ValidSend["fromKind"] = "Blank";
@@ -128,7 +132,7 @@ export function validateSend(
       add(
         "From",
         "InvalidSenderId",
-        `From ${quoted(req.from)} is not a valid E164 number; use one of your account's numbers, an alphanumeric ID, or leave From blank for a leased sender.`,
+        `From ${quoted(req.from)} is not a valid E164 number; use one of your account's numbers, an alphanumeric ID, or leave From blank for a leased sender.${writeItAs(from)}`,
       );
   } else if (from !== "") {
     fromKind = "Alphanumeric";
@@ -183,14 +187,18 @@ export function validateSend(
 
   const forwardToSms = req.forwardToSms.trim();
   if (forwardToSms !== "" && !parseE164(forwardToSms)) {
-    add("ForwardToSms", "InvalidRecipient", `ForwardToSms ${quoted(req.forwardToSms)} is not a valid E164 number, e.g. +14155550123.`);
+    add(
+      "ForwardToSms",
+      "InvalidRecipient",
+      `ForwardToSms ${quoted(req.forwardToSms)} is not a valid E164 number, e.g. +14155550123.${writeItAs(forwardToSms)}`,
+    );
   }
   const forwardFromSms = req.forwardFromSms.trim();
   if (forwardFromSms !== "" && !(forwardFromSms.startsWith("+") ? parseE164(forwardFromSms) : isAlphanumericSender(forwardFromSms))) {
     add(
       "ForwardFromSms",
       "InvalidSenderId",
-      "ForwardFromSms must be an E164 number or an alphanumeric sender ID of 1 to 11 characters (A-Z, a-z, 0-9, spaces, at least one letter).",
+      `ForwardFromSms must be an E164 number or an alphanumeric sender ID of 1 to 11 characters (A-Z, a-z, 0-9, spaces, at least one letter).${forwardFromSms.startsWith("+") ? writeItAs(forwardFromSms) : ""}`,
     );
   }
   const forwardToEmail = req.forwardToEmail.trim();

@@ -39,11 +39,13 @@ export interface SendItem {
   /** The new message's Sid. */
   sid: string;
   /**
-   * The forward of a reply by SMS: it answers no client, so a refused forward is kept as a Failed
-   * message with the rule's ErrorCode. `relay`: From is the responding party's own number (no
-   * ForwardFromSms), which is not the account's to own. `draft`: the send to keep when refused.
+   * A send of the service's own (service-sends.ts): the forward of a reply by SMS, or (`answer`) the
+   * answer to a keyword. It answers no client, so a refused one is kept as a Failed message with the
+   * rule's ErrorCode. `inReplyTo`: the reply it forwards or answers (null: a keyword to an owned
+   * number). `relay`: From is not the account's to own (the responding party's own number, no
+   * ForwardFromSms; or the number a keyword was texted to). `draft`: the send to keep when refused.
    */
-  forward?: { inReplyTo: string; relay: boolean; draft: ValidSend };
+  forward?: { inReplyTo: string | null; relay: boolean; draft: ValidSend; answer?: boolean };
   /**
    * Set when the send is due now and this process's dispatcher has room for it (claim-at-accept.ts):
    * the message is stored already claimed until then, and handed to that dispatcher after the commit.
@@ -128,14 +130,15 @@ export const RULES: readonly DataRule[] = [
     name: "destination not ours",
     needs: () => RECIPIENT_NOT_OURS,
     refuse: (item, send) =>
-      item.forward
+      item.forward && !item.forward.answer
         ? fieldError("ForwardToSms", "DestinationNotAllowed", forwardLoop(send.to.number))
         : fieldError("To", "DestinationNotAllowed", ownNumberDestination(send.to.number)),
   },
   {
     // A STOP (or the API) opted the recipient out of this account's messages; other accounts still send.
+    // A keyword's answer is what the handset asked for: a STOP is confirmed, a HELP answered.
     name: "recipient not opted out",
-    needs: () => NOT_OPTED_OUT,
+    needs: (item) => (item.forward?.answer ? NO_NEEDS : NOT_OPTED_OUT),
     refuse: (item, send) => fieldError("To", "RecipientOptedOut", optedOut(send.to.number, item.account.sid)),
   },
 ];
@@ -212,6 +215,7 @@ export function claimedRow(item: SendItem, send: ValidSend, sender: string): Cla
     scheduled_at: send.schedule === undefined ? null : new Date(send.schedule * 1000),
     created_at: item.now,
     sms_enabled: true,
+    allowed_countries: null,
   };
 }
 

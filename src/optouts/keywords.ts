@@ -13,16 +13,32 @@ export const KEYWORDS: Readonly<Record<KeywordKind, readonly string[]>> = {
   Help: ["HELP", "INFO"],
 };
 
-const byWord = new Map<string, KeywordKind>(
-  (Object.entries(KEYWORDS) as [KeywordKind, readonly string[]][]).flatMap(([kind, words]) => words.map((w) => [w, kind] as const)),
+const byWord: readonly (readonly [string, KeywordKind])[] = (Object.entries(KEYWORDS) as [KeywordKind, readonly string[]][]).flatMap(([kind, words]) =>
+  words.map((w) => [w, kind] as const),
 );
 
-/** The kind of keyword a text is: its whole text, trimmed, one of the words in any case; undefined otherwise (`STOP please` is not). */
+/**
+ * A text as keywords are matched (docs/api.md#opt-out-stop-start-help): NFKC (full-width letters,
+ * the long s, ligatures and non-breaking or ideographic spaces become their plain forms), without
+ * format characters (Unicode Cf: zero-width spaces and joiners, the BOM, soft hyphens,
+ * direction marks), case-folded (upper then lower case, so that `ß`, `ſ` and the dotless `ı` fold
+ * like their ASCII look-alikes), trimmed. One normalisation, for every keyword and every text.
+ */
+export function keywordForm(text: string): string {
+  return text.normalize("NFKC").replace(FORMAT_CHARACTERS, "").toUpperCase().toLowerCase().trim();
+}
+
+const FORMAT_CHARACTERS = /\p{Cf}/gu;
+
+/** The keywords by their normalised form. */
+const byForm = new Map<string, KeywordKind>(byWord.map(([word, kind]) => [keywordForm(word), kind] as const));
+
+/** The kind of keyword a text is: its whole text, normalised (keywordForm), one of the words; undefined otherwise (`STOP please` is not). */
 export function keywordOf(text: string): KeywordKind | undefined {
-  const word = text.trim();
-  // The longest keyword has 11 letters: anything longer is not one, whatever its case folding does.
+  const word = keywordForm(text);
+  // The longest keyword has 11 letters.
   if (word.length === 0 || word.length > 16) return undefined;
-  return byWord.get(word.toUpperCase());
+  return byForm.get(word);
 }
 
 /** The account's answer texts ("" = the default) and its name, which the defaults give. */

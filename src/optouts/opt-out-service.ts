@@ -17,9 +17,9 @@ import { type Clock, unixSeconds } from "../common/clock.js";
 import { requestEm } from "../common/context.js";
 import { apiError, fieldError, fieldErrors, quoted } from "../common/errors.js";
 import { pageOf } from "../common/paging.js";
-import { parseE164 } from "../common/phone.js";
+import { canonicalE164, parseE164, writeItAs } from "../common/phone.js";
 import { optOutNumber } from "./opt-out.js";
-import { listOptOuts, type OptOutEntry, removeOptOut } from "./opt-out-store.js";
+import { listOptOuts, type OptOutEntry, removeOptOutNamed } from "./opt-out-store.js";
 
 /** The OptOut resource. */
 export function toOptOutPb(o: OptOutEntry): OptOutPb {
@@ -30,7 +30,8 @@ export function toOptOutPb(o: OptOutEntry): OptOutPb {
 function checkNumber(value: string): string {
   const number = value.trim();
   if (number === "") throw fieldError("Number", "MissingParameter", "Number is required: the E164 number to opt out, e.g. +61412345678.");
-  if (!parseE164(number)) throw fieldError("Number", "InvalidParameter", `Number ${quoted(value)} is not a valid E164 number such as +61412345678.`);
+  if (!parseE164(number))
+    throw fieldError("Number", "InvalidParameter", `Number ${quoted(value)} is not a valid E164 number such as +61412345678.${writeItAs(number)}`);
   return number;
 }
 
@@ -61,16 +62,33 @@ export function createOptOutService(deps: { clock: Clock }): ServiceImpl<typeof 
     async deleteOptOut(req: DeleteOptOutRequest, ctx: HandlerContext) {
       const account = requireAccount(ctx);
       ownAccountPath(account, req.accountSid);
-      // The path carries E164 without "+" (a "+" in a path is easily mangled); accept either.
-      const digits = req.number.trim().replace(/^\+/, "");
-      if (!/^\d{8,15}$/.test(digits)) {
-        throw fieldError("Number", "InvalidParameter", `Number ${quoted(req.number)} is not an E164 number (digits without the +, e.g. 61412345678).`);
-      }
-      const number = `+${digits}`;
+      // Any entry the list shows: an E164 number (the path carries it without "+", as a "+" in a
+      // path is easily mangled; either is accepted), or what else a keyword put there (the
+      // alphanumeric sender a STOP came from, say), named exactly as listed.
+      const written = req.number.trim();
+      const digits = written.replace(/^\+/, "");
+      const e164 = /^\d{8,15}$/.test(digits) ? `+${digits}` : undefined;
+      const names = [...new Set([e164, req.number, written].filter((n): n is string => !!n))];
       return requestEm(ctx).transactional(async (tx) => {
         await recheckCredentials(tx, account);
-        if (!(await removeOptOut(tx, account.sid, number))) throw apiError("NotFound", `${number} is not on the account's opt-out list.`);
-        return create(DeleteOptOutResponseSchema, { number });
+        const removed = names.length > 0 ? await removeOptOutNamed(tx, account.sid, names) : undefined;
+        if (removed !== undefined) return create(DeleteOptOutResponseSchema, { number: removed });
+        // A number is listed in its one spelling: another spelling of it (a trunk prefix after the
+        // country code) that is not listed as written is refused, as on an add.
+        const canonical = e164 === undefined ? undefined : canonicalE164(e164);
+        if (canonical !== undefined && canonical !== e164) {
+          throw fieldError(
+            "Number",
+            "InvalidParameter",
+            `Number ${quoted(req.number)} is not how E164 writes this number: write it ${canonical.slice(1)} (the country code, then the number without its trunk prefix such as 0).`,
+          );
+        }
+        if (e164) throw apiError("NotFound", `${e164} is not on the account's opt-out list.`);
+        throw fieldError(
+          "Number",
+          "InvalidParameter",
+          `Number ${quoted(req.number)} is neither on the account's opt-out list nor an E164 number (digits without the +, e.g. 61412345678).`,
+        );
       });
     },
   };

@@ -56,6 +56,18 @@ export async function removeOptOut(em: EntityManager, accountSid: string, number
   return rows.length > 0;
 }
 
+/**
+ * Removes the account's entry named by any of `names` (the forms a caller may name one entry by);
+ * the entry's number as listed, or undefined when none was on the list.
+ */
+export async function removeOptOutNamed(em: EntityManager, accountSid: string, names: readonly string[]): Promise<string | undefined> {
+  const rows = await executeBound<{ number: string }>(em, "delete from opt_outs where account_sid = ? and number = any(?::text[]) returning number", [
+    accountSid,
+    names,
+  ]);
+  return rows[0]?.number;
+}
+
 /** A page of the account's opted-out numbers, newest first, and how many there are. */
 export async function listOptOuts(em: EntityManager, accountSid: string, page: Page): Promise<[OptOutEntry[], number]> {
   const rows = await executeBound<OptOutRow & { total: string | number }>(

@@ -1,7 +1,8 @@
 /**
  * The standard gRPC health service (grpc.health.v1.Health), for load balancers, Kubernetes gRPC
- * probes and grpc_health_probe. Every service Switchboard serves needs the database, so the
- * server ("") and each service are SERVING exactly when the database answers.
+ * probes and grpc_health_probe. Every service Switchboard serves needs the database (and sends
+ * the shared limits' Redis, when they are there), so the server ("") and each service are SERVING
+ * exactly when what /readyz looks at answers.
  */
 import { create } from "@bufbuild/protobuf";
 import type { ServiceImpl } from "@connectrpc/connect";
@@ -23,13 +24,16 @@ export interface HealthDeps {
   services: readonly string[];
   /** How often Watch looks at the database again; default 5 s. */
   watchIntervalMs?: number;
+  /** Whether the stores the services need answer (the app's readiness); default: the database answers. */
+  ready?: () => Promise<boolean>;
 }
 
 /** Builds the grpc.health.v1.Health implementation. */
 export function createHealthService(deps: HealthDeps): ServiceImpl<typeof Health> {
   const names = new Set(["", ...deps.services]);
   const interval = deps.watchIntervalMs ?? 5000;
-  const current = async () => ((await isDatabaseReady(deps.orm)) ? ServingStatus.SERVING : ServingStatus.NOT_SERVING);
+  const ready = deps.ready ?? (() => isDatabaseReady(deps.orm));
+  const current = async () => ((await ready()) ? ServingStatus.SERVING : ServingStatus.NOT_SERVING);
   const response = (status: ServingStatus): HealthCheckResponse => create(HealthCheckResponseSchema, { status });
   const unknown = (service: string) => apiError("NotFound", `Service ${JSON.stringify(service)} is not served here.`);
 

@@ -372,7 +372,12 @@ describe("POST /admin/v1/Numbers", () => {
     async (number) => {
       const res = await adminPost("/admin/v1/Numbers", { Number: number });
       expect(res.statusCode).toBe(400);
-      const message = `Number "${number}" is not a valid E164 number such as +14155550123.`;
+      // A number written with spaces is told its one spelling (issue 41, defect 2).
+      const spelled: Record<string, string> = { "+1 415 555 0179": "+14155550179", "+44 7700 900123": "+447700900123" };
+      const hint = spelled[number]
+        ? ` Write it ${spelled[number]} (E164: + and the country code, then the number without its trunk prefix such as 0, no spaces).`
+        : "";
+      const message = `Number "${number}" is not a valid E164 number such as +14155550123.${hint}`;
       expect(res.json()).toStrictEqual({
         ResponseStatus: { ErrorCode: "InvalidParameter", Message: message, Errors: [{ FieldName: "Number", ErrorCode: "InvalidParameter", Message: message }] },
       });

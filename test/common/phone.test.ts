@@ -2,7 +2,7 @@ import fc from "fast-check";
 import mobileExamples from "libphonenumber-js/mobile/examples";
 import metadataJson from "libphonenumber-js/max/metadata";
 import { describe, expect, it } from "vitest";
-import { leadingNumberType, numberType, parseE164, parseWithMetadata } from "../../src/common/phone.js";
+import { canonicalE164, leadingNumberType, numberType, parseE164, parseWithMetadata, suggestE164 } from "../../src/common/phone.js";
 
 /** The answer as a plain value: undefined, or the number and its countries. */
 function answer(info: ReturnType<typeof parseE164>) {
@@ -86,6 +86,46 @@ describe("parseE164 (country found only when read)", () => {
     for (const value of ["447700900123", "+0447700900123", "+4477", "+4477009001234567", " +447700900123", "+44 7700900123"]) {
       expect(parseE164(value)).toBeUndefined();
     }
+  });
+});
+
+describe("one spelling per number (issue 41, defect 2)", () => {
+  it("parseE164 refuses a spelling libphonenumber rewrites; canonicalE164 and suggestE164 give the one spelling", () => {
+    for (const [written, canonical] of [
+      ["+610412345679", "+61412345679"],
+      ["+6100412345679", "+61412345679"],
+      ["+610491234567", "+61491234567"],
+      ["+114155559101", "+14155559101"],
+      ["+330612345678", "+33612345678"],
+      ["+4407700900123", "+447700900123"],
+      ["0061412345679", "+61412345679"],
+      ["+0061412345679", "+61412345679"],
+    ]) {
+      expect(parseE164(written), written).toBeUndefined();
+      expect(canonicalE164(written), written).toBe(canonical);
+      expect(suggestE164(written), written).toBe(canonical);
+      expect(parseE164(canonical)?.number).toBe(canonical);
+    }
+    expect(suggestE164(" +61 (0)412-345.679 ")).toBe("+61412345679");
+    for (const kept of ["+78001234567", "+3906123456", "+5491112345678", "+61412345679"]) {
+      expect(parseE164(kept)?.number, kept).toBe(kept);
+      expect(canonicalE164(kept)).toBe(kept);
+      expect(suggestE164(kept)).toBeUndefined();
+    }
+    for (const none of ["Vodafone", "+12345", "12345", "", "+", "+0", "+61 412345679"]) expect(canonicalE164(none), none).toBeUndefined();
+  });
+
+  it("canonicalE164 is a number parseE164 takes, read once is read twice, and a canonical number is its own", () => {
+    fc.assert(
+      fc.property(fc.stringMatching(/^(\+|\+00|00)[1-9]\d{0,2}(0|00|1|8)?\d{5,12}$/), (value) => {
+        const canonical = canonicalE164(value);
+        if (canonical === undefined) return;
+        expect(parseE164(canonical)?.number).toBe(canonical);
+        expect(canonicalE164(canonical)).toBe(canonical);
+        if (parseE164(value)) expect(canonical).toBe(value);
+      }),
+      { numRuns: 5000 },
+    );
   });
 });
 

@@ -81,6 +81,8 @@ describe(`database schema (${dbKind()})`, () => {
     );
     expect(indexes.map((i) => `${i.indexname}: ${i.indexdef.replace(/^.* USING btree /, "")}`)).toEqual([
       "messages_account_queue_idx: (account_sid, send_at) WHERE queued",
+      // A leased send's lease (issue 41): written by the insert only, so no delivery update touches it.
+      "messages_lease_sid_idx: (lease_sid) WHERE (lease_sid IS NOT NULL)",
       "messages_pkey: (sid)",
       "messages_property_sid_created_at_idx: (property_sid, created_at DESC)",
       "messages_queue_idx: (send_at) WHERE queued",

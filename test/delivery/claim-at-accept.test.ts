@@ -228,6 +228,7 @@ describe("the hand-off (unit)", () => {
     scheduled_at: null,
     created_at: T0,
     sms_enabled: true,
+    allowed_countries: null,
   });
 
   it("takes round-robin across accounts, oldest first within one, and stays bounded by its room", () => {

@@ -4,7 +4,8 @@
  * values are 400s naming the field; the request rate counts segments; the daily quota refuses the
  * send that would pass it (429 QuotaExceeded, Retry-After to the next UTC midnight), a send not
  * stored gives its segments back, and the next UTC day starts afresh; ValidityPeriod is checked;
- * with the buckets in Redis and Redis unreachable, a send is 503, never let through.
+ * with the request rate's buckets in Redis and Redis unreachable, a send is 503, never let through,
+ * and the quota (kept in the database) counts on across a Redis restart.
  */
 import type { LightMyRequestResponse } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -189,13 +190,15 @@ describe.skipIf(without("redis"))(`account limits with the buckets in Redis (${d
     await redis?.stop();
   });
 
-  it("the quota is counted in Redis; with Redis unreachable a send is 503 ServiceUnavailable, never let through; back, it counts again", async () => {
+  it("the request rate is counted in Redis; with Redis unreachable a send is 503 ServiceUnavailable, never let through; back, it counts again and the quota's count survived", async () => {
     const a = await createTenant(r.app);
+    // The request rate's bucket is in Redis (a burst of 10 takes no block: every send asks Redis);
+    // the quota's is in the database (issue 41: a Redis restart must not reset it).
     const set = await r.app.inject({
       method: "POST",
       url: `/admin/v1/Accounts/${a.accountSid}`,
       headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
-      payload: { DailySegmentQuota: 2 },
+      payload: { DailySegmentQuota: 2, SendRatePerSecond: 100, SendRateBurst: 10 },
     });
     expect(set.statusCode).toBe(200);
     const sendOne = () =>
@@ -212,7 +215,11 @@ describe.skipIf(without("redis"))(`account limits with the buckets in Redis (${d
     expect(down.json().ResponseStatus.ErrorCode).toBe("ServiceUnavailable");
     expect(await r.db.orm.em.fork().count(Message, { accountSid: a.accountSid })).toBe(1);
     await redis.start();
-    // An empty Redis again (no persistence): the day's count starts afresh there.
+    // An empty Redis again (no persistence): the request rate starts afresh there, the quota does not.
     await expect.poll(async () => (await sendOne()).statusCode, { timeout: 10_000, interval: 200 }).toBe(200);
+    const over = await sendOne();
+    expect(over.statusCode, over.body).toBe(429);
+    expect(over.json().ResponseStatus.ErrorCode).toBe("QuotaExceeded");
+    expect(await r.db.orm.em.fork().count(Message, { accountSid: a.accountSid })).toBe(2);
   });
 });

@@ -68,14 +68,14 @@ describe("start-up refuses guessable secrets", () => {
     const env = { CARRIER: "kannel", DATABASE_URL: "memory://", PORT: "0", SWITCHBOARD_ADMIN_TOKEN: "t".repeat(40) };
     const [service, worker] = await Promise.all([run(npmStartArgs(), env), run(["--import", "tsx", "src/worker.ts"], env)]);
     expect(service.code).toBe(1);
-    expect(service.stderr).toContain("Switchboard failed to start: Error: CARRIER=kannel needs KANNEL_CALLBACK_SECRET");
+    expect(service.stderr).toContain("Switchboard failed to start: ConfigError: CARRIER=kannel needs KANNEL_CALLBACK_SECRET");
     expect(worker.code).toBe(1);
-    expect(worker.stderr).toContain("Switchboard worker failed: Error: CARRIER=kannel needs KANNEL_CALLBACK_SECRET");
+    expect(worker.stderr).toContain("Switchboard worker failed: ConfigError: CARRIER=kannel needs KANNEL_CALLBACK_SECRET");
   });
 
   it("a service started with a short operator token exits non-zero naming SWITCHBOARD_ADMIN_TOKEN", { timeout: 120_000 }, async () => {
     const r = await run(npmStartArgs(), { DATABASE_URL: "memory://", PORT: "0", SWITCHBOARD_ADMIN_TOKEN: "a" });
     expect(r.code).toBe(1);
-    expect(r.stderr).toContain("Switchboard failed to start: Error: SWITCHBOARD_ADMIN_TOKEN is 1 characters long");
+    expect(r.stderr).toContain("Switchboard failed to start: ConfigError: SWITCHBOARD_ADMIN_TOKEN is 1 characters long");
   });
 });

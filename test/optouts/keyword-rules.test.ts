@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { answerText, keywordOf } from "../../src/optouts/keywords.js";
+import { answerText, KEYWORDS, keywordOf } from "../../src/optouts/keywords.js";
 
 describe("keywordOf", () => {
   it("reads the whole trimmed text, any case, as one keyword", () => {
@@ -12,8 +12,57 @@ describe("keywordOf", () => {
   });
 
   it("is undefined for anything else", () => {
-    for (const text of ["", "   ", "STOP please", "stop.", "S TOP", "STOPP", "please stop", "HELP ME", "ＳＴＯＰ", "stop stop"]) {
+    // "ＳＴＯＰ" (full-width) was here until issue 41: it is STOP after NFKC, as below.
+    for (const text of [
+      "",
+      "   ",
+      "\u200B",
+      "STOP please",
+      "stop.",
+      "S TOP",
+      "STOPP",
+      "please stop",
+      "HELP ME",
+      "stop stop",
+      "ＳＴＯＰ ＳＴＯＰ",
+      "СТОП",
+      "ST0P",
+    ]) {
       expect(keywordOf(text), JSON.stringify(text)).toBeUndefined();
+    }
+  });
+});
+
+describe("keywordOf: one normalisation (issue 41)", () => {
+  it("matches after NFKC, the removal of format characters and case folding, whatever look-alike carries the word", () => {
+    const cases: [string, string][] = [
+      ["ＳＴＯＰ", "Stop"], // full-width (NFKC)
+      ["ｓｔｏｐ", "Stop"],
+      ["\u200BSTOP", "Stop"], // zero-width space (Cf)
+      ["STOP\u200B", "Stop"],
+      ["S\u200BT\u200CO\u200DP", "Stop"], // zero-width space, non-joiner, joiner inside
+      ["S\u00ADTOP", "Stop"], // soft hyphen
+      ["\uFEFFstop", "Stop"], // byte order mark
+      ["\u2060stop\u200E", "Stop"], // word joiner, left-to-right mark
+      ["ſtop", "Stop"], // long s (NFKC)
+      ["quıt", "Stop"], // dotless i (case folding)
+      ["STOP\u00A0", "Stop"], // no-break space (NFKC, then trimmed)
+      ["\u3000stop\u3000", "Stop"], // ideographic space
+      ["ＵＮＳＴＯＰ", "Start"],
+      ["ｉｎｆｏ", "Help"],
+      ["ınfo", "Help"],
+    ];
+    for (const [text, kind] of cases) expect(keywordOf(text), JSON.stringify(text)).toBe(kind);
+  });
+
+  it("is the same normalisation for every keyword: each word in full-width, after a zero-width space, upper and lower case", () => {
+    const fullWidth = (w: string) => [...w].map((c) => String.fromCodePoint(c.codePointAt(0)! + 0xfee0)).join("");
+    for (const [kind, words] of Object.entries(KEYWORDS)) {
+      for (const word of words) {
+        for (const text of [word, word.toLowerCase(), fullWidth(word), fullWidth(word.toLowerCase()), `\u200B${word}`, `${word}\u00A0`]) {
+          expect(keywordOf(text), JSON.stringify(text)).toBe(kind);
+        }
+      }
     }
   });
 });

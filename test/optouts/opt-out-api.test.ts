@@ -9,6 +9,7 @@ import { createConnectTransport, createGrpcTransport, Http2SessionManager } from
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BadRequestSchema, ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { OptOutService } from "../../gen/switchboard/v2/opt_outs_pb.js";
+import { addOptOut } from "../../src/optouts/opt-out-store.js";
 import { dbKind } from "../support/db.js";
 import { ADMIN_TOKEN, admin, createTenant, createTestApp, rpcRefusal, type Tenant, type TestApp } from "../support/harness.js";
 
@@ -65,6 +66,29 @@ describe(`OptOuts over REST (${dbKind()})`, () => {
     expect((await call("GET", base())).json().TotalCount).toBe(1);
     // Another account's list is its own.
     expect((await call("GET", base(other), other)).json()).toStrictEqual({ OptOuts: [], TotalCount: 0 });
+  });
+
+  it("deletes any entry the list shows: one from an alphanumeric sender (a STOP texted from 'Shop') too", async () => {
+    // What a keyword from an alphanumeric sender puts on the list (delivery/inbound-keywords.ts).
+    for (const number of ["Shop", "My Shop"])
+      await addOptOut(t.db.orm.em.fork(), { accountSid: tenant.accountSid, number, source: "Keyword", createdAt: t.clock.now() });
+    const listed = (await call("GET", base())).json().OptOuts.map((o: { Number: string }) => o.Number);
+    expect(listed).toEqual(expect.arrayContaining(["Shop", "My Shop"]));
+    for (const number of ["Shop", "My Shop"]) {
+      const del = await call("DELETE", `${base()}/${encodeURIComponent(number)}`);
+      expect(del.statusCode, del.body).toBe(200);
+      expect(del.json()).toStrictEqual({ Number: number });
+      // Gone: no longer on the list, and not a number either.
+      const again = await call("DELETE", `${base()}/${encodeURIComponent(number)}`);
+      expect(again.statusCode, again.body).toBe(400);
+      expect(again.json().ResponseStatus.Errors[0].FieldName).toBe("Number");
+    }
+    const after = (await call("GET", base())).json().OptOuts.map((o: { Number: string }) => o.Number);
+    expect(after).not.toContain("Shop");
+    expect(after).not.toContain("My Shop");
+    // An E164 entry is still named with or without its +.
+    await call("POST", base(), tenant, { Number: "+61412000021" });
+    expect((await call("DELETE", `${base()}/%2B61412000021`)).json()).toStrictEqual({ Number: "+61412000021" });
   });
 
   it("refuses a bad Number with a 400 naming Number, and a bad page with one naming the field", async () => {

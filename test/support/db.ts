@@ -1,8 +1,12 @@
-import { randomBytes } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
+import { readdirSync, readFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
 import type { MikroORM } from "@mikro-orm/sql";
 import { afterAll, beforeAll } from "vitest";
 import type { PgliteConnection } from "@mikro-orm/pglite";
 import { createOrm, migrateUp } from "../../src/db/orm.js";
+import { repeatableSqlFiles } from "../../src/db/repeatable-sql.js";
 import { entities } from "../../src/entities.js";
 
 /** An isolated, migrated database for one test file or test, and how to dispose of it. */
@@ -42,7 +46,10 @@ async function createPostgresTestOrm(serverUrl: string): Promise<TestOrm> {
   const name = `sb_test_${process.pid}_${randomBytes(6).toString("hex")}`;
   const url = new URL(serverUrl);
   url.pathname = `/${name}`;
-  // The ORM creates the missing database itself on connect (MikroORM's ensureDatabase).
+  // A copy of the migrated template (made once per schema, see migratedTemplate) costs a file copy
+  // instead of every migration; migrateUp after it is the safety net that finds nothing to do.
+  const template = await migratedTemplate(serverUrl);
+  await adminExecute(serverUrl, `create database "${name}" template "${template}"`);
   const orm = await createOrm({ entities, databaseUrl: url.toString(), poolMax: 4 });
   try {
     await migrateUp(orm);
@@ -69,6 +76,71 @@ async function createPostgresTestOrm(serverUrl: string): Promise<TestOrm> {
 }
 
 const CLOSE_WAIT_MS = 15_000;
+
+/**
+ * The name of a migrated template database on the server, made by the first worker that needs it
+ * (under an advisory lock, so two workers or two runs never build it twice) and kept: its name
+ * carries a hash of every migration and repeatable SQL file, so a schema change makes a new one and
+ * an unchanged schema is never migrated again. Built under a temporary name and renamed when whole,
+ * so a run that dies half way leaves no half-migrated template to copy.
+ */
+let templateName: Promise<string> | undefined;
+
+function migratedTemplate(serverUrl: string): Promise<string> {
+  templateName ??= buildTemplate(serverUrl).catch((e: unknown) => {
+    templateName = undefined;
+    throw e;
+  });
+  return templateName;
+}
+
+function schemaHash(): string {
+  const hash = createHash("sha256");
+  for (const f of readdirSync(MIGRATIONS_DIR).sort()) hash.update(f).update(readFileSync(join(MIGRATIONS_DIR, f)));
+  for (const f of repeatableSqlFiles()) hash.update(f.name).update(f.hash);
+  return hash.digest("hex").slice(0, 16);
+}
+
+const MIGRATIONS_DIR = join(dirname(fileURLToPath(import.meta.url)), "..", "..", "src", "db", "migrations");
+const TEMPLATE_LOCK_KEY = 7_318_004_211;
+
+async function buildTemplate(serverUrl: string): Promise<string> {
+  const name = `sb_template_${schemaHash()}`;
+  const admin = await createOrm({ entities, databaseUrl: serverUrl, poolMax: 1 });
+  try {
+    const em = admin.em.fork();
+    await em.execute(`select pg_advisory_lock(${TEMPLATE_LOCK_KEY})`);
+    try {
+      const found = await em.execute(`select 1 from pg_database where datname = ?`, [name]);
+      if (found.length > 0) return name;
+      const building = `${name}_${process.pid}`;
+      await em.execute(`drop database if exists "${building}" with (force)`);
+      const url = new URL(serverUrl);
+      url.pathname = `/${building}`;
+      const orm = await createOrm({ entities, databaseUrl: url.toString(), poolMax: 1 });
+      try {
+        await migrateUp(orm);
+      } finally {
+        await orm.close(true);
+      }
+      await em.execute(`alter database "${building}" rename to "${name}"`);
+      return name;
+    } finally {
+      await em.execute(`select pg_advisory_unlock(${TEMPLATE_LOCK_KEY})`);
+    }
+  } finally {
+    await admin.close(true);
+  }
+}
+
+async function adminExecute(serverUrl: string, sql: string): Promise<void> {
+  const admin = await createOrm({ entities, databaseUrl: serverUrl, poolMax: 1 });
+  try {
+    await admin.em.fork().execute(sql);
+  } finally {
+    await admin.close(true);
+  }
+}
 
 async function openSessions(serverUrl: string, name: string): Promise<unknown> {
   const admin = await createOrm({ entities, databaseUrl: serverUrl, poolMax: 1 });

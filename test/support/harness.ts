@@ -9,6 +9,7 @@ import { createPostgresBucketStore } from "../../src/limits/bucket-store.js";
 import { createSharedAllowance, type SharedAllowance } from "../../src/limits/shared-allowance.js";
 import { createLimitCounters } from "../../src/limits/account-limits.js";
 import { createTestOrm, type TestOrm } from "./db.js";
+import { DEFAULT_SEND_RATE_LIMIT, defaultSendBurst } from "../../src/config.js";
 
 /** The operator token every test app uses. */
 export const ADMIN_TOKEN = "test-admin-token-0123456789abcdefghijkl";
@@ -74,12 +75,16 @@ export async function createTestApp(opts: TestAppOptions = {}): Promise<TestApp>
   const limits = opts.limits ?? createSharedAllowance({ store: createPostgresBucketStore(db.orm), clock });
   // What the limits refused and paced, for /metrics, as src/main.ts wires them.
   const limitCounters = createLimitCounters();
+  const sendRateLimit = opts.config?.sendRateLimit ?? DEFAULT_SEND_RATE_LIMIT;
   const engine = engineOpts
     ? createDeliveryEngine({
         orm: db.orm,
         clock,
         carrier: carrier!,
         webhookAllowPrivate,
+        // Forwards and keyword answers pass the admit step with the app's default rate, as src/main.ts wires it.
+        sendRate: { ratePerSecond: sendRateLimit, burst: opts.config?.sendRateBurst ?? defaultSendBurst(sendRateLimit) },
+        limitCounters,
         ...engineRest,
         dispatcher: {
           shared: limits,
@@ -142,6 +147,8 @@ export interface Tenant {
   auth: string;
 }
 
+// Owned numbers come from +44 7700 95xxxx, a block no test sends to, so a recipient can never be
+// one of the service's own numbers by chance (they once took the process id, and collided).
 let numberSeq = 0;
 
 /** Calls the operator API and returns the JSON body; throws on a non-200 answer. */
@@ -170,7 +177,7 @@ export async function sendOk(app: FastifyInstance, tenant: Tenant, payload: Reco
 export async function createTenant(app: FastifyInstance, opts: { smsEnabled?: boolean; propertySmsEnabled?: boolean } = {}): Promise<Tenant> {
   const acc = await admin(app, "/admin/v1/Accounts", { Name: "Tenant", SmsEnabled: opts.smsEnabled ?? true });
   const prop = await admin(app, `/admin/v1/Accounts/${acc.AccountSid}/Properties`, { Name: "Site", SmsEnabled: opts.propertySmsEnabled ?? true });
-  const ownedNumber = `+4477009${String(process.pid % 100).padStart(2, "0")}${String(++numberSeq).padStart(3, "0")}`;
+  const ownedNumber = `+44770095${String(++numberSeq).padStart(4, "0")}`;
   await admin(app, "/admin/v1/Numbers", { Number: ownedNumber, AccountSid: acc.AccountSid });
   return {
     accountSid: acc.AccountSid,

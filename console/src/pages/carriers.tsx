@@ -93,6 +93,12 @@ export function Carriers() {
         In order: the first route whose Prefix and AccountSid match a message carries it. Each route names its carriers in order, with Strategy Failover or
         RoundRobin. Save replaces the whole table.
       </p>
+      {routes.data && carriers.data && carriers.data.carriers.length > 0 && routes.data.routes.length === 0 && (
+        <p role="note">
+          The route table is empty: the deployment's CARRIER still takes every message and the carriers above get none. Saving a route table replaces that
+          default route; a message no route matches then fails with NoRoute, so end the table with a route without Prefix and AccountSid.
+        </p>
+      )}
       <LoadState loading={routes.loading} error={routes.error} />
       {routes.data && carriers.data && <RouteForm routes={routes.data.routes} carriers={carriers.data.carriers} onSaved={routes.reload} />}
     </section>

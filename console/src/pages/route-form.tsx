@@ -60,6 +60,15 @@ export function RouteForm(props: { routes: Route[]; carriers: Carrier[]; onSaved
 
   const save = async (e: Event) => {
     e.preventDefault();
+    // The first table replaces the default route (the deployment's CARRIER takes every message while the table is empty).
+    if (
+      props.routes.length === 0 &&
+      rows.length > 0 &&
+      !confirm(
+        "Replace the default route? While the route table is empty the deployment's CARRIER takes every message; once saved, only these routes count and a message none matches fails with NoRoute.",
+      )
+    )
+      return;
     try {
       await admin.replaceRoutes({
         routes: rows.map((r) => ({

@@ -1,8 +1,11 @@
 -- The dispatcher's claim in due order (message-store.ts claimInOrder): one statement outside a
 -- transaction. With p_confirmed (a carrier that confirms by report) an expired claim is never
--- taken here: holdExpiredClaims first. Each claimed message also returns whether its account and
--- property are still enabled for SMS (one primary-key probe of each, in the RETURNING list), so
--- that a message claimed after a disable fails instead of going out.
+-- taken here: holdExpiredClaims first. Each claimed message also returns what its account and
+-- property say now (one primary-key probe of each, in the RETURNING list): whether the property
+-- is enabled for SMS, and the account's AllowedCountries, null when the account is not enabled
+-- for SMS; so that a message claimed after a disable fails instead of going out, and the
+-- destination permissions apply again at dispatch (issue 41: the dispatcher checks them with
+-- destination-rules.ts, no query of its own). message-store.ts reads the two into ClaimedRow.
 -- Settings, measured (bench/planner-settings.ts: the statement's generic plan, cached per
 -- connection, on PostgreSQL 15 with an analyzed messages table of 30 rows, as when a new
 -- deployment's first call makes the plan, and of 300,000 rows, 50 accounts; every setting
@@ -16,9 +19,10 @@
 -- No hash or merge join setting: with the two above the plan was the same with or without them.
 -- plan_cache_mode = force_generic_plan: one plan per connection, no planning per call (PL/pgSQL
 -- would plan the first five calls anew, and again whenever the generic estimate looks dearer).
-create or replace function sb_claim_due(p_until timestamptz, p_now timestamptz, p_limit integer, p_confirmed boolean)
+drop function if exists sb_claim_due(timestamptz, timestamptz, integer, boolean);
+create function sb_claim_due(p_until timestamptz, p_now timestamptz, p_limit integer, p_confirmed boolean)
   returns table (sid text, account_sid text, sender text, recipient text, text text, delivery_receipt boolean, attempts integer,
-  send_at timestamptz, scheduled_at timestamptz, created_at timestamptz, sms_enabled boolean)
+  send_at timestamptz, scheduled_at timestamptz, created_at timestamptz, account_countries text[], property_sms boolean)
   language plpgsql
   set enable_seqscan = off set enable_bitmapscan = off
   set plan_cache_mode = force_generic_plan
@@ -35,6 +39,7 @@ begin
       order by q.send_at
       limit p_limit
       for update skip locked)
-  returning m.sid::text, m.account_sid::text, m.sender::text, m.recipient::text, m.text, m.delivery_receipt, m.attempts, m.send_at, m.scheduled_at, m.created_at, coalesce((select a.sms_enabled from accounts a where a.sid = m.account_sid), false) and coalesce((select p.sms_enabled from properties p where p.sid = m.property_sid), false);
+  returning m.sid::text, m.account_sid::text, m.sender::text, m.recipient::text, m.text, m.delivery_receipt, m.attempts, m.send_at, m.scheduled_at, m.created_at, (select case when a.sms_enabled then a.allowed_countries end from accounts a where a.sid = m.account_sid)::text[],
+         coalesce((select p.sms_enabled from properties p where p.sid = m.property_sid), false);
 end
 $fn$;

@@ -1,6 +1,6 @@
 -- The round-robin claim of a backlog (message-store.ts claimFair): each listed account's oldest
 -- due messages from its range of messages_account_queue_idx, each claimed row reached by its key;
--- returns what sb_claim_due returns.
+-- returns what sb_claim_due returns (SMS flags, the account's AllowedCountries).
 -- Settings, measured (bench/planner-settings.ts: the statement's generic plan, cached per
 -- connection, on PostgreSQL 15 with an analyzed messages table of 30 rows, as when a new
 -- deployment's first call makes the plan, and of 300,000 rows, 50 accounts; every setting
@@ -19,9 +19,10 @@
 --   Without a sort, the index that gives the order (messages_account_queue_idx) is the one left.
 -- plan_cache_mode = force_generic_plan: one plan per connection, no planning per call (PL/pgSQL
 -- would plan the first five calls anew, and again whenever the generic estimate looks dearer).
-create or replace function sb_claim_fair(p_until timestamptz, p_accounts text[], p_now timestamptz, p_share integer, p_confirmed boolean)
+drop function if exists sb_claim_fair(timestamptz, text[], timestamptz, integer, boolean);
+create function sb_claim_fair(p_until timestamptz, p_accounts text[], p_now timestamptz, p_share integer, p_confirmed boolean)
   returns table (sid text, account_sid text, sender text, recipient text, text text, delivery_receipt boolean, attempts integer,
-  send_at timestamptz, scheduled_at timestamptz, created_at timestamptz, sms_enabled boolean)
+  send_at timestamptz, scheduled_at timestamptz, created_at timestamptz, account_countries text[], property_sms boolean)
   language plpgsql
   set enable_seqscan = off set enable_bitmapscan = off set enable_hashjoin = off set enable_sort = off
   set plan_cache_mode = force_generic_plan
@@ -40,6 +41,7 @@ begin
          order by q.account_sid, q.send_at
          limit p_share
          for update skip locked) c)
-  returning m.sid::text, m.account_sid::text, m.sender::text, m.recipient::text, m.text, m.delivery_receipt, m.attempts, m.send_at, m.scheduled_at, m.created_at, coalesce((select a.sms_enabled from accounts a where a.sid = m.account_sid), false) and coalesce((select p.sms_enabled from properties p where p.sid = m.property_sid), false);
+  returning m.sid::text, m.account_sid::text, m.sender::text, m.recipient::text, m.text, m.delivery_receipt, m.attempts, m.send_at, m.scheduled_at, m.created_at, (select case when a.sms_enabled then a.allowed_countries end from accounts a where a.sid = m.account_sid)::text[],
+         coalesce((select p.sms_enabled from properties p where p.sid = m.property_sid), false);
 end
 $fn$;

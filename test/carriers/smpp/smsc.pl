@@ -19,6 +19,8 @@
 #                                    their answers are counted, not printed (see stats)
 #        stats                       print the flood's counts
 #        corrupt LEN                 write a PDU header whose command_length is LEN (decimal) and no body
+#        prereceipt N STAT ERR           send text receipts (stat:STAT err:ERR) for the next N ids this SMSC
+#                                    will issue, before it has issued them (as a confused SMSC does)
 #   out: listening PORT | bind system_id=.. ok=1|0 | submit seq=.. id=.. k=v ... t=SECONDS sm=HEX answer=..
 #        (answer=delayed also gives outstanding=N: accepted submit_sm not answered yet, this one included)
 #        deliver_resp seq=.. status=.. | redelivered seq=.. of=.. | enquire_link | closed
@@ -80,12 +82,14 @@ sub send_deliver {
   return $seq;
 }
 
-sub msgid {
-  my $n = $next_id++;
+sub fmtid {
+  my ($n) = @_;
   return sprintf('%X', $n) if $idformat eq 'hex';
   return sprintf('%012X', $n) if $idformat eq 'hex0';
   return "$n";
 }
+
+sub msgid { return fmtid($next_id++); }
 
 sub handle_pdu {
   my ($pdu) = @_;
@@ -179,6 +183,17 @@ sub command {
     # An enquire_link header with an impossible length and nothing after it.
     $client->syswrite(pack('NNNN', $args[0], 0x00000015, 0, 0x7FFF0001));
     ev('corrupt_sent', "len=$args[0]");
+  }
+  elsif ($verb eq 'prereceipt') {
+    return ev('error', 'no client') unless $client;
+    my ($n, $stat, $err) = @args;
+    for my $i (0 .. $n - 1) {
+      my $id = fmtid($next_id + $i);
+      my $seq = send_deliver(source_addr_ton => 1, source_addr_npi => 1, source_addr => '', dest_addr_ton => 1, dest_addr_npi => 1,
+        destination_addr => '', esm_class => 4, data_coding => 0,
+        short_message => "id:$id sub:001 dlvrd:000 submit date:2611241200 done date:2611241200 stat:$stat err:$err text:");
+      ev('prereceipt', "seq=$seq", "id=$id");
+    }
   }
   elsif ($verb eq 'deliver') {
     return ev('error', 'no client') unless $client;

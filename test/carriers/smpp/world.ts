@@ -4,7 +4,7 @@ import type { MikroORM } from "@mikro-orm/sql";
 import type { FastifyInstance } from "fastify";
 import pino from "pino";
 import { buildApp } from "../../../src/app.js";
-import { systemClock } from "../../../src/common/clock.js";
+import { type Clock, systemClock } from "../../../src/common/clock.js";
 import { createSmppCarrier, type SmppCarrier, type SmppCarrierOptions } from "../../../src/carriers/smpp/smpp-carrier.js";
 import { createDeliveryEngine, type DeliveryEngine } from "../../../src/delivery/engine.js";
 import { ADMIN_TOKEN, addPoolNumbers, createTenant, type Tenant } from "../../support/harness.js";
@@ -55,8 +55,8 @@ export interface SmppWorld {
   close(): Promise<void>;
 }
 
-/** Starts the world on `orm` against `smsc`; `carrier` overrides the test defaults. */
-export async function startSmppWorld(orm: MikroORM, smsc: TestSmsc, carrier: Partial<SmppCarrierOptions> = {}): Promise<SmppWorld> {
+/** Starts the world on `orm` against `smsc`; `carrier` overrides the test defaults; `clock` (default the real one) is every part's. */
+export async function startSmppWorld(orm: MikroORM, smsc: TestSmsc, carrier: Partial<SmppCarrierOptions> = {}, clock: Clock = systemClock): Promise<SmppWorld> {
   const hooks: SmppWorld["hooks"] = [];
   const hookServer = createServer((req, res) => {
     let body = "";
@@ -73,16 +73,16 @@ export async function startSmppWorld(orm: MikroORM, smsc: TestSmsc, carrier: Par
     host: "127.0.0.1",
     port: smsc.port,
     tls: false,
-    clock: systemClock,
+    clock,
     reconnectMinMs: 200,
     reconnectMaxMs: 1000,
     log,
     ...carrier,
   });
-  const engine = createDeliveryEngine({ orm, clock: systemClock, carrier: smpp, webhookAllowPrivate: true, pollMs: 50, log });
+  const engine = createDeliveryEngine({ orm, clock, carrier: smpp, webhookAllowPrivate: true, pollMs: 50, log });
   const app = await buildApp({
     orm,
-    clock: systemClock,
+    clock,
     carrier: smpp,
     onQueued: () => engine.nudge(),
     config: { adminToken: ADMIN_TOKEN, webhookAllowPrivate: true, noAlphaCountries: new Set(["US", "CA"]), bodyLimit: 1024 * 1024 },

@@ -1,0 +1,182 @@
+/**
+ * The sends the service makes on an account's behalf, from an inbound SMS (delivery/inbound.ts): the
+ * forward of a reply by SMS and the answer to a STOP, START or HELP. Each is a send of that account
+ * and runs the one send pipeline's steps (send-pipeline.ts), after the reply's transaction:
+ *
+ *  1. admit     the account's request rate and daily quota (limits/account-limits.ts), as any send:
+ *               charged to the same shared buckets, given back if nothing is stored
+ *  2. validate  the destination permissions (destination-rules.ts: AllowedCountries, blocked
+ *               prefixes, premium numbers) with the account's AllowedCountries as stored now
+ *  4-11         facts, rules, lease, store, in a transaction of their own (judgeBatch)
+ *
+ * A send refused at any step is not sent: it is kept as a Failed message with the step's ErrorCode
+ * (RateLimited, QuotaExceeded, DestinationNotAllowed, SmsNotEnabled, ...), which ListMessages and
+ * the operator's views show (docs/decisions.md).
+ */
+import { ConnectError } from "@connectrpc/connect";
+import type { MikroORM } from "@mikro-orm/sql";
+import { findAccountBySid } from "../accounts/account-store.js";
+import { errorCodeOf } from "../common/errors.js";
+import type { ItemOutcome } from "../common/group-commit.js";
+import { canonicalE164, parseE164, type E164Info } from "../common/phone.js";
+import { newSid } from "../common/sid.js";
+import { textEncoding } from "../common/sms-text.js";
+import type { DestinationConfig } from "../config.js";
+import { type AccountLimitFields, type AdmitLimits, type Admitted, NOT_CHARGED } from "../limits/account-limits.js";
+import { insertMessages, MESSAGE_COLUMNS } from "./message-store.js";
+import { destinationChecked, judgeBatch, NO_DESTINATION_LIMITS, NO_OPTIONS, type SendOutcome } from "./send-pipeline.js";
+import { goesOutLeased, type ValidSend } from "./send-rules.js";
+import { messageRow, type SendItem } from "./send-steps.js";
+
+/** What the service's sends need: the database, the admit step's limits (undefined: none) and the deployment's rules. */
+export interface ServiceSendDeps {
+  orm: MikroORM;
+  limits?: AdmitLimits;
+  /** Countries whose operators do not take alphanumeric sender IDs. */
+  noAlphaCountries: ReadonlySet<string>;
+  /** The deployment's destination permissions; default: every country, no blocked prefix, no premium numbers. */
+  destinations?: DestinationConfig;
+}
+
+/** What became of a service send: queued (Processing), or kept Failed with the refusal's ErrorCode. */
+export interface ServiceSendOutcome {
+  messageSid: string;
+  status: "Processing" | "Failed";
+  errorCode: string;
+}
+
+/** What the forward of a reply by SMS is made of (delivery/inbound.ts). */
+export interface ReplyForward {
+  accountSid: string;
+  propertySid: string;
+  /** The lease's ForwardToSms: where the reply goes. */
+  forwardToSms: string;
+  /** The lease's ForwardFromSms; blank: the responding party's number. */
+  forwardFromSms: string;
+  /** The responding party's number and the reply's text. */
+  replyFrom: string;
+  text: string;
+  replySid: string;
+  now: Date;
+}
+
+/** The answer to a keyword (delivery/inbound-keywords.ts): from the number the keyword was texted to, to the handset. */
+export interface KeywordAnswer {
+  sid: string;
+  accountSid: string;
+  propertySid: string;
+  /** The number the keyword was texted to (a lease of the account's, or one of its own numbers). */
+  from: string;
+  /** The handset, an E164 number (anything else is never answered). */
+  to: string;
+  text: string;
+  /** The stored reply it answers; null for a keyword to one of the account's own numbers. */
+  inReplyTo: string | null;
+  now: Date;
+}
+
+/**
+ * The forward of a reply by SMS: a send of the lease's account and property, every step. Undefined
+ * when the account is gone.
+ */
+export async function forwardReply(deps: ServiceSendDeps, f: ReplyForward): Promise<ServiceSendOutcome | undefined> {
+  const from = f.forwardFromSms || f.replyFrom;
+  // A lease stored before numbers had one spelling may hold another: the canonical one is checked and sent to.
+  const to = parseE164(canonicalE164(f.forwardToSms) ?? f.forwardToSms);
+  const { encoding, numSegments } = textEncoding(f.text || " ");
+  const draft: ValidSend = {
+    ...NO_OPTIONS,
+    to: to ?? ({ number: f.forwardToSms, countries: [] } satisfies E164Info),
+    text: f.text,
+    encoding,
+    numSegments,
+    from,
+    fromKind: from.startsWith("+") ? "E164" : "Alphanumeric",
+  };
+  return serviceSend(deps, f.accountSid, draft, "ForwardToSms", (account) => ({
+    account,
+    propertySid: f.propertySid,
+    // An invalid To was refused when the message was sent; kept for rows stored before that check.
+    checked: to
+      ? { send: draft }
+      : { problems: [{ field: "ForwardToSms", code: "InvalidRecipient", message: `ForwardToSms ${f.forwardToSms} is not a valid E164 number.` }] },
+    leased: to !== undefined && draft.fromKind === "Alphanumeric" && goesOutLeased("Alphanumeric", to, deps.noAlphaCountries),
+    now: f.now,
+    sid: newSid("MG"),
+    forward: { inReplyTo: f.replySid, relay: f.forwardFromSms === "", draft },
+  }));
+}
+
+/**
+ * The answer to a keyword: a send of the account, from the number the keyword came to (not the
+ * account's to own: a pool number leased to the handset, or one of its own), every step. The
+ * recipient's opt-out does not refuse it (it is what the handset asked for: a STOP is confirmed).
+ * Undefined when the account is gone.
+ */
+export async function answerKeyword(deps: ServiceSendDeps, a: KeywordAnswer): Promise<ServiceSendOutcome | undefined> {
+  const to = parseE164(a.to);
+  if (!to) throw new Error(`answerKeyword: ${JSON.stringify(a.to)} is not an E164 number (the caller answers only those)`);
+  const { encoding, numSegments } = textEncoding(a.text);
+  const draft: ValidSend = { ...NO_OPTIONS, to, text: a.text, encoding, numSegments, from: a.from, fromKind: "E164" };
+  return serviceSend(deps, a.accountSid, draft, "To", (account) => ({
+    account,
+    propertySid: a.propertySid,
+    checked: { send: draft },
+    leased: false,
+    now: a.now,
+    sid: a.sid,
+    forward: { inReplyTo: a.inReplyTo, relay: true, draft, answer: true },
+  }));
+}
+
+/** The steps of a service send: admit, validate, then 4 to 11 in a transaction; a refusal kept as a Failed message. */
+async function serviceSend(
+  deps: ServiceSendDeps,
+  accountSid: string,
+  draft: ValidSend,
+  field: "To" | "ForwardToSms",
+  itemOf: (account: SendItem["account"]) => SendItem,
+): Promise<ServiceSendOutcome | undefined> {
+  // The account as stored now: its limits and AllowedCountries (what a send's edge authenticates with).
+  const stored = await findAccountBySid(deps.orm.em.fork(), accountSid);
+  if (!stored) return undefined;
+  const limitFields: AccountLimitFields = {
+    sid: stored.sid,
+    sendRatePerSecond: stored.sendRatePerSecond,
+    sendRateBurst: stored.sendRateBurst,
+    dailySegmentQuota: stored.dailySegmentQuota,
+  };
+  const item = itemOf({ ...limitFields, allowedCountries: stored.allowedCountries });
+  // Step 1.
+  let admitted: Admitted = NOT_CHARGED;
+  let refused: ConnectError | undefined;
+  if (deps.limits) {
+    try {
+      admitted = await deps.limits.admit(limitFields, () => draft.numSegments);
+    } catch (err) {
+      if (!(err instanceof ConnectError)) throw err;
+      refused = err;
+    }
+  }
+  // Step 2: the destination permissions, as for the To of a send.
+  item.checked = destinationChecked(item.checked, field, stored.allowedCountries, deps.destinations ?? NO_DESTINATION_LIMITS);
+  let outcome: ItemOutcome<SendOutcome>;
+  try {
+    outcome = await deps.orm.em.fork().transactional(async (tx) => {
+      if (refused === undefined) return (await judgeBatch(tx, [item]))[0];
+      // Refused by the admit step: kept as Failed, with nothing else read or written.
+      const rows: unknown[][] = MESSAGE_COLUMNS.map(() => []);
+      messageRow(item, draft, undefined, errorCodeOf(refused)).forEach((v, c) => rows[c].push(v));
+      await insertMessages(tx, rows);
+      return { ok: false as const, error: refused };
+    });
+  } catch (err) {
+    admitted(() => draft.numSegments);
+    throw err;
+  }
+  if (outcome.ok) return { messageSid: item.sid, status: "Processing", errorCode: "" };
+  // Not sent: its segments do not count against the day's quota.
+  admitted(() => draft.numSegments);
+  if (!(outcome.error instanceof ConnectError)) throw outcome.error;
+  return { messageSid: item.sid, status: "Failed", errorCode: errorCodeOf(outcome.error) };
+}
