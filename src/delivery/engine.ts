@@ -1,6 +1,6 @@
 import type { MikroORM } from "@mikro-orm/sql";
 import type { Logger } from "pino";
-import type { Carrier, CarrierEvents } from "./carrier.js";
+import type { Carrier, CarrierEvents, SegmentReceipt } from "./carrier.js";
 import type { Clock } from "../common/clock.js";
 import type { Transporter } from "nodemailer";
 import { createMailWorker } from "../mail/mail-outbox.js";
@@ -12,9 +12,11 @@ import { receiveInbound, sendAfterCommit } from "./inbound.js";
 import { createAdmitLimits, type DefaultSendRate, type LimitCounters } from "../limits/account-limits.js";
 import type { ServiceSendDeps } from "../messaging/service-sends.js";
 import { createGroupCommit } from "../common/group-commit.js";
+import { ormKind } from "../db/orm.js";
+import { isDatabaseUnavailable } from "../common/pg-errors.js";
 import { applyReportBatch, recordSubmissions, type Submission } from "./receipts.js";
 import { createWorkerLoop, type WorkerLoop } from "./worker-loop.js";
-import { applyPendingReceipts, applySegmentReceipt, flushInboundParts, storeInboundPart } from "./segment-store.js";
+import { applyPendingReceipts, applySegmentReceipts, flushInboundParts, storeInboundPart } from "./segment-store.js";
 import { createRetentionPurge, type RetentionOptions, type RetentionPurge } from "./retention.js";
 import { createReceiptSweep, listAwaitingReports, type ReceiptSweep } from "./receipt-timeout.js";
 
@@ -167,6 +169,39 @@ export function createDeliveryEngine(opts: DeliveryEngineOptions): DeliveryEngin
     },
   });
 
+  // A carrier's per-segment receipts (SMPP deliver_sm) likewise, in batches: one transaction
+  // each, and one batch at a time for every link together, so that a flood of receipts holds one
+  // pooled connection, never the pool (issue 41: the API had none left). Each receipt is answered
+  // once its batch committed; the links stop reading while theirs wait (smpp-carrier.ts). On
+  // PGlite, whose one connection the API shares, receipts and inbound SMS take at most half its
+  // time (RECEIPT_REST_PGLITE).
+  const rest = ormKind(opts.orm) === "pglite" ? RECEIPT_REST_PGLITE : 0;
+  let receiptsRestUntil = 0;
+  const segmentReceipts = createGroupCommit({
+    lingerMs: 5,
+    maxInFlight: RECEIPT_CONNECTIONS,
+    maxBatch: RECEIPT_BATCH,
+    run: async (items: SegmentReceipt[]) => {
+      // The previous batch's rest; the receipts arriving meanwhile join this batch.
+      const wait = receiptsRestUntil - performance.now();
+      if (wait >= 1) await new Promise((r) => setTimeout(r, wait));
+      const started = performance.now();
+      try {
+        const outcomes = await opts.orm.em.fork().transactional((tx) => applySegmentReceipts(tx, items, opts.clock.now()));
+        return outcomes.map((o) => ({ ok: true as const, value: o }));
+      } catch (err) {
+        // The database is down: every receipt of the batch is answered with the temporary error at
+        // once (the SMSC sends them again), not retried one by one, each waiting for a connection.
+        if (isDatabaseUnavailable(err)) return items.map(() => ({ ok: false as const, error: err }));
+        throw err;
+      } finally {
+        receiptsRestUntil = performance.now() + Math.min(1000, rest * (performance.now() - started));
+      }
+    },
+  });
+  // Inbound SMS run their own transactions (matching, keywords, forwards): at most this many at once.
+  const inboundSlots = createSlots(rest > 0 ? 1 : INBOUND_CONNECTIONS, rest);
+
   const events: CarrierEvents = {
     async deliveryReport(report) {
       if (report.status === "Submitted") {
@@ -178,18 +213,19 @@ export function createDeliveryEngine(opts: DeliveryEngineOptions): DeliveryEngin
       if (queuedWebhook) webhookLoop?.nudge();
     },
     async inbound(sms) {
-      const result = await receiveInbound(opts.orm.em.fork(), sms, opts.clock.now(), { log: opts.log });
+      const result = await inboundSlots.run(() => receiveInbound(opts.orm.em.fork(), sms, opts.clock.now(), { log: opts.log }));
       // The forward and the keyword's answer are sends of the account: the send pipeline, after the commit.
       await sendAfterCommit(serviceSends, result, opts.log);
-      queuedInDatabase();
+      // Only a forward or a keyword's answer gives the dispatcher a message to claim: a flood of MO
+      // must not wake it (and stop its hand-off) for each one.
+      if (result.forward?.status === "Processing" || result.answer?.status === "Processing") queuedInDatabase();
       return result;
     },
     async segmentReceipt(receipt) {
-      await applySegmentReceipt(opts.orm.em.fork(), receipt, opts.clock.now());
-      webhookLoop?.nudge();
+      if ((await segmentReceipts.submit(receipt)) === "applied") webhookLoop?.nudge();
     },
     async inboundPart(part) {
-      const result = await storeInboundPart(opts.orm.em.fork(), part, opts.clock.now(), { log: opts.log });
+      const result = await inboundSlots.run(() => storeInboundPart(opts.orm.em.fork(), part, opts.clock.now(), { log: opts.log }));
       if (result) {
         await sendAfterCommit(serviceSends, result, opts.log);
         queuedInDatabase();
@@ -260,6 +296,49 @@ export function createDeliveryEngine(opts: DeliveryEngineOptions): DeliveryEngin
       dispatchLoops = [];
       webhookLoop = undefined;
       await opts.carrier.stop();
+    },
+  };
+}
+
+/** Receipt batches written at once, all links together: the pooled connections receipts may hold. */
+export const RECEIPT_CONNECTIONS = 1;
+/** Most receipts in one batch (one transaction). */
+export const RECEIPT_BATCH = 500;
+/** Inbound SMS stored at once, all links together: the pooled connections they may hold (PGlite: 1). */
+export const INBOUND_CONNECTIONS = 2;
+/**
+ * On PGlite, after each receipt batch or inbound SMS, how many times its time the next one waits:
+ * 1, so that a flood takes at most half of the one connection and the API's queries get the rest
+ * (a flood of MO at 1,000/s otherwise held REST sends for seconds; docs/carriers.md).
+ */
+export const RECEIPT_REST_PGLITE = 1;
+
+/**
+ * At most `n` tasks at once; the others wait their turn, in order. With `restFactor`, a slot rests
+ * after each task for that many times the task's time before it takes the next: the tasks get at
+ * most 1 / (1 + restFactor) of the time, and a task slowed down by other work (the API's queries
+ * ahead of it on PGlite's one connection) rests longer, leaving that work more room.
+ */
+function createSlots(n: number, restFactor = 0): { run<T>(task: () => Promise<T>): Promise<T> } {
+  let busy = 0;
+  const waiting: (() => void)[] = [];
+  const release = () => {
+    const next = waiting.shift();
+    if (next) next();
+    else busy--;
+  };
+  return {
+    async run(task) {
+      if (busy >= n) await new Promise<void>((r) => waiting.push(r));
+      else busy++;
+      const started = performance.now();
+      try {
+        return await task();
+      } finally {
+        const rest = restFactor * (performance.now() - started);
+        if (rest >= 1) setTimeout(release, Math.min(rest, 1000));
+        else release();
+      }
     },
   };
 }

@@ -119,6 +119,93 @@ export async function applySegmentReceipt(em: EntityManager, r: SegmentReceipt, 
 }
 
 /**
+ * applySegmentReceipt for many receipts in the caller's transaction, set-based: one statement finds
+ * (and locks) each receipt's segment, one keeps the receipts naming none, one settles the segments,
+ * then the messages' final states go through applyFinalStates together. Answers per receipt, in
+ * order. Of several receipts for one segment, the first counts (the later ones find it settled), as
+ * if they had come one after the other; a receipt for a settled segment changes nothing.
+ */
+export async function applySegmentReceipts(tx: EntityManager, receipts: SegmentReceipt[], now: Date): Promise<("applied" | "kept")[]> {
+  if (receipts.length === 0) return [];
+  const forms = receipts.map((r) => idForms(r.carrierId));
+  const found = await executeBound<SegmentRow & { n: number | string }>(
+    tx,
+    `select i.n, s.message_sid, s.seq, s.status
+       from unnest(?::text[], ?::text[], ?::text[]) with ordinality as i(key, alt, carrier, n)
+       cross join lateral (
+         select message_sid, seq, status from carrier_segments
+          where (id_key = i.key or id_alt = i.key or id_key = i.alt) and carrier in (i.carrier, '')
+          order by (id_key = i.key) desc, (carrier = i.carrier) desc, created_at desc limit 1 for update) s`,
+    [forms.map((f) => f.key), forms.map((f) => f.hexValue ?? f.key), receipts.map((r) => r.carrier ?? "")],
+  );
+  const segmentOf = new Map<number, SegmentRow>();
+  for (const row of found) segmentOf.set(Number(row.n) - 1, row);
+  const kept = receipts.flatMap((r, i) => (segmentOf.has(i) ? [] : [{ r, ...forms[i]! }]));
+  if (kept.length > 0) {
+    await executeBound(
+      tx,
+      `insert into carrier_pending_receipts (carrier_id, id_key, id_hex_value, status, carrier_error, received_at, carrier)
+       select * from unnest(?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::timestamptz[], ?::text[])`,
+      [
+        kept.map((k) => k.r.carrierId),
+        kept.map((k) => k.key),
+        kept.map((k) => k.hexValue),
+        kept.map((k) => k.r.status),
+        kept.map((k) => k.r.carrierError),
+        kept.map((k) => k.r.at),
+        kept.map((k) => k.r.carrier ?? ""),
+      ],
+    );
+  }
+  // The first receipt of each segment still Submitted settles it.
+  const settled = new Map<string, { seg: SegmentRow; r: SegmentReceipt }>();
+  receipts.forEach((r, i) => {
+    const seg = segmentOf.get(i);
+    const k = seg && `${seg.message_sid}:${seg.seq}`;
+    if (seg && seg.status === "Submitted" && !settled.has(k!)) settled.set(k!, { seg, r });
+  });
+  if (settled.size > 0) {
+    const all = [...settled.values()];
+    await executeBound(
+      tx,
+      `update carrier_segments s set status = u.status, carrier_error = u.carrier_error
+         from unnest(?::text[], ?::int[], ?::text[], ?::text[]) as u(message_sid, seq, status, carrier_error)
+        where s.message_sid = u.message_sid and s.seq = u.seq`,
+      [all.map((x) => x.seg.message_sid), all.map((x) => x.seg.seq), all.map((x) => x.r.status), all.map((x) => x.r.carrierError)],
+    );
+    // A message fails as soon as one segment failed; it is Delivered once every segment is.
+    const failed = new Map<string, SegmentReceipt>();
+    const delivered = new Map<string, SegmentReceipt>();
+    for (const { seg, r } of all) {
+      if (r.status === "Failed") {
+        if (!failed.has(seg.message_sid)) failed.set(seg.message_sid, r);
+      } else if (!delivered.has(seg.message_sid) || delivered.get(seg.message_sid)!.at < r.at) delivered.set(seg.message_sid, r);
+    }
+    for (const sid of failed.keys()) delivered.delete(sid);
+    const complete = delivered.size
+      ? await executeBound<{ message_sid: string }>(
+          tx,
+          `select message_sid from carrier_segments where message_sid = any(?::text[]) group by message_sid having bool_and(status = 'Delivered')`,
+          [[...delivered.keys()]],
+        )
+      : [];
+    const reports = [
+      ...[...failed].map(([messageSid, r]) => ({
+        messageSid,
+        status: "Failed" as const,
+        errorCode: "CarrierFailed",
+        carrierError: r.carrierError,
+        at: r.at,
+        now,
+      })),
+      ...complete.map(({ message_sid }) => ({ messageSid: message_sid, status: "Delivered" as const, errorCode: "", at: delivered.get(message_sid)!.at, now })),
+    ];
+    if (reports.length > 0) await applyFinalStates(tx, reports);
+  }
+  return receipts.map((_, i) => (segmentOf.has(i) ? "applied" : "kept"));
+}
+
+/**
  * A segment's final state, then the message's: Failed as soon as one segment failed, Delivered
  * once every segment is. A repeated receipt for a settled segment changes nothing.
  */
@@ -140,27 +227,69 @@ async function applyToSegment(tx: EntityManager, seg: SegmentRow, status: "Deliv
   if (Number(open[0]?.n ?? 0) === 0) await applyFinalStates(tx, [{ messageSid: seg.message_sid, status: "Delivered", errorCode: "", at, now }]);
 }
 
+/** Kept receipts one sweep looks at, at most (applyPendingReceipts without messageSids). */
+export const PENDING_SWEEP_BATCH = 2000;
+
+/** Where the last sweep stopped (kept receipts by id), per process: the next one goes on from there. */
+let sweepAfter = "0";
+
 /**
  * Applies kept receipts whose segment is now known (only those of `messageSids` when given) and,
  * without `messageSids` (the housekeeping), drops the ones kept longer than PENDING_RECEIPT_KEEP_MS.
  * A kept receipt is applied only to a segment whose submission began before it was received (less
  * RECEIPT_CLOCK_SKEW_MS), and only while it is younger than PENDING_RECEIPT_KEEP_MS: an older one
  * named an id the SMSC had not issued then, and a later message given that id is not its message.
- * SKIP LOCKED: two processes never apply the same kept receipt.
+ * SKIP LOCKED: two processes never apply the same kept receipt. Only the kept receipts that match
+ * are locked: after a flood of receipts for unknown ids (issue 41) tens of thousands may be kept,
+ * and every submission record and sweep locking them all held PGlite's one connection for seconds.
+ * With messageSids the search starts from those messages' segments; a sweep looks at
+ * PENDING_SWEEP_BATCH kept receipts, the next sweep at the following ones, round and round.
  */
 export async function applyPendingReceipts(tx: EntityManager, now: Date, messageSids?: string[]): Promise<number> {
   const keptSince = new Date(now.getTime() - PENDING_RECEIPT_KEEP_MS);
-  const rows = await executeBound<SegmentRow & { id: string; p_status: "Delivered" | "Failed"; carrier_error: string; received_at: Date | string }>(
-    tx,
-    `with p as (select * from carrier_pending_receipts where received_at >= ? for update skip locked)
-     select distinct on (p.id) p.id, p.status as p_status, p.carrier_error, p.received_at, s.message_sid, s.seq, s.status
-       from p
-       join carrier_segments s on (s.id_key = p.id_key or s.id_alt = p.id_key or s.id_key = p.id_hex_value) and (s.carrier = p.carrier or s.carrier = '' or p.carrier = '')
-        and p.received_at >= s.created_at - make_interval(secs => ?)
-      ${messageSids ? "where s.message_sid = any(?::text[])" : ""}
-      order by p.id, (s.id_key = p.id_key) desc, s.created_at desc`,
-    [keptSince, RECEIPT_CLOCK_SKEW_MS / 1000, ...(messageSids ? [messageSids] : [])],
-  );
+  const match = `(s.id_key = p.id_key or s.id_alt = p.id_key or s.id_key = p.id_hex_value) and (s.carrier = p.carrier or s.carrier = '' or p.carrier = '')
+    and p.received_at >= s.created_at - make_interval(secs => ${RECEIPT_CLOCK_SKEW_MS / 1000})`;
+  let ids: string[];
+  if (messageSids) {
+    const locked = await executeBound<{ id: string }>(
+      tx,
+      `select p.id from carrier_segments s join carrier_pending_receipts p on ${match}
+        where s.message_sid = any(?::text[]) and p.received_at >= ? for update of p skip locked`,
+      [messageSids, keptSince],
+    );
+    ids = [...new Set(locked.map((r) => String(r.id)))];
+  } else {
+    const window = await executeBound<{ last: string | null }>(
+      tx,
+      `select max(id)::text as last from (select id from carrier_pending_receipts where id > ?::bigint order by id limit ${PENDING_SWEEP_BATCH}) w`,
+      [sweepAfter],
+    );
+    const last = window[0]?.last ?? null;
+    const from = sweepAfter;
+    sweepAfter = last ?? "0";
+    const locked = last
+      ? await executeBound<{ id: string }>(
+          tx,
+          `select p.id from carrier_pending_receipts p
+            where p.id > ?::bigint and p.id <= ?::bigint and p.received_at >= ? and exists (select 1 from carrier_segments s where ${match})
+            for update of p skip locked`,
+          [from, last, keptSince],
+        )
+      : [];
+    ids = locked.map((r) => String(r.id));
+  }
+  const rows =
+    ids.length === 0
+      ? []
+      : await executeBound<SegmentRow & { id: string; p_status: "Delivered" | "Failed"; carrier_error: string; received_at: Date | string }>(
+          tx,
+          `select distinct on (p.id) p.id, p.status as p_status, p.carrier_error, p.received_at, s.message_sid, s.seq, s.status
+             from carrier_pending_receipts p
+             join carrier_segments s on ${match}
+            where p.id = any(?::bigint[]) ${messageSids ? "and s.message_sid = any(?::text[])" : ""}
+            order by p.id, (s.id_key = p.id_key) desc, s.created_at desc`,
+          messageSids ? [ids, messageSids] : [ids],
+        );
   for (const r of rows) {
     await executeBound(tx, `delete from carrier_pending_receipts where id = ?`, [r.id]);
     // Re-read the segment: an earlier kept receipt of this round may have settled it.

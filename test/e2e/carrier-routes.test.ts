@@ -332,6 +332,25 @@ describe("several carriers: routes, Failover, RoundRobin against two Net::SMPP S
     ]);
   });
 
+  it("Failover A then B: A writes a corrupt command_length with a message unanswered; its link drops at once and the message goes out within 5 s, not at the 30 s response timeout", async () => {
+    await routes([{ Carriers: [A, B], Strategy: "Failover" }]);
+    const linkA = () => p.router.links().find((l) => l.name === "A")?.link;
+    await waitFor("A bound", () => linkA() === "Bound");
+    smscA.send("silent 1");
+    const to = dest("+33");
+    const sid = await send(tenant, { From: tenant.ownedNumber, To: to, Text: "Held by A" });
+    await smscA.waitFor("A holds it unanswered", (ev) => ev.some((e) => e.kind === "submit" && e.f.destination_addr === to.slice(1) && e.f.answer === "none"));
+    const sentAt = performance.now();
+    smscA.send("corrupt 3735928559");
+    await waitFor("A's link down", () => linkA() !== "Bound", 3000);
+    await waitFor("Submitted", async () => ["Submitted", "Delivered"].includes((await record(tenant, sid)).Status), 10_000);
+    const ms = performance.now() - sentAt;
+    expect(ms).toBeLessThan(5000);
+    expect(at(smscA, to).length + at(smscB, to).length).toBeGreaterThanOrEqual(1);
+    console.log(`corrupt PDU on A: the held message Submitted ${Math.round(ms)} ms later (on ${at(smscB, to).length ? "B" : "A"})`);
+    await waitFor("A bound again", () => linkA() === "Bound", 10_000);
+  });
+
   it("a route table replaced through one process is used by another process's next dispatch", async () => {
     await routes([{ Carriers: [A], Strategy: "Failover" }]);
     // A second process on the same database; this one only dispatches, the first only takes requests.

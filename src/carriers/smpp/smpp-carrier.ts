@@ -1,4 +1,6 @@
 import { readFileSync } from "node:fs";
+import { connect as netConnect } from "node:net";
+import { connect as tlsConnect } from "node:tls";
 import type { Logger } from "pino";
 import smpp from "smpp";
 import type { PDU, Session } from "smpp";
@@ -18,6 +20,7 @@ import {
   STATUS,
   submitParts,
 } from "./smpp-codec.js";
+import { PduFramedSocket, SMPP_MAX_PDU_LENGTH, SMPP_MIN_PDU_LENGTH } from "./smpp-framing.js";
 
 /** Options of the SMPP carrier. */
 export interface SmppCarrierOptions extends SmppConfig {
@@ -34,7 +37,18 @@ export interface SmppCarrierOptions extends SmppConfig {
   reconnectMaxMs?: number;
   /** How often kept receipts and overdue inbound parts are looked at, ms (default 5 s). */
   housekeepingMs?: number;
+  /**
+   * deliver_sm read and not yet answered (being stored) at which the link stops reading from the
+   * SMSC until half of them are answered (default DELIVER_BACKLOG): the memory and the database
+   * work a flood of receipts or MO can make wait.
+   */
+  deliverBacklog?: number;
 }
+
+/** deliver_sm a link holds unanswered at most by default (deliverBacklog). */
+export const DELIVER_BACKLOG = 500;
+/** deliver_sm a link decodes at most in one turn of the event loop before letting other work in. */
+const DELIVER_PER_TURN = 64;
 
 /** The SMPP carrier, with what the operator API and the metrics read. */
 export type SmppCarrier = Carrier & { status(): CarrierStatusInfo; capacity(withinMs: number): number };
@@ -64,6 +78,7 @@ export function createSmppCarrier(opts: SmppCarrierOptions): SmppCarrier {
   const responseTimeoutMs = opts.responseTimeoutMs ?? 30_000;
   const reconnectMinMs = opts.reconnectMinMs ?? 1000;
   const reconnectMaxMs = opts.reconnectMaxMs ?? 30_000;
+  const deliverBacklog = Math.max(1, opts.deliverBacklog ?? DELIVER_BACKLOG);
   const ca = opts.tlsCaFile ? readFileSync(opts.tlsCaFile) : undefined;
   const pacer = createPacer({ window: opts.window, tps: opts.tps, initialRoundTripMs: 250, gate: opts.tpsGate });
 
@@ -124,8 +139,29 @@ export function createSmppCarrier(opts: SmppCarrierOptions): SmppCarrier {
       let bound = false;
       let closed!: () => void;
       const whenClosed = new Promise<void>((r) => (closed = r));
-      const s = smpp.connect({ host: opts.host, port: opts.port, tls: opts.tls, ca, servername: opts.tls ? opts.host : undefined });
+      const raw = opts.tls ? tlsConnect({ host: opts.host, port: opts.port, ca, servername: opts.host }) : netConnect({ host: opts.host, port: opts.port });
+      const s = new smpp.Session({
+        socket: new PduFramedSocket(raw, (length) => {
+          lastError = `corrupt PDU from the SMSC: command_length ${length} (0x${length.toString(16).toUpperCase()}) is outside ${SMPP_MIN_PDU_LENGTH}..${SMPP_MAX_PDU_LENGTH}`;
+          log?.error({ commandLength: length, min: SMPP_MIN_PDU_LENGTH, max: SMPP_MAX_PDU_LENGTH }, "corrupt PDU length from the SMSC: closing the link");
+        }),
+      });
       session = s;
+      // deliver_sm read and not answered yet: the session stops reading while there are too many,
+      // and after DELIVER_PER_TURN in one turn of the event loop (the API's requests come between).
+      let backlog = 0;
+      let readThisTurn = 0;
+      let overBacklog = false;
+      let turnOver = false;
+      let paused = false;
+      const flow = () => {
+        const stop = overBacklog || turnOver;
+        if (stop === paused) return;
+        // Set first: resume() decodes at once, and those deliver_sm come back here.
+        paused = stop;
+        if (stop) s.pause();
+        else s.resume();
+      };
       let keepalive: NodeJS.Timeout | undefined;
       const connectTimer = setTimeout(() => {
         lastError = "connect or bind timed out";
@@ -134,6 +170,11 @@ export function createSmppCarrier(opts: SmppCarrierOptions): SmppCarrier {
       s.on("error", (err: Error) => {
         lastError = err.message;
         if (!bound) log?.warn({ err: err.message }, "SMPP connection failed");
+        else {
+          // The library stops decoding for good after a PDU it cannot read: nothing more would come.
+          log?.warn({ err: err.message }, "SMPP link error: closing the link");
+          s.destroy();
+        }
       });
       s.on("close", () => {
         clearTimeout(connectTimer);
@@ -143,7 +184,7 @@ export function createSmppCarrier(opts: SmppCarrierOptions): SmppCarrier {
         if (bound) closed();
         else rejectBound(new Error(lastError || "connection closed before the bind"));
       });
-      s.on(opts.tls ? "secureConnect" : "connect", () => {
+      raw.once(opts.tls ? "secureConnect" : "connect", () => {
         request(s, "bind_transceiver", {
           system_id: opts.systemId,
           password: opts.password,
@@ -179,7 +220,26 @@ export function createSmppCarrier(opts: SmppCarrierOptions): SmppCarrier {
         lastError = "the SMSC unbound";
         s.close();
       });
-      s.on("deliver_sm", (pdu: PDU) => void onDeliver(s, pdu));
+      s.on("deliver_sm", (pdu: PDU) => {
+        if (readThisTurn++ === 0)
+          setImmediate(() => {
+            readThisTurn = 0;
+            turnOver = false;
+            flow();
+          });
+        if (readThisTurn >= DELIVER_PER_TURN) turnOver = true;
+        if (++backlog >= deliverBacklog && !overBacklog) {
+          overBacklog = true;
+          log?.debug({ backlog }, "deliver_sm arrive faster than they are stored: reading from the SMSC paused");
+        }
+        flow();
+        void onDeliver(s, pdu).finally(() => {
+          if (--backlog <= deliverBacklog / 2 && overBacklog) {
+            overBacklog = false;
+            flow();
+          }
+        });
+      });
     });
   }
 

@@ -16,7 +16,12 @@ declare module "smpp" {
 
   /** One SMPP connection. */
   export class Session extends EventEmitter {
-    socket: import("node:net").Socket;
+    /** A session on a connection made elsewhere (any duplex stream carrying the PDUs). */
+    constructor(options: { socket: import("node:stream").Duplex });
+    socket: import("node:stream").Duplex;
+    /** Stops decoding PDUs (and so reading the socket) until resume(). */
+    pause(): void;
+    resume(): void;
     send(pdu: PDU, responseCallback?: (pdu: PDU) => void, sendCallback?: (pdu: PDU) => void): boolean;
     close(callback?: () => void): void;
     destroy(callback?: () => void): void;

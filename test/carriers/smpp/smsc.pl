@@ -14,11 +14,17 @@
 #        redeliver MS                a deliver_sm answered with an error status is sent again MS ms
 #                                    later, until answered with 0 (as an SMSC retries; 0: never)
 #        drop                        close the ESME's connection
+#        flood N RATE [mo]           send N receipts (esm_class 4, TLVs) for unknown ids flood1.., RATE per
+#                                    second (mo: N MO "flood mo K" from 4477000K to 447700900998);
+#                                    their answers are counted, not printed (see stats)
+#        stats                       print the flood's counts
+#        corrupt LEN                 write a PDU header whose command_length is LEN (decimal) and no body
 #        prereceipt N STAT ERR           send text receipts (stat:STAT err:ERR) for the next N ids this SMSC
 #                                    will issue, before it has issued them (as a confused SMSC does)
 #   out: listening PORT | bind system_id=.. ok=1|0 | submit seq=.. id=.. k=v ... t=SECONDS sm=HEX answer=..
 #        (answer=delayed also gives outstanding=N: accepted submit_sm not answered yet, this one included)
 #        deliver_resp seq=.. status=.. | redelivered seq=.. of=.. | enquire_link | closed
+#        flood_sent n=.. seconds=.. | stats sent=.. ok=.. err=.. | corrupt_sent len=..
 use strict;
 use warnings;
 use Net::SMPP;
@@ -43,6 +49,9 @@ my @timed;         # [when (epoch seconds), code]: delayed answers and redeliver
 my %deliveries;    # deliver_sm seq -> its arguments, until answered with status 0
 my %held;    # deliver_sm seq -> [submit seq, id]: submit_sm_resp sent once the early receipt is answered
 my $next_id = 0x1A2B00;
+# The flood: how many to send, at what rate, since when; its deliver_sm seqs until answered.
+my ($flood_n, $flood_rate, $flood_start, $flood_sent, $flood_ok, $flood_err, $flood_mo) = (0, 0, 0, 0, 0, 0, 0);
+my %flood;
 
 sub ev { print join(' ', @_), "\n" }
 
@@ -55,6 +64,8 @@ sub close_client {
   # What was owed to that connection is gone with it (a new bind starts afresh).
   @timed = ();
   %deliveries = ();
+  %flood = ();
+  $flood_n = 0;
   $unanswered = 0;
   ev('closed');
 }
@@ -132,6 +143,8 @@ sub handle_pdu {
   } elsif ($cmd == 0x00000006) {    # unbind
     $client->unbind_resp(seq => $pdu->{seq});
     close_client();
+  } elsif ($cmd == 0x80000005 && delete $flood{$pdu->{seq}}) {    # a flood receipt's deliver_sm_resp
+    if ($pdu->{status} == 0) { $flood_ok++ } else { $flood_err++ }
   } elsif ($cmd == 0x80000005) {    # deliver_sm_resp
     ev('deliver_resp', "seq=$pdu->{seq}", "status=$pdu->{status}");
     my $args = delete $deliveries{$pdu->{seq}};
@@ -160,6 +173,17 @@ sub command {
   elsif ($verb eq 'delay') { $delay_ms = $args[0]; }
   elsif ($verb eq 'redeliver') { $redeliver_ms = $args[0]; }
   elsif ($verb eq 'drop') { close_client(); }
+  elsif ($verb eq 'flood') {
+    ($flood_n, $flood_rate, $flood_start, $flood_sent, $flood_ok, $flood_err) = ($args[0], $args[1], time, 0, 0, 0);
+    $flood_mo = ($args[2] // '') eq 'mo' ? 1 : 0;
+  }
+  elsif ($verb eq 'stats') { ev('stats', "sent=$flood_sent", "ok=$flood_ok", "err=$flood_err"); }
+  elsif ($verb eq 'corrupt') {
+    return ev('error', 'no client') unless $client;
+    # An enquire_link header with an impossible length and nothing after it.
+    $client->syswrite(pack('NNNN', $args[0], 0x00000015, 0, 0x7FFF0001));
+    ev('corrupt_sent', "len=$args[0]");
+  }
   elsif ($verb eq 'prereceipt') {
     return ev('error', 'no client') unless $client;
     my ($n, $stat, $err) = @args;
@@ -186,9 +210,29 @@ sub command {
   }
 }
 
+# Sends the flood's receipts due by now (a blocking write waits while the ESME reads no more).
+sub flood_step {
+  return unless $client && $flood_sent < $flood_n;
+  my $due = int((time - $flood_start) * $flood_rate) + 1;
+  $due = $flood_n if $due > $flood_n;
+  while ($flood_sent < $due) {
+    $flood_sent++;
+    my $seq = $flood_mo
+      ? $client->deliver_sm(source_addr_ton => 1, source_addr_npi => 1, source_addr => sprintf('4477000%05d', $flood_sent),
+        dest_addr_ton => 1, dest_addr_npi => 1, destination_addr => '447700900998', esm_class => 0, data_coding => 0,
+        short_message => "flood mo $flood_sent", async => 1)
+      : $client->deliver_sm(source_addr_ton => 1, source_addr_npi => 1, source_addr => '447700900999',
+        dest_addr_ton => 1, dest_addr_npi => 1, destination_addr => '447700900998', esm_class => 4, data_coding => 0,
+        short_message => '', receipted_message_id => "flood$flood_sent\0", message_state => pack('C', 2), async => 1);
+    $flood{$seq} = 1;
+  }
+  ev('flood_sent', "n=$flood_sent", sprintf('seconds=%.3f', time - $flood_start)) if $flood_sent == $flood_n;
+}
+
 while (1) {
   my $wait = @timed ? $timed[0][0] - time : undef;
   $wait = 0 if defined $wait && $wait < 0;
+  $wait = 0.005 if $client && $flood_sent < $flood_n && (!defined $wait || $wait > 0.005);
   for my $fh ($sel->can_read($wait)) {
     if ($fh == $listen) {
       my $c = $listen->accept or next;
@@ -221,4 +265,5 @@ while (1) {
     }
   }
   while (@timed && $timed[0][0] <= time) { (shift @timed)->[1]->(); }
+  flood_step();
 }
