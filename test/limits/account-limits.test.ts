@@ -9,15 +9,11 @@
  */
 import type { LightMyRequestResponse } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ManualClock } from "../../src/common/clock.js";
-import type { BucketStore } from "../../src/limits/bucket-store.js";
-import { openBucketStore } from "../../src/limits/limits-store.js";
-import { createSharedAllowance } from "../../src/limits/shared-allowance.js";
 import { Message } from "../../src/messaging/message.entity.js";
-import { createTestOrm, dbKind } from "../support/db.js";
-import { type PrivateRedis, startPrivateRedis } from "../support/private-redis.js";
+import { dbKind } from "../support/db.js";
+import type { PrivateRedis } from "../support/private-redis.js";
 import { without } from "../support/system-packages.js";
-import { ADMIN_TOKEN, createTenant, createTestApp, type Tenant, type TestApp } from "../support/harness.js";
+import { ADMIN_TOKEN, createTenant, createTestApp, type Tenant, type TestApp, type RedisTestApp, startRedisTestApp } from "../support/harness.js";
 
 let t: TestApp;
 let seq = 0;
@@ -170,24 +166,15 @@ describe(`account limits (${dbKind()})`, () => {
 describe.skipIf(without("redis"))(`account limits with the buckets in Redis (${dbKind()})`, () => {
   let redis: PrivateRedis;
   let r: TestApp;
-  let store: BucketStore;
-  let dbClose: (() => Promise<void>) | undefined;
+  let env: RedisTestApp | undefined;
 
   beforeAll(async () => {
-    redis = await startPrivateRedis();
-    const db = await createTestOrm();
-    store = await openBucketStore(db.orm, redis.url);
-    const clock = new ManualClock(new Date("2026-11-22T12:00:00Z"));
-    r = await createTestApp({ db, clock, limits: createSharedAllowance({ store, clock }), config: { sendRateLimit: 0 } });
-    dbClose = () => db.close();
+    env = await startRedisTestApp();
+    ({ redis, app: r } = env);
   });
 
   afterAll(async () => {
-    await r?.limits.close();
-    await r?.close();
-    await store?.close();
-    await dbClose?.();
-    await redis?.stop();
+    await env?.close();
   });
 
   it("the request rate is counted in Redis; with Redis unreachable a send is 503 ServiceUnavailable, never let through; back, it counts again and the quota's count survived", async () => {

@@ -8,40 +8,28 @@
  * both stores keeps the database's grants when Redis is down. On the injectable clock.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ManualClock } from "../../src/common/clock.js";
-import { type BucketStore, createPostgresBucketStore } from "../../src/limits/bucket-store.js";
-import { openBucketStore } from "../../src/limits/limits-store.js";
-import { createSharedAllowance } from "../../src/limits/shared-allowance.js";
+import { createPostgresBucketStore } from "../../src/limits/bucket-store.js";
 import { Message } from "../../src/messaging/message.entity.js";
-import { createTestOrm, dbKind } from "../support/db.js";
-import { type PrivateRedis, startPrivateRedis } from "../support/private-redis.js";
+import { dbKind } from "../support/db.js";
+import type { PrivateRedis } from "../support/private-redis.js";
 import { without } from "../support/system-packages.js";
-import { ADMIN_TOKEN, createTenant, type Tenant, createTestApp, type TestApp } from "../support/harness.js";
+import { ADMIN_TOKEN, createTenant, type Tenant, type TestApp, type RedisTestApp, startRedisTestApp } from "../support/harness.js";
 
 const REDIS_UNAVAILABLE = "The service is temporarily unavailable: the Redis that holds its shared limits cannot be reached. Try again shortly.";
 
 describe.skipIf(without("redis"))(`the daily quota across a Redis restart (${dbKind()})`, () => {
   let redis: PrivateRedis;
   let r: TestApp;
-  let store: BucketStore;
-  let dbClose: (() => Promise<void>) | undefined;
+  let env: RedisTestApp | undefined;
   let seq = 0;
 
   beforeAll(async () => {
-    redis = await startPrivateRedis();
-    const db = await createTestOrm();
-    store = await openBucketStore(db.orm, redis.url);
-    const clock = new ManualClock(new Date("2026-11-22T12:00:00Z"));
-    r = await createTestApp({ db, clock, limits: createSharedAllowance({ store, clock }), config: { sendRateLimit: 0 } });
-    dbClose = () => db.close();
+    env = await startRedisTestApp();
+    ({ redis, app: r } = env);
   });
 
   afterAll(async () => {
-    await r?.limits.close();
-    await r?.close();
-    await store?.close();
-    await dbClose?.();
-    await redis?.stop();
+    await env?.close();
   });
 
   const send = (a: Tenant) =>

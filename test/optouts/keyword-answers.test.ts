@@ -11,7 +11,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { SimulatorCarrier } from "../../src/carriers/simulator.js";
 import { dbKind } from "../support/db.js";
-import { ADMIN_TOKEN, admin, createTenant, createTestApp, type Tenant, type TestApp, simulatorInbound } from "../support/harness.js";
+import { ADMIN_TOKEN, admin, createTenant, createTestApp, type Tenant, type TestApp, simulatorInbound, drainDeliveries } from "../support/harness.js";
 
 let t: TestApp;
 
@@ -30,19 +30,7 @@ afterAll(async () => {
 
 /** Submits every due message and waits for the simulator's reports (it delivers to the handset then). */
 async function drain(): Promise<void> {
-  while ((await t.engine!.dispatcher.tick()) > 0) {
-    /* every due message */
-  }
-  const em = t.db.orm.em.fork();
-  for (const until = Date.now() + 10_000; ;) {
-    const [{ n }] = await em.execute<{ n: number | string }[]>(
-      "select count(*) as n from messages where direction = 'Transmit' and status in ('Processing', 'Submitted') and send_at <= ?",
-      [t.clock.now()],
-    );
-    if (Number(n) === 0) break;
-    if (Date.now() > until) throw new Error("timed out waiting for delivery reports");
-    await new Promise((r) => setTimeout(r, 10));
-  }
+  await drainDeliveries(t);
 }
 
 /** What the simulated network delivered to the handset from `from`, texts in order. */

@@ -10,7 +10,17 @@ import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { KEYWORDS } from "../../src/optouts/keywords.js";
 import { dbKind } from "../support/db.js";
-import { ADMIN_TOKEN, admin, addPoolNumbers, createTenant, createTestApp, type Tenant, type TestApp, simulatorInbound } from "../support/harness.js";
+import {
+  ADMIN_TOKEN,
+  admin,
+  addPoolNumbers,
+  createTenant,
+  createTestApp,
+  type Tenant,
+  type TestApp,
+  simulatorInbound,
+  drainDeliveries,
+} from "../support/harness.js";
 
 let t: TestApp;
 let pool: string;
@@ -69,19 +79,7 @@ async function inbound(from: string, to: string, text: string): Promise<{ Messag
 
 /** Submits every due message, waits for the simulator's reports (it delivers to the handset then), calls the due webhooks. */
 async function drain(): Promise<void> {
-  while ((await t.engine!.dispatcher.tick()) > 0) {
-    /* every due message */
-  }
-  const em = t.db.orm.em.fork();
-  for (const until = Date.now() + 10_000; ;) {
-    const [{ n }] = await em.execute<{ n: number | string }[]>(
-      "select count(*) as n from messages where direction = 'Transmit' and status in ('Processing', 'Submitted') and send_at <= ?",
-      [t.clock.now()],
-    );
-    if (Number(n) === 0) break;
-    if (Date.now() > until) throw new Error("timed out waiting for delivery reports");
-    await new Promise((r) => setTimeout(r, 10));
-  }
+  await drainDeliveries(t);
   await t.engine!.webhooks.tick();
 }
 

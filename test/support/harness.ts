@@ -9,6 +9,9 @@ import { createPostgresBucketStore } from "../../src/limits/bucket-store.js";
 import { createSharedAllowance, type SharedAllowance } from "../../src/limits/shared-allowance.js";
 import { createLimitCounters } from "../../src/limits/account-limits.js";
 import { createTestOrm, type TestOrm } from "./db.js";
+import { type PrivateRedis, startPrivateRedis } from "./private-redis.js";
+import { openBucketStore } from "../../src/limits/limits-store.js";
+import type { BucketStore } from "../../src/limits/bucket-store.js";
 import { DEFAULT_SEND_RATE_LIMIT, defaultSendBurst } from "../../src/config.js";
 
 /** The operator token every test app uses. */
@@ -189,6 +192,26 @@ export async function createTenant(app: FastifyInstance, opts: { smsEnabled?: bo
   };
 }
 
+/**
+ * Submits every due message through the app's engine and waits (real time, at most 10 s) until the
+ * simulator has reported on each: the handsets have them then.
+ */
+export async function drainDeliveries(t: TestApp): Promise<void> {
+  while ((await t.engine!.dispatcher.tick()) > 0) {
+    /* every due message */
+  }
+  const em = t.db.orm.em.fork();
+  for (const until = Date.now() + 10_000; ;) {
+    const [{ n }] = await em.execute<{ n: number | string }[]>(
+      "select count(*) as n from messages where direction = 'Transmit' and status in ('Processing', 'Submitted') and send_at <= ?",
+      [t.clock.now()],
+    );
+    if (Number(n) === 0) break;
+    if (Date.now() > until) throw new Error("timed out waiting for delivery reports");
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
 /** Adds pool numbers (for leased senders): +1202555 01NN, NN from `from`. */
 export async function addPoolNumbers(app: FastifyInstance, count: number, from = 10): Promise<string[]> {
   const numbers: string[] = [];
@@ -221,4 +244,33 @@ export async function rpcRefusal(call: () => Promise<unknown>): Promise<ConnectE
     throw e;
   }
   throw new Error("the call succeeded but was expected to fail");
+}
+
+/** A test app whose shared limits are counted in a private Redis (and the database), on a manual clock. */
+export interface RedisTestApp {
+  redis: PrivateRedis;
+  app: TestApp;
+  store: BucketStore;
+  close(): Promise<void>;
+}
+
+/** Starts a private redis-server and a test app on its own database whose bucket store routes to it (limits/limits-store.ts). */
+export async function startRedisTestApp(): Promise<RedisTestApp> {
+  const redis = await startPrivateRedis();
+  const db = await createTestOrm();
+  const store = await openBucketStore(db.orm, redis.url);
+  const clock = new ManualClock(new Date("2026-11-22T12:00:00Z"));
+  const app = await createTestApp({ db, clock, limits: createSharedAllowance({ store, clock }), config: { sendRateLimit: 0 } });
+  return {
+    redis,
+    app,
+    store,
+    async close() {
+      await app.limits.close();
+      await app.close();
+      await store.close();
+      await db.close();
+      await redis.stop();
+    },
+  };
 }
