@@ -18,6 +18,7 @@ import { OptOut } from "./optouts/opt-out.entity.js";
 import { LimitBucket } from "./limits/limit-bucket.entity.js";
 import { SweepPosition } from "./delivery/sweep-position.entity.js";
 import { KeywordAnswer } from "./optouts/keyword-answer.entity.js";
+import { ServiceSendOutboxRow } from "./messaging/service-send-outbox.entity.js";
 
 /**
  * Every entity, listed explicitly (no folder discovery), in foreign-key order: one per table the
@@ -44,4 +45,5 @@ export const entities = [
   LimitBucket,
   SweepPosition,
   KeywordAnswer,
+  ServiceSendOutboxRow,
 ];

@@ -19,6 +19,7 @@ import { createWorkerLoop, type WorkerLoop } from "./worker-loop.js";
 import { applyPendingReceipts, applySegmentReceipts, flushInboundParts, storeInboundPart } from "./segment-store.js";
 import { createRetentionPurge, type RetentionOptions, type RetentionPurge } from "./retention.js";
 import { createReceiptSweep, listAwaitingReports, type ReceiptSweep } from "./receipt-timeout.js";
+import { createServiceSendSweep, type ServiceSendSweep } from "./service-send-sweep.js";
 
 /** Options of the delivery engine. */
 export interface DeliveryEngineOptions {
@@ -71,6 +72,8 @@ export interface DeliveryEngineOptions {
   receiptTimeoutMs?: number;
   /** How often the receipt-timeout sweep looks once it has caught up, ms (default 60 s). */
   receiptSweepMs?: number;
+  /** How often the sweep of the service sends' outbox looks once it has caught up, ms (default 10 s). */
+  serviceSendSweepMs?: number;
   /** The retention purge's settings (docs/configuration.md#retention); without them nothing is purged. */
   retention?: Omit<RetentionOptions, "orm" | "clock" | "log"> & { intervalMs?: number };
 }
@@ -84,6 +87,11 @@ export interface DeliveryEngine {
   receiptSweep: ReceiptSweep;
   /** Deletes and redacts old messages (MESSAGE_RETENTION_DAYS, accounts' RetentionDays and RedactAfterDays); any process may run it. */
   retention: RetentionPurge;
+  /**
+   * Sends the forwards and keyword answers whose inbound SMS committed but whose process never
+   * stored them (it stopped first), once SERVICE_SEND_GRACE_MS has passed; any process may run it.
+   */
+  serviceSendSweep: ServiceSendSweep;
   events: CarrierEvents;
   /** Starts the carrier and (unless `loops` is false) the background loops. */
   start(opts?: { loops?: boolean }): Promise<void>;
@@ -148,6 +156,7 @@ export function createDeliveryEngine(opts: DeliveryEngineOptions): DeliveryEngin
     dispatcher.queued();
     for (const l of loops) l.nudge();
   };
+  const serviceSendSweep = createServiceSendSweep({ orm: opts.orm, clock: opts.clock, sends: serviceSends, log: opts.log, onQueued: () => queuedInDatabase() });
 
   // Delivery reports arrive one per message: the ones that arrive together share one statement
   // (applyReportBatch), and a transaction only for those whose webhook is queued with them.
@@ -247,6 +256,7 @@ export function createDeliveryEngine(opts: DeliveryEngineOptions): DeliveryEngin
     mail,
     receiptSweep,
     retention,
+    serviceSendSweep,
     events,
     async start(startOpts) {
       await opts.carrier.start(events);
@@ -273,6 +283,8 @@ export function createDeliveryEngine(opts: DeliveryEngineOptions): DeliveryEngin
         createWorkerLoop("mail", () => mail.tick(), { intervalMs: pollMs * 4, log: opts.log }),
         // Runs again at once while it reads full batches (catching up), else every receiptSweepMs.
         createWorkerLoop("receipt-timeout", () => receiptSweep.tick(), { intervalMs: opts.receiptSweepMs ?? 60_000, log: opts.log }),
+        // What a stopped process left in the service sends' outbox, after its grace period.
+        createWorkerLoop("service-sends", () => serviceSendSweep.tick(), { intervalMs: opts.serviceSendSweepMs ?? 10_000, log: opts.log }),
         // A pass drains everything due (batch by batch, paused); the next one comes intervalMs later.
         createWorkerLoop("retention", () => retention.pass().then(() => 0), { intervalMs: opts.retention?.intervalMs ?? 300_000, log: opts.log }),
       ];

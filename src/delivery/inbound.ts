@@ -7,7 +7,7 @@ import { newSid } from "../common/sid.js";
 import { storableText } from "../common/string-guard.js";
 import { findLiveLeaseMatch, wasEverLeased } from "../leases/lease-store.js";
 import { insertInboundMessage } from "../messaging/message-store.js";
-import { answerKeyword, forwardReply, type ReplyForward, type ServiceSendDeps, type ServiceSendOutcome } from "../messaging/service-sends.js";
+import { answerKeyword, forwardReply, queueServiceSend, type ReplyForward, type ServiceSendDeps, type ServiceSendOutcome } from "../messaging/service-sends.js";
 import { textEncoding } from "../common/sms-text.js";
 import { NO_REPLY_EMAIL } from "../config.js";
 import { enqueueEmail } from "../mail/mail-outbox.js";
@@ -30,6 +30,11 @@ export interface InboundResult {
   answer?: ServiceSendOutcome;
   /** The forward the reply asked for, to send once its transaction has committed (sendAfterCommit). */
   pendingForward?: ReplyForward;
+  /**
+   * The outbox rows (service_send_outbox) of the forward and of the keyword's answer, written in the
+   * SMS's transaction: sendAfterCommit's sends take them; what a stopped process left, the sweep sends.
+   */
+  outbox?: { forward?: string; answer?: string };
 }
 
 /** What receiveInbound needs besides the SMS. */
@@ -42,11 +47,14 @@ export interface InboundOptions {
  * The sends an inbound SMS asked for, once its transaction has committed: the forward by SMS and
  * the keyword's answer, each a send of the account through the send pipeline (admit, validate,
  * rules, store: messaging/service-sends.ts). A refused one is kept as a Failed message and logged
- * (warn); `result` gets their outcomes. A process that stops between the commit and these sends
- * loses them (the reply, its webhook and the opt-out change are stored).
+ * (warn); `result` gets their outcomes. Each is in the outbox (service_send_outbox, written in the
+ * SMS's transaction) until the transaction that stores its message deletes the row: a process that
+ * stops between the commit and these sends, or a send that fails here, leaves the row, and the
+ * delivery engine's sweep (service-send-sweep.ts) sends it after a grace period, exactly once.
  */
 export async function sendAfterCommit(deps: ServiceSendDeps, result: InboundResult, log?: Logger): Promise<InboundResult> {
-  // The reply is committed: a send that fails here is logged, not thrown (the carrier would deliver the reply again).
+  // The reply is committed: a send that fails here is logged, not thrown (the carrier would deliver
+  // the reply again); its outbox row stays for the sweep.
   const attempt = async (what: string, send: () => Promise<void>) => {
     try {
       await send();
@@ -55,9 +63,10 @@ export async function sendAfterCommit(deps: ServiceSendDeps, result: InboundResu
     }
   };
   const pendingForward = result.pendingForward;
-  if (pendingForward)
+  const forwardRow = result.outbox?.forward;
+  if (pendingForward && forwardRow)
     await attempt("forward of a reply by SMS", async () => {
-      const forward = await forwardReply(deps, pendingForward);
+      const forward = await forwardReply(deps, pendingForward, forwardRow);
       if (forward) result.forward = forward;
       if (forward?.status === "Failed")
         log?.warn(
@@ -67,9 +76,10 @@ export async function sendAfterCommit(deps: ServiceSendDeps, result: InboundResu
     });
   const keyword = result.keyword;
   const pending = keyword?.answer;
-  if (keyword && pending)
+  const answerRow = result.outbox?.answer;
+  if (keyword && pending && answerRow)
     await attempt("keyword answer", async () => {
-      const answer = await answerKeyword(deps, pending);
+      const answer = await answerKeyword(deps, pending, answerRow);
       if (answer) result.answer = answer;
       if (answer?.status === "Failed")
         log?.warn(
@@ -84,14 +94,15 @@ export async function sendAfterCommit(deps: ServiceSendDeps, result: InboundResu
  * Stores an inbound SMS as a Received message of the account whose live lease it answers
  * (from = the lease's recipient, to = the leased pool number) and, in the same transaction,
  * queues what the outbound message asked for: the Response webhook and a forwarded e-mail (through
- * the mail outbox); a forwarded SMS is returned (pendingForward) for sendAfterCommit. A reply that matches
+ * the mail outbox); a forwarded SMS is written to the service sends' outbox and returned
+ * (pendingForward) for sendAfterCommit. A reply that matches
  * no live lease (none, expired or released) belongs to no account: it is kept in
  * unmatched_inbound for the operator and not forwarded. A reply from one of the deployment's own
  * numbers is stored (and its Response webhook queued) but never forwarded, by SMS or e-mail:
  * whatever answers there is this service, and a forward could come back again without end.
  * A keyword (STOP, START, HELP) that reaches an account, as a reply to its lease or an SMS to one
- * of its own numbers, changes its opt-out list in the same transaction, and its answer is returned
- * (keyword.answer) for sendAfterCommit (inbound-keywords.ts).
+ * of its own numbers, changes its opt-out list in the same transaction, and its answer is written
+ * to the outbox and returned (keyword.answer) for sendAfterCommit (inbound-keywords.ts).
  */
 export async function receiveInbound(em: EntityManager, received: InboundSms, now: Date, opts: InboundOptions): Promise<InboundResult> {
   // Anyone on the network can send any UCS-2 units: a NUL or an unpaired surrogate must not fail the insert.
@@ -109,7 +120,8 @@ export async function receiveInbound(em: EntityManager, received: InboundSms, no
       // An SMS to one of an account's own numbers reaches that account: a keyword acts and is answered,
       // when it came from a number (an alphanumeric sender can be neither opted out nor answered).
       const keyword = !fromNumber ? undefined : await applyKeywordToOwnedNumber(tx, { from: sms.from, to: sms.to, text: sms.text, now }, opts.log);
-      return { messageSid: "", inReplyTo: "", ...(keyword ? { keyword } : {}) };
+      const answer = keyword?.answer ? await queueServiceSend(tx, { answer: keyword.answer }, now) : undefined;
+      return { messageSid: "", inReplyTo: "", ...(keyword ? { keyword } : {}), ...(answer ? { outbox: { answer } } : {}) };
     }
     const sid = newSid("MG");
     const { encoding, numSegments } = textEncoding(sms.text || " ");
@@ -179,7 +191,8 @@ export async function receiveInbound(em: EntityManager, received: InboundSms, no
       );
     }
     // The forward by SMS is a send of that account and property: it runs the one send pipeline
-    // once this transaction has committed (sendAfterCommit), as the keyword's answer does.
+    // once this transaction has committed (sendAfterCommit), as the keyword's answer does; both
+    // are in the outbox from this transaction on, so that a process stopping after it loses neither.
     const pendingForward: ReplyForward | undefined =
       lease.forward_to_sms !== "" && !loop
         ? {
@@ -204,6 +217,16 @@ export async function receiveInbound(em: EntityManager, received: InboundSms, no
         now,
       });
     }
-    return { messageSid: sid, inReplyTo: lease.message_sid, ...(pendingForward ? { pendingForward } : {}), ...(keyword ? { keyword } : {}) };
+    const outbox = {
+      ...(pendingForward ? { forward: await queueServiceSend(tx, { forward: pendingForward }, now) } : {}),
+      ...(keyword?.answer ? { answer: await queueServiceSend(tx, { answer: keyword.answer }, now) } : {}),
+    };
+    return {
+      messageSid: sid,
+      inReplyTo: lease.message_sid,
+      ...(pendingForward ? { pendingForward } : {}),
+      ...(keyword ? { keyword } : {}),
+      ...(outbox.forward || outbox.answer ? { outbox } : {}),
+    };
   });
 }

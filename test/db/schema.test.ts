@@ -67,6 +67,7 @@ describe(`database schema (${dbKind()})`, () => {
         "mikro_orm_migrations",
         "numbers",
         "properties",
+        "service_send_outbox",
       ]),
     );
     expect(await migrateUp(db.orm)).toEqual([]);

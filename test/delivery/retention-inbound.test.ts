@@ -124,6 +124,8 @@ describe(`the tables holding message text (${dbKind()})`, () => {
       "idempotency_keys.response",
       "inbound_parts.text",
       "messages.text",
+      // Not the purge's: deleted when its message is stored, or by the delivery engine's sweep after 24 h (service-send-sweep.ts).
+      "service_send_outbox.payload",
       "unmatched_inbound.text",
       "webhook_deliveries.payload",
     ]);
