@@ -281,10 +281,13 @@ export function createDispatcher(opts: DispatcherOptions): Dispatcher {
    * deployment settings: a message the account may no longer send there (its AllowedCountries
    * narrowed, a prefix blocked since) fails with DestinationNotAllowed, the reason in its
    * CarrierError, and its lease released. Sends stored claimed at accept were judged by their own
-   * statement a moment ago (allowed_countries null). Returns the rows that may go.
+   * statement a moment ago (allowed_countries null). Returns the rows that may go. Not the premium
+   * check: whether a number is premium-rate and ALLOW_PREMIUM_DESTINATIONS cannot change while a
+   * message waits (a setting read at start), it was checked at accept, and classifying a number is
+   * the one costly part (several µs each, on every message claimed from the database).
    */
   async function failRefusedDestinations(rows: ClaimedRow[], now: Date): Promise<ClaimedRow[]> {
-    const deployment = opts.destinations ?? ACCOUNTS_ONLY;
+    const deployment = { ...(opts.destinations ?? ACCOUNTS_ONLY), allowPremium: true };
     const refused: { row: ClaimedRow; reason: string }[] = [];
     const allowed: ClaimedRow[] = [];
     for (const r of rows) {
