@@ -25,3 +25,10 @@ export function unreachableOf(e: unknown): Unreachable | undefined {
   if (isDatabaseUnavailable(e)) return "database";
   return undefined;
 }
+
+/** How a log line names what could not be reached. */
+export const UNREACHABLE_LOG: Record<Unreachable, string> = {
+  database: "database unavailable",
+  redis: "the limits' Redis unavailable",
+  pool: "database connection pool exhausted",
+};

@@ -12,7 +12,7 @@ import { ConnectError } from "@connectrpc/connect";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { ResponseStatusSchema } from "../../gen/switchboard/v2/common_pb.js";
 import { apiError, ERRORS, isClientError, toConnectError, toResponseStatus } from "../common/errors.js";
-import { isDatabaseUnavailable } from "../common/pg-errors.js";
+import { UNREACHABLE_LOG, unreachableOf } from "../common/unreachable.js";
 
 /** The content type of every JSON answer the HTTP layer and REST write. */
 export const JSON_CONTENT_TYPE = "application/json; charset=utf-8";
@@ -93,9 +93,10 @@ export function writeError(reply: FastifyReply, reason: unknown, headers?: Heade
 
 /** Logs a failure the server caused (the client never gets its detail) and writes the error. */
 export function sendError(request: FastifyRequest, reply: FastifyReply, reason: unknown): void {
-  if (isDatabaseUnavailable(reason)) {
-    // The database is down: expected while it lasts, and every request says so.
-    request.log.warn({ err: reason }, "request failed: database unavailable");
+  const unreachable = unreachableOf(reason);
+  if (unreachable) {
+    // A dependency is down (or the pool is full): expected while it lasts, and every request says so.
+    request.log.warn({ err: reason }, `request failed: ${UNREACHABLE_LOG[unreachable]}`);
   } else if (!isClientError(toConnectError(reason))) {
     request.log.error({ err: reason }, "request failed");
   }

@@ -13,7 +13,7 @@ import type { Clock } from "../common/clock.js";
 import { kAdmin, kClientAddress, kLog } from "../common/context.js";
 import { kAccount } from "../accounts/account-context.js";
 import { apiError, isClientError, toConnectError } from "../common/errors.js";
-import { isDatabaseUnavailable } from "../common/pg-errors.js";
+import { UNREACHABLE_LOG, unreachableOf } from "../common/unreachable.js";
 import { lazyChildLoggerFactory } from "../common/logger.js";
 import { writeError } from "../http/http-layer.js";
 import { createMetrics, type Metrics } from "./metrics.js";
@@ -305,7 +305,8 @@ export const observeCall: Interceptor = (next) => async (req) => {
     return await next(req);
   } catch (reason) {
     const err = toConnectError(reason);
-    if (isDatabaseUnavailable(reason)) req.contextValues.get(kLog)?.warn({ err: reason }, "call failed: database unavailable");
+    const unreachable = unreachableOf(reason);
+    if (unreachable) req.contextValues.get(kLog)?.warn({ err: reason }, `call failed: ${UNREACHABLE_LOG[unreachable]}`);
     else if (!isClientError(err)) req.contextValues.get(kLog)?.error({ err: reason }, "call failed");
     const record = req.contextValues.get(kCall);
     if (record) record.rpcCode = err.code;
