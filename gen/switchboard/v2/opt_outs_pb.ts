@@ -132,7 +132,9 @@ export const CreateOptOutRequestSchema: GenMessage<CreateOptOutRequest> = /*@__P
   messageDesc(file_switchboard_v2_opt_outs, 3);
 
 /**
- * Identifies the opt-out to remove; Number in the path is E164 without the +.
+ * Identifies the opt-out to remove: Number in the path is an entry as the list shows it, an E164
+ * number with or without its + (URL-encoded as %2B), or what a keyword put there (an alphanumeric
+ * sender), written exactly as listed.
  *
  * @generated from message switchboard.v2.DeleteOptOutRequest
  */
