@@ -127,6 +127,9 @@ describe("first run of the real service (embedded PGlite folder)", () => {
     const svc = startService(dataUrl, port);
     const m = await waitForStdout(svc, BANNER_RE);
     const [, operatorToken, tokenFile, accountSid, token, propertySid, poolNumber, curlLine] = m;
+    // The banner is written straight to stdout, the log lines through the logger's buffer: on a
+    // busy machine "Switchboard listening" may follow the banner by a moment.
+    await waitForStdout(svc, /"msg":"Switchboard listening"/);
     expect(accountSid).toMatch(SID_RE("AC"));
     expect(propertySid).toMatch(SID_RE("PR"));
     expect(token.length).toBeGreaterThanOrEqual(32);
