@@ -11,7 +11,17 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { SimulatorCarrier } from "../../src/carriers/simulator.js";
 import { dbKind } from "../support/db.js";
-import { ADMIN_TOKEN, admin, createTenant, createTestApp, type Tenant, type TestApp, simulatorInbound, drainDeliveries } from "../support/harness.js";
+import {
+  ADMIN_TOKEN,
+  admin,
+  createTenant,
+  createTestApp,
+  type Tenant,
+  type TestApp,
+  simulatorInbound,
+  drainDeliveries,
+  handsetTexts,
+} from "../support/harness.js";
 
 let t: TestApp;
 
@@ -34,14 +44,7 @@ async function drain(): Promise<void> {
 }
 
 /** What the simulated network delivered to the handset from `from`, texts in order. */
-async function delivered(number: string, from: string): Promise<string[]> {
-  const res = await t.app.inject({
-    method: "GET",
-    url: `/admin/v1/Simulator/Handsets/${number.slice(1)}/Messages`,
-    headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
-  });
-  return (res.json().Messages as { From: string; Text: string }[]).filter((m) => m.From === from).map((m) => m.Text);
-}
+const delivered = (number: string, from: string) => handsetTexts(t.app, number, from);
 
 /** The account's outbound messages (the answers), oldest first. */
 async function answers(tenant: Tenant): Promise<{ recipient: string; status: string; error_code: string }[]> {

@@ -11,7 +11,6 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { KEYWORDS } from "../../src/optouts/keywords.js";
 import { dbKind } from "../support/db.js";
 import {
-  ADMIN_TOKEN,
   admin,
   addPoolNumbers,
   createTenant,
@@ -20,6 +19,7 @@ import {
   type TestApp,
   simulatorInbound,
   drainDeliveries,
+  handsetTexts,
 } from "../support/harness.js";
 
 let t: TestApp;
@@ -84,14 +84,7 @@ async function drain(): Promise<void> {
 }
 
 /** What the simulated network delivered to the handset from `from`, texts in order. */
-async function delivered(number: string, from: string): Promise<string[]> {
-  const res = await t.app.inject({
-    method: "GET",
-    url: `/admin/v1/Simulator/Handsets/${number.slice(1)}/Messages`,
-    headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
-  });
-  return (res.json().Messages as { From: string; Text: string }[]).filter((m) => m.From === from).map((m) => m.Text);
-}
+const delivered = (number: string, from: string) => handsetTexts(t.app, number, from);
 
 const optOuts = async (tenant: Tenant) =>
   (await get(tenant, `/v2/Accounts/${tenant.accountSid}/OptOuts`)).OptOuts as { Number: string; Source: string; Created: number }[];

@@ -212,6 +212,16 @@ export async function drainDeliveries(t: TestApp): Promise<void> {
   }
 }
 
+/** The texts the simulated network delivered to the handset `number` from `from`, in order (the operator's Handsets API). */
+export async function handsetTexts(app: FastifyInstance, number: string, from: string): Promise<string[]> {
+  const res = await app.inject({
+    method: "GET",
+    url: `/admin/v1/Simulator/Handsets/${number.slice(1)}/Messages`,
+    headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+  });
+  return (res.json().Messages as { From: string; Text: string }[]).filter((m) => m.From === from).map((m) => m.Text);
+}
+
 /** Adds pool numbers (for leased senders): +1202555 01NN, NN from `from`. */
 export async function addPoolNumbers(app: FastifyInstance, count: number, from = 10): Promise<string[]> {
   const numbers: string[] = [];
