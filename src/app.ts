@@ -23,6 +23,7 @@ import { rejectUnstorableStrings } from "./common/string-guard.js";
 import { DEFAULT_AUTH_FAILURE_LIMITS, DEFAULT_CONNECTION_LIMITS, DEFAULT_SEND_RATE_LIMIT, defaultSendBurst, type Config, defaultReadLimits } from "./config.js";
 import { isDatabaseReady, ormKind } from "./db/orm.js";
 import { createMessagingService } from "./messaging/messaging-service.js";
+import type { SendRules } from "./messaging/send-steps.js";
 import type { AcceptClaims } from "./messaging/claim-at-accept.js";
 import { createAdmitLimits, type LimitCounters } from "./limits/account-limits.js";
 import { createPostgresBucketStore } from "./limits/bucket-store.js";
@@ -72,6 +73,8 @@ export interface AppDeps {
   retention?: RetentionPurge;
   /** The built operator console; default dist/console (src/console/console-plugin.ts). */
   consoleDir?: string;
+  /** The send rules that need data (messaging/send-steps.ts); default SEND_RULES, whose facts function the migrations install. */
+  rules?: SendRules;
   /** Fastify logger option: false in tests, a pino instance or options in main. */
   logger?: FastifyServerOptions["logger"] | FastifyServerOptions["loggerInstance"];
 }
@@ -101,7 +104,10 @@ export function createServices(deps: AppDeps, accounts: AccountCache = createAcc
   const limits = createAdmitLimits(allowance, { ratePerSecond, burst }, () => clock.now().getTime(), deps.limitCounters);
   const router = deps.router;
   return [
-    served(MessagingService, createMessagingService({ orm: deps.orm, clock, ...deps.config, onQueued: deps.onQueued, claims: deps.claims, limits })),
+    served(
+      MessagingService,
+      createMessagingService({ orm: deps.orm, clock, ...deps.config, onQueued: deps.onQueued, claims: deps.claims, limits, rules: deps.rules }),
+    ),
     served(AddressService, createAddressService({ clock })),
     served(NumberService, createNumberService()),
     served(OptOutService, createOptOutService({ clock })),

@@ -11,6 +11,8 @@ import { DEFAULT_NO_ALPHA_COUNTRIES, DEFAULT_SEND_RATE_LIMIT, defaultSendBurst, 
 import { receiveInbound, sendAfterCommit } from "./inbound.js";
 import { createAdmitLimits, type DefaultSendRate, type LimitCounters } from "../limits/account-limits.js";
 import type { ServiceSendDeps } from "../messaging/service-sends.js";
+import { sendJudge } from "../messaging/send-pipeline.js";
+import { SEND_RULES, type SendRules } from "../messaging/send-steps.js";
 import { createGroupCommit } from "../common/group-commit.js";
 import { ormKind } from "../db/orm.js";
 import { isDatabaseUnavailable } from "../common/pg-errors.js";
@@ -59,6 +61,8 @@ export interface DeliveryEngineOptions {
   /** Countries whose operators do not take alphanumeric sender IDs (forwarded replies follow the send rules); default US, CA. */
   noAlphaCountries?: ReadonlySet<string>;
   /** The deployment's destination permissions, which forwards and keyword answers obey as sends do; default: none but premium numbers. */
+  /** The send rules that need data, for the service's own sends (messaging/send-steps.ts); default SEND_RULES. */
+  rules?: SendRules;
   destinations?: DestinationConfig;
   /**
    * The deployment's default request rate (SEND_RATE_LIMIT, SEND_RATE_BURST; default 50/s): with the
@@ -120,6 +124,7 @@ export function createDeliveryEngine(opts: DeliveryEngineOptions): DeliveryEngin
     limits: shared ? createAdmitLimits(shared, sendRate, () => opts.clock.now().getTime(), opts.limitCounters) : undefined,
     noAlphaCountries,
     destinations: opts.destinations,
+    judge: sendJudge(opts.rules ?? SEND_RULES),
   };
   const pollMs = opts.pollMs ?? 250;
   let dispatchLoops: WorkerLoop[] = [];

@@ -3,135 +3,15 @@ import { executeBound } from "../db/bound-sql.js";
 import type { ReceiptRow } from "../webhooks/outbox.js";
 
 /**
- * The store of the `messages` table: every raw SQL statement on it lives here (its
- * `idempotency_keys` have theirs in idempotency-key-store.ts). The hot ones (a send batch, the dispatcher's claim, submissions,
- * final states) are hand-tuned: bound parameters, prepared names (src/db/bound-sql.ts), plans
- * pinned by test/db/hot-statements.test.ts.
+ * The store of the `messages` table: its raw SQL statements live here, but those that store a send
+ * (message-send-store.ts) and the reads of the API, the operator, receipts and retention
+ * (message-*-store.ts); its `idempotency_keys` have theirs in idempotency-key-store.ts. The hot
+ * ones (a send batch, the dispatcher's claim, submissions, final states) are hand-tuned: bound
+ * parameters, prepared names (src/db/bound-sql.ts), plans pinned by test/db/hot-statements.test.ts.
  */
 
 /** An EntityManager, or the transaction a statement runs in. */
 type Em = EntityManager;
-
-// ---------------------------------------------------------------------------------------------
-// Sends (messaging/send-pipeline.ts)
-
-/** Columns of one stored message, and the SQL type of each (the insert passes one array per column). */
-export const MESSAGE_COLUMNS = [
-  ["sid", "text"],
-  ["account_sid", "text"],
-  ["property_sid", "text"],
-  ["direction", "text"],
-  ["status", "text"],
-  ["sender_kind", "text"],
-  ["sender", "text"],
-  ["recipient", "text"],
-  ["text", "text"],
-  ["encoding", "text"],
-  ["num_segments", "int"],
-  ["delivery_receipt", "bool"],
-  ["dr_webhook_uri", "text"],
-  ["dr_webhook_method", "text"],
-  ["forward_to_sms", "text"],
-  ["forward_from_sms", "text"],
-  ["forward_to_email", "text"],
-  ["forward_from_email", "text"],
-  ["webhook_uri", "text"],
-  ["webhook_method", "text"],
-  ["lease_sid", "text"],
-  ["in_reply_to", "text"],
-  ["error_code", "text"],
-  ["scheduled_at", "timestamptz"],
-  ["send_at", "timestamptz"],
-  ["created_at", "timestamptz"],
-  ["valid_until", "timestamptz"],
-  // A send stored already claimed by the dispatcher of the process that accepted it (its hand-off,
-  // delivery/hand-off.ts): what the dispatcher's claim would have set; else null and 0.
-  ["claimed_until", "timestamptz"],
-  ["attempts", "int"],
-] as const;
-
-/**
- * The facts a send's rules are judged on, as sql/sb_send_facts.sql returns them, and the SQL type
- * of each. The pipeline says which value of each a send needs (a fact it does not name: any).
- */
-export const SEND_FACTS = [
-  ["token_hash", "text"],
-  ["account_sms", "bool"],
-  ["property_found", "bool"],
-  ["property_sms", "bool"],
-  ["sender_owned", "bool"],
-  ["forward_from_owned", "bool"],
-  ["forward_to_ours", "bool"],
-  ["recipient_ours", "bool"],
-  ["opted_out", "bool"],
-] as const;
-
-/** One send's facts (SEND_FACTS), and its Idempotency-Key with the message it answered. */
-export interface SendFacts {
-  i: number;
-  token_hash: string | null;
-  account_sms: boolean | null;
-  property_found: boolean;
-  property_sms: boolean | null;
-  sender_owned: boolean;
-  forward_from_owned: boolean;
-  forward_to_ours: boolean;
-  recipient_ours: boolean;
-  opted_out: boolean;
-  key_expired: boolean | null;
-  key_hash: string | null;
-  m_sid: string | null;
-  m_account_sid: string | null;
-  m_property_sid: string | null;
-  m_sender: string | null;
-  m_recipient: string | null;
-  m_text: string | null;
-  /** Whether this statement stored the send's message. */
-  stored: boolean;
-}
-
-/** What the facts are looked up by, per send: index, account, property, E164 sender, ForwardFromSms, ForwardToSms, recipient, Idempotency-Key, keys created before this have expired. */
-export const FACT_KEYS = ["int", "text", "text", "text", "text", "text", "text", "text", "timestamptz"] as const;
-
-const cast = (t: string) => `?::${t}[]`;
-const WANTED = SEND_FACTS.map(([f]) => `(v.want_${f} is null or f.${f} = v.want_${f})`).join(" and ");
-
-/**
- * A batch's facts, and the messages of the sends to store, in one statement: a send is stored when
- * it asks to be (`store`) and each of its facts is the value it needs (`want_*`, null: any), a
- * compare-and-set that holds no rule of its own. Parameters: the FACT_KEYS arrays; then the index,
- * store flag and one array per SEND_FACTS fact (the value wanted); then one per MESSAGE_COLUMNS
- * column (nulls for a send not to be stored). One text whatever the batch size: prepared once per
- * connection (executeBound).
- */
-const SEND_SQL = `with f as materialized (select * from sb_send_facts(${FACT_KEYS.map(cast).join(", ")})),
-v as materialized (
-  select f.*, v.store and ${WANTED} as stored, ${MESSAGE_COLUMNS.map(([c]) => `v.${c}`).join(", ")}
-    from unnest(?::int[], ?::bool[], ${SEND_FACTS.map(([, t]) => cast(t)).join(", ")}, ${MESSAGE_COLUMNS.map(([, t]) => cast(t)).join(", ")})
-         as v(vi, store, ${SEND_FACTS.map(([f]) => `want_${f}`).join(", ")}, ${MESSAGE_COLUMNS.map(([c]) => c).join(", ")})
-    join f on f.i = v.vi),
-ins as (insert into messages (${MESSAGE_COLUMNS.map(([c]) => c).join(", ")}) select ${MESSAGE_COLUMNS.map(([c]) => c).join(", ")} from v where v.stored)
-select i, ${SEND_FACTS.map(([f]) => f).join(", ")}, key_expired, key_hash, m_sid, m_account_sid, m_property_sid, m_sender, m_recipient, m_text, stored from v`;
-
-/**
- * Reads a batch's facts and stores the messages whose facts are as wanted (SEND_SQL), in one
- * statement: its own transaction outside one. `keys`: FACT_KEYS arrays; `wanted`: index, store
- * and SEND_FACTS arrays; `rows`: MESSAGE_COLUMNS arrays.
- */
-export function sendFactsAndStore(em: Em, keys: unknown[][], wanted: unknown[][], rows: unknown[][]): Promise<SendFacts[]> {
-  return executeBound<SendFacts>(em, SEND_SQL, [...keys, ...wanted, ...rows], "sb_send");
-}
-
-// A batch passes one array per column (unnest), so each statement has one text whatever the
-// batch size and is prepared once per connection (executeBound). With a VALUES row per send,
-// PostgreSQL parsed and planned every batch anew: most of its CPU per send.
-const INSERT_SQL = `insert into messages (${MESSAGE_COLUMNS.map(([c]) => c).join(", ")})
-  select * from unnest(${MESSAGE_COLUMNS.map(([, t]) => cast(t)).join(", ")})`;
-
-/** Stores messages the pipeline has judged in a transaction (keyed and leased sends, forwards): one array per MESSAGE_COLUMNS column. */
-export async function insertMessages(tx: Em, columns: unknown[][]): Promise<void> {
-  await executeBound(tx, INSERT_SQL, columns, "sb_send_insert");
-}
 
 // ---------------------------------------------------------------------------------------------
 // Inbound (delivery/inbound.ts)
@@ -208,33 +88,21 @@ export interface ClaimedRow {
   /** Whether its account and property were both enabled for SMS when it was claimed; if not, it must not go out. */
   sms_enabled: boolean;
   /**
-   * Its account's AllowedCountries when it was claimed from the database, for the destination
-   * permissions checked again at dispatch (issue 41); null for a send stored claimed at accept,
-   * which its own storing statement judged a moment ago.
+   * Its account's AllowedCountries when it was claimed from the database (sql/sb_sms_status.sql),
+   * for the destination permissions checked again at dispatch (issue 41); null for a send stored
+   * claimed at accept, which its own storing statement judged a moment ago.
    */
   allowed_countries: string[] | null;
 }
 
-/**
- * A claimed message as the claim functions return it (sql/sb_claim_due.sql): its property's SMS
- * flag, and its account's AllowedCountries, null when the account is not enabled for SMS (one key
- * probe of each).
- */
-type ClaimDbRow = Omit<ClaimedRow, "sms_enabled" | "allowed_countries"> & { property_sms: boolean; account_countries: string[] | null };
+/** The claimed rows with what sb_sms_status says of their account and property (a message whose property is gone may not go out). */
+const CLAIMED_WITH_STATUS = `select c.sid, c.account_sid, c.sender, c.recipient, c.text, c.delivery_receipt, c.attempts, c.send_at, c.scheduled_at, c.created_at,
+       coalesce(s.sms_off = '', false) as sms_enabled, coalesce(s.allowed_countries, '{}')::text[] as allowed_countries
+  from claimed c left join sb_sms_status s on s.property_sid = c.property_sid`;
 
-const RETURNING = `m.sid, m.account_sid, m.sender, m.recipient, m.text, m.delivery_receipt, m.attempts, m.send_at, m.scheduled_at, m.created_at,
-  (select case when a.sms_enabled then a.allowed_countries end from accounts a where a.sid = m.account_sid)::text[] as account_countries,
-  coalesce((select p.sms_enabled from properties p where p.sid = m.property_sid), false) as property_sms`;
-
-/** ClaimedRow from what the claim returned (the rows themselves, completed). */
-function claimedRows(rows: ClaimDbRow[]): ClaimedRow[] {
-  return rows.map((r) => {
-    const row = r as ClaimDbRow & ClaimedRow;
-    row.sms_enabled = r.property_sms && r.account_countries !== null;
-    row.allowed_countries = r.account_countries ?? [];
-    return row;
-  });
-}
+/** A message as an UPDATE of the claim returns it, for CLAIMED_WITH_STATUS. */
+const CLAIM_RETURNING =
+  "m.sid, m.account_sid, m.property_sid, m.sender, m.recipient, m.text, m.delivery_receipt, m.attempts, m.send_at, m.scheduled_at, m.created_at";
 
 /**
  * The claim in due order (sql/sb_claim_due.sql; it also returns the SMS flags and AllowedCountries, read in the same
@@ -252,7 +120,7 @@ export const CLAIM_DUE_SQL = "select * from sb_claim_due(?::timestamptz, ?::time
  * fits in the round, so no account waits for another) and to fill a fair round.
  */
 export function claimInOrder(em: Em, confirmed: boolean, until: Date, now: Date, limit: number): Promise<ClaimedRow[]> {
-  return executeBound<ClaimDbRow>(em, CLAIM_DUE_SQL, [until, now, limit, confirmed], "sb_claim_due").then(claimedRows);
+  return executeBound<ClaimedRow>(em, CLAIM_DUE_SQL, [until, now, limit, confirmed], "sb_claim_due");
 }
 
 /**
@@ -274,12 +142,12 @@ export async function listDueAccounts(em: Em, now: Date): Promise<string[]> {
  * order instead and filter on the account, through every other account's due messages).
  */
 export function claimFair(em: Em, confirmed: boolean, until: Date, accountSids: string[], now: Date, share: number): Promise<ClaimedRow[]> {
-  return executeBound<ClaimDbRow>(
+  return executeBound<ClaimedRow>(
     em,
     "select * from sb_claim_fair(?::timestamptz, ?::text[], ?::timestamptz, ?::int, ?::boolean)",
     [until, accountSids, now, share, confirmed],
     "sb_claim_fair",
-  ).then(claimedRows);
+  );
 }
 
 /** Extends to `until` every claim that expired before now without an outcome; returns their Sids. */
@@ -297,13 +165,15 @@ export async function holdExpiredClaims(em: Em, until: Date, now: Date): Promise
 /** Claims again, until `until`, the given messages whose hold still ends at heldUntil (not settled, not taken over). */
 export function claimHeldMessages(em: Em, sids: string[], heldUntil: Date, until: Date): Promise<ClaimedRow[]> {
   // (Sids are [A-Z0-9]: a comma-joined list is a safe single parameter.)
-  return executeBound<ClaimDbRow>(
+  return executeBound<ClaimedRow>(
     em,
-    `update messages m set claimed_until = ?, attempts = m.attempts + 1
-      where m.sid = any(string_to_array(?, ',')) and m.status = 'Processing' and m.claimed_until = ?
-      returning ${RETURNING}`,
+    `with claimed as (
+       update messages m set claimed_until = ?, attempts = m.attempts + 1
+        where m.sid = any(string_to_array(?, ',')) and m.status = 'Processing' and m.claimed_until = ?
+        returning ${CLAIM_RETURNING})
+     ${CLAIMED_WITH_STATUS}`,
     [until, sids.join(","), heldUntil],
-  ).then(claimedRows);
+  );
 }
 
 /**

@@ -1,6 +1,6 @@
 import { create } from "@bufbuild/protobuf";
 import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
-import type { EntityManager, MikroORM } from "@mikro-orm/sql";
+import type { EntityManager } from "@mikro-orm/sql";
 import {
   type CancelMessageRequest,
   type GetMessageRequest,
@@ -21,7 +21,6 @@ import { Account } from "../accounts/account.entity.js";
 import { recheckCredentials, wrongCredentials } from "../accounts/auth.js";
 import { findProperty } from "../accounts/account-store.js";
 import type { Property } from "../accounts/property.entity.js";
-import type { Clock } from "../common/clock.js";
 import { unixSeconds } from "../common/clock.js";
 import { kIdempotencyKey, requestEm } from "../common/context.js";
 import { requireAccount } from "../accounts/account-context.js";
@@ -32,32 +31,14 @@ import type { ItemOutcome } from "../common/group-commit.js";
 import { releaseLease } from "../leases/lease-allocator.js";
 import { cancelScheduledMessage, findAccountMessage, listMessages, reloadMessage } from "./message-api-store.js";
 import { MESSAGE_STATUSES, type Message, type MessageDirection, type MessageStatus } from "./message.entity.js";
-import { createSendPipeline } from "./send-pipeline.js";
-import type { AcceptClaims } from "./claim-at-accept.js";
+import { createSendPipeline, type SendPipelineDeps } from "./send-pipeline.js";
 import { segmentsOf } from "./send-rules.js";
-import type { AdmitLimits, Admitted } from "../limits/account-limits.js";
-import type { DestinationConfig } from "../config.js";
+import type { Admitted } from "../limits/account-limits.js";
 import { IDEMPOTENCY_TTL_MS } from "./send-steps.js";
 
 /** What the messaging service needs. */
-export interface MessagingDeps {
-  /** For the group-commit writer of sends. */
-  orm: MikroORM;
-  clock: Clock;
-  webhookAllowPrivate: boolean;
-  /** Countries whose operators do not take alphanumeric sender IDs. */
-  noAlphaCountries: Set<string>;
-  /** Domains a ForwardFromEmail may be in (`*`: any); default, the no-reply address's. */
-  mailFromDomains?: readonly string[];
-  /** Wakes the dispatcher after a message due now is committed unclaimed. */
-  onQueued?: () => void;
-  /** This process's dispatcher, when it runs one: sends due now are stored claimed by it (claim-at-accept.ts). */
-  claims?: AcceptClaims;
-  /** The account's request rate and daily quota for the deployment, the send pipeline's first step; undefined: no limit. */
-  limits?: AdmitLimits;
-  /** The deployment's destination permissions (the pipeline's validate step). */
-  destinations?: DestinationConfig;
-}
+/** What the service needs: the send pipeline's dependencies (send-pipeline.ts). */
+export type MessagingDeps = SendPipelineDeps;
 
 /** At most this many items in one batch (docs/api.md#batch-send). */
 export const MAX_BATCH = 100;

@@ -25,12 +25,27 @@ import {
   insertIdempotencyKeys,
   setBatchKeyResponse,
 } from "./idempotency-key-store.js";
-import { FACT_KEYS, insertMessages, MESSAGE_COLUMNS, SEND_FACTS, type SendFacts, sendFactsAndStore } from "./message-store.js";
+import { createSendStatement, insertMessages, type MessageRow, type SendFacts, type SendStatement } from "./message-send-store.js";
 import type { DestinationConfig } from "../config.js";
 import { destinationPolicy, destinationRefusal } from "./destination-rules.js";
 import { type AdmitLimits, type Admitted, NOT_CHARGED } from "../limits/account-limits.js";
 import { DEFAULT_VALIDITY_SECONDS, goesOutLeased, segmentsOf, validateSend, type ValidSend } from "./send-rules.js";
-import { accessRefusal, claimedRow, IDEMPOTENCY_TTL_MS, messageRow, neededFacts, requestHash, ruleRefusal, type SendItem, sentMessage } from "./send-steps.js";
+import {
+  accessRefusal,
+  addToBatch,
+  claimedRow,
+  emptyBatch,
+  factsSpec,
+  IDEMPOTENCY_TTL_MS,
+  messageRow,
+  requestHash,
+  ruleRefusal,
+  SEND_RULES,
+  type SendItem,
+  sendOf,
+  type SendRules,
+  sentMessage,
+} from "./send-steps.js";
 import { type AcceptClaims, type MaybeClaimed, storeClaimed } from "./claim-at-accept.js";
 
 /**
@@ -51,7 +66,8 @@ import { type AcceptClaims, type MaybeClaimed, storeClaimed } from "./claim-at-a
  *  6. key       an Idempotency-Key already used answers with its first message
  *  7. request   the problems step 2 found
  *  8. rules     send-steps.ts RULES: SMS enabled, senders owned, forward numbers and the
- *               recipient not ours, the recipient not opted out
+ *               recipient not ours, the recipient not opted out (steps 4, 5 and 8 are built from
+ *               the rules' entries: each brings its fact's SQL and its lookup key)
  *  9. lease     a leased sender allocated (leases/lease-allocator.ts)
  * 10. store     the message, and its key, inserted; a send due now stored already claimed when
  *               this process's dispatcher has room for it (claim-at-accept.ts, decided before the
@@ -64,10 +80,12 @@ import { type AcceptClaims, type MaybeClaimed, storeClaimed } from "./claim-at-a
  * own limits, validate (the destination permissions), then 4 to 11 in a transaction of their own.
  *
  * A send with no key, no leased sender and no reply to forward (most) has steps 4 to 10 in one
- * statement: it stores the send where its facts are what the rules need of it
- * (send-steps.ts neededFacts), and the answer is judged from the facts it returns, by the same
- * rules. A batch of only such sends is that statement alone, one round trip; any other batch runs
- * in one transaction, the same statement first.
+ * statement: the rules say, before it runs, which value each fact must have (send-steps.ts
+ * addToBatch), and it stores the send where its facts are those values (a compare-and-set, the
+ * guard against a change racing the send: the rules are judged once). A stored send is answered
+ * with its message; one not stored, with the first rule its facts fail. A batch of only such
+ * sends is that statement alone, one round trip; any other batch runs in one transaction, the
+ * same statement first, then the rules, the key and the lease, then the insert.
  */
 
 /** What a send is answered with. */
@@ -94,6 +112,8 @@ export interface SendPipelineDeps {
   claims?: AcceptClaims;
   /** The deployment's destination permissions; default: every country, no blocked prefix, no premium numbers. */
   destinations?: DestinationConfig;
+  /** The rules that need data (steps 5 and 8); default SEND_RULES, whose facts function migrateUp installs. */
+  rules?: SendRules;
 }
 
 /** The send pipeline of one process. */
@@ -120,8 +140,9 @@ export interface SendPipeline {
 /** Creates the send pipeline; its group commit gathers the sends of every request of this process. */
 export function createSendPipeline(deps: SendPipelineDeps): SendPipeline {
   const claims = deps.claims;
+  const judge = sendJudge(deps.rules ?? SEND_RULES);
   const gather = createGroupCommit<SendItem, SendOutcome>({
-    run: (items) => (claims ? storeClaimed(claims, items, (batch) => runBatch(deps.orm, batch)) : runBatch(deps.orm, items)),
+    run: (items) => (claims ? storeClaimed(claims, items, (batch) => runBatch(deps.orm, judge, batch)) : runBatch(deps.orm, judge, items)),
   });
 
   const destinations = deps.destinations ?? NO_DESTINATION_LIMITS;
@@ -183,7 +204,7 @@ export function createSendPipeline(deps: SendPipelineDeps): SendPipeline {
             // The claim comes first, so that a concurrent repeat waits here instead of doing the work
             // twice. Its response is a placeholder no other transaction ever sees.
             await claimBatchKey(tx, account.sid, key, hash, now);
-            const outcomes = await judgeBatch(tx, items);
+            const outcomes = await judge.judgeBatch(tx, items);
             const response = respond(outcomes.map((o) => (o.ok ? { ok: true, value: o.value.message } : o)));
             await setBatchKeyResponse(tx, account.sid, key, toBinary(SendBatchResponseSchema, response));
             return { response, dueNow: outcomes.some((o) => o.ok && o.value.dueNow) };
@@ -244,124 +265,113 @@ function storedByStatement(item: SendItem): boolean {
 }
 
 /** Steps 4 to 10 for a batch gathered by step 3: one statement, or one transaction when some send needs more. */
-function runBatch(orm: MikroORM, items: SendItem[]): Promise<ItemOutcome<SendOutcome>[]> {
+function runBatch(orm: MikroORM, judge: SendJudge, items: SendItem[]): Promise<ItemOutcome<SendOutcome>[]> {
   const em = orm.em.fork();
-  if (items.every(storedByStatement)) return judgeBatch(em, items);
-  return em.transactional((tx) => judgeBatch(tx, items));
+  if (items.every(storedByStatement)) return judge.judgeBatch(em, items);
+  return em.transactional((tx) => judge.judgeBatch(tx, items));
 }
 
-const sendOf = (item: SendItem): ValidSend | undefined => ("send" in item.checked ? item.checked.send : undefined);
+/** Steps 4 to 10 under one set of rules. */
+export interface SendJudge {
+  /** Steps 4 (facts, and the store of the sends storedByStatement) to 10, in the caller's transaction when it has one. */
+  judgeBatch(tx: EntityManager, items: SendItem[]): Promise<ItemOutcome<SendOutcome>[]>;
+}
 
-/** Steps 4 (facts, and the store of the sends storedByStatement) to 10, in the caller's transaction when it has one. */
-export async function judgeBatch(tx: EntityManager, items: SendItem[]): Promise<ItemOutcome<SendOutcome>[]> {
-  const facts = await readFacts(tx, items);
-  const outcomes: ItemOutcome<SendOutcome>[] = new Array(items.length);
-  const toStore: number[] = [];
-  const expiredKeys: SendItem[] = [];
-  // Keys claimed earlier in this batch: a repeat gets the first one's message, as after its commit.
-  const claimed = new Map<string, number>();
-  const repeats: { index: number; first: number }[] = [];
+/** Steps 4 to 10 judged by `rules`, through the facts statement built from them. */
+export function sendJudge(rules: SendRules): SendJudge {
+  const spec = factsSpec(rules);
+  const statement: SendStatement = createSendStatement(spec);
 
-  items.forEach((item, i) => {
-    const f = facts[i];
-    if (storedByStatement(item)) return void (outcomes[i] = judgedInStatement(item, f));
-    const denied = accessRefusal(item, f);
-    if (denied) return void (outcomes[i] = fail(denied));
-    // Step 6: a key already used answers before any rule (a repeat gets the first answer even if,
-    // say, its Schedule has passed since); a key another send of this batch claimed is settled at the end.
-    const keyId = item.idemKey ? `${item.account.sid}\n${item.idemKey}` : undefined;
-    if (keyId) {
-      const first = claimed.get(keyId);
-      if (first !== undefined) return void repeats.push({ index: i, first });
-      if (f.key_expired === false) return void (outcomes[i] = keyAnswer(item, f));
-      if (f.key_expired === true) expiredKeys.push(item);
+  /** Step 4: every send's facts, in index order, storing (step 10) the sends storedByStatement whose facts are as the rules want. */
+  async function readFacts(em: EntityManager, items: SendItem[]): Promise<SendFacts[]> {
+    const batch = emptyBatch(spec);
+    for (let i = 0; i < items.length; i++) {
+      const item = items[i];
+      const send = sendOf(item);
+      addToBatch(rules, batch, i, item, send !== undefined && storedByStatement(item) ? messageRow(item, send, undefined) : null);
     }
-    const refusal = ruleRefusal(item, f, fieldErrors);
-    if (refusal) return void (outcomes[i] = fail(refusal));
-    if (keyId) claimed.set(keyId, i);
-    toStore.push(i);
-  });
-  if (expiredKeys.length > 0)
-    await deleteIdempotencyKeys(
-      tx,
-      expiredKeys.map((item) => ({ accountSid: item.account.sid, key: item.idemKey! })),
+    const byIndex: SendFacts[] = new Array(items.length);
+    for (const f of await statement.run(em, batch)) byIndex[Number(f.i)] = f;
+    return byIndex;
+  }
+
+  return {
+    async judgeBatch(tx, items) {
+      const facts = await readFacts(tx, items);
+      const outcomes: ItemOutcome<SendOutcome>[] = new Array(items.length);
+      const toStore: number[] = [];
+      const expiredKeys: SendItem[] = [];
+      // Keys claimed earlier in this batch: a repeat gets the first one's message, as after its commit.
+      const claimed = new Map<string, number>();
+      const repeats: { index: number; first: number }[] = [];
+
+      items.forEach((item, i) => {
+        const f = facts[i];
+        // Stored by the statement exactly where its facts were what the rules want: a send not
+        // stored is answered with the first rule they fail.
+        if (storedByStatement(item)) return void (outcomes[i] = f.stored ? ok(storedOutcome(item, sendOf(item)!, sendOf(item)!.from)) : fail(refusal(item, f)));
+        const denied = accessRefusal(rules, item, f);
+        if (denied) return void (outcomes[i] = fail(denied));
+        // Step 6: a key already used answers before any rule (a repeat gets the first answer even if,
+        // say, its Schedule has passed since); a key another send of this batch claimed is settled at the end.
+        const keyId = item.idemKey ? `${item.account.sid}\n${item.idemKey}` : undefined;
+        if (keyId) {
+          const first = claimed.get(keyId);
+          if (first !== undefined) return void repeats.push({ index: i, first });
+          if (f.key_expired === false) return void (outcomes[i] = keyAnswer(item, f));
+          if (f.key_expired === true) expiredKeys.push(item);
+        }
+        const refused = ruleRefusal(rules, item, f, fieldErrors);
+        if (refused) return void (outcomes[i] = fail(refused));
+        if (keyId) claimed.set(keyId, i);
+        toStore.push(i);
+      });
+      if (expiredKeys.length > 0)
+        await deleteIdempotencyKeys(
+          tx,
+          expiredKeys.map((item) => ({ accountSid: item.account.sid, key: item.idemKey! })),
+        );
+
+      const senders = await allocateLeases(tx, items, toStore, outcomes);
+
+      // Step 10 for the rest: the messages judged here, and the refused forwards kept as Failed.
+      const rows: MessageRow[] = [];
+      for (const i of toStore) {
+        if (outcomes[i] !== undefined) continue;
+        const item = items[i];
+        const send = sendOf(item)!;
+        const lease = senders.get(i);
+        rows.push(messageRow(item, send, lease));
+        outcomes[i] = ok(storedOutcome(item, send, lease ? lease.sender : send.from));
+      }
+      items.forEach((item, i) => {
+        const o = outcomes[i];
+        if (item.forward && o && !o.ok && o.error instanceof ConnectError) rows.push(messageRow(item, item.forward.draft, undefined, errorCodeOf(o.error)));
+      });
+      await insertMessages(tx, rows);
+      await storeKeys(tx, items, toStore, outcomes);
+
+      for (const { index, first } of repeats) {
+        const o = outcomes[first];
+        // The first send with this key failed (no lease to be had): the repeat is a send of its own.
+        // Rare enough to redo the whole batch one send per transaction, where it is one.
+        if (!o.ok) throw new Error("an Idempotency-Key repeated in a batch whose first send failed: retry one by one");
+        // As if it came just after the first: the same request gets the first answer, another is refused.
+        outcomes[index] =
+          items[index].idemHash === items[first].idemHash ? ok({ message: o.value.message, dueNow: false }) : fail(idempotencyKeyReused(items[index].idemKey!));
+      }
+      return outcomes;
+    },
+  };
+
+  /** Why the statement did not store a send (its facts failed a rule, or its request has problems). */
+  function refusal(item: SendItem, f: SendFacts): unknown {
+    return (
+      accessRefusal(rules, item, f) ??
+      ruleRefusal(rules, item, f, fieldErrors) ??
+      new Error(`send batch: message ${item.sid} passed its rules but was not stored`)
     );
-
-  const senders = await allocateLeases(tx, items, toStore, outcomes);
-
-  // Step 10 for the rest: the messages judged here, and the refused forwards kept as Failed.
-  const rows: unknown[][] = MESSAGE_COLUMNS.map(() => []);
-  const add = (row: unknown[]) => row.forEach((v, c) => rows[c].push(v));
-  for (const i of toStore) {
-    if (outcomes[i] !== undefined) continue;
-    const item = items[i];
-    const send = sendOf(item)!;
-    const lease = senders.get(i);
-    add(messageRow(item, send, lease));
-    outcomes[i] = ok(storedOutcome(item, send, lease ? lease.sender : send.from));
   }
-  items.forEach((item, i) => {
-    const o = outcomes[i];
-    if (item.forward && o && !o.ok && o.error instanceof ConnectError) add(messageRow(item, item.forward.draft, undefined, errorCodeOf(o.error)));
-  });
-  if (rows[0].length > 0) await insertMessages(tx, rows);
-  await storeKeys(tx, items, toStore, outcomes);
-
-  for (const { index, first } of repeats) {
-    const o = outcomes[first];
-    // The first send with this key failed (no lease to be had): the repeat is a send of its own.
-    // Rare enough to redo the whole batch one send per transaction, where it is one.
-    if (!o.ok) throw new Error("an Idempotency-Key repeated in a batch whose first send failed: retry one by one");
-    // As if it came just after the first: the same request gets the first answer, another is refused.
-    outcomes[index] =
-      items[index].idemHash === items[first].idemHash ? ok({ message: o.value.message, dueNow: false }) : fail(idempotencyKeyReused(items[index].idemKey!));
-  }
-  return outcomes;
-}
-
-/**
- * Step 4: every send's facts, in index order, and the messages of the sends storedByStatement whose
- * facts are what the rules need (step 10 for them, in the same statement).
- */
-async function readFacts(em: EntityManager, items: SendItem[]): Promise<SendFacts[]> {
-  const keys: unknown[][] = FACT_KEYS.map(() => []);
-  const wanted: unknown[][] = [[], [], ...SEND_FACTS.map(() => [])];
-  const rows: unknown[][] = MESSAGE_COLUMNS.map(() => []);
-  // Plain loops: closures per send and column were garbage on every send.
-  for (let i = 0; i < items.length; i++) {
-    const item = items[i];
-    const send = sendOf(item);
-    const key = [
-      i,
-      item.account.sid,
-      item.propertySid,
-      send?.fromKind === "E164" ? send.from : null,
-      send?.forwardFromSms.startsWith("+") ? send.forwardFromSms : null,
-      send && send.forwardToSms !== "" ? send.forwardToSms : null,
-      send ? send.to.number : null,
-      item.idemKey ?? null,
-      new Date(item.now.getTime() - IDEMPOTENCY_TTL_MS),
-    ];
-    for (let c = 0; c < key.length; c++) keys[c].push(key[c]);
-    const store = send !== undefined && storedByStatement(item);
-    const needs = neededFacts(item);
-    wanted[0].push(i);
-    wanted[1].push(store);
-    for (let c = 0; c < SEND_FACTS.length; c++) wanted[2 + c].push(needs[SEND_FACTS[c][0]] ?? null);
-    const row = store ? messageRow(item, send, undefined) : undefined;
-    for (let c = 0; c < rows.length; c++) rows[c].push(row ? row[c] : null);
-  }
-  const byIndex: SendFacts[] = new Array(items.length);
-  for (const f of await sendFactsAndStore(em, keys, wanted, rows)) byIndex[Number(f.i)] = f;
-  return byIndex;
-}
-
-/** Steps 5 to 8 for a send the facts statement stored or not: its answer, and a check that the statement agreed with the rules. */
-function judgedInStatement(item: SendItem, f: SendFacts): ItemOutcome<SendOutcome> {
-  const refusal = accessRefusal(item, f) ?? ruleRefusal(item, f, fieldErrors);
-  if (refusal) return f.stored ? fail(new Error(`send batch: message ${item.sid} stored although its rules refused it`)) : fail(refusal);
-  if (!f.stored) return fail(new Error(`send batch: message ${item.sid} passed its rules but was not stored`));
-  return ok(storedOutcome(item, sendOf(item)!, sendOf(item)!.from));
 }
 
 /** A stored send's answer, and (stored claimed) the row its dispatcher gets, or whether it waits in the database due now. */

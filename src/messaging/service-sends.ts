@@ -11,7 +11,7 @@
  *               charged to the same shared buckets, given back if nothing is stored
  *  2. validate  the destination permissions (destination-rules.ts: AllowedCountries, blocked
  *               prefixes, premium numbers) with the account's AllowedCountries as stored now
- *  4-11         facts, rules, lease, store, in a transaction of their own (judgeBatch)
+ *  4-11         facts, rules, lease, store, in a transaction of their own (send-pipeline.ts sendJudge)
  *
  * A send refused at any step is not sent: it is kept as a Failed message with the step's ErrorCode
  * (RateLimited, QuotaExceeded, DestinationNotAllowed, SmsNotEnabled, ...), which ListMessages and
@@ -28,9 +28,9 @@ import { newSid } from "../common/sid.js";
 import { textEncoding } from "../common/sms-text.js";
 import type { DestinationConfig } from "../config.js";
 import { type AccountLimitFields, type AdmitLimits, type Admitted, NOT_CHARGED } from "../limits/account-limits.js";
-import { insertMessages, MESSAGE_COLUMNS } from "./message-store.js";
+import { insertMessages } from "./message-send-store.js";
 import { deleteServiceSend, insertServiceSend, type QueuedServiceSend, takeServiceSend } from "./service-send-outbox-store.js";
-import { destinationChecked, judgeBatch, NO_DESTINATION_LIMITS, NO_OPTIONS, type SendOutcome } from "./send-pipeline.js";
+import { destinationChecked, NO_DESTINATION_LIMITS, NO_OPTIONS, type SendJudge, type SendOutcome } from "./send-pipeline.js";
 import { goesOutLeased, type ValidSend } from "./send-rules.js";
 import { messageRow, type SendItem } from "./send-steps.js";
 
@@ -42,6 +42,8 @@ export interface ServiceSendDeps {
   noAlphaCountries: ReadonlySet<string>;
   /** The deployment's destination permissions; default: every country, no blocked prefix, no premium numbers. */
   destinations?: DestinationConfig;
+  /** Steps 4 to 10 under the deployment's rules (send-pipeline.ts sendJudge). */
+  judge: SendJudge;
 }
 
 /** What became of a service send: queued (Processing), or kept Failed with the refusal's ErrorCode. */
@@ -182,15 +184,13 @@ async function serviceSend(
       // another process (or the sweep) stored it, and this one stores nothing.
       if (!(await takeServiceSend(tx, outboxId))) return TAKEN;
       if (refused === undefined) {
-        const judged = (await judgeBatch(tx, [item]))[0];
+        const judged = (await deps.judge.judgeBatch(tx, [item]))[0];
         // Nothing stored (no refusal to keep): rolled back, the row stays for the sweep to try again.
         if (!judged.ok && !(judged.error instanceof ConnectError)) throw judged.error;
         return judged;
       }
       // Refused by the admit step: kept as Failed, with nothing else read or written.
-      const rows: unknown[][] = MESSAGE_COLUMNS.map(() => []);
-      messageRow(item, draft, undefined, errorCodeOf(refused)).forEach((v, c) => rows[c].push(v));
-      await insertMessages(tx, rows);
+      await insertMessages(tx, [messageRow(item, draft, undefined, errorCodeOf(refused))]);
       return { ok: false as const, error: refused };
     });
   } catch (err) {

@@ -46,7 +46,8 @@ describe(`entities and the migrated schema (${dbKind()})`, () => {
     >(
       `select table_name, column_name, udt_name, character_maximum_length, is_nullable, is_generated, column_default
          from information_schema.columns
-        where table_schema = 'public' and table_name not in ('mikro_orm_migrations', 'repeatable_sql')`,
+        where table_schema = 'public' and table_name not in ('mikro_orm_migrations', 'repeatable_sql')
+          and table_name in (select table_name from information_schema.tables where table_schema = 'public' and table_type = 'BASE TABLE')`,
     );
     const inDatabase = rows.map((r) => {
       const base = DB_TYPES[r.udt_name] ?? r.udt_name;

@@ -75,7 +75,7 @@ describe(`hot statements (${dbKind()})`, () => {
       ]);
       expect(nodes.some((n) => n["Node Type"] === "Sort")).toBe(false);
       // Whether each claimed message may still go out (issue 27): one key probe of its account and property.
-      expect(enabledProbes(nodes)).toEqual(ENABLED_PROBES);
+      expect(new Set(enabledProbes(nodes).map((p) => p.join(" ")))).toEqual(new Set(ENABLED_PROBES.map((p) => p.join(" "))));
     });
   }
 
@@ -134,7 +134,7 @@ describe(`hot statements (${dbKind()})`, () => {
       expect(String(scan["Index Cond"])).toContain("send_at");
       // Each account's rows in index order (no sort), and no join that reads a whole index or table.
       for (const t of wholeReads) expect(nodes.map((n) => String(n["Node Type"]))).not.toContain(t);
-      expect(enabledProbes(nodes)).toEqual(ENABLED_PROBES);
+      expect(new Set(enabledProbes(nodes).map((p) => p.join(" ")))).toEqual(new Set(ENABLED_PROBES.map((p) => p.join(" "))));
     });
   }
 
@@ -154,8 +154,8 @@ describe(`hot statements (${dbKind()})`, () => {
   it("a send batch's facts (sb_send_facts) are looked up through an index: no sequential scan, no hash or merge join", async () => {
     const nodes = await functionPlan(
       "sb_send_facts",
-      "int[], text[], text[], text[], text[], text[], text[], text[], timestamptz[]",
-      "array[0, 1], array['AC1', 'AC1'], array['PR1', 'PR1'], array['+447700900001', null], array['+447700900002', null], array['+447700900003', null], array['+447700900004', null], array['key-1', null], array[now(), now()]",
+      "int[], text[], text[], text[], text[], timestamptz[], text[], text[], text[]",
+      "array[0, 1], array['AC1', 'AC1'], array['PR1', 'PR1'], array['+447700900004', null], array['key-1', null], array[now(), now()], array['+447700900001', null], array['+447700900002', null], array['+447700900003', null]",
     );
     const types = nodes.map((n) => String(n["Node Type"]));
     for (const t of ["Seq Scan", "Hash Join", "Merge Join"]) expect(types).not.toContain(t);
@@ -175,6 +175,7 @@ describe(`hot statements (${dbKind()})`, () => {
       "sb_apply_plain_final_states",
       "sb_claim_due",
       "sb_claim_fair",
+      "sb_claimable",
       "sb_due_accounts",
       "sb_record_submissions",
       "sb_send_facts",
@@ -191,7 +192,9 @@ describe(`hot statements (${dbKind()})`, () => {
       sb_send_facts: ["enable_hashjoin", "enable_mergejoin", "enable_seqscan"],
       sb_take_tokens: [],
     };
-    for (const r of rows) {
+    // sb_claimable is a plain SQL expression the planner inlines into the claims: a setting would stop that.
+    expect(rows.find((r) => r.proname === "sb_claimable")!.proconfig).toBeNull();
+    for (const r of rows.filter((r) => r.proname !== "sb_claimable")) {
       const config = Array.isArray(r.proconfig) ? r.proconfig : String(r.proconfig).replace(/^{|}$/g, "").split(",");
       expect([r.proname, [...config].sort()]).toEqual([r.proname, [...settings[r.proname].map((k) => `${k}=off`), "plan_cache_mode=force_generic_plan"]]);
     }

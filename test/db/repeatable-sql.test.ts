@@ -4,7 +4,9 @@ import { executeBound } from "../../src/db/bound-sql.js";
 import { entities } from "../../src/entities.js";
 import { createOrm, migrateUp, ormKind } from "../../src/db/orm.js";
 import { applyRepeatableSql, repeatableSqlFiles, sqlFile } from "../../src/db/repeatable-sql.js";
-import { SEND_FACTS } from "../../src/messaging/message-store.js";
+import { readFileSync } from "node:fs";
+import { sendFactsFunctionSql } from "../../src/messaging/message-send-store.js";
+import { factsSpec, SEND_RULES } from "../../src/messaging/send-steps.js";
 import { dbKind, useTestOrm } from "../support/db.js";
 
 const fn = (n: number) =>
@@ -24,16 +26,21 @@ describe(`repeatable SQL files (${dbKind()})`, () => {
       "src/messaging/sql/sb_apply_plain_final_states.sql",
       "src/messaging/sql/sb_claim_due.sql",
       "src/messaging/sql/sb_claim_fair.sql",
+      "src/messaging/sql/sb_claimable.sql",
       "src/messaging/sql/sb_due_accounts.sql",
       "src/messaging/sql/sb_record_submissions.sql",
       "src/messaging/sql/sb_send_facts.sql",
+      "src/messaging/sql/sb_sms_status.sql",
     ]);
     const rows = await executeBound<{ name: string; hash: string }>(db.orm.em.fork(), "select name, hash from repeatable_sql order by name", []);
     expect(rows).toEqual(files.map((f) => ({ name: f.name, hash: f.hash })));
     expect(await applyRepeatableSql(db.orm, ormKind(db.orm))).toEqual([]);
   });
 
-  it("sb_send_facts.sql returns the facts the store compares, under the names SEND_FACTS gives them", async () => {
+  it("sb_send_facts.sql is generated from the send rules' entries (npm run generate:sql) and returns each rule's fact under its name", async () => {
+    const spec = factsSpec(SEND_RULES);
+    const committed = readFileSync(new URL("../../src/messaging/sql/sb_send_facts.sql", import.meta.url), "utf8");
+    expect(committed, "src/messaging/sql/sb_send_facts.sql is out of date: run npm run generate:sql").toBe(sendFactsFunctionSql(spec));
     const [row] = await executeBound<{ result: string }>(
       db.orm.em.fork(),
       "select pg_get_function_result(oid) as result from pg_proc where proname = 'sb_send_facts'",
@@ -41,7 +48,7 @@ describe(`repeatable SQL files (${dbKind()})`, () => {
     );
     const types: Record<string, string> = { bool: "boolean", text: "text" };
     const columns = row.result.replace(/^TABLE\(|\)$/g, "").split(", ");
-    expect(columns.slice(1, 1 + SEND_FACTS.length)).toEqual(SEND_FACTS.map(([f, t]) => `${f} ${types[t]}`));
+    expect(columns.slice(1, 1 + spec.facts.length)).toEqual(spec.facts.map((f) => `${f.name} ${types[f.type]}`));
   });
 
   it("runs a file once, and again only when its text changes", async () => {

@@ -18,6 +18,8 @@ import { createSimulatorCarrier } from "../../src/carriers/simulator.js";
 import { createAdmitLimits } from "../../src/limits/account-limits.js";
 import type { ServiceSendDeps } from "../../src/messaging/service-sends.js";
 import { newSid } from "../../src/common/sid.js";
+import { sendJudge } from "../../src/messaging/send-pipeline.js";
+import { SEND_RULES } from "../../src/messaging/send-steps.js";
 
 /** SERVICE_SEND_GRACE_MS (delivery/service-send-sweep.ts), spelt out so that this file runs against a build without it. */
 const GRACE_MS = 30_000;
@@ -186,6 +188,7 @@ describe(`the outbox's row is stored once (${dbKind()})`, () => {
       orm: t.db.orm,
       limits: createAdmitLimits(t.limits, { ratePerSecond: 1000, burst: 1000 }, () => t.clock.now().getTime()),
       noAlphaCountries: new Set(["US", "CA"]),
+      judge: sendJudge(SEND_RULES),
     };
     const lines: string[] = [];
     const other = await restartedProcess({ loops: false, log: pino({ level: "info" }, { write: (l: string) => lines.push(l) }) });

@@ -22,6 +22,8 @@ import { receiveInbound, sendAfterCommit } from "../../src/delivery/inbound.js";
 import { validateSend } from "../../src/messaging/send-rules.js";
 import { dbKind } from "../support/db.js";
 import { ADMIN_TOKEN, createTenant, createTestApp, type Tenant, type TestApp } from "../support/harness.js";
+import { sendJudge } from "../../src/messaging/send-pipeline.js";
+import { SEND_RULES } from "../../src/messaging/send-steps.js";
 
 const metadata = new Metadata(metadataJson) as unknown as {
   selectNumberingPlan(country: string): void;
@@ -182,7 +184,7 @@ describe(`every stored number is the one spelling (${dbKind()})`, () => {
         const from = written.length % 2 === 0 ? normalizeKannelNumber(written) : normalizeSmppNumber(written.trim().replace(/^\+/, ""), 1);
         // The keyword's answer is sent once the inbound SMS is stored (issue 41, defect 3), as the engine does.
         const stop = await sendAfterCommit(
-          { orm: t.db.orm, noAlphaCountries: new Set() },
+          { orm: t.db.orm, noAlphaCountries: new Set(), judge: sendJudge(SEND_RULES) },
           await receiveInbound(t.db.orm.em.fork(), { from, to: a.ownedNumber, text: "STOP", at: t.clock.now() }, t.clock.now(), {}),
         );
         const listed = await t.db.orm.em.fork().execute<{ number: string }[]>("select number from opt_outs where account_sid = ?", [a.accountSid]);

@@ -13,6 +13,8 @@ import { normalizeSmppNumber } from "../../src/carriers/smpp/smpp-codec.js";
 import { receiveInbound, sendAfterCommit } from "../../src/delivery/inbound.js";
 import { dbKind } from "../support/db.js";
 import { ADMIN_TOKEN, admin, addPoolNumbers, createTenant, createTestApp, type Tenant, type TestApp } from "../support/harness.js";
+import { sendJudge } from "../../src/messaging/send-pipeline.js";
+import { SEND_RULES } from "../../src/messaging/send-steps.js";
 
 let t: TestApp;
 let a: Tenant;
@@ -138,7 +140,7 @@ describe(`a carrier's numbers in the one spelling (issue 41, defect 2; ${dbKind(
   const inbound = (from: string, to: string, text: string) =>
     // The forward and the keyword's answer are sent once the inbound SMS is stored (issue 41, defects 3 and 4), as the engine does.
     receiveInbound(t.db.orm.em.fork(), { from, to, text, at: t.clock.now() }, t.clock.now(), {}).then((r) =>
-      sendAfterCommit({ orm: t.db.orm, noAlphaCountries: new Set(["US", "CA"]) }, r),
+      sendAfterCommit({ orm: t.db.orm, noAlphaCountries: new Set(["US", "CA"]), judge: sendJudge(SEND_RULES) }, r),
     );
 
   it("a STOP from +610412345671 (SMPP TON 1, Kannel) opts out +61412345671, and sends to it are refused", async () => {

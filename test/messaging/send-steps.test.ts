@@ -2,9 +2,20 @@ import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import { describe, expect, it } from "vitest";
 import { SendMessageRequestSchema } from "../../gen/switchboard/v2/messaging_pb.js";
 import { errorCodeOf, fieldErrors } from "../../src/common/errors.js";
-import { SEND_FACTS, type SendFacts } from "../../src/messaging/message-store.js";
+import type { SendFacts } from "../../src/messaging/message-send-store.js";
 import { validateSend, type ValidSend } from "../../src/messaging/send-rules.js";
-import { ACCESS_RULES, accessRefusal, neededFacts, RULES, ruleRefusal, type SendItem } from "../../src/messaging/send-steps.js";
+import {
+  ACCESS_RULES,
+  accessRefusal,
+  addToBatch,
+  emptyBatch,
+  factsSpec,
+  messageRow,
+  RULES,
+  ruleRefusal,
+  SEND_RULES,
+  type SendItem,
+} from "../../src/messaging/send-steps.js";
 
 // The rules that need data, as pure functions of a send and its facts (the statement that reads
 // the facts and stores by them is tested in send.test.ts and test/db/).
@@ -28,9 +39,8 @@ function item(fields: Omit<MessageInitShape<typeof SendMessageRequestSchema>, "$
 const GOOD: SendFacts = {
   i: 0,
   token_hash: "hash-1",
-  account_sms: true,
   property_found: true,
-  property_sms: true,
+  sms_off: "",
   sender_owned: true,
   forward_from_owned: true,
   forward_to_ours: false,
@@ -49,80 +59,101 @@ const GOOD: SendFacts = {
 
 const refusal = (it: SendItem, facts: Partial<SendFacts>) => {
   const f = { ...GOOD, ...facts };
-  const err = accessRefusal(it, f) ?? ruleRefusal(it, f, fieldErrors);
+  const err = accessRefusal(SEND_RULES, it, f) ?? ruleRefusal(SEND_RULES, it, f, fieldErrors);
   return err && { code: errorCodeOf(err), message: err.rawMessage };
 };
 
 describe("the send's rules that need data (send-steps.ts)", () => {
-  it("every fact a rule can need is one the statement reads (SEND_FACTS)", () => {
-    const names = new Set<string>(SEND_FACTS.map(([f]) => f));
-    const sends = [
-      item({ from: "+447700900001", forwardFromSms: "+447700900002", forwardToSms: "+447700900003" }),
-      item({ from: "ACME" }),
-      item({}, { forward: { inReplyTo: "MG0", relay: true, draft: (item({}).checked as { send: ValidSend }).send } }),
-    ];
-    for (const s of sends) for (const fact of Object.keys(neededFacts(s))) expect(names).toContain(fact);
+  it("each rule brings its own fact, in the documented order; the statement's keys are the rules' own", () => {
     expect(ACCESS_RULES.map((r) => r.name)).toEqual(["credentials", "property"]);
     expect(RULES.map((r) => r.name)).toEqual([
-      "account enabled",
-      "property enabled",
+      "SMS enabled",
       "sender owned",
       "forward sender owned",
       "forward destination not ours",
       "destination not ours",
       "recipient not opted out",
     ]);
+    const spec = factsSpec(SEND_RULES);
+    expect(spec.facts.map((f) => f.name)).toEqual([
+      "token_hash",
+      "property_found",
+      "sms_off",
+      "sender_owned",
+      "forward_from_owned",
+      "forward_to_ours",
+      "recipient_ours",
+      "opted_out",
+    ]);
+    expect(spec.keys).toEqual(["sender", "forward_from", "forward_to"]);
   });
 
-  it("an E164 send with forward numbers needs its token, the property, both SMS flags, both numbers owned and the forward destination not ours", () => {
-    expect(neededFacts(item({ from: "+447700900001", forwardFromSms: "+447700900002", forwardToSms: "+447700900003" }))).toEqual({
+  /** What the statement compares for one send stored by it: each fact's wanted value (null: any), and its lookup keys. */
+  function wanted(it: SendItem): { wants: Record<string, unknown>; keys: Record<string, unknown> } {
+    const batch = emptyBatch(factsSpec(SEND_RULES));
+    const send = "send" in it.checked ? it.checked.send : undefined;
+    addToBatch(SEND_RULES, batch, 0, it, send ? messageRow(it, send, undefined) : null);
+    const wants = Object.fromEntries(Object.entries(batch.wanted).flatMap(([f, v]) => (v[0] === null ? [] : [[f, v[0]]])));
+    const keys = Object.fromEntries(Object.entries(batch.keys).map(([k, v]) => [k, v[0]]));
+    return { wants, keys };
+  }
+
+  it("an E164 send with forward numbers needs its token, the property, SMS enabled, both numbers owned and the forward destination not ours", () => {
+    const { wants, keys } = wanted(item({ from: "+447700900001", forwardFromSms: "+447700900002", forwardToSms: "+447700900003" }));
+    expect(wants).toEqual({
       token_hash: "hash-1",
       property_found: true,
-      account_sms: true,
-      property_sms: true,
+      sms_off: "",
       sender_owned: true,
       forward_from_owned: true,
       forward_to_ours: false,
       recipient_ours: false,
       opted_out: false,
     });
+    expect(keys).toMatchObject({
+      i: 0,
+      account_sid: "AC1",
+      property_sid: "PR1",
+      recipient: "+447700900123",
+      idem_key: null,
+      sender: "+447700900001",
+      forward_from: "+447700900002",
+      forward_to: "+447700900003",
+    });
   });
 
-  it("an alphanumeric send needs no ownership; a request with problems needs only its access facts", () => {
-    expect(neededFacts(item({ from: "ACME" }))).toEqual({
-      token_hash: "hash-1",
-      property_found: true,
-      account_sms: true,
-      property_sms: true,
-      recipient_ours: false,
-      opted_out: false,
-    });
-    expect(neededFacts(item({ to: "12" }))).toEqual({ token_hash: "hash-1", property_found: true });
+  it("an alphanumeric send needs no ownership and looks none up; a request with problems is not stored, so it wants nothing", () => {
+    const alpha = wanted(item({ from: "ACME" }));
+    expect(alpha.wants).toEqual({ token_hash: "hash-1", property_found: true, sms_off: "", recipient_ours: false, opted_out: false });
+    expect(alpha.keys).toMatchObject({ sender: null, forward_from: null, forward_to: null });
+    const bad = wanted(item({ to: "12" }));
+    expect(bad.wants).toEqual({});
+    expect(bad.keys).toMatchObject({ recipient: null, sender: null });
   });
 
   it("the forward of a reply has no credentials to re-check; relayed from the responding party's number it needs no ownership, and its destination must not be ours", () => {
     const draft = (item({ from: "+447700900009" }).checked as { send: ValidSend }).send;
     const relay = item({ from: "+447700900009" }, { account: { sid: "AC1" }, forward: { inReplyTo: "MG0", relay: true, draft } });
-    expect(neededFacts(relay)).toEqual({ property_found: true, account_sms: true, property_sms: true, recipient_ours: false, opted_out: false });
+    expect(wanted(relay).wants).toEqual({ property_found: true, sms_off: "", recipient_ours: false, opted_out: false });
     const owned = { ...relay, forward: { inReplyTo: "MG0", relay: false, draft } };
-    expect(neededFacts(owned)).toMatchObject({ sender_owned: true });
+    expect(wanted(owned).wants).toMatchObject({ sender_owned: true });
   });
 
   it("judges in the documented order: credentials, property, the request's problems, account, property, sender, forward sender, forward destination, recipient, opt-out", () => {
     const s = item({ from: "+447700900001", forwardFromSms: "+447700900002", forwardToSms: "+447700900003" });
     expect(refusal(s, {})).toBeUndefined();
-    expect(refusal(s, { token_hash: "other", property_found: false, account_sms: false })?.code).toBe("Unauthorized");
+    expect(refusal(s, { token_hash: "other", property_found: false, sms_off: "Account" })?.code).toBe("Unauthorized");
     expect(refusal(s, { token_hash: null })?.code).toBe("Unauthorized");
-    expect(refusal(s, { property_found: false, property_sms: null, account_sms: false })).toEqual({
+    expect(refusal(s, { property_found: false, sms_off: null })).toEqual({
       code: "NotFound",
       message: expect.stringContaining("PR1"),
     });
-    expect(refusal(item({ to: "12" }), { account_sms: false })?.code).toBe("InvalidRecipient");
-    expect(refusal(s, { account_sms: false, property_sms: false, sender_owned: false })).toEqual({
+    expect(refusal(item({ to: "12" }), { sms_off: "Account" })?.code).toBe("InvalidRecipient");
+    expect(refusal(s, { sms_off: "Account", sender_owned: false })).toEqual({
       code: "SmsNotEnabled",
       message: "Account AC1 is not enabled for SMS; ask the operator to enable it.",
     });
-    expect(refusal(s, { property_sms: false, sender_owned: false })).toEqual({
+    expect(refusal(s, { sms_off: "Property", sender_owned: false })).toEqual({
       code: "SmsNotEnabled",
       message: "Property PR1 is not enabled for SMS; ask the operator to enable it.",
     });

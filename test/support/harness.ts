@@ -13,6 +13,7 @@ import { type PrivateRedis, startPrivateRedis } from "./private-redis.js";
 import { openBucketStore } from "../../src/limits/limits-store.js";
 import type { BucketStore } from "../../src/limits/bucket-store.js";
 import { DEFAULT_SEND_RATE_LIMIT, defaultSendBurst } from "../../src/config.js";
+import type { SendRules } from "../../src/messaging/send-steps.js";
 
 /** The operator token every test app uses. */
 export const ADMIN_TOKEN = "test-admin-token-0123456789abcdefghijkl";
@@ -63,6 +64,8 @@ export interface TestAppOptions {
   consoleDir?: string;
   /** The shared limits' allowance (e.g. over Redis); default: buckets in the test database, on the app's clock. */
   limits?: SharedAllowance;
+  /** The send rules (default SEND_RULES); the database must hold the facts function built from them. */
+  rules?: SendRules;
 }
 
 /** A fresh app on a fresh migrated database (PGlite, or PostgreSQL when DATABASE_URL is set). */
@@ -88,6 +91,7 @@ export async function createTestApp(opts: TestAppOptions = {}): Promise<TestApp>
         // Forwards and keyword answers pass the admit step with the app's default rate, as src/main.ts wires it.
         sendRate: { ratePerSecond: sendRateLimit, burst: opts.config?.sendRateBurst ?? defaultSendBurst(sendRateLimit) },
         limitCounters,
+        rules: opts.rules,
         ...engineRest,
         dispatcher: {
           shared: limits,
@@ -106,6 +110,7 @@ export async function createTestApp(opts: TestAppOptions = {}): Promise<TestApp>
     onQueued: engine ? () => engine.nudge() : undefined,
     claims: engine && claimAtAccept ? engine.claims : undefined,
     consoleDir: opts.consoleDir,
+    rules: opts.rules,
     config: {
       adminToken: ADMIN_TOKEN,
       webhookAllowPrivate,

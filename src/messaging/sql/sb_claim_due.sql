@@ -1,11 +1,11 @@
 -- The dispatcher's claim in due order (message-store.ts claimInOrder): one statement outside a
 -- transaction. With p_confirmed (a carrier that confirms by report) an expired claim is never
--- taken here: holdExpiredClaims first. Each claimed message also returns what its account and
--- property say now (one primary-key probe of each, in the RETURNING list): whether the property
--- is enabled for SMS, and the account's AllowedCountries, null when the account is not enabled
--- for SMS; so that a message claimed after a disable fails instead of going out, and the
--- destination permissions apply again at dispatch (issue 41: the dispatcher checks them with
--- destination-rules.ts, no query of its own). message-store.ts reads the two into ClaimedRow.
+-- taken here: holdExpiredClaims first (which claims may be taken: sb_claimable.sql). Each
+-- claimed message also returns what its account and property say now (sb_sms_status.sql, joined
+-- to the claimed rows: one primary-key probe of each): whether it may go out (both enabled for
+-- SMS), and the account's AllowedCountries; so that a message claimed after a disable fails
+-- instead of going out, and the destination permissions apply again at dispatch (issue 41: the
+-- dispatcher checks them with destination-rules.ts, no query of its own).
 -- Settings, measured (bench/planner-settings.ts: the statement's generic plan, cached per
 -- connection, on PostgreSQL 15 with an analyzed messages table of 30 rows, as when a new
 -- deployment's first call makes the plan, and of 300,000 rows, 50 accounts; every setting
@@ -22,7 +22,7 @@
 drop function if exists sb_claim_due(timestamptz, timestamptz, integer, boolean);
 create function sb_claim_due(p_until timestamptz, p_now timestamptz, p_limit integer, p_confirmed boolean)
   returns table (sid text, account_sid text, sender text, recipient text, text text, delivery_receipt boolean, attempts integer,
-  send_at timestamptz, scheduled_at timestamptz, created_at timestamptz, account_countries text[], property_sms boolean)
+  send_at timestamptz, scheduled_at timestamptz, created_at timestamptz, sms_enabled boolean, allowed_countries text[])
   language plpgsql
   set enable_seqscan = off set enable_bitmapscan = off
   set plan_cache_mode = force_generic_plan
@@ -30,16 +30,19 @@ as $fn$
 #variable_conflict use_column
 begin
   return query
+  with claimed as (
   update messages m
      set status = 'Processing', claimed_until = p_until, attempts = m.attempts + 1
    where m.sid in (
      select q.sid from messages q
       where q.queued and q.direction = 'Transmit'
-        and q.send_at <= p_now and (q.claimed_until is null or (not p_confirmed and q.claimed_until < p_now))
+        and q.send_at <= p_now and sb_claimable(q.claimed_until, p_confirmed, p_now)
       order by q.send_at
       limit p_limit
       for update skip locked)
-  returning m.sid::text, m.account_sid::text, m.sender::text, m.recipient::text, m.text, m.delivery_receipt, m.attempts, m.send_at, m.scheduled_at, m.created_at, (select case when a.sms_enabled then a.allowed_countries end from accounts a where a.sid = m.account_sid)::text[],
-         coalesce((select p.sms_enabled from properties p where p.sid = m.property_sid), false);
+  returning m.sid, m.account_sid, m.property_sid, m.sender, m.recipient, m.text, m.delivery_receipt, m.attempts, m.send_at, m.scheduled_at, m.created_at)
+  select c.sid::text, c.account_sid::text, c.sender::text, c.recipient::text, c.text, c.delivery_receipt, c.attempts, c.send_at, c.scheduled_at, c.created_at,
+         coalesce(s.sms_off = '', false), coalesce(s.allowed_countries, '{}')::text[]
+    from claimed c left join sb_sms_status s on s.property_sid = c.property_sid;
 end
 $fn$;

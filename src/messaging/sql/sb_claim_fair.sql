@@ -22,7 +22,7 @@
 drop function if exists sb_claim_fair(timestamptz, text[], timestamptz, integer, boolean);
 create function sb_claim_fair(p_until timestamptz, p_accounts text[], p_now timestamptz, p_share integer, p_confirmed boolean)
   returns table (sid text, account_sid text, sender text, recipient text, text text, delivery_receipt boolean, attempts integer,
-  send_at timestamptz, scheduled_at timestamptz, created_at timestamptz, account_countries text[], property_sms boolean)
+  send_at timestamptz, scheduled_at timestamptz, created_at timestamptz, sms_enabled boolean, allowed_countries text[])
   language plpgsql
   set enable_seqscan = off set enable_bitmapscan = off set enable_hashjoin = off set enable_sort = off
   set plan_cache_mode = force_generic_plan
@@ -30,6 +30,7 @@ as $fn$
 #variable_conflict use_column
 begin
   return query
+  with claimed as (
   update messages m
      set status = 'Processing', claimed_until = p_until, attempts = m.attempts + 1
    where m.sid in (
@@ -37,11 +38,13 @@ begin
       cross join lateral (
         select q.sid from messages q
          where q.queued and (q.account_sid, q.send_at) >= (d.account_sid, '-infinity') and (q.account_sid, q.send_at) <= (d.account_sid, p_now)
-           and q.direction = 'Transmit' and (q.claimed_until is null or (not p_confirmed and q.claimed_until < p_now))
+           and q.direction = 'Transmit' and sb_claimable(q.claimed_until, p_confirmed, p_now)
          order by q.account_sid, q.send_at
          limit p_share
          for update skip locked) c)
-  returning m.sid::text, m.account_sid::text, m.sender::text, m.recipient::text, m.text, m.delivery_receipt, m.attempts, m.send_at, m.scheduled_at, m.created_at, (select case when a.sms_enabled then a.allowed_countries end from accounts a where a.sid = m.account_sid)::text[],
-         coalesce((select p.sms_enabled from properties p where p.sid = m.property_sid), false);
+  returning m.sid, m.account_sid, m.property_sid, m.sender, m.recipient, m.text, m.delivery_receipt, m.attempts, m.send_at, m.scheduled_at, m.created_at)
+  select c.sid::text, c.account_sid::text, c.sender::text, c.recipient::text, c.text, c.delivery_receipt, c.attempts, c.send_at, c.scheduled_at, c.created_at,
+         coalesce(s.sms_off = '', false), coalesce(s.allowed_countries, '{}')::text[]
+    from claimed c left join sb_sms_status s on s.property_sid = c.property_sid;
 end
 $fn$;
