@@ -41,32 +41,41 @@ export interface InboundMessage {
   errorCode: string;
 }
 
+/** Each column an inbound message sets, by name, and the InboundMessage field it holds. */
+const INBOUND_COLUMNS = {
+  sid: "sid",
+  account_sid: "accountSid",
+  property_sid: "propertySid",
+  direction: "direction",
+  status: "status",
+  sender_kind: "senderKind",
+  sender: "sender",
+  recipient: "recipient",
+  text: "text",
+  encoding: "encoding",
+  num_segments: "numSegments",
+  lease_sid: "leaseSid",
+  in_reply_to: "inReplyTo",
+  send_at: "sendAt",
+  created_at: "createdAt",
+  received_at: "receivedAt",
+  error_code: "errorCode",
+} as const satisfies Record<string, keyof InboundMessage>;
+
+// Every field of InboundMessage has its column: a field added without one does not compile.
+const everyInboundField: Exclude<keyof InboundMessage, (typeof INBOUND_COLUMNS)[keyof typeof INBOUND_COLUMNS]> extends never ? true : never = true;
+void everyInboundField;
+
+const INBOUND_FIELDS = Object.values(INBOUND_COLUMNS);
+const INSERT_INBOUND_SQL = `insert into messages (${Object.keys(INBOUND_COLUMNS).join(", ")}, delivery_receipt)
+  values (${INBOUND_FIELDS.map(() => "?").join(", ")}, false)`;
+
 /** Stores a reply or its forward (no delivery receipt: nobody asked for one). */
 export async function insertInboundMessage(tx: Em, m: InboundMessage): Promise<void> {
   await executeBound(
     tx,
-    `insert into messages (sid, account_sid, property_sid, direction, status, sender_kind, sender, recipient, text, encoding, num_segments,
-                           delivery_receipt, lease_sid, in_reply_to, send_at, created_at, received_at, error_code)
-     values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, false, ?, ?, ?, ?, ?, ?)`,
-    [
-      m.sid,
-      m.accountSid,
-      m.propertySid,
-      m.direction,
-      m.status,
-      m.senderKind,
-      m.sender,
-      m.recipient,
-      m.text,
-      m.encoding,
-      m.numSegments,
-      m.leaseSid,
-      m.inReplyTo,
-      m.sendAt,
-      m.createdAt,
-      m.receivedAt,
-      m.errorCode,
-    ],
+    INSERT_INBOUND_SQL,
+    INBOUND_FIELDS.map((f) => m[f]),
   );
 }
 
