@@ -1,0 +1,35 @@
+-- The rate of one send (contract §16, src/billing/rate-card-store.ts): on card p_card, the longest
+-- prefix of p_destination (E164, "+" and digits) with a rate in effect at p_at, and of that
+-- prefix the rate with the latest effective_from not after p_at (a future rate takes over at its
+-- exact second). No row: the card has no rate for the destination (or there is no such card).
+-- Cheap however large the card: the prefixes of a number are at most 15, and each is one probe of
+-- the primary key (card, prefix, effective_from); the ordering picks among those few rows.
+-- A plain SQL function (stable, no SET clause) so that the planner inlines it where it is called
+-- as `left join lateral sb_rate_for(card, destination, at) r on true`, as the send's facts
+-- statement does for a whole batch (sb_price_sends shows the form).
+create or replace function sb_rate_for(p_card text, p_destination text, p_at timestamptz)
+  returns table (prefix text, price_per_segment bigint, effective_from timestamptz)
+  language sql
+  stable
+as $fn$
+  select r.prefix::text, r.price_per_segment, r.effective_from
+    from rates r
+   where r.card = p_card
+     and r.prefix = any (array(select left(p_destination, n) from generate_series(2, least(length(p_destination), 16)) as n))
+     and r.effective_from <= p_at
+   order by length(r.prefix) desc, r.effective_from desc
+   limit 1
+$fn$;
+
+-- The rates of many sends in one statement: the i-th row answers (p_cards[i], p_destinations[i],
+-- p_ats[i]); a send without a rate has null prefix and price. What the send path's batch does.
+create or replace function sb_price_sends(p_cards text[], p_destinations text[], p_ats timestamptz[])
+  returns table (ord integer, prefix text, price_per_segment bigint, effective_from timestamptz)
+  language sql
+  stable
+as $fn$
+  select s.ord::integer, r.prefix, r.price_per_segment, r.effective_from
+    from unnest(p_cards, p_destinations, p_ats) with ordinality as s(card, destination, at, ord)
+    left join lateral sb_rate_for(s.card, s.destination, s.at) r on true
+   order by s.ord
+$fn$;
