@@ -1,5 +1,5 @@
 /**
- * Statements on `rate_cards`, `rates` and `rate_imports` (contract §16; docs/billing.md). A card's
+ * Statements on `rate_cards`, `rates` and `rate_imports` (docs/billing.md). A card's
  * rates are replaced whole (the operator's PUT, or the commit of a staged CSV import), read in
  * pages, and looked up per send by sb_rate_for (sql/sb_rate_for.sql): the longest prefix of the
  * destination with a rate in effect at the send's time. Amounts are bigint micro-units; they
@@ -46,7 +46,8 @@ function toRate(r: RateDbRow): Rate {
   return { prefix: r.prefix, pricePerSegment: BigInt(r.price), effectiveFrom: Number(r.effective_from) };
 }
 
-const RATE_COLUMNS = "prefix, price_per_segment::text as price, extract(epoch from effective_from)::float8 as effective_from";
+// The output names differ from the columns (price, and effective_from as seconds): an ORDER BY names the table's columns as rates.x.
+const RATE_COLUMNS = "rates.prefix, rates.price_per_segment::text as price, extract(epoch from rates.effective_from)::float8 as effective_from";
 
 /**
  * The lateral join that prices sends in a statement that has, per send, a card name, an E164
@@ -73,13 +74,14 @@ export async function replaceRates(tx: EntityManager, name: string, rates: reado
       [name, rates.map((r) => r.prefix), rates.map((r) => r.pricePerSegment.toString()), rates.map((r) => r.effectiveFrom)],
     );
   }
+  await executeBound(tx, `update rate_cards set rate_count = ? where name = ?`, [rates.length, name]);
   return (await findRateCard(tx, name))!;
 }
 
 async function lockCard(tx: EntityManager, name: string, now: Date): Promise<void> {
   await executeBound(
     tx,
-    `insert into rate_cards (name, created_at, updated_at) values (?, ?, ?)
+    `insert into rate_cards (name, rate_count, created_at, updated_at) values (?, 0, ?, ?)
      on conflict (name) do update set updated_at = excluded.updated_at`,
     [name, now, now],
   );
@@ -87,40 +89,49 @@ async function lockCard(tx: EntityManager, name: string, now: Date): Promise<voi
 
 /** One card without its rates, or null. */
 export async function findRateCard(em: EntityManager, name: string): Promise<RateCardSummary | null> {
-  const rows = await executeBound<CardDbRow>(
-    em,
-    `select c.name, (select count(*) from rates r where r.card = c.name) as rate_count, c.created_at, c.updated_at
-       from rate_cards c where c.name = ?`,
-    [name],
-  );
+  const rows = await executeBound<CardDbRow>(em, `select name, rate_count, created_at, updated_at from rate_cards where name = ?`, [name]);
   return rows[0] ? toSummary(rows[0]) : null;
 }
 
 /** A page of the cards by name, and how many there are. */
 export async function listRateCards(em: EntityManager, limit: number, offset: number): Promise<{ cards: RateCardSummary[]; total: number }> {
-  const rows = await executeBound<CardDbRow>(
-    em,
-    `select c.name, (select count(*) from rates r where r.card = c.name) as rate_count, c.created_at, c.updated_at
-       from rate_cards c order by c.name limit ? offset ?`,
-    [limit, offset],
-  );
+  const rows = await executeBound<CardDbRow>(em, `select name, rate_count, created_at, updated_at from rate_cards order by name limit ? offset ?`, [
+    limit,
+    offset,
+  ]);
   const total = await executeBound<{ n: number | string }>(em, `select count(*) as n from rate_cards`, []);
   return { cards: rows.map(toSummary), total: Number(total[0].n) };
 }
 
-/** A page of a card's rates by prefix, then EffectiveFrom (the primary key's order). */
-export async function pageRates(em: EntityManager, name: string, limit: number, offset: number): Promise<Rate[]> {
-  const rows = await executeBound<RateDbRow>(em, `select ${RATE_COLUMNS} from rates where card = ? order by prefix, effective_from limit ? offset ?`, [
-    name,
-    limit,
-    offset,
-  ]);
+/**
+ * A page of a card's rates by prefix, then EffectiveFrom (the primary key's order); with `after`,
+ * only those past that rate (keyset paging: a deep page costs what the first does).
+ */
+export async function pageRates(
+  em: EntityManager,
+  name: string,
+  limit: number,
+  offset: number,
+  after?: { prefix: string; effectiveFrom: number },
+): Promise<Rate[]> {
+  const rows = after
+    ? await executeBound<RateDbRow>(
+        em,
+        `select ${RATE_COLUMNS} from rates where rates.card = ? and (rates.prefix, rates.effective_from) > (?, to_timestamp(?::float8))
+          order by rates.prefix, rates.effective_from limit ? offset ?`,
+        [name, after.prefix, after.effectiveFrom, limit, offset],
+      )
+    : await executeBound<RateDbRow>(em, `select ${RATE_COLUMNS} from rates where rates.card = ? order by rates.prefix, rates.effective_from limit ? offset ?`, [
+        name,
+        limit,
+        offset,
+      ]);
   return rows.map(toRate);
 }
 
 /** The rate for one send (see sql/sb_rate_for.sql), or null when the card has none for the destination. */
 export async function rateFor(em: EntityManager, send: SendToPrice): Promise<Rate | null> {
-  const rows = await executeBound<RateDbRow>(em, `select ${RATE_COLUMNS} from ${RATE_LOOKUP}(?, ?, ?)`, [send.card, send.destination, send.at]);
+  const rows = await executeBound<RateDbRow>(em, `select ${RATE_COLUMNS} from ${RATE_LOOKUP}(?, ?, ?) as rates`, [send.card, send.destination, send.at]);
   return rows[0] ? toRate(rows[0]) : null;
 }
 
@@ -129,7 +140,7 @@ export async function priceSends(em: EntityManager, sends: readonly SendToPrice[
   if (sends.length === 0) return [];
   const rows = await executeBound<RateDbRow & { ord: number; price: string | null }>(
     em,
-    `select ord, ${RATE_COLUMNS} from sb_price_sends(?::text[], ?::text[], ?::timestamptz[]) order by ord`,
+    `select rates.ord, ${RATE_COLUMNS} from sb_price_sends(?::text[], ?::text[], ?::timestamptz[]) as rates order by rates.ord`,
     [sends.map((s) => s.card), sends.map((s) => s.destination), sends.map((s) => s.at)],
   );
   return rows.map((r) => (r.price === null ? null : toRate(r)));
@@ -214,6 +225,7 @@ export async function commitImport(tx: EntityManager, importSid: string, card: s
     [importSid, card],
   );
   await executeBound(tx, `delete from rate_imports where import_sid = ?`, [importSid]);
+  await executeBound(tx, `update rate_cards set rate_count = ? where name = ?`, [staged.rows, card]);
   return { kind: "committed", card: (await findRateCard(tx, card))! };
 }
 

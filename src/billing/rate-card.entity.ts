@@ -1,7 +1,7 @@
 import { defineEntity, p } from "@mikro-orm/core";
 
 /**
- * Schemas of the rate cards (tables `rate_cards`, `rates`, `rate_imports`; contract §16). Declared
+ * Schemas of the rate cards (tables `rate_cards`, `rates`, `rate_imports`; docs/billing.md). Declared
  * for the schema only: every statement on them is in rate-card-store.ts or sql/sb_rate_for.sql.
  */
 export const RateCardRowEntity = defineEntity({
@@ -9,6 +9,8 @@ export const RateCardRowEntity = defineEntity({
   tableName: "rate_cards",
   properties: {
     name: p.string().length(64).primary(),
+    // Set by every replace: a page of a large card does not count its rates.
+    rateCount: p.integer(),
     createdAt: p.datetime(),
     updatedAt: p.datetime(),
   },

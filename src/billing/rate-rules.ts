@@ -1,5 +1,5 @@
 /**
- * The rules a rate card's input must meet (contract §16), pure: the operator API (a 400 naming
+ * The rules a rate card's input must meet, pure: the operator API (a 400 naming
  * `Rates[i].Field`) and the CLI's CSV import (the problem's line) both check with these, so a
  * file is refused before anything is sent, and the service refuses the same things whoever calls it.
  */

@@ -1,5 +1,5 @@
 /**
- * Exact money (contract §16): amounts travel as decimal strings ("0.0525") and are held as bigint
+ * Exact money: amounts travel as decimal strings ("0.0525") and are held as bigint
  * micro-units (millionths of the deployment's one currency), the same integers PostgreSQL stores
  * in bigint columns. No JavaScript number ever holds an amount: a double cannot hold 0.1 exactly,
  * and a sum of many such values drifts.

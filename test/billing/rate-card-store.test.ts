@@ -1,5 +1,5 @@
 /**
- * The rate card store and its lookup (contract §16) on the database: the longest prefix, an
+ * The rate card store and its lookup on the database: the longest prefix, an
  * EffectiveFrom at its exact second, the batch form, the lateral join a facts statement uses, a
  * replace that is whole, a staged import committed whole or not at all, and a 100,000-rate card
  * read through the primary key.

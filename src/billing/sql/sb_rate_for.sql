@@ -1,4 +1,4 @@
--- The rate of one send (contract §16, src/billing/rate-card-store.ts): on card p_card, the longest
+-- The rate of one send (docs/billing.md, src/billing/rate-card-store.ts): on card p_card, the longest
 -- prefix of p_destination (E164, "+" and digits) with a rate in effect at p_at, and of that
 -- prefix the rate with the latest effective_from not after p_at (a future rate takes over at its
 -- exact second). No row: the card has no rate for the destination (or there is no such card).

@@ -1,10 +1,11 @@
 import { Migration } from "@mikro-orm/migrations";
 
 /**
- * Rate cards (contract §16, src/billing/rate-card-store.ts). A card is a name; its rates are
+ * Rate cards (docs/billing.md, src/billing/rate-card-store.ts). A card is a name; its rates are
  * (prefix, effective_from) → price per segment in micro-units (bigint: exact, see
  * src/common/money.ts). The primary key (card, prefix, effective_from) is also the index the
  * per-send lookup reads: one index probe per prefix of the destination (sb_rate_for).
+ * rate_count is kept with each replace, so that reading a page of a large card never counts it.
  * rate_imports stages a CSV import sent in chunks (each request is under the body limit) until
  * the commit swaps the card's rates for it in one transaction.
  */
@@ -15,6 +16,7 @@ export class Migration20261204000000 extends Migration {
     this.addSql(`
 create table rate_cards (
   name varchar(64) primary key,
+  rate_count integer not null,
   created_at timestamptz not null,
   updated_at timestamptz not null
 )`);
