@@ -20,6 +20,7 @@ import { SweepPosition } from "./delivery/sweep-position.entity.js";
 import { KeywordAnswer } from "./optouts/keyword-answer.entity.js";
 import { ServiceSendOutboxRow } from "./messaging/service-send-outbox.entity.js";
 import { RateCardRow, RateImportRow, RateRow } from "./billing/rate-card.entity.js";
+import { AccountBalance, BalanceEntry } from "./billing/balance.entity.js";
 
 /**
  * Every entity, listed explicitly (no folder discovery), in foreign-key order: one per table the
@@ -50,4 +51,6 @@ export const entities = [
   RateCardRow,
   RateRow,
   RateImportRow,
+  AccountBalance,
+  BalanceEntry,
 ];
