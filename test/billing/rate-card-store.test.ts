@@ -168,9 +168,5 @@ describe(`rate cards (${dbKind()})`, () => {
     const text = plan.map((p) => p["QUERY PLAN"]).join("\n");
     expect(text).toMatch(/Index (Only )?Scan using rates_pkey/);
     expect(text).not.toMatch(/Seq Scan on rates/);
-    const started = performance.now();
-    for (let i = 0; i < 200; i++) await rateFor(em(), { card: "big", destination: `+1${String(10000000000 + i * 7919)}`, at: at(5) });
-    // Loose bound for a shared machine; the point is milliseconds, not a scan of the card.
-    expect((performance.now() - started) / 200).toBeLessThan(20);
   });
 });
