@@ -140,7 +140,7 @@ export async function priceSends(em: EntityManager, sends: readonly SendToPrice[
   if (sends.length === 0) return [];
   const rows = await executeBound<RateDbRow & { ord: number; price: string | null }>(
     em,
-    `select rates.ord, ${RATE_COLUMNS} from sb_price_sends(?::text[], ?::text[], ?::timestamptz[]) as rates order by rates.ord`,
+    `select rates.ord, ${RATE_COLUMNS} from sb_rate_for_batch(?::text[], ?::text[], ?::timestamptz[]) as rates order by rates.ord`,
     [sends.map((s) => s.card), sends.map((s) => s.destination), sends.map((s) => s.at)],
   );
   return rows.map((r) => (r.price === null ? null : toRate(r)));

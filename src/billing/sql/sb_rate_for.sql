@@ -6,7 +6,7 @@
 -- the primary key (card, prefix, effective_from); the ordering picks among those few rows.
 -- A plain SQL function (stable, no SET clause) so that the planner inlines it where it is called
 -- as `left join lateral sb_rate_for(card, destination, at) r on true`, as the send's facts
--- statement does for a whole batch (sb_price_sends shows the form).
+-- statement does for a whole batch (sb_rate_for_batch.sql shows the form).
 create or replace function sb_rate_for(p_card text, p_destination text, p_at timestamptz)
   returns table (prefix text, price_per_segment bigint, effective_from timestamptz)
   language sql
@@ -19,17 +19,4 @@ as $fn$
      and r.effective_from <= p_at
    order by length(r.prefix) desc, r.effective_from desc
    limit 1
-$fn$;
-
--- The rates of many sends in one statement: the i-th row answers (p_cards[i], p_destinations[i],
--- p_ats[i]); a send without a rate has null prefix and price. What the send path's batch does.
-create or replace function sb_price_sends(p_cards text[], p_destinations text[], p_ats timestamptz[])
-  returns table (ord integer, prefix text, price_per_segment bigint, effective_from timestamptz)
-  language sql
-  stable
-as $fn$
-  select s.ord::integer, r.prefix, r.price_per_segment, r.effective_from
-    from unnest(p_cards, p_destinations, p_ats) with ordinality as s(card, destination, at, ord)
-    left join lateral sb_rate_for(s.card, s.destination, s.at) r on true
-   order by s.ord
 $fn$;
