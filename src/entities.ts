@@ -19,6 +19,8 @@ import { LimitBucket } from "./limits/limit-bucket.entity.js";
 import { SweepPosition } from "./delivery/sweep-position.entity.js";
 import { KeywordAnswer } from "./optouts/keyword-answer.entity.js";
 import { ServiceSendOutboxRow } from "./messaging/service-send-outbox.entity.js";
+import { RateCardRow, RateImportRow, RateRow } from "./billing/rate-card.entity.js";
+import { AccountBalance, BalanceEntry } from "./billing/balance.entity.js";
 
 /**
  * Every entity, listed explicitly (no folder discovery), in foreign-key order: one per table the
@@ -46,4 +48,9 @@ export const entities = [
   SweepPosition,
   KeywordAnswer,
   ServiceSendOutboxRow,
+  RateCardRow,
+  RateRow,
+  RateImportRow,
+  AccountBalance,
+  BalanceEntry,
 ];

@@ -5,6 +5,11 @@ export const REST_COMPATIBILITIES = ["None", "FoneDynamics"] as const;
 /** One of REST_COMPATIBILITIES. */
 export type RestCompatibility = (typeof REST_COMPATIBILITIES)[number];
 
+/** How an account pays: Postpaid (no balance check unless a CreditLimit is set) or Prepaid. */
+export const BILLING_MODES = ["Postpaid", "Prepaid"] as const;
+/** One of BILLING_MODES. */
+export type BillingMode = (typeof BILLING_MODES)[number];
+
 /** Schema of a customer account (table `accounts`). */
 export const AccountEntity = defineEntity({
   name: "Account",
@@ -38,6 +43,14 @@ export const AccountEntity = defineEntity({
     sendRateBurst: p.integer().nullable(),
     messagesPerSecond: p.double().nullable(),
     dailySegmentQuota: p.integer().nullable(),
+    // Billing (docs/billing.md): the rate card (null: DEFAULT_RATE_CARD), Postpaid or Prepaid, the
+    // credit below zero the balance may go (micro-units; null: none for Prepaid, no limit for
+    // Postpaid), and the low-balance webhook's threshold and address.
+    rateCard: p.string().length(64).nullable(),
+    billingMode: p.text().$type<BillingMode>().default("Postpaid"),
+    creditLimit: p.bigint().nullable(),
+    lowBalanceThreshold: p.bigint().nullable(),
+    lowBalanceWebhookUri: p.text().nullable(),
   },
 });
 

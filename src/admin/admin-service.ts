@@ -48,6 +48,7 @@ import { applyAccountSettings } from "./account-settings.js";
 import { createAdminLists, findAccount, toAccountPb, toPropertyPb } from "./admin-lists.js";
 import { type CarrierAdminDeps, createCarrierAdmin } from "./carrier-admin.js";
 import { createOperatorViews, toWebhookDeliveryPb } from "./operator-views.js";
+import { createRateCardAdmin } from "./rate-card-admin.js";
 import { quotaUsedToday } from "../limits/account-limits.js";
 import { redactionOf, segmentsStoredSince } from "../messaging/message-operator-store.js";
 import type { SharedAllowance } from "../limits/shared-allowance.js";
@@ -156,6 +157,7 @@ export function createAdminService(
     }),
     ...createOperatorViews({ clock: deps.clock, em: requireAdmin }),
     ...createCarrierAdmin({ clock: deps.clock, em: requireAdmin, carrierLinks: deps.carrierLinks, routingChanged: deps.routingChanged }),
+    ...createRateCardAdmin({ clock: deps.clock, em: requireAdmin }),
 
     async getCarrierStatus(_req: unknown, ctx: HandlerContext) {
       requireAdmin(ctx);

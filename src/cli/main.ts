@@ -15,6 +15,7 @@ import { ResponseStatusSchema } from "../../gen/switchboard/v2/common_pb.js";
 import { errorCodeOf } from "../common/errors.js";
 import { int64Fixer } from "../rest/rest-response.js";
 import { adminCommands, type Command } from "./commands.js";
+import { RATES_HELP, runRates } from "./rates.js";
 
 /** Exit codes: success, an error answer from the service, a bad command line, no answer at all. */
 export const EXIT = { ok: 0, api: 1, usage: 2, connection: 3 } as const;
@@ -59,6 +60,7 @@ export async function main(argv: string[], io: CliIo = processIo()): Promise<num
       }
       throw new UsageError("No command given. Run 'switchboard --help' for the list of commands.");
     }
+    if (name === "rates") return await rates(rest, io);
     const command = findCommand(commands, name);
     const { values, positionals } = parse(rest, commandOptions(command), command.name);
     if (values.help) {
@@ -224,32 +226,23 @@ function settingsToken(flag: string | undefined, io: CliIo): string {
   throw new UsageError(`No operator token: pass --token or set SWITCHBOARD_ADMIN_TOKEN (or run from the folder whose ${TOKEN_FILE} npm start wrote).`);
 }
 
-async function call(command: Command, request: unknown, url: string, token: string, io: CliIo): Promise<number> {
+/** An AdminService client for the service at `url` with the operator token. */
+function adminClient(url: string, token: string) {
   const bearer: Interceptor = (next) => (req) => {
     req.header.set("authorization", `Bearer ${token}`);
     return next(req);
   };
   const transport = createConnectTransport({ baseUrl: url, httpVersion: "1.1", interceptors: [bearer], defaultTimeoutMs: TIMEOUT_MS });
-  const client = createClient(AdminService, transport) as unknown as Record<string, (req: unknown) => Promise<never>>;
+  return createClient(AdminService, transport);
+}
+
+async function call(command: Command, request: unknown, url: string, token: string, io: CliIo): Promise<number> {
+  const client = adminClient(url, token) as unknown as Record<string, (req: unknown) => Promise<never>>;
   let response;
   try {
     response = await client[command.method.localName](request);
   } catch (e) {
-    const err = ConnectError.from(e);
-    if (isConnectionFailure(err)) {
-      io.stderr(errorJson("ConnectionFailed", `No answer from ${url}: ${err.rawMessage}`, []));
-      return EXIT.connection;
-    }
-    const violations = err.findDetails(BadRequestSchema).flatMap((b) => b.fieldViolations);
-    const code = errorCodeOf(err);
-    io.stderr(
-      errorJson(
-        code,
-        err.rawMessage,
-        violations.map((v) => ({ fieldName: v.field, errorCode: v.reason || code, message: v.description })),
-      ),
-    );
-    return EXIT.api;
+    return reportFailure(e, url, io);
   }
   const output = command.method.output;
   const json = toJson(output, response, { alwaysEmitImplicit: true }) as JsonObject;
@@ -257,6 +250,56 @@ async function call(command: Command, request: unknown, url: string, token: stri
   int64Fixer(output)?.(json);
   io.stdout(`${JSON.stringify(json, null, 2)}\n`);
   return EXIT.ok;
+}
+
+/** `rates import|export` (src/cli/rates.ts): a rate card as CSV. */
+async function rates(args: string[], io: CliIo): Promise<number> {
+  const { values, positionals } = parse(args, {}, "rates");
+  if (values.help) {
+    io.stdout(RATES_HELP);
+    return EXIT.ok;
+  }
+  const url = settingsUrl(values.url as string | undefined, io);
+  const client = adminClient(url, settingsToken(values.token as string | undefined, io));
+  try {
+    const outcome = await runRates(positionals, io.cwd, client, (message) => new UsageError(message));
+    if (outcome.ok) {
+      io.stdout(outcome.stdout);
+      return EXIT.ok;
+    }
+    const first = outcome.problems[0];
+    const message = outcome.problems.length === 1 ? first.message : outcome.problems.map((p) => p.message).join(" ");
+    io.stderr(
+      errorJson(
+        first.code,
+        message,
+        outcome.problems.map((p) => ({ fieldName: p.field, errorCode: p.code, message: p.message })),
+      ),
+    );
+    return EXIT.api;
+  } catch (e) {
+    if (e instanceof UsageError) throw e;
+    return reportFailure(e, url, io);
+  }
+}
+
+/** An error answer (exit 1) or no answer at all (exit 3), written as the REST error shape on stderr. */
+function reportFailure(e: unknown, url: string, io: CliIo): number {
+  const err = ConnectError.from(e);
+  if (isConnectionFailure(err)) {
+    io.stderr(errorJson("ConnectionFailed", `No answer from ${url}: ${err.rawMessage}`, []));
+    return EXIT.connection;
+  }
+  const violations = err.findDetails(BadRequestSchema).flatMap((b) => b.fieldViolations);
+  const code = errorCodeOf(err);
+  io.stderr(
+    errorJson(
+      code,
+      err.rawMessage,
+      violations.map((v) => ({ fieldName: v.field, errorCode: v.reason || code, message: v.description })),
+    ),
+  );
+  return EXIT.api;
 }
 
 /** True when the service never answered: refused, unresolvable, reset, or timed out on our side. */
@@ -287,6 +330,7 @@ function globalHelp(commands: Command[]): string {
     "",
     "Commands:",
     ...commands.map((c) => `  ${c.name.padEnd(width)}${c.summary}`),
+    `  ${"rates".padEnd(width)}Imports a rate card from CSV or exports it (rates import NAME FILE.csv, rates export NAME [FILE]).`,
     "",
     "Global options:",
     `  --url URL        service base URL (env SWITCHBOARD_URL; default ${DEFAULT_URL})`,

@@ -9,6 +9,7 @@ export const SidPrefix = {
   number: "PN",
   lease: "LS",
   carrier: "CR",
+  rateImport: "RI",
 } as const;
 
 /** A Sid prefix. */

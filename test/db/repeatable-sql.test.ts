@@ -21,6 +21,9 @@ describe(`repeatable SQL files (${dbKind()})`, () => {
   it("finds the functions' sources beside their stores, and migrateUp has applied and recorded each", async () => {
     const files = repeatableSqlFiles();
     expect(files.map((f) => f.name)).toEqual([
+      "src/billing/sql/sb_charge.sql",
+      "src/billing/sql/sb_rate_for.sql",
+      "src/billing/sql/sb_rate_for_batch.sql",
       "src/limits/sql/sb_take_tokens.sql",
       "src/messaging/sql/sb_apply_final_states.sql",
       "src/messaging/sql/sb_apply_plain_final_states.sql",

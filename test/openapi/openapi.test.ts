@@ -168,7 +168,7 @@ describe("GET /openapi.json", () => {
   });
 
   it("documents every REST route with its method, operationId, tag and security", () => {
-    expect(routes.length).toBe(44); // 27 + GET /admin/v1/Carrier (SMPP link state) + POST /admin/v1/Accounts/{AccountSid}/CancelQueued + the six carrier and route methods + the three OptOuts routes + the console's five operator views (issue 34) + GET /admin/v1/Leases
+    expect(routes.length).toBe(49); // 27 + GET /admin/v1/Carrier (SMPP link state) + POST /admin/v1/Accounts/{AccountSid}/CancelQueued + the six carrier and route methods + the three OptOuts routes + the console's five operator views (issue 34) + GET /admin/v1/Leases + the five rate card methods (issue 43)
     let documented = 0;
     for (const item of Object.values(doc.paths)) documented += Object.keys(item).length;
     expect(documented).toBe(routes.length);
@@ -516,8 +516,9 @@ describe("the document matches what the API really answers", () => {
       }
     }
     // 20, and the operator's message search (CreatedFrom, CreatedTo, Results_Count, Results_Skip)
-    // an account's opt-outs and the lease list (Results_Count, Results_Skip each).
-    expect(checked).toBe(28);
+    // an account's opt-outs, the lease list, the rate card list and a rate card's rates (Results_Count, Results_Skip each),
+    // and a rate card's AfterEffectiveFrom.
+    expect(checked).toBe(33);
   });
 
   it("addresses, numbers and the operator API", async () => {

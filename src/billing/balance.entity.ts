@@ -1,0 +1,46 @@
+import { defineEntity, p } from "@mikro-orm/core";
+
+/**
+ * Schemas of the balances and their ledger (tables `account_balances`, `balance_entries`;
+ * docs/billing.md). Declared for the schema only: every statement on them is in
+ * balance-store.ts or sql/sb_charge.sql.
+ */
+export const AccountBalanceEntity = defineEntity({
+  name: "AccountBalance",
+  tableName: "account_balances",
+  properties: {
+    accountSid: p.string().length(32).primary(),
+    // Micro-units: always the sum of the account's balance_entries.
+    balance: p.bigint(),
+    updatedAt: p.datetime(),
+  },
+});
+
+/** An account's balance. */
+export class AccountBalance extends AccountBalanceEntity.class {}
+AccountBalanceEntity.setClass(AccountBalance);
+
+/** The kinds of ledger entry. */
+export const BALANCE_ENTRY_TYPES = ["Charge", "Refund", "TopUp", "Adjustment"] as const;
+/** One of BALANCE_ENTRY_TYPES. */
+export type BalanceEntryType = (typeof BALANCE_ENTRY_TYPES)[number];
+
+export const BalanceEntryEntity = defineEntity({
+  name: "BalanceEntry",
+  tableName: "balance_entries",
+  properties: {
+    id: p.bigint().primary().autoincrement(),
+    accountSid: p.string().length(32),
+    type: p.text().$type<BalanceEntryType>(),
+    // Micro-units, signed: a charge is negative.
+    amount: p.bigint(),
+    balanceAfter: p.bigint(),
+    messageSid: p.string().length(32).nullable(),
+    reference: p.text().default(""),
+    createdAt: p.datetime(),
+  },
+});
+
+/** One change of a balance. */
+export class BalanceEntry extends BalanceEntryEntity.class {}
+BalanceEntryEntity.setClass(BalanceEntry);
