@@ -1,9 +1,10 @@
 import { createHash, randomBytes } from "node:crypto";
 import { readdirSync, readFileSync } from "node:fs";
+import { readFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { MikroORM } from "@mikro-orm/sql";
-import { afterAll, beforeAll } from "vitest";
+import { afterAll, beforeAll, inject } from "vitest";
 import type { PgliteConnection } from "@mikro-orm/pglite";
 import { createOrm, migrateUp } from "../../src/db/orm.js";
 import { repeatableSqlFiles } from "../../src/db/repeatable-sql.js";
@@ -165,12 +166,23 @@ async function dropDatabase(serverUrl: string, name: string): Promise<void> {
   }
 }
 
-// One migrated image per worker process: creating and migrating PGlite costs seconds, loading an
-// image about half a second. PGlite's own clone() would do the same but drops MikroORM's type
-// parsers (raw timestamps would come back as Date here and as strings in production).
+// One migrated image per run: test/support/global-setup.ts builds it once and names its file here;
+// each test database loads it (about half a second) instead of creating and migrating PGlite
+// (seconds). Built in this process when no global setup ran. PGlite's own clone() would do the
+// same but drops MikroORM's type parsers (raw timestamps would come back as Date here and as
+// strings in production).
+export const PGLITE_IMAGE_KEY = "switchboardPgliteImage";
+
+declare module "vitest" {
+  export interface ProvidedContext {
+    [PGLITE_IMAGE_KEY]?: string;
+  }
+}
+
 let pgliteImage: Promise<Blob> | undefined;
 
-async function buildPgliteImage(): Promise<Blob> {
+/** A migrated in-memory PGlite's data folder, as loadDataDir takes it. */
+export async function buildPgliteImage(): Promise<Blob> {
   const template = await createOrm({ entities, databaseUrl: "memory://" });
   try {
     await migrateUp(template);
@@ -181,8 +193,13 @@ async function buildPgliteImage(): Promise<Blob> {
   }
 }
 
+async function loadPgliteImage(): Promise<Blob> {
+  const file = inject(PGLITE_IMAGE_KEY);
+  return file ? new Blob([await readFile(file)]) : buildPgliteImage();
+}
+
 async function createPgliteTestOrm(): Promise<TestOrm> {
-  pgliteImage ??= buildPgliteImage();
+  pgliteImage ??= loadPgliteImage();
   const image = await pgliteImage.catch((e: unknown) => {
     pgliteImage = undefined;
     throw e;
