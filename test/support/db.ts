@@ -1,10 +1,12 @@
 import { createHash, randomBytes } from "node:crypto";
 import { readdirSync, readFileSync } from "node:fs";
+import { readFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { MikroORM } from "@mikro-orm/sql";
-import { afterAll, beforeAll } from "vitest";
+import { afterAll, beforeAll, inject } from "vitest";
 import type { PgliteConnection } from "@mikro-orm/pglite";
+import pg from "pg";
 import { createOrm, migrateUp } from "../../src/db/orm.js";
 import { repeatableSqlFiles } from "../../src/db/repeatable-sql.js";
 import { entities } from "../../src/entities.js";
@@ -47,17 +49,11 @@ async function createPostgresTestOrm(serverUrl: string): Promise<TestOrm> {
   const url = new URL(serverUrl);
   url.pathname = `/${name}`;
   // A copy of the migrated template (made once per schema, see migratedTemplate) costs a file copy
-  // instead of every migration; migrateUp after it is the safety net that finds nothing to do.
+  // instead of every migration. No migrateUp after it: the template's name is the hash of every
+  // migration and repeatable SQL file, so a copy is never behind.
   const template = await migratedTemplate(serverUrl);
   await adminExecute(serverUrl, `create database "${name}" template "${template}"`);
   const orm = await createOrm({ entities, databaseUrl: url.toString(), poolMax: 4 });
-  try {
-    await migrateUp(orm);
-  } catch (e) {
-    await orm.close(true);
-    await dropDatabase(serverUrl, name);
-    throw e;
-  }
   return {
     orm,
     async close() {
@@ -106,15 +102,13 @@ const TEMPLATE_LOCK_KEY = 7_318_004_211;
 
 async function buildTemplate(serverUrl: string): Promise<string> {
   const name = `sb_template_${schemaHash()}`;
-  const admin = await createOrm({ entities, databaseUrl: serverUrl, poolMax: 1 });
-  try {
-    const em = admin.em.fork();
-    await em.execute(`select pg_advisory_lock(${TEMPLATE_LOCK_KEY})`);
+  return withAdmin(serverUrl, async (admin) => {
+    await admin.query(`select pg_advisory_lock(${TEMPLATE_LOCK_KEY})`);
     try {
-      const found = await em.execute(`select 1 from pg_database where datname = ?`, [name]);
-      if (found.length > 0) return name;
+      const found = await admin.query(`select 1 from pg_database where datname = $1`, [name]);
+      if (found.rows.length > 0) return name;
       const building = `${name}_${process.pid}`;
-      await em.execute(`drop database if exists "${building}" with (force)`);
+      await admin.query(`drop database if exists "${building}" with (force)`);
       const url = new URL(serverUrl);
       url.pathname = `/${building}`;
       const orm = await createOrm({ entities, databaseUrl: url.toString(), poolMax: 1 });
@@ -123,54 +117,65 @@ async function buildTemplate(serverUrl: string): Promise<string> {
       } finally {
         await orm.close(true);
       }
-      await em.execute(`alter database "${building}" rename to "${name}"`);
+      await admin.query(`alter database "${building}" rename to "${name}"`);
       return name;
     } finally {
-      await em.execute(`select pg_advisory_unlock(${TEMPLATE_LOCK_KEY})`);
+      await admin.query(`select pg_advisory_unlock(${TEMPLATE_LOCK_KEY})`);
     }
+  });
+}
+
+// The server-level statements (create, drop, the template's lock) on one plain connection each
+// time: a MikroORM for them cost a few hundred milliseconds of start-up per test database.
+async function withAdmin<T>(serverUrl: string, work: (admin: InstanceType<typeof pg.Client>) => Promise<T>): Promise<T> {
+  const admin = new pg.Client({ connectionString: serverUrl });
+  await admin.connect();
+  try {
+    return await work(admin);
   } finally {
-    await admin.close(true);
+    await admin.end();
   }
 }
 
 async function adminExecute(serverUrl: string, sql: string): Promise<void> {
-  const admin = await createOrm({ entities, databaseUrl: serverUrl, poolMax: 1 });
-  try {
-    await admin.em.fork().execute(sql);
-  } finally {
-    await admin.close(true);
-  }
+  await withAdmin(serverUrl, (admin) => admin.query(sql));
 }
 
 async function openSessions(serverUrl: string, name: string): Promise<unknown> {
-  const admin = await createOrm({ entities, databaseUrl: serverUrl, poolMax: 1 });
-  try {
-    return await admin.em
-      .fork()
-      .execute(`select pid, state, wait_event, now() - xact_start as in_transaction, left(query, 300) as query from pg_stat_activity where datname = ?`, [
-        name,
-      ]);
-  } finally {
-    await admin.close(true);
-  }
+  return withAdmin(
+    serverUrl,
+    async (admin) =>
+      (
+        await admin.query(
+          `select pid, state, wait_event, now() - xact_start as in_transaction, left(query, 300) as query from pg_stat_activity where datname = $1`,
+          [name],
+        )
+      ).rows,
+  );
 }
 
 async function dropDatabase(serverUrl: string, name: string): Promise<void> {
-  const admin = await createOrm({ entities, databaseUrl: serverUrl, poolMax: 2 });
-  try {
-    // WITH (FORCE) ends connections a test leaked instead of failing the drop (PostgreSQL 13+).
-    await admin.em.fork().execute(`drop database if exists "${name}" with (force)`);
-  } finally {
-    await admin.close(true);
+  // WITH (FORCE) ends connections a test leaked instead of failing the drop (PostgreSQL 13+).
+  await adminExecute(serverUrl, `drop database if exists "${name}" with (force)`);
+}
+
+// One migrated image per run: test/support/global-setup.ts builds it once and names its file here;
+// each test database loads it (about half a second) instead of creating and migrating PGlite
+// (seconds). Built in this process when no global setup ran. PGlite's own clone() would do the
+// same but drops MikroORM's type parsers (raw timestamps would come back as Date here and as
+// strings in production).
+export const PGLITE_IMAGE_KEY = "switchboardPgliteImage";
+
+declare module "vitest" {
+  export interface ProvidedContext {
+    [PGLITE_IMAGE_KEY]?: string;
   }
 }
 
-// One migrated image per worker process: creating and migrating PGlite costs seconds, loading an
-// image about half a second. PGlite's own clone() would do the same but drops MikroORM's type
-// parsers (raw timestamps would come back as Date here and as strings in production).
 let pgliteImage: Promise<Blob> | undefined;
 
-async function buildPgliteImage(): Promise<Blob> {
+/** A migrated in-memory PGlite's data folder, as loadDataDir takes it. */
+export async function buildPgliteImage(): Promise<Blob> {
   const template = await createOrm({ entities, databaseUrl: "memory://" });
   try {
     await migrateUp(template);
@@ -181,8 +186,13 @@ async function buildPgliteImage(): Promise<Blob> {
   }
 }
 
+async function loadPgliteImage(): Promise<Blob> {
+  const file = inject(PGLITE_IMAGE_KEY);
+  return file ? new Blob([await readFile(file)]) : buildPgliteImage();
+}
+
 async function createPgliteTestOrm(): Promise<TestOrm> {
-  pgliteImage ??= buildPgliteImage();
+  pgliteImage ??= loadPgliteImage();
   const image = await pgliteImage.catch((e: unknown) => {
     pgliteImage = undefined;
     throw e;
