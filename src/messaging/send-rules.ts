@@ -65,7 +65,7 @@ function method(value: string): "POST" | "GET" | undefined {
  * From to a country whose operators do not take alphanumeric IDs. Sends and forwarded replies alike.
  */
 export function goesOutLeased(fromKind: ValidSend["fromKind"], to: E164Info, noAlphaCountries: ReadonlySet<string>): boolean {
-  return fromKind === "Blank" || (fromKind === "Alphanumeric" && to.countries.some((c) => noAlphaCountries.has(c)));
+  return fromKind === "Blank" || (fromKind === "Alphanumeric" && noAlphaCountries.has(to.country));
 }
 
 /**

@@ -93,7 +93,7 @@ export async function forwardReply(deps: ServiceSendDeps, f: ReplyForward, outbo
   const { encoding, numSegments } = textEncoding(f.text || " ");
   const draft: ValidSend = {
     ...NO_OPTIONS,
-    to: to ?? ({ number: f.forwardToSms, countries: [] } satisfies E164Info),
+    to: to ?? ({ number: f.forwardToSms, country: "" } satisfies E164Info),
     text: f.text,
     encoding,
     numSegments,
