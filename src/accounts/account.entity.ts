@@ -38,6 +38,8 @@ export const AccountEntity = defineEntity({
     sendRateBurst: p.integer().nullable(),
     messagesPerSecond: p.double().nullable(),
     dailySegmentQuota: p.integer().nullable(),
+    // Smart encoding (docs/api.md#smart-encoding): look-alike characters replaced before segmenting; on for new accounts.
+    smartEncoding: p.boolean().default(true),
   },
 });
 

@@ -182,6 +182,7 @@ export function createAdminService(
         name,
         smsEnabled: req.smsEnabled ?? true,
         restCompatibility: checkRestCompatibility(req.restCompatibility) ?? "None",
+        smartEncoding: req.smartEncoding ?? true,
         tokenHash: hashToken(token),
         webhookSecret,
         createdAt: deps.clock.now(),

@@ -28,6 +28,7 @@ export const MESSAGE_COLUMNS = [
   ["text", "text"],
   ["encoding", "text"],
   ["num_segments", "int"],
+  ["smart_encoded", "bool"],
   ["delivery_receipt", "bool"],
   ["dr_webhook_uri", "text"],
   ["dr_webhook_method", "text"],

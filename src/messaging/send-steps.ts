@@ -26,7 +26,7 @@ export interface SendItem {
    * The account; tokenHash is the one the edge authenticated, re-checked against the database (none
    * for a forward); allowedCountries its AllowedCountries as authenticated.
    */
-  account: { sid: string; tokenHash?: string; allowedCountries?: readonly string[] } & Omit<AccountLimitFields, "sid">;
+  account: { sid: string; tokenHash?: string; allowedCountries?: readonly string[]; smartEncoding?: boolean } & Omit<AccountLimitFields, "sid">;
   propertySid: string;
   /** The result of validateSend: reported only after the property and the key, as the docs order them. */
   checked: { problems: FieldProblem[] } | { send: ValidSend };
@@ -237,6 +237,7 @@ export function messageRow(item: SendItem, send: ValidSend, lease: { sender: str
     send.text,
     send.encoding,
     send.numSegments,
+    send.smartEncoded,
     send.deliveryReceipt,
     send.drWebhookUri,
     send.drWebhookMethod,
