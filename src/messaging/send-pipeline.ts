@@ -128,7 +128,8 @@ export function createSendPipeline(deps: SendPipelineDeps): SendPipeline {
 
   /** Step 2. */
   function validate(account: SendItem["account"], propertySid: string, req: SendMessageRequest, now: Date, idemKey?: string): SendItem {
-    const checked = destinationChecked(validateSend(req, Math.floor(now.getTime() / 1000), deps, account.smartEncoding), "To", account.allowedCountries ?? [], destinations);
+    const valid = validateSend(req, Math.floor(now.getTime() / 1000), deps, account.smartEncoding);
+    const checked = destinationChecked(valid, "To", account.allowedCountries ?? [], destinations);
     const v = "send" in checked ? checked.send : undefined;
     // Alphanumeric IDs do not reach operators in some countries (US and CA by default): those go out leased.
     const leased = v !== undefined && goesOutLeased(v.fromKind, v.to, deps.noAlphaCountries);

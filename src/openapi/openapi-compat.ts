@@ -74,7 +74,5 @@ function aliased(desc: DescMessage, parts: CompatSchemaParts): OpenApiObject {
 function hasAliases(desc: DescMessage, seen = new Set<DescMessage>()): boolean {
   if (seen.has(desc)) return false;
   seen.add(desc);
-  return desc.fields.some(
-    (f) => getOption(f, compat_alias) !== "" || getOption(f, compat_omit) || (f.message !== undefined && hasAliases(f.message, seen)),
-  );
+  return desc.fields.some((f) => getOption(f, compat_alias) !== "" || getOption(f, compat_omit) || (f.message !== undefined && hasAliases(f.message, seen)));
 }

@@ -306,16 +306,7 @@ describe("operator flow", () => {
       OptOutKeywords: false,
       SmartEncoding: false,
     });
-    const back = await ok([
-      "update-account",
-      account.AccountSid,
-      "--allowed-countries",
-      "[]",
-      "--opt-out-text",
-      "",
-      "--opt-out-keywords",
-      "--smart-encoding",
-    ]);
+    const back = await ok(["update-account", account.AccountSid, "--allowed-countries", "[]", "--opt-out-text", "", "--opt-out-keywords", "--smart-encoding"]);
     expect(back).toMatchObject(CONSENT_DEFAULTS);
     const bad = await fails(["update-account", account.AccountSid, "--allowed-countries", '["UK"]']);
     expect(bad.code).not.toBe(0);
