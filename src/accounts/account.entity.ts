@@ -51,6 +51,8 @@ export const AccountEntity = defineEntity({
     creditLimit: p.bigint().nullable(),
     lowBalanceThreshold: p.bigint().nullable(),
     lowBalanceWebhookUri: p.text().nullable(),
+    // Smart encoding (docs/api.md#smart-encoding): look-alike characters replaced before segmenting; on for new accounts.
+    smartEncoding: p.boolean().default(true),
   },
 });
 

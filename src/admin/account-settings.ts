@@ -19,6 +19,7 @@ export interface AccountSettingsUpdate {
   sendRateBurst?: number;
   messagesPerSecond?: number;
   dailySegmentQuota?: number;
+  smartEncoding?: boolean;
 }
 
 /** A limit of docs/limits.md from the request: 0 clears it (null), else more than 0 and at most `max` (whole when `whole`); 400 naming the field otherwise. */
@@ -82,4 +83,5 @@ export function applyAccountSettings(account: Account, req: AccountSettingsUpdat
   if (sendRateBurst !== undefined) account.sendRateBurst = sendRateBurst;
   if (messagesPerSecond !== undefined) account.messagesPerSecond = messagesPerSecond;
   if (dailySegmentQuota !== undefined) account.dailySegmentQuota = dailySegmentQuota;
+  if (req.smartEncoding !== undefined) account.smartEncoding = req.smartEncoding;
 }

@@ -56,6 +56,7 @@ export function toAccountPb(a: Account, segmentsToday?: number): AccountPb {
     messagesPerSecond: a.messagesPerSecond == null ? undefined : Number(a.messagesPerSecond),
     dailySegmentQuota: a.dailySegmentQuota ?? undefined,
     segmentsToday,
+    smartEncoding: a.smartEncoding,
   });
 }
 

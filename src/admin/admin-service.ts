@@ -184,6 +184,7 @@ export function createAdminService(
         name,
         smsEnabled: req.smsEnabled ?? true,
         restCompatibility: checkRestCompatibility(req.restCompatibility) ?? "None",
+        smartEncoding: req.smartEncoding ?? true,
         tokenHash: hashToken(token),
         webhookSecret,
         createdAt: deps.clock.now(),

@@ -3,11 +3,13 @@ import { parsePhoneNumberFromString } from "libphonenumber-js/max";
 import metadataJson from "libphonenumber-js/max/metadata";
 import addressparser from "nodemailer/lib/addressparser";
 import { createBoundedMemo } from "./bounded-memo.js";
+import { countryOfE164 } from "./number-country.js";
 
-/** What is known about an E164 number: its possible countries (ISO alpha-2, found on first read). */
+/** What is known about an E164 number: its country (ISO alpha-2, from its calling code and leading digits). */
 export interface E164Info {
   readonly number: string;
-  readonly countries: readonly string[];
+  /** ISO alpha-2; "" only for a stored recipient that is no longer a number (service-sends' forward of a reply). */
+  readonly country: string;
 }
 
 /**
@@ -16,12 +18,15 @@ export interface E164Info {
  * rewrites (a trunk prefix after the calling code: `+610412345678`, `+114155550123`) is refused:
  * it names the same handset as the canonical one, and every check compares the string
  * (docs/decisions.md, "One spelling per number"). suggestE164 finds the spelling to ask for.
+ * The country comes from countryOfE164 (calling code and leading digits, never the number-type
+ * patterns: docs/decisions.md, "A number's country from its prefix").
  */
 export function parseE164(value: string): E164Info | undefined {
   if (!/^\+[1-9]\d{7,14}$/.test(value)) return undefined;
   const known = parsed.get(value);
   if (known !== undefined) return known ?? undefined;
-  const info = parseWithoutCountry(value);
+  const country = (plainLengthAnswer(value) ?? isPossibleWithMetadata(value)) ? countryOfE164(value) : undefined;
+  const info = country === undefined ? undefined : Object.freeze({ number: value, country });
   // The answer depends only on the string and the bundled metadata.
   parsed.set(value, info ?? null);
   return info;
@@ -31,40 +36,14 @@ export function parseE164(value: string): E164Info | undefined {
 const parsed = createBoundedMemo<string, E164Info | null>(10_000);
 
 /**
- * libphonenumber's own answer: parse (which detects the country, and drops a trunk prefix after
- * the calling code), then isPossible() for that country; undefined unless the number it read is
- * written exactly as `value` (the canonical spelling).
+ * libphonenumber's own answer to "a possible number, written canonically": parse (which drops a
+ * trunk prefix after the calling code), then isPossible(); false unless the number it read is
+ * written exactly as `value` (the canonical spelling). plainLengthAnswer gives the same answer
+ * without a parse for most numbers; test/common/phone.test.ts checks they agree.
  */
-export function parseWithMetadata(value: string): E164Info | undefined {
+export function isPossibleWithMetadata(value: string): boolean {
   const phone = parsePhoneNumberFromString(value);
-  if (!phone || phone.number !== value || !phone.isPossible()) return undefined;
-  const countries = phone.country ? [phone.country] : phone.getPossibleCountries();
-  if (countries.length === 0) return undefined;
-  return Object.freeze({ number: value, countries: Object.freeze(countries) });
-}
-
-/**
- * The same answer as parseWithMetadata, with the country found only when `countries` is read (an
- * alphanumeric From's rule): finding it among the countries of a shared calling code (GB, GG, IM,
- * JE for +44) runs every number-type pattern of each, tens of µs per number. A number is possible
- * when its national number's length is one of its country's possible lengths; when every country
- * of the calling code agrees on that length, which country it is cannot change the answer.
- * Anything less plain (a non-geographic code, digits a national prefix could be read from, a
- * length the countries disagree on) takes libphonenumber's full parse; the country, when read, comes
- * from leadingCountries.
- * test/common/phone.test.ts checks both give the same answers.
- */
-function parseWithoutCountry(value: string): E164Info | undefined {
-  const plain = plainLengthAnswer(value);
-  if (plain === undefined) return parseWithMetadata(value);
-  if (!plain) return undefined;
-  let countries: readonly string[] | undefined;
-  return Object.freeze({
-    number: value,
-    get countries(): readonly string[] {
-      return (countries ??= leadingCountries(value) ?? parseWithMetadata(value)?.countries ?? []);
-    },
-  });
+  return phone !== undefined && phone.number === value && phone.isPossible();
 }
 
 /**
@@ -254,28 +233,6 @@ function plainSplit(value: string): { countries: readonly string[]; national: st
     return { countries, national };
   }
   return undefined;
-}
-
-/**
- * The country a full parse finds for a plain number (see parseWithoutCountry), from the metadata's
- * patterns for its calling code: the only country of the code, else the first whose leading digits
- * match or, for a country without leading digits, under whose plan the number has a type
- * (libphonenumber-js getCountryByNationalNumber); when none does, every country of the code. Only
- * for a number plainLengthAnswer found possible; undefined: ask the full parse. An account's
- * AllowedCountries asks this of every recipient.
- */
-function leadingCountries(value: string): readonly string[] | undefined {
-  const split = plainSplit(value);
-  if (split === undefined) return undefined;
-  const { countries, national } = split;
-  if (countries.length === 1) return Object.freeze([countries[0]]);
-  for (const country of countries) {
-    const p = typePlan(country);
-    if (p.leadingDigits ? p.leadingDigits.test(national) : typeIn(p, national) !== "") return Object.freeze([country]);
-  }
-  // None claims it: the full parse lists the countries whose possible lengths include the number's,
-  // and for a plain number every country of the code agrees on that.
-  return Object.freeze([...countries]);
 }
 
 /** Whether a string follows the alphanumeric sender ID rules: 1–11 of A-Z a-z 0-9 space, at least one letter. */

@@ -61,19 +61,16 @@ export function storedDestinationRefusal(recipient: string, policy: DestinationP
 
 /**
  * The DestinationNotAllowed message for a send to `to` under `policy` (naming To, why, and what
- * to do), or undefined when it may go. A number the library cannot place in one country is
- * allowed only when every country it may belong to is allowed.
+ * to do), or undefined when it may go. The number's country is the one its calling code and
+ * leading digits give (src/common/number-country.ts).
  */
 export function destinationRefusal(to: E164Info, policy: DestinationPolicy): string | undefined {
   const blocked = policy.blockedPrefixes.find((prefix) => to.number.startsWith(prefix));
   if (blocked !== undefined) {
     return `To ${to.number} is in the blocked prefix ${blocked} (BLOCKED_PREFIXES): this deployment sends nothing there; ask the operator if it should.`;
   }
-  if (policy.allowedCountries.length > 0) {
-    const countries = to.countries;
-    if (countries.length === 0 || !countries.every((c) => policy.allowedCountries.includes(c))) {
-      return `To ${to.number} is in ${countries.join("/") || "no known country"}, which this account may not send to (allowed: ${policy.allowedCountries.join(", ")}); ask the operator to add it to the account's AllowedCountries.`;
-    }
+  if (policy.allowedCountries.length > 0 && !policy.allowedCountries.includes(to.country)) {
+    return `To ${to.number} is in ${to.country || "no known country"}, which this account may not send to (allowed: ${policy.allowedCountries.join(", ")}); ask the operator to add it to the account's AllowedCountries.`;
   }
   if (!policy.allowPremium) {
     const kind = SPECIAL_SERVICE_TYPES[leadingNumberType(to.number)];

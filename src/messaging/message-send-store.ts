@@ -27,6 +27,8 @@ export interface MessageRow {
   text: string;
   encoding: string;
   num_segments: number;
+  /** Whether smart encoding replaced look-alike characters in the text (docs/api.md). */
+  smart_encoded: boolean;
   delivery_receipt: boolean;
   dr_webhook_uri: string;
   dr_webhook_method: string;
@@ -64,6 +66,7 @@ const MESSAGE_COLUMNS = {
   text: "text",
   encoding: "text",
   num_segments: "int",
+  smart_encoded: "bool",
   delivery_receipt: "bool",
   dr_webhook_uri: "text",
   dr_webhook_method: "text",

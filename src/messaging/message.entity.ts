@@ -30,6 +30,8 @@ export const MessageEntity = defineEntity({
     redacted: p.boolean().default(false),
     encoding: p.string().length(8).$type<MessageEncoding>(),
     numSegments: p.integer(),
+    // Smart encoding replaced look-alike characters in text (docs/api.md#smart-encoding).
+    smartEncoded: p.boolean().default(false),
     deliveryReceipt: p.boolean().default(true),
     drWebhookUri: p.text().default(""),
     drWebhookMethod: p.string().length(8).default(""),

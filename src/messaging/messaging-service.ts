@@ -69,6 +69,7 @@ export function toMessageRecord(m: Message): MessageRecord {
     carrierError: m.carrierError,
     redacted: m.redacted,
     carrier: m.carrier,
+    smartEncoded: m.smartEncoded,
   });
 }
 
@@ -116,7 +117,7 @@ export function createMessagingService(deps: MessagingDeps): ServiceImpl<typeof 
         property = await ownedProperty(em, account, req.propertySid);
       } catch (err) {
         // Nothing of the batch stored: its quota is given back.
-        admitted(() => req.messages.reduce((n, m) => n + segmentsOf(m), 0));
+        admitted(() => req.messages.reduce((n, m) => n + segmentsOf(m, account.smartEncoding), 0));
         throw err;
       }
       if (count === 0) throw fieldError("Messages", "MissingParameter", "Messages is required: a list of 1 to 100 send bodies.");

@@ -149,7 +149,8 @@ export function createSendPipeline(deps: SendPipelineDeps): SendPipeline {
 
   /** Step 2. */
   function validate(account: SendItem["account"], propertySid: string, req: SendMessageRequest, now: Date, idemKey?: string): SendItem {
-    const checked = destinationChecked(validateSend(req, Math.floor(now.getTime() / 1000), deps), "To", account.allowedCountries ?? [], destinations);
+    const valid = validateSend(req, Math.floor(now.getTime() / 1000), deps, account.smartEncoding);
+    const checked = destinationChecked(valid, "To", account.allowedCountries ?? [], destinations);
     const v = "send" in checked ? checked.send : undefined;
     // Alphanumeric IDs do not reach operators in some countries (US and CA by default): those go out leased.
     const leased = v !== undefined && goesOutLeased(v.fromKind, v.to, deps.noAlphaCountries);
@@ -160,12 +161,12 @@ export function createSendPipeline(deps: SendPipelineDeps): SendPipeline {
   return {
     async admitBatch(account, reqs) {
       if (!deps.limits) return NOT_CHARGED;
-      return deps.limits.admit(account, () => reqs.reduce((n, r) => n + segmentsOf(r), 0));
+      return deps.limits.admit(account, () => reqs.reduce((n, r) => n + segmentsOf(r, account.smartEncoding), 0));
     },
 
     async send(account, propertySid, req, opts = {}) {
       // The segments are counted only when a limit needs them (validate counts them again).
-      const admitted = opts.admitted ?? (deps.limits ? await deps.limits.admit(account, () => segmentsOf(req)) : NOT_CHARGED);
+      const admitted = opts.admitted ?? (deps.limits ? await deps.limits.admit(account, () => segmentsOf(req, account.smartEncoding)) : NOT_CHARGED);
       try {
         // A malformed Sid cannot name a property: 404 without asking the database.
         if (!isSid(propertySid, "PR")) throw notFound("Property", propertySid);
@@ -183,7 +184,7 @@ export function createSendPipeline(deps: SendPipelineDeps): SendPipeline {
         return out.message;
       } catch (err) {
         // Not stored: its segments do not count against the day's quota.
-        admitted(() => segmentsOf(req));
+        admitted(() => segmentsOf(req, account.smartEncoding));
         throw err;
       }
     },

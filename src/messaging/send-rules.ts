@@ -1,5 +1,6 @@
 import type { SendMessageRequest } from "../../gen/switchboard/v2/messaging_pb.js";
 import { type FieldProblem, quoted } from "../common/errors.js";
+import { smartEncode } from "../common/smart-encoding.js";
 import { codePoints, textEncoding } from "../common/sms-text.js";
 import { isAlphanumericSender, isEmail, parseE164, type E164Info, writeItAs } from "../common/phone.js";
 import { mailFromAllowed } from "../mail/mail-from.js";
@@ -19,6 +20,8 @@ export interface ValidSend {
   text: string;
   encoding: "GSM7" | "UCS2";
   numSegments: number;
+  /** Whether smart encoding replaced look-alike characters in `text` (which is then the replaced text). */
+  smartEncoded: boolean;
   from: string;
   /** Whether From asks for an alphanumeric ID (it may still go out leased). */
   fromKind: "E164" | "Alphanumeric" | "Blank";
@@ -44,9 +47,20 @@ export interface ValidSend {
  * surely too long to send (more UTF-16 units than twice the longest text's characters), costs one:
  * it is refused for its content anyway, and counting a huge text would cost more than refusing it.
  */
-export function segmentsOf(req: SendMessageRequest): number {
+export function segmentsOf(req: SendMessageRequest, accountSmartEncoding = false): number {
   if (!req.text || req.text.length > 2 * MAX_TEXT_CHARS) return 1;
-  return textEncoding(req.text).numSegments;
+  return textEncoding(sentText(req, accountSmartEncoding).text).numSegments;
+}
+
+/**
+ * docs/api.md#smart-encoding: the text that goes out, with look-alikes replaced when the send's
+ * SmartEncoding (else the account's) asks for it and the result is GSM-7 and no longer than the
+ * longest text; else the text as sent.
+ */
+export function sentText(req: SendMessageRequest, accountSmartEncoding: boolean): { text: string; replaced: boolean } {
+  if (!(req.smartEncoding ?? accountSmartEncoding)) return { text: req.text, replaced: false };
+  const smart = smartEncode(req.text);
+  return smart.replaced && codePoints(smart.text) <= MAX_TEXT_CHARS ? smart : { text: req.text, replaced: false };
 }
 
 /** ValidityPeriod when the send gives none: 4 hours. */
@@ -65,7 +79,7 @@ function method(value: string): "POST" | "GET" | undefined {
  * From to a country whose operators do not take alphanumeric IDs. Sends and forwarded replies alike.
  */
 export function goesOutLeased(fromKind: ValidSend["fromKind"], to: E164Info, noAlphaCountries: ReadonlySet<string>): boolean {
-  return fromKind === "Blank" || (fromKind === "Alphanumeric" && to.countries.some((c) => noAlphaCountries.has(c)));
+  return fromKind === "Blank" || (fromKind === "Alphanumeric" && noAlphaCountries.has(to.country));
 }
 
 /**
@@ -104,12 +118,14 @@ export function optedOut(number: string, accountSid: string): string {
 /**
  * Checks a send request against the rules of docs/api.md#send-sms at `nowSeconds` and returns either
  * every field problem found or the normalized send. Sender ownership needs the database and is
- * checked by the caller.
+ * checked by the caller. `accountSmartEncoding` is the account's SmartEncoding, which the send's own
+ * SmartEncoding overrides.
  */
 export function validateSend(
   req: SendMessageRequest,
   nowSeconds: number,
   opts: { webhookAllowPrivate: boolean; mailFromDomains?: readonly string[] },
+  accountSmartEncoding = false,
 ): { problems: FieldProblem[] } | { send: ValidSend } {
   const problems: FieldProblem[] = [];
   const add = (field: string, code: FieldProblem["code"], message: string) => problems.push({ field, code, message });
@@ -223,13 +239,15 @@ export function validateSend(
   }
 
   if (problems.length > 0 || !to) return { problems };
-  const { encoding, numSegments } = textEncoding(text);
+  const sent = sentText(req, accountSmartEncoding);
+  const { encoding, numSegments } = textEncoding(sent.text);
   return {
     send: {
       to,
-      text,
+      text: sent.text,
       encoding,
       numSegments,
+      smartEncoded: sent.replaced,
       from,
       fromKind,
       schedule,

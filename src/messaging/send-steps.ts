@@ -27,7 +27,7 @@ export interface SendItem {
    * The account; tokenHash is the one the edge authenticated, re-checked against the database (none
    * for a forward); allowedCountries its AllowedCountries as authenticated.
    */
-  account: { sid: string; tokenHash?: string; allowedCountries?: readonly string[] } & Omit<AccountLimitFields, "sid">;
+  account: { sid: string; tokenHash?: string; allowedCountries?: readonly string[]; smartEncoding?: boolean } & Omit<AccountLimitFields, "sid">;
   propertySid: string;
   /** The result of validateSend: reported only after the property and the key, as the docs order them. */
   checked: { problems: FieldProblem[] } | { send: ValidSend };
@@ -322,6 +322,7 @@ export function messageRow(item: SendItem, send: ValidSend, lease: { sender: str
     text: send.text,
     encoding: send.encoding,
     num_segments: send.numSegments,
+    smart_encoded: send.smartEncoded,
     delivery_receipt: send.deliveryReceipt,
     dr_webhook_uri: send.drWebhookUri,
     dr_webhook_method: send.drWebhookMethod,

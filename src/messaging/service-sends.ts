@@ -95,10 +95,12 @@ export async function forwardReply(deps: ServiceSendDeps, f: ReplyForward, outbo
   const { encoding, numSegments } = textEncoding(f.text || " ");
   const draft: ValidSend = {
     ...NO_OPTIONS,
-    to: to ?? ({ number: f.forwardToSms, countries: [] } satisfies E164Info),
+    to: to ?? ({ number: f.forwardToSms, country: "" } satisfies E164Info),
     text: f.text,
     encoding,
     numSegments,
+    // A reply is forwarded as the handset wrote it (docs/api.md#smart-encoding).
+    smartEncoded: false,
     from,
     fromKind: from.startsWith("+") ? "E164" : "Alphanumeric",
   };
@@ -126,7 +128,7 @@ export async function answerKeyword(deps: ServiceSendDeps, a: KeywordAnswer, out
   const to = parseE164(a.to);
   if (!to) throw new Error(`answerKeyword: ${JSON.stringify(a.to)} is not an E164 number (the caller answers only those)`);
   const { encoding, numSegments } = textEncoding(a.text);
-  const draft: ValidSend = { ...NO_OPTIONS, to, text: a.text, encoding, numSegments, from: a.from, fromKind: "E164" };
+  const draft: ValidSend = { ...NO_OPTIONS, to, text: a.text, encoding, numSegments, smartEncoded: false, from: a.from, fromKind: "E164" };
   return serviceSend(deps, outboxId, a.accountSid, draft, "To", (account) => ({
     account,
     propertySid: a.propertySid,

@@ -5,7 +5,7 @@
  * compat_alias field is repeated under its alias.
  */
 import { getOption, type DescField, type DescMessage, type DescMethod } from "@bufbuild/protobuf";
-import { compat_alias } from "../../gen/switchboard/v2/rest_compat_pb.js";
+import { compat_alias, compat_omit } from "../../gen/switchboard/v2/rest_compat_pb.js";
 /** A JSON Schema (2020-12, the dialect of OpenAPI 3.1) or any other OpenAPI object. */
 export type OpenApiObject = { [key: string]: unknown };
 import { isOperatorService } from "../accounts/auth.js";
@@ -14,6 +14,8 @@ import { compatPlan } from "../rest/rest-compat.js";
 /** What the schema builder lends: response schemas of messages and fields, and named components. */
 export interface CompatSchemaParts {
   message(desc: DescMessage): OpenApiObject;
+  /** The message's response schema inline, with only the fields `include` keeps. */
+  object(desc: DescMessage, include: (f: DescField) => boolean): OpenApiObject;
   field(field: DescField): OpenApiObject;
   /** A component built once under a unique name; answers its $ref. */
   component(name: string, owner: string, build: () => OpenApiObject): OpenApiObject;
@@ -50,9 +52,10 @@ export function compatResponseSchema(rpc: DescMethod, parts: CompatSchemaParts):
   return hasAliases(rpc.output) ? aliased(rpc.output, parts) : undefined;
 }
 
-/** A message's response schema with its aliased fields (and those of the messages below it) added. */
+/** A message's response schema with its aliased fields (and those of the messages below it) added and its omitted ones left out. */
 function aliased(desc: DescMessage, parts: CompatSchemaParts): OpenApiObject {
   if (!hasAliases(desc)) return parts.message(desc);
+  const omits = desc.fields.some((f) => getOption(f, compat_omit));
   return parts.component(`${desc.name}FoneDynamics`, `${desc.typeName}#compat`, () => {
     const properties: Record<string, OpenApiObject> = {};
     for (const f of desc.fields) {
@@ -63,12 +66,13 @@ function aliased(desc: DescMessage, parts: CompatSchemaParts): OpenApiObject {
         properties[f.jsonName] = f.fieldKind === "list" ? { type: "array", items: schema } : schema;
       }
     }
-    return { allOf: [parts.message(desc), { type: "object", properties }] };
+    const base = omits ? parts.object(desc, (f) => !getOption(f, compat_omit)) : parts.message(desc);
+    return { allOf: [base, { type: "object", properties }] };
   });
 }
 
 function hasAliases(desc: DescMessage, seen = new Set<DescMessage>()): boolean {
   if (seen.has(desc)) return false;
   seen.add(desc);
-  return desc.fields.some((f) => getOption(f, compat_alias) !== "" || (f.message !== undefined && hasAliases(f.message, seen)));
+  return desc.fields.some((f) => getOption(f, compat_alias) !== "" || getOption(f, compat_omit) || (f.message !== undefined && hasAliases(f.message, seen)));
 }

@@ -102,6 +102,7 @@ export class SchemaBuilder {
   compatResponse(rpc: DescMethod): OpenApiObject | undefined {
     return compatResponseSchema(rpc, {
       message: (d) => this.message(d, "response"),
+      object: (d, include) => this.object(d, "response", include),
       field: (f) => this.field(f, "response"),
       component: (name, owner, build) => {
         const claimed = this.claim(name, owner);

@@ -6,12 +6,13 @@
  * - a response whose list field has `compat_unwrap` is that list itself; a failed item (one whose
  *   ResponseStatus is set) becomes {"ErrorCode", "Message"} plus the request item's `compat_echo`
  *   fields as received;
- * - a field with `compat_alias` is repeated under the alias, wherever it appears in the response.
+ * - a field with `compat_alias` is repeated under the alias, wherever it appears in the response;
+ * - a field with `compat_omit` is left out, wherever it appears (a field Fone Dynamics' shapes lack).
  * Methods whose messages carry none of these options answer exactly as for any other account.
  */
 import { getOption, type DescField, type DescMessage, type DescMethod, type JsonObject, type JsonValue } from "@bufbuild/protobuf";
 import { ResponseStatusSchema } from "../../gen/switchboard/v2/common_pb.js";
-import { compat_alias, compat_echo, compat_resource, compat_unwrap } from "../../gen/switchboard/v2/rest_compat_pb.js";
+import { compat_alias, compat_echo, compat_omit, compat_resource, compat_unwrap } from "../../gen/switchboard/v2/rest_compat_pb.js";
 
 /** Reshapes a method's proto JSON response; `requestBody` is the JSON body the client sent, when any. */
 export type CompatShaper = (json: JsonObject, requestBody: unknown) => JsonValue;
@@ -86,8 +87,9 @@ function asReceived(value: unknown): string {
 type Aliaser = (json: JsonObject) => void;
 
 /**
- * Copies every `compat_alias` field of a message (and of the messages below it) to its alias, in
- * place; undefined when no field below `root` has one. Built once per message type.
+ * Copies every `compat_alias` field of a message (and of the messages below it) to its alias and
+ * deletes every `compat_omit` field, in place; undefined when no field below `root` has either.
+ * Built once per message type.
  */
 export function aliaser(root: DescMessage, seen = new Map<DescMessage, Aliaser | undefined | null>()): Aliaser | undefined {
   if (seen.has(root)) return seen.get(root) ?? undefined;
@@ -97,6 +99,7 @@ export function aliaser(root: DescMessage, seen = new Map<DescMessage, Aliaser |
     const alias = getOption(f, compat_alias);
     const key = f.jsonName;
     if (alias !== "") ops.push((json) => void (key in json && (json[alias] = json[key])));
+    if (getOption(f, compat_omit)) ops.push((json) => void delete json[key]);
     const sub = f.message ? aliaser(f.message, seen) : undefined;
     if (!sub) continue;
     if (f.fieldKind === "list") {

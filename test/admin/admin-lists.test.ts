@@ -7,7 +7,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ADMIN_TOKEN, admin, basic, createTestApp, type TestApp } from "../support/harness.js";
 
 /** An account's consent and destination settings as created (docs/api.md#opt-out-stop-start-help). */
-const CONSENT_DEFAULTS = { OptOutText: "", OptInText: "", HelpText: "", OptOutKeywords: true, AllowedCountries: [] };
+// SmartEncoding: on for a new account (docs/api.md#smart-encoding).
+const CONSENT_DEFAULTS = { OptOutText: "", OptInText: "", HelpText: "", OptOutKeywords: true, AllowedCountries: [], SmartEncoding: true };
 
 const BEARER = `Bearer ${ADMIN_TOKEN}`;
 const DAY = 86_400_000;

@@ -25,7 +25,8 @@ const SID_RE = (prefix: string) => new RegExp(`^${prefix}[A-Z0-9]{30}$`);
 const SLOW = 120_000;
 
 /** An account's consent and destination settings as created (docs/api.md#opt-out-stop-start-help). */
-const CONSENT_DEFAULTS = { OptOutText: "", OptInText: "", HelpText: "", OptOutKeywords: true, AllowedCountries: [] };
+// SmartEncoding: on for a new account (docs/api.md#smart-encoding).
+const CONSENT_DEFAULTS = { OptOutText: "", OptInText: "", HelpText: "", OptOutKeywords: true, AllowedCountries: [], SmartEncoding: true };
 
 let t: TestApp;
 let baseUrl: string;
@@ -297,9 +298,15 @@ describe("operator flow", () => {
       "--opt-out-text",
       "Bye from Acme. Reply START to rejoin.",
       "--no-opt-out-keywords",
+      "--no-smart-encoding",
     ]);
-    expect(set).toMatchObject({ AllowedCountries: ["AU", "NZ"], OptOutText: "Bye from Acme. Reply START to rejoin.", OptOutKeywords: false });
-    const back = await ok(["update-account", account.AccountSid, "--allowed-countries", "[]", "--opt-out-text", "", "--opt-out-keywords"]);
+    expect(set).toMatchObject({
+      AllowedCountries: ["AU", "NZ"],
+      OptOutText: "Bye from Acme. Reply START to rejoin.",
+      OptOutKeywords: false,
+      SmartEncoding: false,
+    });
+    const back = await ok(["update-account", account.AccountSid, "--allowed-countries", "[]", "--opt-out-text", "", "--opt-out-keywords", "--smart-encoding"]);
     expect(back).toMatchObject(CONSENT_DEFAULTS);
     const bad = await fails(["update-account", account.AccountSid, "--allowed-countries", '["UK"]']);
     expect(bad.code).not.toBe(0);

@@ -24,6 +24,7 @@ const RECORD_KEYS = [
   "Received",
   "Redacted",
   "Schedule",
+  "SmartEncoded",
   "Status",
   "Submitted",
   "Text",
@@ -130,6 +131,7 @@ describe("GET /v2/Messages/{MessageSid}", () => {
       CarrierError: "",
       Redacted: false,
       Carrier: "",
+      SmartEncoded: false,
     });
   });
 
@@ -162,6 +164,7 @@ describe("GET /v2/Messages/{MessageSid}", () => {
       CarrierError: "",
       Redacted: false,
       Carrier: "",
+      SmartEncoded: false,
     });
   });
 

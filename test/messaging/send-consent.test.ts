@@ -159,6 +159,30 @@ describe(`destination permissions refuse sends (${dbKind()})`, () => {
     expect(blocked.json()).toStrictEqual(refusal("DestinationNotAllowed", "To", /^To \+447700999912 is in the blocked prefix \+4477009999/));
   });
 
+  it("a number's country is its calling code's and leading digits' (issue 45): a new Australian block is AU, Christmas Island's CX, GB's drama range GB", async () => {
+    const c = await createTenant(t.app);
+    await admin(t.app, `/admin/v1/Accounts/${c.accountSid}`, { AllowedCountries: ["AU"] });
+    // +614794… is Australia's mobile range, in a block the bundled metadata does not list yet.
+    const au = await send(t, c, { From: c.ownedNumber, To: "+61479489225", Text: "new block" });
+    expect(au.statusCode, au.body).toBe(200);
+    expect(au.json()).toMatchObject({ To: "+61479489225" });
+    const cx = await send(t, c, { From: c.ownedNumber, To: "+61891641234", Text: "Christmas Island" });
+    expect(cx.statusCode).toBe(400);
+    expect(cx.json()).toStrictEqual(
+      refusal(
+        "DestinationNotAllowed",
+        "To",
+        "To +61891641234 is in CX, which this account may not send to (allowed: AU); ask the operator to add it to the account's AllowedCountries.",
+      ),
+    );
+    const gb = await send(t, c, { From: c.ownedNumber, To: "+447700900123", Text: "GB" });
+    expect(gb.json()).toStrictEqual(refusal("DestinationNotAllowed", "To", /^To \+447700900123 is in GB, which this account may not send to \(allowed: AU\)/));
+    await admin(t.app, `/admin/v1/Accounts/${c.accountSid}`, { AllowedCountries: ["GB"] });
+    expect((await send(t, c, { From: c.ownedNumber, To: "+447700900123", Text: "GB" })).statusCode).toBe(200);
+    const je = await send(t, c, { From: c.ownedNumber, To: "+447797123456", Text: "Jersey" });
+    expect(je.json()).toStrictEqual(refusal("DestinationNotAllowed", "To", /^To \+447797123456 is in JE, which this account may not send to \(allowed: GB\)/));
+  });
+
   it("premium-rate numbers in four countries are refused, and accepted with ALLOW_PREMIUM_DESTINATIONS", async () => {
     await admin(t.app, `/admin/v1/Accounts/${a.accountSid}`, { AllowedCountries: ["GB", "US", "AU", "DE"] });
     for (const to of ["+449098790000", "+19002001234", "+611900123456", "+499001234567"]) {

@@ -294,10 +294,16 @@ describe("GET /openapi.json", () => {
       });
     }
     const record = deref(resolve("#/components/schemas/MessageRecordFoneDynamics"));
-    expect(record.allOf).toEqual([
-      { $ref: "#/components/schemas/MessageRecord" },
-      { type: "object", properties: { Scheduled: expect.objectContaining({ type: "integer", description: "The same value as Schedule." }) } },
-    ]);
+    // Every MessageRecord field but SmartEncoded (compat_omit), and Scheduled beside Schedule.
+    const full = deref(resolve("#/components/schemas/MessageRecord")) as { properties: object; required: string[] };
+    const [base, extra] = record.allOf as { properties: object; required: string[] }[];
+    expect(Object.keys(full.properties)).toContain("SmartEncoded");
+    expect(Object.keys(base.properties)).toEqual(Object.keys(full.properties).filter((k) => k !== "SmartEncoded"));
+    expect(base.required).toEqual(full.required.filter((k) => k !== "SmartEncoded"));
+    expect(extra).toEqual({
+      type: "object",
+      properties: { Scheduled: expect.objectContaining({ type: "integer", description: "The same value as Schedule." }) },
+    });
     expect(compatOf(byName("ListMessages"))).toMatchObject({ $ref: "#/components/schemas/ListMessagesResponseFoneDynamics" });
     const batch = compatOf(byName("SendBatch"))!;
     expect(batch).toMatchObject({

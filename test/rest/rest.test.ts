@@ -287,6 +287,7 @@ describe("REST transcoder", () => {
         CarrierError: "",
         Redacted: false,
         Carrier: "",
+        SmartEncoded: false,
       }),
     );
   });
@@ -321,6 +322,7 @@ describe("REST transcoder", () => {
           CarrierError: "",
           Redacted: false,
           Carrier: "",
+          SmartEncoded: false,
         },
       ],
       TotalCount: 5,

@@ -106,6 +106,7 @@ function Settings(props: { account: Account; onSaved: () => void }) {
           optInText: get("optInText"),
           helpText: get("helpText"),
           optOutKeywords: (e.currentTarget as HTMLFormElement).querySelector<HTMLInputElement>("#s-keywords")!.checked,
+          smartEncoding: (e.currentTarget as HTMLFormElement).querySelector<HTMLInputElement>("#s-smart")!.checked,
           allowedCountries: { values: countries },
           retentionDays: orClear("retentionDays"),
           redactAfterDays: orClear("redactAfterDays"),
@@ -139,6 +140,10 @@ function Settings(props: { account: Account; onSaved: () => void }) {
       <label class="check">
         <input id="s-keywords" type="checkbox" name="optOutKeywords" defaultChecked={a.optOutKeywords} />
         Act on STOP, START and HELP texted to the account's numbers
+      </label>
+      <label class="check">
+        <input id="s-smart" type="checkbox" name="smartEncoding" defaultChecked={a.smartEncoding} />
+        Smart encoding: replace curly quotes, dashes and other look-alikes with GSM-7 characters
       </label>
       <label for="s-countries">Allowed countries (ISO codes, e.g. AU NZ); empty for the deployment's default</label>
       <input id="s-countries" name="allowedCountries" defaultValue={a.allowedCountries.join(" ")} />
