@@ -297,16 +297,16 @@ describe("tenant isolation matrix", () => {
   /** Both directions: A attacks B, B attacks A. */
   const allCells = () => (memo ??= [...matrix(a, b), ...matrix(b, a)]);
 
-  it("is generated from every route and method: 37 cells per direction for the 14 account methods, 30 operator cells", () => {
+  it("is generated from every route and method: 37 cells per direction for the 14 account methods, 35 operator cells", () => {
     const ab = matrix(a, b);
     const ba = matrix(b, a);
-    expect(methods).toHaveLength(44);
+    expect(methods).toHaveLength(49);
     expect(ab.filter((c) => !isOperatorService(c.method.service))).toHaveLength(37);
-    expect(ab.filter((c) => isOperatorService(c.method.service))).toHaveLength(30);
+    expect(ab.filter((c) => isOperatorService(c.method.service))).toHaveLength(35);
     // Every method appears, each account method with each resource field it has.
     expect(new Set(ab.map((c) => c.method.name))).toStrictEqual(new Set(methods.map((m) => m.name)));
     expect(ba).toHaveLength(ab.length);
-    expect(allCells().length * TRANSPORTS.length).toBe(670);
+    expect(allCells().length * TRANSPORTS.length).toBe(720);
   });
 
   it("every cell on every transport is refused as documented, shows nothing of the other tenant's, and writes nothing", async () => {
@@ -325,7 +325,7 @@ describe("tenant isolation matrix", () => {
       }
     }
     expect(failures).toStrictEqual([]);
-    expect(attempts).toBe(670);
+    expect(attempts).toBe(720);
     expect(await dbRows(t.db.orm)).toStrictEqual(rowsBefore);
     console.log(
       `[tenancy] isolation matrix (${dbKind()}): ${cells.length} cells × ${TRANSPORTS.length} transports = ${attempts} attempts, all refused as documented, database unchanged`,

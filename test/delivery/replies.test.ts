@@ -431,6 +431,7 @@ describe("a reply to a leased sender with every forward set", () => {
         Status: "Received",
         NumSegments: 1,
         Encoding: variant.method ? "UCS2" : "GSM7",
+        SmartEncoded: false,
         DeliveryReceipt: false,
         Schedule: 0,
         Created: at,

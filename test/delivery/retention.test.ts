@@ -291,7 +291,9 @@ describe(`redaction (${dbKind()})`, () => {
     // The Fone Dynamics shape.
     await setAccount(t, tenant.accountSid, { RestCompatibility: "FoneDynamics" });
     const compat = (await getRecord(t, tenant, out.MessageSid)).json();
-    expect(compat).toStrictEqual({ Message: { ...before, Text: "", Redacted: true, Scheduled: before.Schedule } });
+    // Without SmartEncoded, a field the Fone Dynamics shape does not have (docs/fone-dynamics.md).
+    const { SmartEncoded: _notInCompat, ...compatBefore } = before;
+    expect(compat).toStrictEqual({ Message: { ...compatBefore, Text: "", Redacted: true, Scheduled: before.Schedule } });
   });
 
   it("an idempotent replay of a redacted message answers with the redacted record", async () => {
