@@ -11,6 +11,7 @@ import { AddressService } from "../gen/switchboard/v2/addresses_pb.js";
 import { MessagingService } from "../gen/switchboard/v2/messaging_pb.js";
 import { NumberService } from "../gen/switchboard/v2/numbers_pb.js";
 import { OptOutService } from "../gen/switchboard/v2/opt_outs_pb.js";
+import { SenderIdService } from "../gen/switchboard/v2/sender_ids_pb.js";
 import { type AccountCache, authentication, createAccountCache, type EdgeDeps } from "./accounts/auth.js";
 import { createAuthFailureGuard } from "./accounts/auth-failures.js";
 import { createAddressService } from "./addresses/address-service.js";
@@ -30,6 +31,7 @@ import { createPostgresBucketStore } from "./limits/bucket-store.js";
 import { createSharedAllowance, type SharedAllowance } from "./limits/shared-allowance.js";
 import { createNumberService } from "./numbers/number-service.js";
 import { createOptOutService } from "./optouts/opt-out-service.js";
+import { createSenderIdService } from "./senderids/sender-id-service.js";
 import { apiDocsPlugin } from "./openapi/api-docs.js";
 import { consolePlugin } from "./console/console-plugin.js";
 import { createConsoleSessions } from "./console/console-sessions.js";
@@ -111,6 +113,7 @@ export function createServices(deps: AppDeps, accounts: AccountCache = createAcc
     served(AddressService, createAddressService({ clock })),
     served(NumberService, createNumberService()),
     served(OptOutService, createOptOutService({ clock })),
+    served(SenderIdService, createSenderIdService({ clock })),
     served(
       AdminService,
       createAdminService({

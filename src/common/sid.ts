@@ -9,6 +9,7 @@ export const SidPrefix = {
   number: "PN",
   lease: "LS",
   carrier: "CR",
+  senderId: "SI",
 } as const;
 
 /** A Sid prefix. */

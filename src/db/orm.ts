@@ -29,6 +29,7 @@ import { Migration20261202000000 } from "./migrations/Migration20261202000000.js
 import { Migration20261203041000 } from "./migrations/Migration20261203041000.js";
 import { Migration20261203041003 } from "./migrations/Migration20261203041003.js";
 import { Migration20261203041007 } from "./migrations/Migration20261203041007.js";
+import { Migration20261204000000 } from "./migrations/Migration20261204000000.js";
 import { applyRepeatableSql } from "./repeatable-sql.js";
 import { DEFAULT_POOL_MAX, databaseKind } from "../config.js";
 
@@ -60,6 +61,7 @@ export const migrations = [
   { name: "Migration20261203041000", class: Migration20261203041000 },
   { name: "Migration20261203041003", class: Migration20261203041003 },
   { name: "Migration20261203041007", class: Migration20261203041007 },
+  { name: "Migration20261204000000", class: Migration20261204000000 },
 ];
 
 /** Options of createOrm. */

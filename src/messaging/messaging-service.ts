@@ -69,6 +69,7 @@ export function toMessageRecord(m: Message): MessageRecord {
     carrierError: m.carrierError,
     redacted: m.redacted,
     carrier: m.carrier,
+    senderIdRegistered: m.senderIdRegistered ?? undefined,
   });
 }
 

@@ -101,6 +101,11 @@ export function optedOut(number: string, accountSid: string): string {
   return `To ${number} has opted out of messages from account ${accountSid} (a STOP, or the OptOuts API). Nothing was stored; a START from that number, or DELETE /v2/Accounts/${accountSid}/OptOuts/${number.slice(1)}, opts it back in.`;
 }
 
+/** The InvalidSenderId message for a field that is not a valid alphanumeric sender ID (From; SenderId of a registration). */
+export function alphanumericSenderProblem(field: string, value: string): string {
+  return `${field} ${quoted(value)} is not a valid alphanumeric sender ID: use 1 to 11 characters of A-Z, a-z, 0-9 and spaces, with at least one letter.`;
+}
+
 /**
  * Checks a send request against the rules of docs/api.md#send-sms at `nowSeconds` and returns either
  * every field problem found or the normalized send. Sender ownership needs the database and is
@@ -137,11 +142,7 @@ export function validateSend(
   } else if (from !== "") {
     fromKind = "Alphanumeric";
     if (!isAlphanumericSender(from)) {
-      add(
-        "From",
-        "InvalidSenderId",
-        `From ${quoted(req.from)} is not a valid alphanumeric sender ID: use 1 to 11 characters of A-Z, a-z, 0-9 and spaces, with at least one letter.`,
-      );
+      add("From", "InvalidSenderId", alphanumericSenderProblem("From", req.from));
     }
   }
 

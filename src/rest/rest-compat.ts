@@ -7,11 +7,12 @@
  *   ResponseStatus is set) becomes {"ErrorCode", "Message"} plus the request item's `compat_echo`
  *   fields as received;
  * - a field with `compat_alias` is repeated under the alias, wherever it appears in the response.
+ * - a field with `compat_omit` (Switchboard's own, e.g. SenderIdRegistered) is left out.
  * Methods whose messages carry none of these options answer exactly as for any other account.
  */
 import { getOption, type DescField, type DescMessage, type DescMethod, type JsonObject, type JsonValue } from "@bufbuild/protobuf";
 import { ResponseStatusSchema } from "../../gen/switchboard/v2/common_pb.js";
-import { compat_alias, compat_echo, compat_resource, compat_unwrap } from "../../gen/switchboard/v2/rest_compat_pb.js";
+import { compat_alias, compat_echo, compat_omit, compat_resource, compat_unwrap } from "../../gen/switchboard/v2/rest_compat_pb.js";
 
 /** Reshapes a method's proto JSON response; `requestBody` is the JSON body the client sent, when any. */
 export type CompatShaper = (json: JsonObject, requestBody: unknown) => JsonValue;
@@ -97,6 +98,8 @@ export function aliaser(root: DescMessage, seen = new Map<DescMessage, Aliaser |
     const alias = getOption(f, compat_alias);
     const key = f.jsonName;
     if (alias !== "") ops.push((json) => void (key in json && (json[alias] = json[key])));
+    // Switchboard's own fields (compat_omit) are not in the format the SDKs read.
+    if (getOption(f, compat_omit)) ops.push((json) => void delete json[key]);
     const sub = f.message ? aliaser(f.message, seen) : undefined;
     if (!sub) continue;
     if (f.fieldKind === "list") {

@@ -11,7 +11,7 @@ import { file_google_protobuf_descriptor } from "@bufbuild/protobuf/wkt";
  * Describes the file switchboard/v2/rest_compat.proto.
  */
 export const file_switchboard_v2_rest_compat: GenFile = /*@__PURE__*/
-  fileDesc("CiBzd2l0Y2hib2FyZC92Mi9yZXN0X2NvbXBhdC5wcm90bxIOc3dpdGNoYm9hcmQudjI6SgoPY29tcGF0X3Jlc291cmNlEh8uZ29vZ2xlLnByb3RvYnVmLk1lc3NhZ2VPcHRpb25zGLmOAyABKAlSDmNvbXBhdFJlc291cmNlOkIKDGNvbXBhdF9hbGlhcxIdLmdvb2dsZS5wcm90b2J1Zi5GaWVsZE9wdGlvbnMYuo4DIAEoCVILY29tcGF0QWxpYXM6QAoLY29tcGF0X2VjaG8SHS5nb29nbGUucHJvdG9idWYuRmllbGRPcHRpb25zGLuOAyABKAhSCmNvbXBhdEVjaG86RAoNY29tcGF0X3Vud3JhcBIdLmdvb2dsZS5wcm90b2J1Zi5GaWVsZE9wdGlvbnMYvI4DIAEoCFIMY29tcGF0VW53cmFwYgZwcm90bzM", [file_google_protobuf_descriptor]);
+  fileDesc("CiBzd2l0Y2hib2FyZC92Mi9yZXN0X2NvbXBhdC5wcm90bxIOc3dpdGNoYm9hcmQudjI6SgoPY29tcGF0X3Jlc291cmNlEh8uZ29vZ2xlLnByb3RvYnVmLk1lc3NhZ2VPcHRpb25zGLmOAyABKAlSDmNvbXBhdFJlc291cmNlOkIKDGNvbXBhdF9hbGlhcxIdLmdvb2dsZS5wcm90b2J1Zi5GaWVsZE9wdGlvbnMYuo4DIAEoCVILY29tcGF0QWxpYXM6QAoLY29tcGF0X2VjaG8SHS5nb29nbGUucHJvdG9idWYuRmllbGRPcHRpb25zGLuOAyABKAhSCmNvbXBhdEVjaG86RAoNY29tcGF0X3Vud3JhcBIdLmdvb2dsZS5wcm90b2J1Zi5GaWVsZE9wdGlvbnMYvI4DIAEoCFIMY29tcGF0VW53cmFwOkAKC2NvbXBhdF9vbWl0Eh0uZ29vZ2xlLnByb3RvYnVmLkZpZWxkT3B0aW9ucxi9jgMgASgIUgpjb21wYXRPbWl0YgZwcm90bzM", [file_google_protobuf_descriptor]);
 
 /**
  * The key a compatible response wraps this resource under, e.g. {"Message": {...}}.
@@ -45,4 +45,12 @@ export const compat_echo: GenExtension<FieldOptions, boolean> = /*@__PURE__*/
  */
 export const compat_unwrap: GenExtension<FieldOptions, boolean> = /*@__PURE__*/
   extDesc(file_switchboard_v2_rest_compat, 3);
+
+/**
+ * A field of Switchboard's own that a compatible response leaves out (Fone Dynamics has no such field).
+ *
+ * @generated from extension: bool compat_omit = 51005;
+ */
+export const compat_omit: GenExtension<FieldOptions, boolean> = /*@__PURE__*/
+  extDesc(file_switchboard_v2_rest_compat, 4);
 
