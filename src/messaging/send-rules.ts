@@ -3,7 +3,7 @@ import { type FieldProblem, quoted } from "../common/errors.js";
 import { codePoints, textEncoding } from "../common/sms-text.js";
 import { isAlphanumericSender, isEmail, parseE164, type E164Info, writeItAs } from "../common/phone.js";
 import { mailFromAllowed } from "../mail/mail-from.js";
-import { DEFAULT_MAIL_FROM_DOMAINS } from "../config.js";
+import { DEFAULT_MAIL_FROM_DOMAINS, type SenderIdMode } from "../config.js";
 import { webhookUriProblem } from "../webhooks/url-guard.js";
 
 /** Schedule may be at most 14 days ahead (docs/api.md#send-sms). */
@@ -66,6 +66,36 @@ function method(value: string): "POST" | "GET" | undefined {
  */
 export function goesOutLeased(fromKind: ValidSend["fromKind"], to: E164Info, noAlphaCountries: ReadonlySet<string>): boolean {
   return fromKind === "Blank" || (fromKind === "Alphanumeric" && to.countries.some((c) => noAlphaCountries.has(c)));
+}
+
+/** A send whose alphanumeric sender SENDER_ID_REGISTRATION checks: the recipient's country it is checked for, and how. */
+export interface SenderIdCheck {
+  country: string;
+  mode: SenderIdMode;
+}
+
+/**
+ * docs/api.md#sender-ids: whether a send's sender ID is checked against the registered ones: an
+ * alphanumeric sender that goes out as itself (not leased) to a country SENDER_ID_REGISTRATION lists
+ * (a number whose calling code several countries share: the first of them listed). Undefined: unchecked.
+ */
+export function senderIdCheck(
+  fromKind: ValidSend["fromKind"],
+  leased: boolean,
+  to: E164Info,
+  registration: ReadonlyMap<string, SenderIdMode>,
+): SenderIdCheck | undefined {
+  if (fromKind !== "Alphanumeric" || leased || registration.size === 0) return undefined;
+  for (const country of to.countries) {
+    const mode = registration.get(country);
+    if (mode) return { country, mode };
+  }
+  return undefined;
+}
+
+/** The SenderIdNotRegistered message: `field`'s alphanumeric sender is not Registered to the account for the country. */
+export function senderIdNotRegistered(field: "From" | "ForwardFromSms", senderId: string, country: string): string {
+  return `${field} ${quoted(senderId)} is not a sender ID registered to this account for ${country}, where registration is required; apply for it (POST /v2/Accounts/{AccountSid}/SenderIds) and send once the operator has registered it, or use one of your numbers.`;
 }
 
 /**
