@@ -168,15 +168,15 @@ describe("GET /openapi.json", () => {
   });
 
   it("documents every REST route with its method, operationId, tag and security", () => {
-    expect(routes.length).toBe(44); // 27 + GET /admin/v1/Carrier (SMPP link state) + POST /admin/v1/Accounts/{AccountSid}/CancelQueued + the six carrier and route methods + the three OptOuts routes + the console's five operator views (issue 34) + GET /admin/v1/Leases
+    expect(routes.length).toBe(49); // 27 + GET /admin/v1/Carrier (SMPP link state) + POST /admin/v1/Accounts/{AccountSid}/CancelQueued + the six carrier and route methods + the three OptOuts routes + the console's five operator views (issue 34) + GET /admin/v1/Leases + the three SenderIds routes and the operator's two (issue 45)
     let documented = 0;
     for (const item of Object.values(doc.paths)) documented += Object.keys(item).length;
     expect(documented).toBe(routes.length);
     const ids = new Set<string>();
     for (const route of routes) {
       const op = operationOf(route);
-      // The operator's ListNumbers and ListAddresses share their names with /v2 methods, which keep theirs.
-      const shared = route.service.name === "AdminService" && ["ListNumbers", "ListAddresses"].includes(route.rpc.name);
+      // The operator's ListNumbers, ListAddresses and ListSenderIds share their names with /v2 methods, which keep theirs.
+      const shared = route.service.name === "AdminService" && ["ListNumbers", "ListAddresses", "ListSenderIds"].includes(route.rpc.name);
       expect(op.operationId).toBe(shared ? `AdminService_${route.rpc.name}` : route.rpc.name);
       ids.add(op.operationId);
       expect(op.tags).toEqual([route.service.name.replace(/Service$/, "")]);
@@ -516,8 +516,9 @@ describe("the document matches what the API really answers", () => {
       }
     }
     // 20, and the operator's message search (CreatedFrom, CreatedTo, Results_Count, Results_Skip)
-    // an account's opt-outs and the lease list (Results_Count, Results_Skip each).
-    expect(checked).toBe(28);
+    // an account's opt-outs and the lease list (Results_Count, Results_Skip each); the account's and the
+    // operator's sender ID lists (Results_Count, Results_Skip each).
+    expect(checked).toBe(32);
   });
 
   it("addresses, numbers and the operator API", async () => {
