@@ -56,7 +56,9 @@ import { serviceWithJsonRules } from "./rpc/rpc-json.js";
 export interface AppDeps {
   orm: MikroORM;
   config: Pick<Config, "adminToken" | "webhookAllowPrivate" | "noAlphaCountries" | "bodyLimit" | "metricsToken"> &
-    Partial<Pick<Config, "destinations" | "sendRateLimit" | "sendRateBurst" | "connections" | "mailFromDomains" | "authFailures" | "reads" | "senderIdRegistration">>;
+    Partial<
+      Pick<Config, "destinations" | "sendRateLimit" | "sendRateBurst" | "connections" | "mailFromDomains" | "authFailures" | "reads" | "senderIdRegistration">
+    >;
   clock?: Clock;
   /** The carrier, for the simulator's operator endpoints. */
   carrier?: Carrier;
@@ -111,7 +113,16 @@ export function createServices(deps: AppDeps, accounts: AccountCache = createAcc
   return [
     served(
       MessagingService,
-      createMessagingService({ orm: deps.orm, clock, ...deps.config, onQueued: deps.onQueued, claims: deps.claims, limits, rules: deps.rules, counters: deps.sendCounters }),
+      createMessagingService({
+        orm: deps.orm,
+        clock,
+        ...deps.config,
+        onQueued: deps.onQueued,
+        claims: deps.claims,
+        limits,
+        rules: deps.rules,
+        counters: deps.sendCounters,
+      }),
     ),
     served(AddressService, createAddressService({ clock })),
     served(NumberService, createNumberService()),

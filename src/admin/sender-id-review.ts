@@ -15,7 +15,9 @@ import { decidePendingSenderId, findSenderId, listSenderIds, reloadSenderId } fr
 import { listInput } from "./admin-lists.js";
 
 /** The sender ID methods of AdminService; `em` gives the request's EntityManager once the caller is known to be the operator. */
-export function createSenderIdReview(deps: { em: (ctx: HandlerContext) => EntityManager }): Pick<ServiceImpl<typeof AdminService>, "listSenderIds" | "reviewSenderId"> {
+export function createSenderIdReview(deps: {
+  em: (ctx: HandlerContext) => EntityManager;
+}): Pick<ServiceImpl<typeof AdminService>, "listSenderIds" | "reviewSenderId"> {
   return {
     async listSenderIds(req: ListSenderIdsRequest, ctx: HandlerContext) {
       const em = deps.em(ctx);

@@ -82,7 +82,7 @@ export const ERRORS = {
     grpc: Code.FailedPrecondition,
     when: "alphanumeric `From` (or, for a forwarded reply, `ForwardFromSms`) to a country where `SENDER_ID_REGISTRATION` is `require` (AU by default) that is not a sender ID Registered to the account for that country (letter case aside); a reply forwarded from one is kept `Failed` with this ErrorCode; see [Sender IDs](api.md#sender-ids)",
     example:
-      "From \"ACMEBANK\" is not a sender ID registered to this account for AU, where registration is required; apply for it (POST /v2/Accounts/{AccountSid}/SenderIds) and send once the operator has registered it, or use one of your numbers.",
+      'From "ACMEBANK" is not a sender ID registered to this account for AU, where registration is required; apply for it (POST /v2/Accounts/{AccountSid}/SenderIds) and send once the operator has registered it, or use one of your numbers.',
   },
   InvalidRecipient: {
     http: 400,

@@ -132,7 +132,9 @@ export function countryModes<const W extends string>(words: readonly [W, ...W[]]
     return country && isKnownCountry(country) && word && words.includes(word) ? [country, word] : undefined;
   };
   const isNone = (v: string) => v.trim().toLowerCase() === "none";
-  const shownDef = Object.entries(def).map(([c, w]) => `${c}=${w}`).join(",");
+  const shownDef = Object.entries(def)
+    .map(([c, w]) => `${c}=${w}`)
+    .join(",");
   return {
     schema: z
       .string()

@@ -4,7 +4,23 @@
  * parses them all at once and builds the Config; docs/configuration.md and docs/carriers.md show
  * the tables generated from here (`npm run docs:config`, checked by a test).
  */
-import { countries, country, countryModes, dnsServers, domains, duration, flag, type Kind, oneOf, optionalText, optionalUrl, prefixes, rate, text, whole } from "./kinds.js";
+import {
+  countries,
+  country,
+  countryModes,
+  dnsServers,
+  domains,
+  duration,
+  flag,
+  type Kind,
+  oneOf,
+  optionalText,
+  optionalUrl,
+  prefixes,
+  rate,
+  text,
+  whole,
+} from "./kinds.js";
 
 /** Which generated table a variable is documented in. */
 export type Group = "service" | "kannel" | "smpp";

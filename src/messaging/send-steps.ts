@@ -92,7 +92,8 @@ export interface RuleKey<S = ValidSend> {
 }
 
 /** A rule's own lookup keys, as a list. */
-const keysOfRule = <S>(rule: DataRule<S>): readonly RuleKey<S>[] => (rule.key === undefined ? [] : Array.isArray(rule.key) ? rule.key : [rule.key as RuleKey<S>]);
+const keysOfRule = <S>(rule: DataRule<S>): readonly RuleKey<S>[] =>
+  rule.key === undefined ? [] : Array.isArray(rule.key) ? rule.key : [rule.key as RuleKey<S>];
 
 /** The rules of every send: access (before its Idempotency-Key and its own problems), then the others. */
 export interface SendRules {

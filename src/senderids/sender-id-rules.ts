@@ -19,16 +19,27 @@ export interface ValidSenderId {
 export function validateSenderId(req: CreateSenderIdRequest): { problems: FieldProblem[] } | { senderId: ValidSenderId } {
   const problems: FieldProblem[] = [];
   const senderId = req.senderId.trim();
-  if (senderId === "") problems.push({ field: "SenderId", code: "MissingParameter", message: "SenderId is required: the alphanumeric sender ID, e.g. ACMEBANK." });
-  else if (!isAlphanumericSender(senderId)) problems.push({ field: "SenderId", code: "InvalidSenderId", message: alphanumericSenderProblem("SenderId", req.senderId) });
+  if (senderId === "")
+    problems.push({ field: "SenderId", code: "MissingParameter", message: "SenderId is required: the alphanumeric sender ID, e.g. ACMEBANK." });
+  else if (!isAlphanumericSender(senderId))
+    problems.push({ field: "SenderId", code: "InvalidSenderId", message: alphanumericSenderProblem("SenderId", req.senderId) });
   const country = req.country.trim().toUpperCase();
   if (country === "") problems.push({ field: "Country", code: "MissingParameter", message: "Country is required: an ISO 3166-1 alpha-2 code such as AU." });
   else if (!isKnownCountry(country))
-    problems.push({ field: "Country", code: "InvalidCountryCode", message: `Country ${quoted(req.country)} is not an ISO 3166-1 alpha-2 country code (e.g. GB, AU, US).` });
+    problems.push({
+      field: "Country",
+      code: "InvalidCountryCode",
+      message: `Country ${quoted(req.country)} is not an ISO 3166-1 alpha-2 country code (e.g. GB, AU, US).`,
+    });
   const useCase = req.useCase.trim();
-  if (useCase === "") problems.push({ field: "UseCase", code: "MissingParameter", message: "UseCase is required: what the account sends from this sender ID." });
+  if (useCase === "")
+    problems.push({ field: "UseCase", code: "MissingParameter", message: "UseCase is required: what the account sends from this sender ID." });
   else if (codePoints(useCase) > MAX_USE_CASE_CHARS)
-    problems.push({ field: "UseCase", code: "InvalidParameter", message: `UseCase is ${codePoints(useCase)} characters long; the limit is ${MAX_USE_CASE_CHARS}.` });
+    problems.push({
+      field: "UseCase",
+      code: "InvalidParameter",
+      message: `UseCase is ${codePoints(useCase)} characters long; the limit is ${MAX_USE_CASE_CHARS}.`,
+    });
   else if (/[\p{Cc}\u2028\u2029]/u.test(useCase))
     problems.push({ field: "UseCase", code: "InvalidParameter", message: "UseCase must not contain control characters." });
   return problems.length > 0 ? { problems } : { senderId: { senderId, country, useCase } };

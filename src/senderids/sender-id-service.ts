@@ -57,7 +57,15 @@ export function createSenderIdService(deps: { clock: Clock }): ServiceImpl<typeo
         if ("problems" in checked) throw fieldErrors(checked.problems);
         const { senderId, country, useCase } = checked.senderId;
         try {
-          const row = await addSenderId(tx, { sid: newSid("SI"), accountSid: account.sid, senderId, country, useCase, status: "Pending", createdAt: deps.clock.now() });
+          const row = await addSenderId(tx, {
+            sid: newSid("SI"),
+            accountSid: account.sid,
+            senderId,
+            country,
+            useCase,
+            status: "Pending",
+            createdAt: deps.clock.now(),
+          });
           return toSenderIdPb(row);
         } catch (err) {
           // The index is the one check: an application for a live name, now or at the same moment, of any account.

@@ -160,7 +160,9 @@ describe(`hot statements (${dbKind()})`, () => {
     const types = nodes.map((n) => String(n["Node Type"]));
     for (const t of ["Seq Scan", "Hash Join", "Merge Join"]) expect(types).not.toContain(t);
     // The registered sender ID (issue 45): one entry of the index that keeps a live name to one account per country.
-    expect(nodes.filter((n) => n["Relation Name"] === "sender_ids").map((n) => [n["Node Type"], n["Index Name"]])).toEqual([["Index Scan", "sender_ids_live_key"]]);
+    expect(nodes.filter((n) => n["Relation Name"] === "sender_ids").map((n) => [n["Node Type"], n["Index Name"]])).toEqual([
+      ["Index Scan", "sender_ids_live_key"],
+    ]);
     for (const table of ["accounts", "properties", "numbers", "idempotency_keys", "messages"]) {
       expect(nodes.some((n) => n["Relation Name"] === table && String(n["Node Type"]).startsWith("Index"))).toBe(true);
     }

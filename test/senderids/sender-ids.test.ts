@@ -62,9 +62,19 @@ describe(`registered sender IDs (${dbKind()})`, () => {
   const apply = (tenant: Tenant, body: Record<string, unknown>) =>
     t.app.inject({ method: "POST", url: `/v2/Accounts/${tenant.accountSid}/SenderIds`, headers: { authorization: tenant.auth }, payload: body });
   const review = (sid: string, status: string) =>
-    t.app.inject({ method: "POST", url: `/admin/v1/SenderIds/${sid}/Review`, headers: { authorization: `Bearer ${ADMIN_TOKEN}` }, payload: { Status: status } });
+    t.app.inject({
+      method: "POST",
+      url: `/admin/v1/SenderIds/${sid}/Review`,
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+      payload: { Status: status },
+    });
   const send = (tenant: Tenant, payload: Record<string, unknown>) =>
-    t.app.inject({ method: "POST", url: `/v2/Properties/${tenant.propertySid}/Messages`, headers: { authorization: tenant.auth }, payload: { Text: "hello", ...payload } });
+    t.app.inject({
+      method: "POST",
+      url: `/v2/Properties/${tenant.propertySid}/Messages`,
+      headers: { authorization: tenant.auth },
+      payload: { Text: "hello", ...payload },
+    });
   const stored = async (from: string) =>
     (await executeBound<{ n: number }>(db.orm.em.fork(), "select count(*)::int as n from messages where sender = ?", [from]))[0].n;
 
@@ -149,7 +159,11 @@ describe(`registered sender IDs (${dbKind()})`, () => {
     // Another account's Sid, or one already deleted: 404.
     const again = await t.app.inject({ method: "DELETE", url: `/v2/Accounts/${a.accountSid}/SenderIds/${sid}`, headers: { authorization: a.auth } });
     expect(again.statusCode).toBe(404);
-    const foreign = await t.app.inject({ method: "DELETE", url: `/v2/Accounts/${b.accountSid}/SenderIds/${first.SenderIdSid}`, headers: { authorization: a.auth } });
+    const foreign = await t.app.inject({
+      method: "DELETE",
+      url: `/v2/Accounts/${b.accountSid}/SenderIds/${first.SenderIdSid}`,
+      headers: { authorization: a.auth },
+    });
     expect(foreign.statusCode).toBe(404);
     expect((await send(a, { From: "Freed", To: AU })).json()).toEqual(refusal("From", "Freed"));
   });
@@ -161,7 +175,8 @@ describe(`registered sender IDs (${dbKind()})`, () => {
       {
         FieldName: "SenderId",
         ErrorCode: "InvalidSenderId",
-        Message: 'SenderId "Too-Long-Name!" is not a valid alphanumeric sender ID: use 1 to 11 characters of A-Z, a-z, 0-9 and spaces, with at least one letter.',
+        Message:
+          'SenderId "Too-Long-Name!" is not a valid alphanumeric sender ID: use 1 to 11 characters of A-Z, a-z, 0-9 and spaces, with at least one letter.',
       },
       { FieldName: "Country", ErrorCode: "InvalidCountryCode", Message: 'Country "XX" is not an ISO 3166-1 alpha-2 country code (e.g. GB, AU, US).' },
       { FieldName: "UseCase", ErrorCode: "MissingParameter", Message: "UseCase is required: what the account sends from this sender ID." },
@@ -176,7 +191,13 @@ describe(`registered sender IDs (${dbKind()})`, () => {
       method: "POST",
       url: `/v2/Properties/${a.propertySid}/BatchMessages`,
       headers: { authorization: a.auth },
-      payload: { Messages: [{ From: "AcmeBank", To: AU, Text: "ok" }, { From: "Unlisted", To: AU, Text: "no" }, { From: "Unlisted", To: NZ, Text: "nz" }] },
+      payload: {
+        Messages: [
+          { From: "AcmeBank", To: AU, Text: "ok" },
+          { From: "Unlisted", To: AU, Text: "no" },
+          { From: "Unlisted", To: NZ, Text: "nz" },
+        ],
+      },
     });
     expect(res.statusCode).toBe(200);
     const [sent, refused, nz] = res.json().Messages;
