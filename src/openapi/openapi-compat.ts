@@ -2,10 +2,10 @@
  * The OpenAPI schemas of the Fone Dynamics compatible REST format, derived from the descriptors by
  * the same rule the response writer applies (src/rest/rest-compat.ts): a compat_resource is
  * wrapped under its key, a compat_unwrap list is answered bare with flat failed items, and a
- * compat_alias field is repeated under its alias.
+ * compat_alias field is repeated under its alias, and a compat_omit field is absent.
  */
 import { getOption, type DescField, type DescMessage, type DescMethod } from "@bufbuild/protobuf";
-import { compat_alias } from "../../gen/switchboard/v2/rest_compat_pb.js";
+import { compat_alias, compat_omit } from "../../gen/switchboard/v2/rest_compat_pb.js";
 /** A JSON Schema (2020-12, the dialect of OpenAPI 3.1) or any other OpenAPI object. */
 export type OpenApiObject = { [key: string]: unknown };
 import { isOperatorService } from "../accounts/auth.js";
@@ -50,7 +50,7 @@ export function compatResponseSchema(rpc: DescMethod, parts: CompatSchemaParts):
   return hasAliases(rpc.output) ? aliased(rpc.output, parts) : undefined;
 }
 
-/** A message's response schema with its aliased fields (and those of the messages below it) added. */
+/** A message's response schema with its aliased fields added and its omitted ones ruled out (and those of the messages below it). */
 function aliased(desc: DescMessage, parts: CompatSchemaParts): OpenApiObject {
   if (!hasAliases(desc)) return parts.message(desc);
   return parts.component(`${desc.name}FoneDynamics`, `${desc.typeName}#compat`, () => {
@@ -58,6 +58,8 @@ function aliased(desc: DescMessage, parts: CompatSchemaParts): OpenApiObject {
     for (const f of desc.fields) {
       const alias = getOption(f, compat_alias);
       if (alias !== "") properties[alias] = { ...parts.field(f), description: `The same value as ${f.jsonName}.` };
+      // `not: {}` matches nothing: the field is never there in this format.
+      if (getOption(f, compat_omit)) properties[f.jsonName] = { not: {}, description: `Not in this format: ${f.jsonName} is Switchboard's own.` };
       if (f.message && hasAliases(f.message)) {
         const schema = aliased(f.message, parts);
         properties[f.jsonName] = f.fieldKind === "list" ? { type: "array", items: schema } : schema;
@@ -70,5 +72,5 @@ function aliased(desc: DescMessage, parts: CompatSchemaParts): OpenApiObject {
 function hasAliases(desc: DescMessage, seen = new Set<DescMessage>()): boolean {
   if (seen.has(desc)) return false;
   seen.add(desc);
-  return desc.fields.some((f) => getOption(f, compat_alias) !== "" || (f.message !== undefined && hasAliases(f.message, seen)));
+  return desc.fields.some((f) => getOption(f, compat_alias) !== "" || getOption(f, compat_omit) || (f.message !== undefined && hasAliases(f.message, seen)));
 }
