@@ -7,7 +7,7 @@
  * Layers, lowest first:
  *   0 common   src/common/, src/config.ts and src/config/ (a leaf)
  *   1 db       src/db/ (ORM set-up, migrations, pg error classifiers, bound-sql)
- *   2 domain   src/accounts, addresses, numbers, leases, messaging, mail, webhooks, admin, optouts, limits, billing
+ *   2 domain   src/accounts, addresses, numbers, leases, messaging, mail, webhooks, admin, optouts, limits, billing, senderids
  *   3 delivery src/delivery/ (owns the Carrier interface and segment tracking)
  *   4 carriers src/carriers/
  *   5 edge     src/http, rpc, rest, openapi, ops, console
@@ -15,7 +15,7 @@
  */
 const common = '^src/(common/|config\\.ts$|config/)';
 const db = '^src/db/';
-const domain = '^src/(accounts|addresses|numbers|leases|messaging|mail|webhooks|admin|optouts|limits|billing)/';
+const domain = '^src/(accounts|addresses|numbers|leases|messaging|mail|webhooks|admin|optouts|limits|billing|senderids)/';
 const delivery = '^src/delivery/';
 const carriers = '^src/carriers/';
 const edge = '^src/(http|rpc|rest|openapi|ops|console)/';

@@ -11,6 +11,7 @@ import { AddressService } from "../gen/switchboard/v2/addresses_pb.js";
 import { MessagingService } from "../gen/switchboard/v2/messaging_pb.js";
 import { NumberService } from "../gen/switchboard/v2/numbers_pb.js";
 import { OptOutService } from "../gen/switchboard/v2/opt_outs_pb.js";
+import { SenderIdService } from "../gen/switchboard/v2/sender_ids_pb.js";
 import { type AccountCache, authentication, createAccountCache, type EdgeDeps } from "./accounts/auth.js";
 import { createAuthFailureGuard } from "./accounts/auth-failures.js";
 import { createAddressService } from "./addresses/address-service.js";
@@ -26,10 +27,12 @@ import { createMessagingService } from "./messaging/messaging-service.js";
 import type { SendRules } from "./messaging/send-steps.js";
 import type { AcceptClaims } from "./messaging/claim-at-accept.js";
 import { createAdmitLimits, type LimitCounters } from "./limits/account-limits.js";
+import type { SendCounters } from "./messaging/send-counters.js";
 import { createPostgresBucketStore } from "./limits/bucket-store.js";
 import { createSharedAllowance, type SharedAllowance } from "./limits/shared-allowance.js";
 import { createNumberService } from "./numbers/number-service.js";
 import { createOptOutService } from "./optouts/opt-out-service.js";
+import { createSenderIdService } from "./senderids/sender-id-service.js";
 import { apiDocsPlugin } from "./openapi/api-docs.js";
 import { consolePlugin } from "./console/console-plugin.js";
 import { createConsoleSessions } from "./console/console-sessions.js";
@@ -53,7 +56,9 @@ import { serviceWithJsonRules } from "./rpc/rpc-json.js";
 export interface AppDeps {
   orm: MikroORM;
   config: Pick<Config, "adminToken" | "webhookAllowPrivate" | "noAlphaCountries" | "bodyLimit" | "metricsToken"> &
-    Partial<Pick<Config, "destinations" | "sendRateLimit" | "sendRateBurst" | "connections" | "mailFromDomains" | "authFailures" | "reads">>;
+    Partial<
+      Pick<Config, "destinations" | "sendRateLimit" | "sendRateBurst" | "connections" | "mailFromDomains" | "authFailures" | "reads" | "senderIdRegistration">
+    >;
   clock?: Clock;
   /** The carrier, for the simulator's operator endpoints. */
   carrier?: Carrier;
@@ -67,6 +72,8 @@ export interface AppDeps {
   claims?: AcceptClaims;
   /** The process's allowance of the shared limits (limits/limits-store.ts); default: buckets in this database. */
   limits?: SharedAllowance;
+  /** What the send pipeline counts, for /metrics (shared with this process's delivery engine). */
+  sendCounters?: SendCounters;
   /** What the limits refused and paced per account, for /metrics (shared with this process's dispatcher). */
   limitCounters?: LimitCounters;
   /** This process's retention purge, whose totals /metrics shows. */
@@ -106,11 +113,21 @@ export function createServices(deps: AppDeps, accounts: AccountCache = createAcc
   return [
     served(
       MessagingService,
-      createMessagingService({ orm: deps.orm, clock, ...deps.config, onQueued: deps.onQueued, claims: deps.claims, limits, rules: deps.rules }),
+      createMessagingService({
+        orm: deps.orm,
+        clock,
+        ...deps.config,
+        onQueued: deps.onQueued,
+        claims: deps.claims,
+        limits,
+        rules: deps.rules,
+        counters: deps.sendCounters,
+      }),
     ),
     served(AddressService, createAddressService({ clock })),
     served(NumberService, createNumberService()),
     served(OptOutService, createOptOutService({ clock })),
+    served(SenderIdService, createSenderIdService({ clock })),
     served(
       AdminService,
       createAdminService({
@@ -187,6 +204,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     retention: deps.retention,
     carriers: deps.router ? () => deps.router!.links() : undefined,
     limitCounters: deps.limitCounters,
+    sendCounters: deps.sendCounters,
   });
   const app = fastify({
     // HTTP/1.1 and h2c on one port, with the connection limits and a graceful close (src/http/polyglot-server.ts).

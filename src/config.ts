@@ -9,6 +9,8 @@ import {
   DEFAULT_MAIL_FROM_DOMAINS,
   DEFAULT_NO_ALPHA_COUNTRIES,
   DEFAULT_SEND_RATE_LIMIT,
+  DEFAULT_SENDER_ID_REGISTRATION,
+  type SenderIdMode,
   type Values,
   type Variable,
   type VariableName,
@@ -22,7 +24,9 @@ export {
   DEFAULT_MAIL_FROM_DOMAINS,
   DEFAULT_NO_ALPHA_COUNTRIES,
   DEFAULT_SEND_RATE_LIMIT,
+  DEFAULT_SENDER_ID_REGISTRATION,
   isKnownCountry,
+  type SenderIdMode,
   WEBHOOK_CONCURRENCY,
   WEBHOOK_CONCURRENCY_PER_ACCOUNT,
   WEBHOOK_CONCURRENCY_PER_HOST,
@@ -159,6 +163,8 @@ export interface Config {
   metricsToken?: string;
   /** Countries (ISO alpha-2) whose operators do not take alphanumeric sender IDs. */
   noAlphaCountries: Set<string>;
+  /** SENDER_ID_REGISTRATION: the recipient countries whose alphanumeric senders are checked against the registered sender IDs, and how. */
+  senderIdRegistration: ReadonlyMap<string, SenderIdMode>;
   /** Domains a ForwardFromEmail may be in (MAIL_FROM_DOMAINS; `*` allows any). */
   mailFromDomains: string[];
   /** Largest accepted request body, bytes. */
@@ -389,6 +395,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     logLevel: v.LOG_LEVEL,
     metricsToken: v.METRICS_TOKEN,
     noAlphaCountries: new Set(v.NO_ALPHA_SENDER_COUNTRIES),
+    senderIdRegistration: v.SENDER_ID_REGISTRATION,
     mailFromDomains: v.MAIL_FROM_DOMAINS,
     bodyLimit: v.BODY_LIMIT_BYTES,
     sendRateLimit,

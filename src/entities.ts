@@ -1,6 +1,7 @@
 import { Account } from "./accounts/account.entity.js";
 import { Property } from "./accounts/property.entity.js";
 import { Address } from "./addresses/address.entity.js";
+import { SenderIdApplication } from "./senderids/sender-id.entity.js";
 import { PhoneNumber } from "./numbers/phone-number.entity.js";
 import { Message } from "./messaging/message.entity.js";
 import { Lease } from "./leases/lease.entity.js";
@@ -30,6 +31,7 @@ export const entities = [
   Account,
   Property,
   Address,
+  SenderIdApplication,
   PhoneNumber,
   Message,
   Lease,

@@ -8,6 +8,7 @@ import { entities } from "./entities.js";
 import { createConfiguredEngine } from "./carriers/configured-engine.js";
 import { openSharedAllowance } from "./limits/limits-store.js";
 import { createLimitCounters } from "./limits/account-limits.js";
+import { createSendCounters } from "./messaging/send-counters.js";
 import { onShutdownSignal } from "./ops/shutdown.js";
 
 /** The first-start entry beside this module: src/first-start.ts under tsx, dist/src/first-start.js in the build (scripts/build.mjs). */
@@ -29,7 +30,8 @@ async function main(): Promise<void> {
   // The limits every process shares (docs/limits.md): Redis with REDIS_URL, else this database.
   const limits = await openSharedAllowance({ orm, redisUrl: config.redisUrl, clock: systemClock, log });
   const limitCounters = createLimitCounters();
-  const { carrier, router, engine, network } = await createConfiguredEngine(config, orm, log, limits, limitCounters);
+  const sendCounters = createSendCounters();
+  const { carrier, router, engine, network } = await createConfiguredEngine(config, orm, log, limits, limitCounters, sendCounters);
   const delivers = config.delivery === "on";
   const app = await buildApp({
     orm,
@@ -46,6 +48,7 @@ async function main(): Promise<void> {
     retention: engine.retention,
     limits,
     limitCounters,
+    sendCounters,
   });
   // Installed before the port opens: until a handler exists, SIGTERM kills the process outright
   // (exit by signal, no "stopped" line), and /readyz may answer before engine.start() returns.

@@ -8,6 +8,7 @@ import { Overview } from "./pages/overview";
 import { Messages } from "./pages/messages";
 import { MessagePage } from "./pages/message";
 import { Addresses } from "./pages/addresses";
+import { SenderIds } from "./pages/sender-ids";
 import { Numbers } from "./pages/numbers";
 import { Accounts } from "./pages/accounts";
 import { Carriers } from "./pages/carriers";
@@ -18,6 +19,7 @@ const PAGES = [
   { path: "overview", title: "Overview" },
   { path: "messages", title: "Messages" },
   { path: "addresses", title: "Addresses" },
+  { path: "sender-ids", title: "Sender IDs" },
   { path: "numbers", title: "Numbers" },
   { path: "accounts", title: "Accounts" },
   { path: "carriers", title: "Carriers and routes" },
@@ -76,6 +78,8 @@ function Page(props: { parts: string[] }) {
       return arg ? <MessagePage sid={arg} /> : <Messages />;
     case "addresses":
       return <Addresses />;
+    case "sender-ids":
+      return <SenderIds />;
     case "numbers":
       return <Numbers />;
     case "accounts":

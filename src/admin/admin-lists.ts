@@ -85,7 +85,7 @@ const ADDRESS_STATUSES: AddressStatus[] = ["Pending", "Active", "Rejected"];
  * account is a 400 naming it, as for CreateNumber's AccountSid; path Sids are 404), reporting
  * every problem at once.
  */
-async function listInput(
+export async function listInput(
   em: EntityManager,
   req: { resultsCount?: number; resultsSkip: number; accountSid: string },
   more: FieldProblem[] = [],

@@ -47,6 +47,7 @@ import { releaseLease } from "../leases/lease-allocator.js";
 import { applyAccountSettings } from "./account-settings.js";
 import { createAdminLists, findAccount, toAccountPb, toPropertyPb } from "./admin-lists.js";
 import { type CarrierAdminDeps, createCarrierAdmin } from "./carrier-admin.js";
+import { createSenderIdReview } from "./sender-id-review.js";
 import { createOperatorViews, toWebhookDeliveryPb } from "./operator-views.js";
 import { createRateCardAdmin } from "./rate-card-admin.js";
 import { quotaUsedToday } from "../limits/account-limits.js";
@@ -156,6 +157,7 @@ export function createAdminService(
       },
     }),
     ...createOperatorViews({ clock: deps.clock, em: requireAdmin }),
+    ...createSenderIdReview({ em: requireAdmin }),
     ...createCarrierAdmin({ clock: deps.clock, em: requireAdmin, carrierLinks: deps.carrierLinks, routingChanged: deps.routingChanged }),
     ...createRateCardAdmin({ clock: deps.clock, em: requireAdmin }),
 

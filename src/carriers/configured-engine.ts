@@ -10,6 +10,7 @@ import { createDeliveryEngine, type DeliveryEngine } from "../delivery/engine.js
 import { createCarrierRouter, type CarrierRouter } from "../delivery/carrier-router.js";
 import type { SharedAllowance } from "../limits/shared-allowance.js";
 import type { LimitCounters } from "../limits/account-limits.js";
+import type { SendCounters } from "../messaging/send-counters.js";
 
 /**
  * The carriers and delivery engine the configuration asks for, as the service and the worker both
@@ -23,6 +24,7 @@ export async function createConfiguredEngine(
   log: Logger,
   shared?: SharedAllowance,
   counters?: LimitCounters,
+  sendCounters?: SendCounters,
 ): Promise<{ carrier: Carrier; router: CarrierRouter; engine: DeliveryEngine; network: SimulatorNetwork }> {
   // `shared`: the accounts' MessagesPerSecond and the carriers' Tps hold for the whole deployment (docs/limits.md).
   const network = createSimulatorNetwork();
@@ -42,10 +44,12 @@ export async function createConfiguredEngine(
     log,
     mailTransport,
     noAlphaCountries: config.noAlphaCountries,
+    senderIdRegistration: config.senderIdRegistration,
     destinations: config.destinations,
     // Forwards and keyword answers pass the admit step with the API's defaults and counters.
     sendRate: { ratePerSecond: config.sendRateLimit, burst: config.sendRateBurst },
     limitCounters: counters,
+    sendCounters,
     dispatcher: {
       claimMs: config.dispatchClaimMs,
       shared,

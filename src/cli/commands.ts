@@ -5,7 +5,7 @@
  * proto comments (read from gen/descriptors.binpb: protoc-gen-es strips them from the embedded
  * descriptors), so the help and the OpenAPI document say the same; a method's summary is the
  * first paragraph of its comment. The table below only adds what a comment cannot say:
- * command-line hints, extra positional arguments and shortcuts such as approve-address.
+ * command-line hints, extra positional arguments and shortcuts such as approve-address and approve-sender-id.
  */
 import { getOption, ScalarType, type DescField, type DescMethod, type DescMethodUnary, type JsonValue } from "@bufbuild/protobuf";
 import { http } from "../../gen/google/api/annotations_pb.js";
@@ -38,6 +38,7 @@ export const METHOD_NOTES: Record<string, MethodNotes> = {
     positionals: ["number"],
   },
   ReviewAddress: { hints: { status: "Active or Rejected (or use approve-address / reject-address)" } },
+  ReviewSenderId: { hints: { status: "Registered or Rejected (or use approve-sender-id / reject-sender-id)" } },
   InjectInbound: { hints: { from: "the handset's E164 number", to: "a number of the service, e.g. a leased pool number" } },
   // --url is the service's URL: the carrier's Url is --carrier-url.
   AddCarrier: { flags: { url: "carrier-url" } },
@@ -63,6 +64,18 @@ const SHORTCUTS: { name: string; method: string; fixed: Record<string, JsonValue
     method: "ReviewAddress",
     fixed: { Status: "Rejected" },
     summary: "Rejects a Pending address; it stays rejected (review-address --status Rejected).",
+  },
+  {
+    name: "approve-sender-id",
+    method: "ReviewSenderId",
+    fixed: { Status: "Registered" },
+    summary: "Registers a Pending sender ID to its account for its country (review-sender-id --status Registered).",
+  },
+  {
+    name: "reject-sender-id",
+    method: "ReviewSenderId",
+    fixed: { Status: "Rejected" },
+    summary: "Rejects a Pending sender ID; the name is free again (review-sender-id --status Rejected).",
   },
 ];
 

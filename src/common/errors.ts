@@ -77,6 +77,13 @@ export const ERRORS = {
   InvalidParameter: { http: 400, grpc: Code.InvalidArgument, when: "a field of the wrong JSON type, out of range, or not allowed" },
   InvalidSenderId: { http: 400, grpc: Code.InvalidArgument, when: "`From`/`ForwardFromSms` breaks the sender ID rules" },
   SenderNotOwned: { http: 400, grpc: Code.InvalidArgument, when: "E164 `From` or `ForwardFromSms` that is not one of the account's numbers" },
+  SenderIdNotRegistered: {
+    http: 400,
+    grpc: Code.FailedPrecondition,
+    when: "alphanumeric `From` (or, for a forwarded reply, `ForwardFromSms`) to a country where `SENDER_ID_REGISTRATION` is `require` (AU by default) that is not a sender ID Registered to the account for that country (letter case aside); a reply forwarded from one is kept `Failed` with this ErrorCode; see [Sender IDs](api.md#sender-ids)",
+    example:
+      'From "ACMEBANK" is not a sender ID registered to this account for AU, where registration is required; apply for it (POST /v2/Accounts/{AccountSid}/SenderIds) and send once the operator has registered it, or use one of your numbers.',
+  },
   InvalidRecipient: {
     http: 400,
     grpc: Code.InvalidArgument,
@@ -133,6 +140,16 @@ export const ERRORS = {
     http: 409,
     grpc: Code.AlreadyExists,
     when: "operator adds a number that exists (also when the same number is added several times at once: one 200, the others this)",
+  },
+  SenderIdTaken: {
+    http: 409,
+    grpc: Code.AlreadyExists,
+    when: "applying for a sender ID (any letter case) in a country where another application, of this account or another, is Pending or Registered (also when two apply at once: one 200, the other this)",
+  },
+  SenderIdNotPending: {
+    http: 409,
+    grpc: Code.Aborted,
+    when: "operator review of a sender ID that another review already decided otherwise (the same decision again is a 200 that changes nothing)",
   },
   CarrierExists: {
     http: 409,
@@ -271,6 +288,20 @@ export function addressNotPending(sid: string, status: string): ConnectError {
   return apiError(
     "AddressNotPending",
     `Address ${sid} is ${status}; only a Pending address can be reviewed (a Rejected address stays rejected: the customer submits a new one).`,
+  );
+}
+
+/** 409 SenderIdTaken: a live application (Pending or Registered) for the same name and country exists. */
+export function senderIdTaken(senderId: string, country: string): ConnectError {
+  const message = `Sender ID ${quoted(senderId)} is already applied for or registered in ${country} (letter case aside); a sender ID belongs to one account per country.`;
+  return apiError("SenderIdTaken", message, [{ field: "SenderId", code: "SenderIdTaken", message }]);
+}
+
+/** 409 SenderIdNotPending: a review of a sender ID another review already decided otherwise. */
+export function senderIdNotPending(sid: string, status: string): ConnectError {
+  return apiError(
+    "SenderIdNotPending",
+    `Sender ID ${sid} is ${status}; only a Pending sender ID can be reviewed (a Rejected one stays rejected: the customer applies again).`,
   );
 }
 

@@ -10,6 +10,7 @@ export const SidPrefix = {
   lease: "LS",
   carrier: "CR",
   rateImport: "RI",
+  senderId: "SI",
 } as const;
 
 /** A Sid prefix. */

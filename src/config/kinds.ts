@@ -120,6 +120,33 @@ export function countries(def: string[], shown?: string): Kind<string[]> {
   };
 }
 
+/**
+ * Comma-separated `CC=word` pairs, a country (ISO 3166-1 alpha-2, any case) each with one of
+ * `words` (any case), into a map by upper-cased country; `def` when unset; `none` for no country.
+ */
+export function countryModes<const W extends string>(words: readonly [W, ...W[]], def: Readonly<Record<string, W>>): Kind<ReadonlyMap<string, W>> {
+  const pair = (item: string): [string, W] | undefined => {
+    const m = /^([A-Za-z]{2})\s*=\s*(\S+)$/.exec(item);
+    const country = m?.[1].toUpperCase();
+    const word = m?.[2].toLowerCase() as W | undefined;
+    return country && isKnownCountry(country) && word && words.includes(word) ? [country, word] : undefined;
+  };
+  const isNone = (v: string) => v.trim().toLowerCase() === "none";
+  const shownDef = Object.entries(def)
+    .map(([c, w]) => `${c}=${w}`)
+    .join(",");
+  return {
+    schema: z
+      .string()
+      .optional()
+      .refine((v) => v === undefined || isNone(v) || csv(v).every((item) => pair(item) !== undefined))
+      .transform((v) => new Map(v === undefined ? Object.entries(def) : isNone(v) ? [] : csv(v).map((item) => pair(item)!))),
+    expected: `a comma-separated list of COUNTRY=${words.join("|")} pairs such as AU=require,GB=label (ISO 3166-1 alpha-2 codes), or none`,
+    culprit: (text) => (isNone(text) ? undefined : csv(text).find((item) => pair(item) === undefined)),
+    shown: `\`${shownDef}\``,
+  };
+}
+
 /** One ISO 3166-1 alpha-2 code (any case; given upper case), or undefined when unset. */
 export function country(shown = "—"): Kind<string | undefined> {
   return {

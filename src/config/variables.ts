@@ -4,7 +4,23 @@
  * parses them all at once and builds the Config; docs/configuration.md and docs/carriers.md show
  * the tables generated from here (`npm run docs:config`, checked by a test).
  */
-import { countries, country, dnsServers, domains, duration, flag, type Kind, oneOf, optionalText, optionalUrl, prefixes, rate, text, whole } from "./kinds.js";
+import {
+  countries,
+  country,
+  countryModes,
+  dnsServers,
+  domains,
+  duration,
+  flag,
+  type Kind,
+  oneOf,
+  optionalText,
+  optionalUrl,
+  prefixes,
+  rate,
+  text,
+  whole,
+} from "./kinds.js";
 
 /** Which generated table a variable is documented in. */
 export type Group = "service" | "kannel" | "smpp";
@@ -37,6 +53,11 @@ export const DEFAULT_SEND_RATE_LIMIT = 50;
 export const DEFAULT_MAIL_FROM_DOMAINS: readonly string[] = ["switchboard.invalid"];
 /** Countries whose operators do not take alphanumeric sender IDs by default. */
 export const DEFAULT_NO_ALPHA_COUNTRIES: readonly string[] = ["US", "CA"];
+
+/** How a country checks alphanumeric sender IDs (SENDER_ID_REGISTRATION): refuse unregistered ones, or send and mark them. */
+export type SenderIdMode = "require" | "label";
+/** Countries whose alphanumeric sender IDs must be registered by default: Australia's SMS Sender ID Register (from 1 July 2026). */
+export const DEFAULT_SENDER_ID_REGISTRATION: Readonly<Record<string, SenderIdMode>> = { AU: "require" };
 
 export const VARIABLES = {
   PORT: v(whole(8080, 0, 65535, "a port number"), "service", "the one listening port (HTTP/1.1 and h2c)"),
@@ -95,6 +116,11 @@ export const VARIABLES = {
     countries([...DEFAULT_NO_ALPHA_COUNTRIES]),
     "service",
     "recipients' countries that get a leased sender instead of an alphanumeric one",
+  ),
+  SENDER_ID_REGISTRATION: v(
+    countryModes(["require", "label"], DEFAULT_SENDER_ID_REGISTRATION),
+    "service",
+    "per recipient country, `CC=require` (an alphanumeric `From` not Registered to the account for that country is refused, `400 SenderIdNotRegistered`) or `CC=label` (sent, and the record says `SenderIdRegistered: false`); unlisted countries are not checked; `none` checks none ([Sender IDs](api.md#sender-ids))",
   ),
   DEFAULT_ALLOWED_COUNTRIES: v(
     countries([], "unset (every country)"),

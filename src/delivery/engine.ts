@@ -7,12 +7,13 @@ import { createMailWorker } from "../mail/mail-outbox.js";
 import { createWebhookWorker, type WebhookWorker, type WebhookWorkerOptions } from "../webhooks/webhook-worker.js";
 import { createDispatcher, type Dispatcher, type DispatcherOptions } from "./dispatcher.js";
 import type { AcceptClaims } from "../messaging/claim-at-accept.js";
-import { DEFAULT_NO_ALPHA_COUNTRIES, DEFAULT_SEND_RATE_LIMIT, defaultSendBurst, type DestinationConfig } from "../config.js";
+import { DEFAULT_NO_ALPHA_COUNTRIES, DEFAULT_SEND_RATE_LIMIT, defaultSendBurst, type DestinationConfig, type SenderIdMode } from "../config.js";
 import { receiveInbound, sendAfterCommit } from "./inbound.js";
 import { createAdmitLimits, type DefaultSendRate, type LimitCounters } from "../limits/account-limits.js";
 import type { ServiceSendDeps } from "../messaging/service-sends.js";
 import { sendJudge } from "../messaging/send-pipeline.js";
 import { SEND_RULES, type SendRules } from "../messaging/send-steps.js";
+import type { SendCounters } from "../messaging/send-counters.js";
 import { createGroupCommit } from "../common/group-commit.js";
 import { ormKind } from "../db/orm.js";
 import { isDatabaseUnavailable } from "../common/pg-errors.js";
@@ -60,9 +61,13 @@ export interface DeliveryEngineOptions {
   mailTransport?: Transporter;
   /** Countries whose operators do not take alphanumeric sender IDs (forwarded replies follow the send rules); default US, CA. */
   noAlphaCountries?: ReadonlySet<string>;
+  /** SENDER_ID_REGISTRATION, which forwarded replies from an alphanumeric ForwardFromSms obey as sends do; default AU=require. */
+  senderIdRegistration?: ReadonlyMap<string, SenderIdMode>;
   /** The deployment's destination permissions, which forwards and keyword answers obey as sends do; default: none but premium numbers. */
   /** The send rules that need data, for the service's own sends (messaging/send-steps.ts); default SEND_RULES. */
   rules?: SendRules;
+  /** Where forwards SENDER_ID_REGISTRATION labels unregistered are counted (shared with the app's sends, for the metrics). */
+  sendCounters?: SendCounters;
   destinations?: DestinationConfig;
   /**
    * The deployment's default request rate (SEND_RATE_LIMIT, SEND_RATE_BURST; default 50/s): with the
@@ -123,8 +128,9 @@ export function createDeliveryEngine(opts: DeliveryEngineOptions): DeliveryEngin
     orm: opts.orm,
     limits: shared ? createAdmitLimits(shared, sendRate, () => opts.clock.now().getTime(), opts.limitCounters) : undefined,
     noAlphaCountries,
+    senderIdRegistration: opts.senderIdRegistration,
     destinations: opts.destinations,
-    judge: sendJudge(opts.rules ?? SEND_RULES),
+    judge: sendJudge(opts.rules ?? SEND_RULES, opts.sendCounters),
   };
   const pollMs = opts.pollMs ?? 250;
   let dispatchLoops: WorkerLoop[] = [];

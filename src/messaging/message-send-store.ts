@@ -51,6 +51,11 @@ export interface MessageRow {
    */
   claimed_until: Date | null;
   attempts: number;
+  /**
+   * Whether the alphanumeric sender was Registered for the recipient's country, where a rule checks
+   * it; null elsewhere. A recorded fact (FactSql.column): the storing statement takes it from the facts.
+   */
+  sender_id_registered: boolean | null;
 }
 
 /** Every MessageRow column and its SQL type: a column missing here, or one too many, does not compile. */
@@ -85,6 +90,7 @@ const MESSAGE_COLUMNS = {
   valid_until: "timestamptz",
   claimed_until: "timestamptz",
   attempts: "int",
+  sender_id_registered: "bool",
 } as const satisfies Record<keyof MessageRow, SqlType>;
 
 const COLUMN_NAMES = Object.keys(MESSAGE_COLUMNS) as (keyof MessageRow)[];
@@ -136,6 +142,8 @@ export interface FactSql {
   name: string;
   type: "bool" | "text";
   sql: string;
+  /** The message column this fact is recorded in when the send is stored (a name other than the fact's). */
+  column?: keyof MessageRow;
 }
 
 /** What the facts statement is built from: the rules' own lookup keys (text, beyond FIXED_KEYS) and their facts, in rule order. */
@@ -262,13 +270,15 @@ export function createSendStatement(spec: FactsSpec): SendStatement {
   const keyNames = keys.map(([k]) => k);
   const factNames = spec.facts.map((f) => f.name);
   const wanted = spec.facts.map((f) => `(v.want_${f.name} is null or f.${f.name} = v.want_${f.name})`).join(" and ");
+  // A recorded fact (FactSql.column) is its column's value: the row was built before the facts were read.
+  const recorded = new Map(spec.facts.flatMap((f) => (f.column ? [[f.column as string, f.name] as const] : [])));
   const sql = `with f as materialized (select * from sb_send_facts(${keys.map(([, t]) => arrayParam(t)).join(", ")})),
 v as materialized (
   select f.*, v.store and ${wanted} as stored, ${COLUMN_NAMES.map((c) => `v.${c}`).join(", ")}
     from unnest(?::int[], ?::bool[], ${spec.facts.map((f) => arrayParam(f.type)).join(", ")}, ${COLUMN_NAMES.map((c) => arrayParam(MESSAGE_COLUMNS[c])).join(", ")})
          as v(vi, store, ${factNames.map((f) => `want_${f}`).join(", ")}, ${COLUMN_NAMES.join(", ")})
     join f on f.i = v.vi),
-ins as (insert into messages (${COLUMN_NAMES.join(", ")}) select ${COLUMN_NAMES.join(", ")} from v where v.stored)
+ins as (insert into messages (${COLUMN_NAMES.join(", ")}) select ${COLUMN_NAMES.map((c) => recorded.get(c) ?? c).join(", ")} from v where v.stored)
 select i, ${factNames.join(", ")}, key_expired, key_hash, m_sid, m_account_sid, m_property_sid, m_sender, m_recipient, m_text, stored from v`;
   const prepared = `sb_send_${createHash("sha256").update(sql).digest("hex").slice(0, 12)}`;
   return {

@@ -59,6 +59,8 @@ export const MessageEntity = defineEntity({
     carrierRef: p.string().nullable(),
     // The name of the carrier that took the message (issue 30), "" before its submission.
     carrier: p.string().length(64).default(""),
+    // Whether the alphanumeric sender ID was Registered for the recipient's country, where SENDER_ID_REGISTRATION checks it; null elsewhere.
+    senderIdRegistered: p.boolean().nullable(),
     // The dispatcher's columns, written only by its own SQL. Not lazy: entity reads then stay
     // `select m0.*`, as before they were mapped. `queued` is derived by the database (the queue
     // indexes' predicate, Migration20261122030000, declared without NOT NULL); the ORM never writes it.

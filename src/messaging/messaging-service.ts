@@ -70,6 +70,7 @@ export function toMessageRecord(m: Message): MessageRecord {
     redacted: m.redacted,
     carrier: m.carrier,
     smartEncoded: m.smartEncoded,
+    senderIdRegistered: m.senderIdRegistered ?? undefined,
   });
 }
 

@@ -26,10 +26,10 @@ import {
   setBatchKeyResponse,
 } from "./idempotency-key-store.js";
 import { createSendStatement, insertMessages, type MessageRow, type SendFacts, type SendStatement } from "./message-send-store.js";
-import type { DestinationConfig } from "../config.js";
+import { DEFAULT_SENDER_ID_REGISTRATION, type DestinationConfig, type SenderIdMode } from "../config.js";
 import { destinationPolicy, destinationRefusal } from "./destination-rules.js";
 import { type AdmitLimits, type Admitted, NOT_CHARGED } from "../limits/account-limits.js";
-import { DEFAULT_VALIDITY_SECONDS, goesOutLeased, segmentsOf, validateSend, type ValidSend } from "./send-rules.js";
+import { DEFAULT_VALIDITY_SECONDS, goesOutLeased, segmentsOf, senderIdCheck, validateSend, type ValidSend } from "./send-rules.js";
 import {
   accessRefusal,
   addToBatch,
@@ -38,6 +38,7 @@ import {
   factsSpec,
   IDEMPOTENCY_TTL_MS,
   messageRow,
+  recordFacts,
   requestHash,
   ruleRefusal,
   SEND_RULES,
@@ -47,6 +48,7 @@ import {
   sentMessage,
 } from "./send-steps.js";
 import { type AcceptClaims, type MaybeClaimed, storeClaimed } from "./claim-at-accept.js";
+import type { SendCounters } from "./send-counters.js";
 
 /**
  * The one send pipeline. Every send runs these steps, in this order: SendMessage, each item of
@@ -104,6 +106,8 @@ export interface SendPipelineDeps {
   webhookAllowPrivate: boolean;
   /** Countries whose operators do not take alphanumeric sender IDs. */
   noAlphaCountries: ReadonlySet<string>;
+  /** SENDER_ID_REGISTRATION: the recipient countries whose alphanumeric senders are checked, and how; default AU=require. */
+  senderIdRegistration?: ReadonlyMap<string, SenderIdMode>;
   /** Domains a ForwardFromEmail may be in (`*`: any); default, the no-reply address's. */
   mailFromDomains?: readonly string[];
   /** Wakes the dispatcher after a message due now is committed unclaimed (step 11). */
@@ -114,6 +118,8 @@ export interface SendPipelineDeps {
   destinations?: DestinationConfig;
   /** The rules that need data (steps 5 and 8); default SEND_RULES, whose facts function migrateUp installs. */
   rules?: SendRules;
+  /** Where the sends SENDER_ID_REGISTRATION labels unregistered are counted (the metrics). */
+  counters?: SendCounters;
 }
 
 /** The send pipeline of one process. */
@@ -140,12 +146,13 @@ export interface SendPipeline {
 /** Creates the send pipeline; its group commit gathers the sends of every request of this process. */
 export function createSendPipeline(deps: SendPipelineDeps): SendPipeline {
   const claims = deps.claims;
-  const judge = sendJudge(deps.rules ?? SEND_RULES);
+  const judge = sendJudge(deps.rules ?? SEND_RULES, deps.counters);
   const gather = createGroupCommit<SendItem, SendOutcome>({
     run: (items) => (claims ? storeClaimed(claims, items, (batch) => runBatch(deps.orm, judge, batch)) : runBatch(deps.orm, judge, items)),
   });
 
   const destinations = deps.destinations ?? NO_DESTINATION_LIMITS;
+  const registration = deps.senderIdRegistration ?? DEFAULT_SENDER_ID_REGISTRATIONS;
 
   /** Step 2. */
   function validate(account: SendItem["account"], propertySid: string, req: SendMessageRequest, now: Date, idemKey?: string): SendItem {
@@ -155,7 +162,9 @@ export function createSendPipeline(deps: SendPipelineDeps): SendPipeline {
     // Alphanumeric IDs do not reach operators in some countries (US and CA by default): those go out leased.
     const leased = v !== undefined && goesOutLeased(v.fromKind, v.to, deps.noAlphaCountries);
     const idemHash = idemKey === undefined ? undefined : requestHash("SendMessage", SendMessageRequestSchema, req);
-    return { account, propertySid, checked, leased, idemKey, idemHash, now, sid: newSid("MG") };
+    // Whether the "sender ID registered" rule (send-steps.ts) applies, for which country and how.
+    const senderIds = v === undefined ? undefined : senderIdCheck(v.fromKind, leased, v.to, registration);
+    return { account, propertySid, checked, leased, senderIdCheck: senderIds, idemKey, idemHash, now, sid: newSid("MG") };
   }
 
   return {
@@ -222,6 +231,9 @@ export function createSendPipeline(deps: SendPipelineDeps): SendPipeline {
   };
 }
 
+/** SENDER_ID_REGISTRATION's default (AU=require), as a map. */
+export const DEFAULT_SENDER_ID_REGISTRATIONS: ReadonlyMap<string, SenderIdMode> = new Map(Object.entries(DEFAULT_SENDER_ID_REGISTRATION));
+
 export const NO_DESTINATION_LIMITS: DestinationConfig = { defaultAllowedCountries: [], blockedPrefixes: [], allowPremium: false };
 
 /**
@@ -278,8 +290,8 @@ export interface SendJudge {
   judgeBatch(tx: EntityManager, items: SendItem[]): Promise<ItemOutcome<SendOutcome>[]>;
 }
 
-/** Steps 4 to 10 judged by `rules`, through the facts statement built from them. */
-export function sendJudge(rules: SendRules): SendJudge {
+/** Steps 4 to 10 judged by `rules`, through the facts statement built from them; `counters` counts what the label mode let through. */
+export function sendJudge(rules: SendRules, counters?: SendCounters): SendJudge {
   const spec = factsSpec(rules);
   const statement: SendStatement = createSendStatement(spec);
 
@@ -342,16 +354,18 @@ export function sendJudge(rules: SendRules): SendJudge {
         const item = items[i];
         const send = sendOf(item)!;
         const lease = senders.get(i);
-        rows.push(messageRow(item, send, lease));
+        rows.push(recordFacts(spec, messageRow(item, send, lease), facts[i]));
         outcomes[i] = ok(storedOutcome(item, send, lease ? lease.sender : send.from));
       }
       items.forEach((item, i) => {
         const o = outcomes[i];
-        if (item.forward && o && !o.ok && o.error instanceof ConnectError) rows.push(messageRow(item, item.forward.draft, undefined, errorCodeOf(o.error)));
+        if (item.forward && o && !o.ok && o.error instanceof ConnectError)
+          rows.push(recordFacts(spec, messageRow(item, item.forward.draft, undefined, errorCodeOf(o.error)), facts[i]));
       });
       await insertMessages(tx, rows);
       await storeKeys(tx, items, toStore, outcomes);
 
+      if (counters) countLabelled(counters, items, facts, outcomes);
       for (const { index, first } of repeats) {
         const o = outcomes[first];
         // The first send with this key failed (no lease to be had): the repeat is a send of its own.
@@ -372,6 +386,14 @@ export function sendJudge(rules: SendRules): SendJudge {
       ruleRefusal(rules, item, f, fieldErrors) ??
       new Error(`send batch: message ${item.sid} passed its rules but was not stored`)
     );
+  }
+}
+
+/** Counts the sends stored with an alphanumeric sender SENDER_ID_REGISTRATION labels unregistered (label mode). */
+function countLabelled(counters: SendCounters, items: SendItem[], facts: SendFacts[], outcomes: ItemOutcome<SendOutcome>[]): void {
+  for (let i = 0; i < items.length; i++) {
+    const check = items[i].senderIdCheck;
+    if (check?.mode === "label" && outcomes[i]?.ok && facts[i].sender_registered === false) counters.unregisteredSenderId(check.country);
   }
 }
 

@@ -4,7 +4,7 @@ import { smartEncode } from "../common/smart-encoding.js";
 import { codePoints, textEncoding } from "../common/sms-text.js";
 import { isAlphanumericSender, isEmail, parseE164, type E164Info, writeItAs } from "../common/phone.js";
 import { mailFromAllowed } from "../mail/mail-from.js";
-import { DEFAULT_MAIL_FROM_DOMAINS } from "../config.js";
+import { DEFAULT_MAIL_FROM_DOMAINS, type SenderIdMode } from "../config.js";
 import { webhookUriProblem } from "../webhooks/url-guard.js";
 
 /** Schedule may be at most 14 days ahead (docs/api.md#send-sms). */
@@ -82,6 +82,33 @@ export function goesOutLeased(fromKind: ValidSend["fromKind"], to: E164Info, noA
   return fromKind === "Blank" || (fromKind === "Alphanumeric" && noAlphaCountries.has(to.country));
 }
 
+/** A send whose alphanumeric sender SENDER_ID_REGISTRATION checks: the recipient's country it is checked for, and how. */
+export interface SenderIdCheck {
+  country: string;
+  mode: SenderIdMode;
+}
+
+/**
+ * docs/api.md#sender-ids: whether a send's sender ID is checked against the registered ones: an
+ * alphanumeric sender that goes out as itself (not leased) to a country SENDER_ID_REGISTRATION lists
+ * (the recipient's country, from its prefix: common/number-country.ts). Undefined: unchecked.
+ */
+export function senderIdCheck(
+  fromKind: ValidSend["fromKind"],
+  leased: boolean,
+  to: E164Info,
+  registration: ReadonlyMap<string, SenderIdMode>,
+): SenderIdCheck | undefined {
+  if (fromKind !== "Alphanumeric" || leased || registration.size === 0) return undefined;
+  const mode = registration.get(to.country);
+  return mode ? { country: to.country, mode } : undefined;
+}
+
+/** The SenderIdNotRegistered message: `field`'s alphanumeric sender is not Registered to the account for the country. */
+export function senderIdNotRegistered(field: "From" | "ForwardFromSms", senderId: string, country: string): string {
+  return `${field} ${quoted(senderId)} is not a sender ID registered to this account for ${country}, where registration is required; apply for it (POST /v2/Accounts/{AccountSid}/SenderIds) and send once the operator has registered it, or use one of your numbers.`;
+}
+
 /**
  * docs/api.md#authentication: the account and the property must both be SMS-enabled. The SmsNotEnabled message,
  * or undefined when both are; sends and forwarded replies alike.
@@ -113,6 +140,11 @@ export function ownNumberDestination(number: string): string {
 /** The RecipientOptedOut message for a To that opted out of the account's messages. */
 export function optedOut(number: string, accountSid: string): string {
   return `To ${number} has opted out of messages from account ${accountSid} (a STOP, or the OptOuts API). Nothing was stored; a START from that number, or DELETE /v2/Accounts/${accountSid}/OptOuts/${number.slice(1)}, opts it back in.`;
+}
+
+/** The InvalidSenderId message for a field that is not a valid alphanumeric sender ID (From; SenderId of a registration). */
+export function alphanumericSenderProblem(field: string, value: string): string {
+  return `${field} ${quoted(value)} is not a valid alphanumeric sender ID: use 1 to 11 characters of A-Z, a-z, 0-9 and spaces, with at least one letter.`;
 }
 
 /**
@@ -153,11 +185,7 @@ export function validateSend(
   } else if (from !== "") {
     fromKind = "Alphanumeric";
     if (!isAlphanumericSender(from)) {
-      add(
-        "From",
-        "InvalidSenderId",
-        `From ${quoted(req.from)} is not a valid alphanumeric sender ID: use 1 to 11 characters of A-Z, a-z, 0-9 and spaces, with at least one letter.`,
-      );
+      add("From", "InvalidSenderId", alphanumericSenderProblem("From", req.from));
     }
   }
 

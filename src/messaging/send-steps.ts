@@ -7,7 +7,17 @@ import type { AccountLimitFields } from "../limits/account-limits.js";
 import { apiError, fieldError, type FieldProblem, notFound } from "../common/errors.js";
 import type { ClaimedRow } from "./message-store.js";
 import { type FactSql, type FactsSpec, FIXED_KEYS, type MessageRow, type SendBatch, type SendFacts } from "./message-send-store.js";
-import { forwardLoop, optedOut, ownNumberDestination, senderNotOwned, smsNotEnabled, type ValidSend } from "./send-rules.js";
+import { registeredSenderSql } from "../senderids/sender-id-store.js";
+import {
+  forwardLoop,
+  optedOut,
+  ownNumberDestination,
+  type SenderIdCheck,
+  senderIdNotRegistered,
+  senderNotOwned,
+  smsNotEnabled,
+  type ValidSend,
+} from "./send-rules.js";
 
 /**
  * The rules of a send that need data, in the order a send is judged, each one entry written once:
@@ -33,6 +43,8 @@ export interface SendItem {
   checked: { problems: FieldProblem[] } | { send: ValidSend };
   /** Whether the message goes out from a leased sender (From blank, or alphanumeric where not taken). */
   leased: boolean;
+  /** Whether SENDER_ID_REGISTRATION checks its alphanumeric sender, for which country and how (send-rules.ts senderIdCheck); undefined: unchecked. */
+  senderIdCheck?: SenderIdCheck;
   idemKey?: string;
   /** With idemKey: the fingerprint of the request (requestHash), which a repeat must match. */
   idemHash?: string;
@@ -62,15 +74,26 @@ export interface SendItem {
  */
 export interface DataRule<S = ValidSend> {
   name: string;
-  /** Whether the rule applies to this send: one that does not needs nothing, and its key is null. */
+  /** Whether the rule applies to this send: one that does not needs nothing, and its keys are null. */
   applies(item: SendItem, send: S): boolean;
-  /** The rule's own lookup key (`v.<name>` in its SQL), when the send's fixed keys are not enough. */
-  key?: { name: string; of(item: SendItem, send: S): string };
+  /** The rule's own lookup keys (`v.<name>` in its SQL), when the send's fixed keys are not enough: one, or several. */
+  key?: RuleKey<S> | readonly RuleKey<S>[];
+  /** Its fact; with `column`, also written into the stored message's column (null where the rule does not apply). */
   fact: FactSql;
-  /** The fact's value for the send to pass. */
-  wants(item: SendItem): boolean | string;
+  /** The fact's value for the send to pass; null: any (the fact is only recorded, in its column). */
+  wants(item: SendItem, send: S): boolean | string | null;
   refuse(item: SendItem, send: S, facts: SendFacts): ConnectError;
 }
+
+/** A lookup key of a rule: its name (`v.<name>`) and its value for a send the rule applies to. */
+export interface RuleKey<S = ValidSend> {
+  name: string;
+  of(item: SendItem, send: S): string;
+}
+
+/** A rule's own lookup keys, as a list. */
+const keysOfRule = <S>(rule: DataRule<S>): readonly RuleKey<S>[] =>
+  rule.key === undefined ? [] : Array.isArray(rule.key) ? rule.key : [rule.key as RuleKey<S>];
 
 /** The rules of every send: access (before its Idempotency-Key and its own problems), then the others. */
 export interface SendRules {
@@ -181,6 +204,31 @@ export const RULES: readonly DataRule[] = [
     wants: wantFalse,
     refuse: (item, send) => fieldError("To", "RecipientOptedOut", optedOut(send.to.number, item.account.sid)),
   },
+  {
+    // docs/api.md#sender-ids: where SENDER_ID_REGISTRATION lists the recipient's country (step 2 decided
+    // it: item.senderIdCheck), an alphanumeric sender must be Registered to the account for that country
+    // (require), or is sent and its record says whether it is (label: no refusal, the fact is only
+    // recorded). The fact is null for a send the rule does not apply to (its keys are null: no probe),
+    // and is written into the message's sender_id_registered by the statement that stores it.
+    name: "sender ID registered",
+    applies: (item) => item.senderIdCheck !== undefined,
+    key: [
+      { name: "sender_id_name", of: (_item, send) => send.from.toUpperCase() },
+      { name: "sender_id_country", of: (item) => item.senderIdCheck!.country },
+    ],
+    fact: {
+      name: "sender_registered",
+      type: "bool",
+      sql: `case when v.sender_id_country is null then null else ${registeredSenderSql("sender_id_name", "sender_id_country")} end`,
+      column: "sender_id_registered",
+    },
+    wants: (item) => (item.senderIdCheck!.mode === "require" ? true : null),
+    refuse: (item, send) => {
+      // A forward's sender is the lease's ForwardFromSms.
+      const field = item.forward && !item.forward.answer ? "ForwardFromSms" : "From";
+      return fieldError(field, "SenderIdNotRegistered", senderIdNotRegistered(field, send.from, item.senderIdCheck!.country));
+    },
+  },
 ];
 
 /** The rules every send of this deployment is judged by. */
@@ -189,13 +237,17 @@ export const SEND_RULES: SendRules = { access: ACCESS_RULES, rules: RULES };
 /** What the facts statement of a set of rules is built from: their keys and facts, in order. */
 export function factsSpec(rules: SendRules): FactsSpec {
   const all = [...rules.access, ...(rules.rules as readonly DataRule<ValidSend | undefined>[])];
-  const keys = [...new Set(all.flatMap((r) => (r.key ? [r.key.name] : [])))];
+  const keys = [...new Set(all.flatMap((r) => keysOfRule(r).map((k) => k.name)))];
   return { keys, facts: all.map((r) => r.fact) };
 }
 
 /** The first rule of `rules` that applies to the send and whose fact is not the value it wants, if any. */
 function firstUnmet<S>(rules: readonly DataRule<S>[], item: SendItem, send: S, facts: SendFacts): DataRule<S> | undefined {
-  for (const rule of rules) if (rule.applies(item, send) && facts[rule.fact.name] !== rule.wants(item)) return rule;
+  for (const rule of rules) {
+    if (!rule.applies(item, send)) continue;
+    const wanted = rule.wants(item, send);
+    if (wanted !== null && facts[rule.fact.name] !== wanted) return rule;
+  }
   return undefined;
 }
 
@@ -236,15 +288,24 @@ export function addToBatch(rules: SendRules, batch: SendBatch, i: number, item: 
   for (let r = 0; r < rules.access.length; r++) {
     const rule = rules.access[r];
     const applies = rule.applies(item, send);
-    if (rule.key) k[rule.key.name].push(applies ? rule.key.of(item, send) : null);
-    batch.wanted[rule.fact.name].push(store && applies ? rule.wants(item) : null);
+    for (const key of keysOfRule(rule)) k[key.name].push(applies ? key.of(item, send) : null);
+    batch.wanted[rule.fact.name].push(store && applies ? rule.wants(item, send) : null);
   }
   for (let r = 0; r < rules.rules.length; r++) {
     const rule = rules.rules[r];
     const applies = send !== undefined && rule.applies(item, send);
-    if (rule.key) k[rule.key.name].push(applies ? rule.key.of(item, send) : null);
-    batch.wanted[rule.fact.name].push(store && applies ? rule.wants(item) : null);
+    for (const key of keysOfRule(rule)) k[key.name].push(applies ? key.of(item, send!) : null);
+    batch.wanted[rule.fact.name].push(store && applies ? rule.wants(item, send!) : null);
   }
+}
+
+/**
+ * Writes into a row judged in a transaction the facts the rules record (a fact with a `column`), as
+ * the one-statement path's insert takes them from the facts it reads.
+ */
+export function recordFacts(spec: FactsSpec, row: MessageRow, facts: SendFacts): MessageRow {
+  for (const f of spec.facts) if (f.column !== undefined) (row as unknown as Record<string, unknown>)[f.column] = facts[f.name] ?? null;
+  return row;
 }
 
 /** An empty batch for the facts statement of `spec`: an array per key and per fact. */
@@ -342,5 +403,7 @@ export function messageRow(item: SendItem, send: ValidSend, lease: { sender: str
     valid_until: new Date(due.getTime() + send.validitySeconds * 1000),
     claimed_until: claimedUntil,
     attempts: claimedUntil ? 1 : 0,
+    // A fact a rule records (recordFacts, or the storing statement itself).
+    sender_id_registered: null,
   };
 }

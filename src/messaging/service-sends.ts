@@ -26,12 +26,12 @@ import type { ItemOutcome } from "../common/group-commit.js";
 import { canonicalE164, parseE164, type E164Info } from "../common/phone.js";
 import { newSid } from "../common/sid.js";
 import { textEncoding } from "../common/sms-text.js";
-import type { DestinationConfig } from "../config.js";
+import type { DestinationConfig, SenderIdMode } from "../config.js";
 import { type AccountLimitFields, type AdmitLimits, type Admitted, NOT_CHARGED } from "../limits/account-limits.js";
 import { insertMessages } from "./message-send-store.js";
 import { deleteServiceSend, insertServiceSend, type QueuedServiceSend, takeServiceSend } from "./service-send-outbox-store.js";
-import { destinationChecked, NO_DESTINATION_LIMITS, NO_OPTIONS, type SendJudge, type SendOutcome } from "./send-pipeline.js";
-import { goesOutLeased, type ValidSend } from "./send-rules.js";
+import { DEFAULT_SENDER_ID_REGISTRATIONS, destinationChecked, NO_DESTINATION_LIMITS, NO_OPTIONS, type SendJudge, type SendOutcome } from "./send-pipeline.js";
+import { goesOutLeased, senderIdCheck, type ValidSend } from "./send-rules.js";
 import { messageRow, type SendItem } from "./send-steps.js";
 
 /** What the service's sends need: the database, the admit step's limits (undefined: none) and the deployment's rules. */
@@ -40,6 +40,8 @@ export interface ServiceSendDeps {
   limits?: AdmitLimits;
   /** Countries whose operators do not take alphanumeric sender IDs. */
   noAlphaCountries: ReadonlySet<string>;
+  /** SENDER_ID_REGISTRATION (default AU=require): a forward from an alphanumeric ForwardFromSms is checked as a send's From. */
+  senderIdRegistration?: ReadonlyMap<string, SenderIdMode>;
   /** The deployment's destination permissions; default: every country, no blocked prefix, no premium numbers. */
   destinations?: DestinationConfig;
   /** Steps 4 to 10 under the deployment's rules (send-pipeline.ts sendJudge). */
@@ -104,6 +106,7 @@ export async function forwardReply(deps: ServiceSendDeps, f: ReplyForward, outbo
     from,
     fromKind: from.startsWith("+") ? "E164" : "Alphanumeric",
   };
+  const leased = to !== undefined && draft.fromKind === "Alphanumeric" && goesOutLeased("Alphanumeric", to, deps.noAlphaCountries);
   return serviceSend(deps, outboxId, f.accountSid, draft, "ForwardToSms", (account) => ({
     account,
     propertySid: f.propertySid,
@@ -111,7 +114,9 @@ export async function forwardReply(deps: ServiceSendDeps, f: ReplyForward, outbo
     checked: to
       ? { send: draft }
       : { problems: [{ field: "ForwardToSms", code: "InvalidRecipient", message: `ForwardToSms ${f.forwardToSms} is not a valid E164 number.` }] },
-    leased: to !== undefined && draft.fromKind === "Alphanumeric" && goesOutLeased("Alphanumeric", to, deps.noAlphaCountries),
+    leased,
+    // An alphanumeric ForwardFromSms is checked for ForwardToSms's country, as a send's From for To's.
+    senderIdCheck: to ? senderIdCheck(draft.fromKind, leased, to, deps.senderIdRegistration ?? DEFAULT_SENDER_ID_REGISTRATIONS) : undefined,
     now: f.now,
     sid: newSid("MG"),
     forward: { inReplyTo: f.replySid, relay: f.forwardFromSms === "", draft },

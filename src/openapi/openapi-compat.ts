@@ -2,7 +2,7 @@
  * The OpenAPI schemas of the Fone Dynamics compatible REST format, derived from the descriptors by
  * the same rule the response writer applies (src/rest/rest-compat.ts): a compat_resource is
  * wrapped under its key, a compat_unwrap list is answered bare with flat failed items, and a
- * compat_alias field is repeated under its alias.
+ * compat_alias field is repeated under its alias; a compat_omit field is left out.
  */
 import { getOption, type DescField, type DescMessage, type DescMethod } from "@bufbuild/protobuf";
 import { compat_alias, compat_omit } from "../../gen/switchboard/v2/rest_compat_pb.js";

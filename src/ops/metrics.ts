@@ -1,4 +1,5 @@
 import type { LimitCounters } from "../limits/account-limits.js";
+import type { SendCounters } from "../messaging/send-counters.js";
 import type { MikroORM } from "@mikro-orm/sql";
 import type { FastifyBaseLogger } from "fastify";
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
@@ -45,6 +46,8 @@ export interface MetricsOptions {
   carriers?: () => LinkInfo[];
   /** What the limits refused and paced per account in this process. */
   limitCounters?: LimitCounters;
+  /** What the send pipeline counted in this process. */
+  sendCounters?: SendCounters;
 }
 
 /** Creates the registry with the HTTP, queue and process metrics (docs/operations.md#metrics). */
@@ -166,6 +169,20 @@ export function createMetrics(opts: MetricsOptions): Metrics {
     labelNames: ["account"] as const,
     registers,
   });
+  const unregisteredSenderIds = new Counter({
+    name: "switchboard_unregistered_sender_ids_total",
+    help: "Sends this process stored with an alphanumeric sender not Registered for the recipient's country, where SENDER_ID_REGISTRATION labels them (label).",
+    labelNames: ["country"] as const,
+    registers,
+  });
+  // The pipeline counts in its own totals; the counter follows them by the difference since the last scrape.
+  const seenUnregistered = new Map<string, number>();
+  function readSendCounters(): void {
+    for (const [country, n] of opts.sendCounters?.unregisteredSenderIds() ?? []) {
+      unregisteredSenderIds.inc({ country }, n - (seenUnregistered.get(country) ?? 0));
+      seenUnregistered.set(country, n);
+    }
+  }
   if (opts.processMetrics !== false) collectDefaultMetrics({ register: registry });
 
   function readLimits(): void {
@@ -235,6 +252,7 @@ export function createMetrics(opts: MetricsOptions): Metrics {
       readCarrier();
       readRetention();
       readLimits();
+      readSendCounters();
       await readGauges();
       return registry.metrics();
     },

@@ -4,6 +4,7 @@
  * per-request record reachable from the handler's context values.
  */
 import type { LimitCounters } from "../limits/account-limits.js";
+import type { SendCounters } from "../messaging/send-counters.js";
 import { Code, createContextKey, createContextValues, type ContextValues, type Interceptor } from "@connectrpc/connect";
 import type { MikroORM } from "@mikro-orm/sql";
 import { LogController, type FastifyBaseLogger, type FastifyServerOptions, type FastifyInstance, type FastifyReply, type FastifyRequest } from "fastify";
@@ -62,6 +63,8 @@ export interface ObservabilityDeps {
   carriers?: () => import("../delivery/carrier-router.js").LinkInfo[];
   /** What the limits refused and paced per account in this process (docs/limits.md). */
   limitCounters?: LimitCounters;
+  /** What the send pipeline counted in this process. */
+  sendCounters?: SendCounters;
 }
 
 /** The pieces buildApp wires in: Fastify server options, the plugin, and the transports' hooks. */
@@ -151,6 +154,7 @@ export function createObservability(deps: ObservabilityDeps): Observability {
     retention: deps.retention,
     carriers: deps.carriers,
     limitCounters: deps.limitCounters,
+    sendCounters: deps.sendCounters,
   });
   // On the request object itself (not in a WeakMap/WeakSet: an entry per request is garbage-collector work).
   const records = (request: FastifyRequest) => (request as RecordedRequest)[kRecord];

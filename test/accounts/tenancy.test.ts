@@ -64,7 +64,7 @@ afterAll(async () => {
 // The matrix
 
 /** The kinds of resource a request field can name, by field name. */
-type Kind = "account" | "property" | "message" | "address" | "number" | "sender";
+type Kind = "account" | "property" | "message" | "address" | "number" | "sender" | "senderId";
 const KIND_OF_FIELD: Record<string, Kind> = {
   account_sid: "account",
   property_sid: "property",
@@ -72,10 +72,19 @@ const KIND_OF_FIELD: Record<string, Kind> = {
   address_sid: "address",
   number: "number",
   from: "sender",
+  sender_id_sid: "senderId",
 };
 /** Fields named like a resource that are not one: an opt-out's Number is any recipient's phone number, not something an account owns. */
 const NOT_RESOURCES = new Set(["OptOutService.CreateOptOut.number", "OptOutService.DeleteOptOut.number"]);
-const WHAT: Record<Kind, string> = { account: "Account", property: "Property", message: "Message", address: "Address", number: "Number", sender: "Number" };
+const WHAT: Record<Kind, string> = {
+  account: "Account",
+  property: "Property",
+  message: "Message",
+  address: "Address",
+  number: "Number",
+  sender: "Number",
+  senderId: "SenderId",
+};
 
 const digits = (e164: string) => e164.slice(1);
 
@@ -102,6 +111,8 @@ function resources(kind: Kind, v: RichTenant): [string, string, boolean][] {
         ["second number", digits(v.numbers[1]), true],
         ["pool number leased to it", digits(v.leasedNumber), false],
       ];
+    case "senderId":
+      return Object.entries(v.senderIds).map(([state, sid]) => [`${state} sender ID`, sid, true]);
     case "sender":
       return [
         ["number with an address", v.numbers[0], true],
@@ -127,6 +138,10 @@ const BASELINES: Record<string, (own: RichTenant) => Record<string, unknown>> = 
   "OptOutService.ListOptOuts": (o) => ({ accountSid: o.accountSid }),
   "OptOutService.CreateOptOut": (o) => ({ accountSid: o.accountSid, number: "+447700900124" }),
   "OptOutService.DeleteOptOut": (o) => ({ accountSid: o.accountSid, number: "447700900124" }),
+  // A name of the tenant's own (M and its Sid's last 8 characters), so that each owner's application is its own.
+  "SenderIdService.CreateSenderId": (o) => ({ accountSid: o.accountSid, senderId: `M${o.accountSid.slice(-8)}`, country: "NZ", useCase: "matrix" }),
+  "SenderIdService.ListSenderIds": (o) => ({ accountSid: o.accountSid }),
+  "SenderIdService.DeleteSenderId": (o) => ({ accountSid: o.accountSid, senderIdSid: o.spareSenderId }),
 };
 
 /** How a reference in the body (not the path) to someone else's resource is refused (docs/api.md). */
@@ -249,6 +264,8 @@ function leaks(text: string, cell: Cell): string[] {
     ...Object.values(v.properties),
     ...Object.values(v.messages),
     ...Object.values(v.addresses),
+    ...Object.values(v.senderIds),
+    v.spareSenderId,
     ...v.numbers.map(digits),
     digits(v.leasedNumber),
     v.leasedRecipient,
@@ -297,16 +314,16 @@ describe("tenant isolation matrix", () => {
   /** Both directions: A attacks B, B attacks A. */
   const allCells = () => (memo ??= [...matrix(a, b), ...matrix(b, a)]);
 
-  it("is generated from every route and method: 37 cells per direction for the 14 account methods, 35 operator cells", () => {
+  it("is generated from every route and method: 42 cells per direction for the 17 account methods, 37 operator cells", () => {
     const ab = matrix(a, b);
     const ba = matrix(b, a);
-    expect(methods).toHaveLength(49);
-    expect(ab.filter((c) => !isOperatorService(c.method.service))).toHaveLength(37);
-    expect(ab.filter((c) => isOperatorService(c.method.service))).toHaveLength(35);
+    expect(methods).toHaveLength(54);
+    expect(ab.filter((c) => !isOperatorService(c.method.service))).toHaveLength(42);
+    expect(ab.filter((c) => isOperatorService(c.method.service))).toHaveLength(37);
     // Every method appears, each account method with each resource field it has.
     expect(new Set(ab.map((c) => c.method.name))).toStrictEqual(new Set(methods.map((m) => m.name)));
     expect(ba).toHaveLength(ab.length);
-    expect(allCells().length * TRANSPORTS.length).toBe(720);
+    expect(allCells().length * TRANSPORTS.length).toBe(790);
   });
 
   it("every cell on every transport is refused as documented, shows nothing of the other tenant's, and writes nothing", async () => {
@@ -325,7 +342,7 @@ describe("tenant isolation matrix", () => {
       }
     }
     expect(failures).toStrictEqual([]);
-    expect(attempts).toBe(720);
+    expect(attempts).toBe(790);
     expect(await dbRows(t.db.orm)).toStrictEqual(rowsBefore);
     console.log(
       `[tenancy] isolation matrix (${dbKind()}): ${cells.length} cells × ${TRANSPORTS.length} transports = ${attempts} attempts, all refused as documented, database unchanged`,
@@ -337,7 +354,7 @@ describe("tenant isolation matrix", () => {
     const controls = allCells()
       .filter((c) => c.ownerInit)
       .sort((x, y) => Number(x.route.method === "DELETE") - Number(y.route.method === "DELETE"));
-    expect(controls).toHaveLength(70); // 37 per direction, less the leased pool number as Number and as From
+    expect(controls).toHaveLength(80); // 42 per direction, less the leased pool number as Number and as From
     for (const c of controls) {
       const req = restRequest(c.route, c.ownerInit!);
       const res = await t.app.inject({
@@ -418,7 +435,7 @@ describe("authentication", () => {
   it("401 comes before 404 and before body validation on every account route", async () => {
     const before = await dbRows(t.db.orm);
     const routesAtB = restRoutesAtB();
-    expect(routesAtB).toHaveLength(14);
+    expect(routesAtB).toHaveLength(17);
     for (const { label, req } of routesAtB) {
       for (const header of [null, basic(b.accountSid, "wrong"), "Basic !!"]) {
         const res = await t.app.inject({
@@ -482,7 +499,7 @@ describe("malformed Sids", () => {
         }
       }
     }
-    expect(n).toBe(104); // 13 routes with a path Sid × 8 variants
+    expect(n).toBe(136); // 17 path Sids (13 routes, and the SenderIds routes' AccountSid and SenderIdSid) × 8 variants
     expect(await dbRows(t.db.orm)).toStrictEqual(before);
   });
 });

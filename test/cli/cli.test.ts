@@ -211,6 +211,27 @@ describe("operator flow", () => {
     });
   });
 
+  it("sender ID review: list-sender-ids, approve-sender-id, reject-sender-id; a second review is refused", { timeout: SLOW }, async () => {
+    const auth = basic(account.AccountSid, account.Token);
+    const apply = async (name: string) => {
+      const res = await v2("POST", `/v2/Accounts/${account.AccountSid}/SenderIds`, auth, { SenderId: name, Country: "AU", UseCase: "Booking reminders" });
+      expect(res.status, JSON.stringify(res.json)).toBe(200);
+      return res.json;
+    };
+    const x = await apply("CliShop");
+    const y = await apply("CliBank");
+    expect((await ok(["list-sender-ids"])).SenderIds.map((s: any) => s.SenderIdSid).sort()).toEqual([x.SenderIdSid, y.SenderIdSid].sort());
+    expect(await ok(["approve-sender-id", x.SenderIdSid])).toEqual({ ...x, Status: "Registered" });
+    expect(await ok(["reject-sender-id", y.SenderIdSid])).toEqual({ ...y, Status: "Rejected" });
+    const again = await fails(["approve-sender-id", y.SenderIdSid]);
+    expect([again.code, again.status.ErrorCode]).toEqual([1, "SenderIdNotPending"]);
+    expect(await ok(["list-sender-ids", "--status", "Registered", "--account-sid", account.AccountSid])).toEqual({
+      SenderIds: [{ ...x, Status: "Registered" }],
+      TotalCount: 1,
+    });
+    expect(await ok(["list-sender-ids"])).toEqual({ SenderIds: [], TotalCount: 0 });
+  });
+
   it("address review: reject-address, review-address --status; a second review is refused", { timeout: SLOW }, async () => {
     const auth = basic(account.AccountSid, account.Token);
     const add = async () => {

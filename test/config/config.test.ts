@@ -56,6 +56,21 @@ describe("configuration", () => {
     }
   });
 
+  it("SENDER_ID_REGISTRATION: AU=require by default; CC=require|label pairs in any case; none; a bad pair named", () => {
+    expect([...loadConfig({}).senderIdRegistration]).toEqual([["AU", "require"]]);
+    expect([...loadConfig({ SENDER_ID_REGISTRATION: "au=Require, gb = label" }).senderIdRegistration]).toEqual([
+      ["AU", "require"],
+      ["GB", "label"],
+    ]);
+    expect(loadConfig({ SENDER_ID_REGISTRATION: "None" }).senderIdRegistration.size).toBe(0);
+    for (const bad of ["AU=block", "XX=require", "AU", "AU=require,,GB:label"])
+      expect(parseVariables({ SENDER_ID_REGISTRATION: bad }, ["SENDER_ID_REGISTRATION"]).problems, bad).toEqual([
+        expect.stringMatching(
+          /^SENDER_ID_REGISTRATION must be a comma-separated list of COUNTRY=require\|label pairs such as AU=require,GB=label \(ISO 3166-1 alpha-2 codes\), or none; "[^"]+" is not one$/,
+        ),
+      ]);
+  });
+
   it("blank counts as unset; bounds are checked; defaults come from the schema", () => {
     const c = loadConfig({
       PORT: " ",

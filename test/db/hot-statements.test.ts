@@ -154,11 +154,15 @@ describe(`hot statements (${dbKind()})`, () => {
   it("a send batch's facts (sb_send_facts) are looked up through an index: no sequential scan, no hash or merge join", async () => {
     const nodes = await functionPlan(
       "sb_send_facts",
-      "int[], text[], text[], text[], text[], timestamptz[], text[], text[], text[]",
-      "array[0, 1], array['AC1', 'AC1'], array['PR1', 'PR1'], array['+447700900004', null], array['key-1', null], array[now(), now()], array['+447700900001', null], array['+447700900002', null], array['+447700900003', null]",
+      "int[], text[], text[], text[], text[], timestamptz[], text[], text[], text[], text[], text[]",
+      "array[0, 1], array['AC1', 'AC1'], array['PR1', 'PR1'], array['+447700900004', null], array['key-1', null], array[now(), now()], array['+447700900001', null], array['+447700900002', null], array['+447700900003', null], array['ACME', null], array['AU', null]",
     );
     const types = nodes.map((n) => String(n["Node Type"]));
     for (const t of ["Seq Scan", "Hash Join", "Merge Join"]) expect(types).not.toContain(t);
+    // The registered sender ID (issue 45): one entry of the index that keeps a live name to one account per country.
+    expect(nodes.filter((n) => n["Relation Name"] === "sender_ids").map((n) => [n["Node Type"], n["Index Name"]])).toEqual([
+      ["Index Scan", "sender_ids_live_key"],
+    ]);
     for (const table of ["accounts", "properties", "numbers", "idempotency_keys", "messages"]) {
       expect(nodes.some((n) => n["Relation Name"] === table && String(n["Node Type"]).startsWith("Index"))).toBe(true);
     }

@@ -40,6 +40,7 @@ describe.skipIf(without("chromium"))(`the operator console in headless Chromium 
   let leasedSid: string;
   let replySid: string;
   const addresses: string[] = [];
+  const senderIds: string[] = [];
   const requested: string[] = [];
   const problems: string[] = [];
   let badRequests = 0;
@@ -128,6 +129,11 @@ describe.skipIf(without("chromium"))(`the operator console in headless Chromium 
       expect(res.statusCode, res.body).toBe(200);
       expect(res.json().Status).toBe("Pending");
       addresses.push(res.json().AddressSid);
+    }
+    for (const SenderId of ["AcmeBank", "AcmeShop"]) {
+      const res = await api("POST", `/v2/Accounts/${tenant.accountSid}/SenderIds`, tenant.auth, { SenderId, Country: "AU", UseCase: "Booking reminders" });
+      expect(res.statusCode, res.body).toBe(200);
+      senderIds.push(res.json().SenderIdSid);
     }
     const carrier = await api("POST", "/admin/v1/Carriers", `Bearer ${ADMIN_TOKEN}`, { Name: "sim-a", Kind: "simulator", Url: "simulator://" });
     expect(carrier.statusCode, carrier.body).toBe(200);
@@ -231,6 +237,26 @@ describe.skipIf(without("chromium"))(`the operator console in headless Chromium 
     await page.getByText("No address waits for review.").waitFor();
     const status = async (sid: string) => (await api("GET", `/v2/Addresses/${sid}`, tenant.auth)).json().Status;
     expect([await status(addresses[0]), await status(addresses[1])]).toStrictEqual(["Active", "Rejected"]);
+  }, 60_000);
+
+  it("Sender IDs: one registered and one rejected by clicks, which the API then shows; the registered one sends to AU", async () => {
+    await open("Sender IDs", "Sender IDs");
+    const register = page.getByRole("button", { name: `Register AcmeBank for AU (${senderIds[0]})` });
+    await register.waitFor();
+    await checkAccessibility("sender-ids");
+    await shoot("sender-ids");
+    await register.click();
+    await announced(`Sender ID AcmeBank (AU, ${senderIds[0]}) is registered.`);
+    await page.getByRole("button", { name: `Reject AcmeShop for AU (${senderIds[1]})` }).click();
+    await announced(`Sender ID AcmeShop (AU, ${senderIds[1]}) is rejected.`);
+    await page.getByText("No sender ID waits for review.").waitFor();
+    const list = await api("GET", `/v2/Accounts/${tenant.accountSid}/SenderIds`, tenant.auth);
+    expect(list.json().SenderIds.map((s: { SenderIdSid: string; Status: string }) => [s.SenderIdSid, s.Status])).toStrictEqual([
+      [senderIds[0], "Registered"],
+      [senderIds[1], "Rejected"],
+    ]);
+    const sent = await api("POST", `/v2/Properties/${tenant.propertySid}/Messages`, tenant.auth, { From: "AcmeBank", To: "+61412345670", Text: "hi" });
+    expect(sent.statusCode, sent.body).toBe(200);
   }, 60_000);
 
   it("Numbers: owned and pool numbers with their live leases", async () => {

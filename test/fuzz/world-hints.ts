@@ -44,6 +44,7 @@ export async function createFuzzWorld(app: FastifyInstance, now: number): Promis
   const digits = (n: string) => n.slice(1);
   const addresses = (t: RichTenant) => Object.values(t.addresses);
   const messages = (t: RichTenant) => Object.values(t.messages);
+  const senderIds = (t: RichTenant) => [...Object.values(t.senderIds), t.spareSenderId];
 
   const hints: Hints = {
     to: [
@@ -79,6 +80,10 @@ export async function createFuzzWorld(app: FastifyInstance, now: number): Promis
     friendly: ["Desk", "", "f".repeat(255), "f".repeat(256)],
     reference: ["", "ref-1"],
     address_sid: [...addresses(a), b.addresses.active, "", " "],
+    sender_id: ["Acme", "ACME", "fuzzAReg", "Acme!", "", "Toolongsender"],
+    country: ["AU", "au", "NZ", "XX", "", "AUS"],
+    use_case: ["Booking reminders", "", " ", "u".repeat(500), "u".repeat(501)],
+    sender_id_sid: [...senderIds(a), b.senderIds.registered, "", " "],
     name: ["Acme", " ", "", "n".repeat(255), "n".repeat(256)],
     sms_enabled: [true, false],
     opt_out_text: ["", " Bye. Reply START to rejoin. ", "x".repeat(1601)],
@@ -87,7 +92,7 @@ export async function createFuzzWorld(app: FastifyInstance, now: number): Promis
     opt_out_keywords: [true, false],
     number: ["+14155550100", "+447700900555", "+12025550300", "123", "", a.numbers[0]],
     account_sid: [victim.accountSid, a.accountSid, "", "AC" + "0".repeat(30)],
-    status: ["Active", "Rejected", "Pending", "Scheduled", "Received", "Canceled", "active", ""],
+    status: ["Active", "Rejected", "Pending", "Registered", "Scheduled", "Received", "Canceled", "active", ""],
     direction: ["Transmit", "Receive", "transmit", ""],
     results_count: [1, 2, 200, 1000, 0, 1001],
     results_skip: [0, 1, 5, -1, 2147483647],
@@ -108,6 +113,8 @@ export async function createFuzzWorld(app: FastifyInstance, now: number): Promis
         return operator ? { own: [...messages(a), ...messages(b)], others: [] } : { own: messages(a), others: messages(b) };
       case "address_sid":
         return operator ? { own: [...addresses(a), ...addresses(b)], others: [] } : { own: addresses(a), others: addresses(b) };
+      case "sender_id_sid":
+        return operator ? { own: [...senderIds(a), ...senderIds(b)], others: [] } : { own: senderIds(a), others: senderIds(b) };
       case "number":
         return operator
           ? { own: [...a.numbers, a.leasedNumber, "+447700900123"].map(digits), others: [] }

@@ -9,6 +9,7 @@ import type { LightMyRequestResponse } from "fastify";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { AdminService } from "../../gen/switchboard/admin/v1/admin_pb.js";
 import { AddressService } from "../../gen/switchboard/v2/addresses_pb.js";
+import { SenderIdService } from "../../gen/switchboard/v2/sender_ids_pb.js";
 import { MessagingService } from "../../gen/switchboard/v2/messaging_pb.js";
 import { NumberService } from "../../gen/switchboard/v2/numbers_pb.js";
 import { loadConfig } from "../../src/config.js";
@@ -72,7 +73,7 @@ describe("the read gate's rules", () => {
   });
 
   it("counts as reads exactly the methods whose REST route is a GET", () => {
-    const reads = [MessagingService, AddressService, NumberService, AdminService].flatMap((s) =>
+    const reads = [MessagingService, AddressService, NumberService, SenderIdService, AdminService].flatMap((s) =>
       s.methods.filter(isReadMethod).map((m) => `${s.name}.${m.name}`),
     );
     expect(reads.sort()).toEqual([
@@ -94,11 +95,13 @@ describe("the read gate's rules", () => {
       "AdminService.ListNumbers",
       "AdminService.ListProperties",
       "AdminService.ListRateCards",
+      "AdminService.ListSenderIds",
       "AdminService.ListWebhookDeliveries",
       "AdminService.SearchMessages",
       "MessagingService.GetMessage",
       "MessagingService.ListMessages",
       "NumberService.ListNumbers",
+      "SenderIdService.ListSenderIds",
     ]);
   });
 

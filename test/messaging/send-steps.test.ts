@@ -73,6 +73,7 @@ describe("the send's rules that need data (send-steps.ts)", () => {
       "forward destination not ours",
       "destination not ours",
       "recipient not opted out",
+      "sender ID registered",
     ]);
     const spec = factsSpec(SEND_RULES);
     expect(spec.facts.map((f) => f.name)).toEqual([
@@ -84,8 +85,11 @@ describe("the send's rules that need data (send-steps.ts)", () => {
       "forward_to_ours",
       "recipient_ours",
       "opted_out",
+      "sender_registered",
     ]);
-    expect(spec.keys).toEqual(["sender", "forward_from", "forward_to"]);
+    expect(spec.keys).toEqual(["sender", "forward_from", "forward_to", "sender_id_name", "sender_id_country"]);
+    // The one fact recorded in the stored message (label mode's flag).
+    expect(spec.facts.filter((f) => f.column).map((f) => [f.name, f.column])).toEqual([["sender_registered", "sender_id_registered"]]);
   });
 
   /** What the statement compares for one send stored by it: each fact's wanted value (null: any), and its lookup keys. */
@@ -125,10 +129,25 @@ describe("the send's rules that need data (send-steps.ts)", () => {
   it("an alphanumeric send needs no ownership and looks none up; a request with problems is not stored, so it wants nothing", () => {
     const alpha = wanted(item({ from: "ACME" }));
     expect(alpha.wants).toEqual({ token_hash: "hash-1", property_found: true, sms_off: "", recipient_ours: false, opted_out: false });
-    expect(alpha.keys).toMatchObject({ sender: null, forward_from: null, forward_to: null });
+    expect(alpha.keys).toMatchObject({ sender: null, forward_from: null, forward_to: null, sender_id_name: null, sender_id_country: null });
     const bad = wanted(item({ to: "12" }));
     expect(bad.wants).toEqual({});
     expect(bad.keys).toMatchObject({ recipient: null, sender: null });
+  });
+
+  it("an alphanumeric send SENDER_ID_REGISTRATION checks looks up its upper-cased name and the country; require wants it Registered, label wants any value", () => {
+    const au = { to: "+61412345678", from: "Acme" };
+    const require = wanted(item(au, { senderIdCheck: { country: "AU", mode: "require" } }));
+    expect(require.wants).toMatchObject({ sender_registered: true });
+    expect(require.keys).toMatchObject({ sender_id_name: "ACME", sender_id_country: "AU" });
+    const label = wanted(item(au, { senderIdCheck: { country: "AU", mode: "label" } }));
+    expect(label.wants).not.toHaveProperty("sender_registered");
+    expect(label.keys).toMatchObject({ sender_id_name: "ACME", sender_id_country: "AU" });
+    expect(refusal(item(au, { senderIdCheck: { country: "AU", mode: "require" } }), { sender_registered: false })).toEqual({
+      code: "SenderIdNotRegistered",
+      message: expect.stringMatching(/^From "Acme" is not a sender ID registered to this account for AU/),
+    });
+    expect(refusal(item(au, { senderIdCheck: { country: "AU", mode: "label" } }), { sender_registered: false })).toBeUndefined();
   });
 
   it("the forward of a reply has no credentials to re-check; relayed from the responding party's number it needs no ownership, and its destination must not be ours", () => {

@@ -168,15 +168,15 @@ describe("GET /openapi.json", () => {
   });
 
   it("documents every REST route with its method, operationId, tag and security", () => {
-    expect(routes.length).toBe(49); // 27 + GET /admin/v1/Carrier (SMPP link state) + POST /admin/v1/Accounts/{AccountSid}/CancelQueued + the six carrier and route methods + the three OptOuts routes + the console's five operator views (issue 34) + GET /admin/v1/Leases + the five rate card methods (issue 43)
+    expect(routes.length).toBe(54); // 27 + GET /admin/v1/Carrier (SMPP link state) + POST /admin/v1/Accounts/{AccountSid}/CancelQueued + the six carrier and route methods + the three OptOuts routes + the console's five operator views (issue 34) + GET /admin/v1/Leases + the five rate card methods (issue 43) + the three SenderIds routes and the operator's two (issue 45)
     let documented = 0;
     for (const item of Object.values(doc.paths)) documented += Object.keys(item).length;
     expect(documented).toBe(routes.length);
     const ids = new Set<string>();
     for (const route of routes) {
       const op = operationOf(route);
-      // The operator's ListNumbers and ListAddresses share their names with /v2 methods, which keep theirs.
-      const shared = route.service.name === "AdminService" && ["ListNumbers", "ListAddresses"].includes(route.rpc.name);
+      // The operator's ListNumbers, ListAddresses and ListSenderIds share their names with /v2 methods, which keep theirs.
+      const shared = route.service.name === "AdminService" && ["ListNumbers", "ListAddresses", "ListSenderIds"].includes(route.rpc.name);
       expect(op.operationId).toBe(shared ? `AdminService_${route.rpc.name}` : route.rpc.name);
       ids.add(op.operationId);
       expect(op.tags).toEqual([route.service.name.replace(/Service$/, "")]);
@@ -294,12 +294,13 @@ describe("GET /openapi.json", () => {
       });
     }
     const record = deref(resolve("#/components/schemas/MessageRecordFoneDynamics"));
-    // Every MessageRecord field but SmartEncoded (compat_omit), and Scheduled beside Schedule.
+    // Every MessageRecord field but SmartEncoded and SenderIdRegistered (compat_omit), and Scheduled beside Schedule.
     const full = deref(resolve("#/components/schemas/MessageRecord")) as { properties: object; required: string[] };
     const [base, extra] = record.allOf as { properties: object; required: string[] }[];
-    expect(Object.keys(full.properties)).toContain("SmartEncoded");
-    expect(Object.keys(base.properties)).toEqual(Object.keys(full.properties).filter((k) => k !== "SmartEncoded"));
-    expect(base.required).toEqual(full.required.filter((k) => k !== "SmartEncoded"));
+    const omitted = ["SmartEncoded", "SenderIdRegistered"];
+    expect(Object.keys(full.properties)).toEqual(expect.arrayContaining(omitted));
+    expect(Object.keys(base.properties)).toEqual(Object.keys(full.properties).filter((k) => !omitted.includes(k)));
+    expect(base.required).toEqual(full.required.filter((k) => !omitted.includes(k)));
     expect(extra).toEqual({
       type: "object",
       properties: { Scheduled: expect.objectContaining({ type: "integer", description: "The same value as Schedule." }) },
@@ -523,8 +524,8 @@ describe("the document matches what the API really answers", () => {
     }
     // 20, and the operator's message search (CreatedFrom, CreatedTo, Results_Count, Results_Skip)
     // an account's opt-outs, the lease list, the rate card list and a rate card's rates (Results_Count, Results_Skip each),
-    // and a rate card's AfterEffectiveFrom.
-    expect(checked).toBe(33);
+    // a rate card's AfterEffectiveFrom; the account's and the operator's sender ID lists (Results_Count, Results_Skip each).
+    expect(checked).toBe(37);
   });
 
   it("addresses, numbers and the operator API", async () => {

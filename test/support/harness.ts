@@ -8,6 +8,7 @@ import { createDeliveryEngine, type DeliveryEngine, type DeliveryEngineOptions }
 import { createPostgresBucketStore } from "../../src/limits/bucket-store.js";
 import { createSharedAllowance, type SharedAllowance } from "../../src/limits/shared-allowance.js";
 import { createLimitCounters } from "../../src/limits/account-limits.js";
+import { createSendCounters } from "../../src/messaging/send-counters.js";
 import { createTestOrm, type TestOrm } from "./db.js";
 import { type PrivateRedis, startPrivateRedis } from "./private-redis.js";
 import { openBucketStore } from "../../src/limits/limits-store.js";
@@ -81,6 +82,7 @@ export async function createTestApp(opts: TestAppOptions = {}): Promise<TestApp>
   const limits = opts.limits ?? createSharedAllowance({ store: createPostgresBucketStore(db.orm), clock });
   // What the limits refused and paced, for /metrics, as src/main.ts wires them.
   const limitCounters = createLimitCounters();
+  const sendCounters = createSendCounters();
   const sendRateLimit = opts.config?.sendRateLimit ?? DEFAULT_SEND_RATE_LIMIT;
   const engine = engineOpts
     ? createDeliveryEngine({
@@ -91,7 +93,10 @@ export async function createTestApp(opts: TestAppOptions = {}): Promise<TestApp>
         // Forwards and keyword answers pass the admit step with the app's default rate, as src/main.ts wires it.
         sendRate: { ratePerSecond: sendRateLimit, burst: opts.config?.sendRateBurst ?? defaultSendBurst(sendRateLimit) },
         limitCounters,
+        sendCounters,
         rules: opts.rules,
+        // Forwards obey the same SENDER_ID_REGISTRATION as the app's sends, as src/main.ts wires it.
+        senderIdRegistration: opts.config?.senderIdRegistration,
         ...engineRest,
         dispatcher: {
           shared: limits,
@@ -107,6 +112,7 @@ export async function createTestApp(opts: TestAppOptions = {}): Promise<TestApp>
     carrier,
     limits,
     limitCounters,
+    sendCounters,
     onQueued: engine ? () => engine.nudge() : undefined,
     claims: engine && claimAtAccept ? engine.claims : undefined,
     consoleDir: opts.consoleDir,
@@ -225,6 +231,23 @@ export async function handsetTexts(app: FastifyInstance, number: string, from: s
     headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
   });
   return (res.json().Messages as { From: string; Text: string }[]).filter((m) => m.From === from).map((m) => m.Text);
+}
+
+/**
+ * Registers an alphanumeric sender ID to the tenant for a country (SENDER_ID_REGISTRATION requires
+ * it for AU by default): the application, then the operator's approval. Returns its SenderIdSid.
+ */
+export async function registerSenderId(app: FastifyInstance, tenant: Tenant, senderId: string, country = "AU"): Promise<string> {
+  const res = await app.inject({
+    method: "POST",
+    url: `/v2/Accounts/${tenant.accountSid}/SenderIds`,
+    headers: { authorization: tenant.auth },
+    payload: { SenderId: senderId, Country: country, UseCase: "Test traffic" },
+  });
+  if (res.statusCode !== 200) throw new Error(`sender ID application → ${res.statusCode} ${res.body}`);
+  const sid = res.json().SenderIdSid as string;
+  await admin(app, `/admin/v1/SenderIds/${sid}/Review`, { Status: "Registered" });
+  return sid;
 }
 
 /** Adds pool numbers (for leased senders): +1202555 01NN, NN from `from`. */

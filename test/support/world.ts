@@ -21,6 +21,10 @@ export interface RichTenant extends Tenant {
     received: string;
   };
   addresses: { active: string; pending: string; rejected: string };
+  /** Sender IDs (AU): one registered by the operator, one waiting for review. */
+  senderIds: { registered: string; pending: string };
+  /** One more Pending sender ID, outside `senderIds`: the one a test of the withdrawal itself withdraws. */
+  spareSenderId: string;
   /** Owned numbers (E164): the first has the active address and a Friendly name. */
   numbers: string[];
   /** The pool number leased to this tenant's recipient. */
@@ -58,6 +62,15 @@ export async function createRichTenant(app: FastifyInstance, label: string, nowS
   await admin(app, `/admin/v1/Addresses/${rejected}/Review`, { Status: "Rejected" });
   await call(app, "POST", `/v2/Numbers/${t.ownedNumber.slice(1)}`, t.auth, { Friendly: `${label} desk`, AddressSid: active });
 
+  const apply = (senderId: string) =>
+    call(app, "POST", `/v2/Accounts/${t.accountSid}/SenderIds`, t.auth, { SenderId: senderId, Country: "AU", UseCase: `${label} secret use` }).then(
+      (x) => x.SenderIdSid as string,
+    );
+  const registered = await apply(`${label}Reg`.slice(-11));
+  await admin(app, `/admin/v1/SenderIds/${registered}/Review`, { Status: "Registered" });
+  const pendingSenderId = await apply(`${label}Pend`.slice(-11));
+  const spareSenderId = await apply(`${label}Spare`.slice(-11));
+
   const send = (body: object) => call(app, "POST", `/v2/Properties/${t.propertySid}/Messages`, t.auth, body).then((m) => m);
   const later = nowSeconds + 3600;
   const scheduled = (await send({ From: t.ownedNumber, To: "+447700900123", Text: `${label} secret scheduled`, Schedule: later })).MessageSid;
@@ -74,6 +87,8 @@ export async function createRichTenant(app: FastifyInstance, label: string, nowS
     properties: { main: t.propertySid, disabled: disabled.PropertySid },
     messages: { scheduled, processing, leased: leasedMsg.MessageSid, canceled, received: reply.MessageSid },
     addresses: { active, pending, rejected },
+    senderIds: { registered, pending: pendingSenderId },
+    spareSenderId,
     numbers: [t.ownedNumber, second],
     leasedNumber: leasedMsg.From,
     leasedRecipient: recipient,
