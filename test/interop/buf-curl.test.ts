@@ -98,6 +98,7 @@ describe(`buf curl with server reflection, no .proto files (${dbKind()})`, () =>
         "switchboard.v2.MessagingService",
         "switchboard.v2.NumberService",
         "switchboard.v2.OptOutService",
+        "switchboard.v2.SenderIdService",
       ]),
     );
     expect(methods.filter((m) => m.startsWith("switchboard.v2.MessagingService/")).sort()).toEqual(

@@ -29,6 +29,7 @@ const SERVED = [
   "switchboard.v2.MessagingService",
   "switchboard.v2.NumberService",
   "switchboard.v2.OptOutService",
+  "switchboard.v2.SenderIdService",
 ];
 const GOOGLE_API_HTTP = 72295728; // the google.api.http extension of google.protobuf.MethodOptions
 
