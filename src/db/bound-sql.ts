@@ -114,3 +114,30 @@ function preparedText(name: string, sql: string, count: number): string {
 function namedQuery(name: string, text: string): { name: string; text: string } {
   return { name, text, toString: () => text } as { name: string; text: string };
 }
+
+/** A batch's values by parameter name: one array per name, a value per row. */
+export type NamedArrays = Record<string, unknown[]>;
+
+/**
+ * The one place named values become positional parameters: for each of `names`, in the
+ * statement's order, that name's array. From rows (objects; a null row gives null in every
+ * column) or from arrays already kept by name. A batch passes one array per column (unnest), so
+ * a statement has one text whatever the batch size.
+ */
+export function bindByName<R extends object>(names: readonly (keyof R & string)[], rows: readonly (R | null)[]): unknown[][] {
+  const columns: unknown[][] = names.map(() => new Array(rows.length));
+  for (let r = 0; r < rows.length; r++) {
+    const row = rows[r];
+    for (let c = 0; c < names.length; c++) columns[c][r] = row === null ? null : row[names[c]];
+  }
+  return columns;
+}
+
+/** bindByName for values kept as arrays by name (NamedArrays): a name without an array is a bug, not a null. */
+export function bindArraysByName(names: readonly string[], arrays: Readonly<NamedArrays>): unknown[][] {
+  return names.map((n) => {
+    const column = arrays[n];
+    if (column === undefined) throw new Error(`no values for parameter ${n}`);
+    return column;
+  });
+}

@@ -1,12 +1,12 @@
 import { createHash } from "node:crypto";
 import type { EntityManager } from "@mikro-orm/sql";
-import { executeBound } from "../db/bound-sql.js";
+import { bindArraysByName, bindByName, executeBound, type NamedArrays } from "../db/bound-sql.js";
 
 /**
  * The statements that store a send's message in the `messages` table (message-store.ts holds the
  * table's other statements): the send batch's facts-and-store statement, built from the send
  * rules' entries (send-steps.ts), and the plain insert of messages judged in a transaction. Rows
- * are named objects (MessageRow); `bindColumns` is the one place they become positional arrays.
+ * are named objects (MessageRow); `bindByName` (db/bound-sql.ts) is the one place they become positional arrays.
  */
 
 type Em = EntityManager;
@@ -98,30 +98,6 @@ const COLUMN_NAMES = Object.keys(MESSAGE_COLUMNS) as (keyof MessageRow)[];
 /** `?::type[]`: one array parameter. */
 const arrayParam = (t: SqlType) => `?::${t}[]`;
 
-/**
- * The one place named values become positional parameters: for each name of `names`, in order,
- * the array of that name's values (a batch passes one array per column, see INSERT_SQL).
- */
-function bindColumns<K extends string>(names: readonly K[], values: Readonly<Record<K, unknown[]>>): unknown[][];
-function bindColumns(names: readonly (keyof MessageRow)[], rows: readonly (MessageRow | null)[]): unknown[][];
-function bindColumns(names: readonly string[], source: Readonly<Record<string, unknown[]>> | readonly (MessageRow | null)[]): unknown[][] {
-  if (!Array.isArray(source)) {
-    const named = source as Readonly<Record<string, unknown[]>>;
-    return names.map((n) => {
-      const column = named[n];
-      if (column === undefined) throw new Error(`send statement: no values for parameter ${n}`);
-      return column;
-    });
-  }
-  const rows = source as readonly (Record<string, unknown> | null)[];
-  const columns: unknown[][] = names.map(() => new Array(rows.length));
-  for (let r = 0; r < rows.length; r++) {
-    const row = rows[r];
-    for (let c = 0; c < names.length; c++) columns[c][r] = row === null ? null : row[names[c]];
-  }
-  return columns;
-}
-
 // A batch passes one array per column (unnest), so each statement has one text whatever the
 // batch size and is prepared once per connection (executeBound). With a VALUES row per send,
 // PostgreSQL parsed and planned every batch anew: most of its CPU per send.
@@ -131,7 +107,7 @@ const INSERT_SQL = `insert into messages (${COLUMN_NAMES.join(", ")})
 /** Stores messages the pipeline has judged in a transaction (keyed and leased sends, refused service sends kept as Failed). */
 export async function insertMessages(tx: Em, rows: readonly MessageRow[]): Promise<void> {
   if (rows.length === 0) return;
-  await executeBound(tx, INSERT_SQL, bindColumns(COLUMN_NAMES, rows), "sb_send_insert");
+  await executeBound(tx, INSERT_SQL, bindByName(COLUMN_NAMES, rows), "sb_send_insert");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -248,9 +224,9 @@ $fn$;
  * the message to store (null: none).
  */
 export interface SendBatch {
-  keys: Record<string, unknown[]>;
+  keys: NamedArrays;
   store: boolean[];
-  wanted: Record<string, unknown[]>;
+  wanted: NamedArrays;
   rows: (MessageRow | null)[];
 }
 
@@ -284,11 +260,11 @@ select i, ${factNames.join(", ")}, key_expired, key_hash, m_sid, m_account_sid, 
   return {
     run(em, batch) {
       const params = [
-        ...bindColumns(keyNames, batch.keys),
+        ...bindArraysByName(keyNames, batch.keys),
         batch.keys.i,
         batch.store,
-        ...bindColumns(factNames, batch.wanted),
-        ...bindColumns(COLUMN_NAMES, batch.rows),
+        ...bindArraysByName(factNames, batch.wanted),
+        ...bindByName(COLUMN_NAMES, batch.rows),
       ];
       return executeBound<SendFacts>(em, sql, params, prepared);
     },

@@ -1,5 +1,5 @@
 import type { EntityManager } from "@mikro-orm/sql";
-import { executeBound } from "../db/bound-sql.js";
+import { bindByName, executeBound } from "../db/bound-sql.js";
 import type { ReceiptRow } from "../webhooks/outbox.js";
 
 /**
@@ -301,16 +301,11 @@ export function updateFinalStates(tx: Em, states: FinalState[]): Promise<FinalRo
   );
 }
 
-/** A batch of final states as the final-state functions take it: one array per column (sid, status, delivered_at, error_code, carrier_error). */
-function finalStateColumns(states: FinalState[]): unknown[][] {
-  return [
-    states.map((s) => s.messageSid),
-    states.map((s) => s.status),
-    states.map((s) => s.deliveredAt),
-    states.map((s) => s.errorCode),
-    states.map((s) => s.carrierError),
-  ];
-}
+/** The final-state functions' parameters, by FinalState field, in their order (sid, status, delivered_at, error_code, carrier_error). */
+const FINAL_STATE_PARAMS = ["messageSid", "status", "deliveredAt", "errorCode", "carrierError"] as const satisfies readonly (keyof FinalState)[];
+
+/** A batch of final states as the final-state functions take them: one array per parameter. */
+const finalStateColumns = (states: FinalState[]) => bindByName<FinalState>(FINAL_STATE_PARAMS, states);
 
 /** Of a batch of final states: a message changed, or one left alone because it needs a delivery receipt webhook. */
 export interface PlainFinalRow {

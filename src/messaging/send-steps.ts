@@ -5,6 +5,7 @@ import { type Message as MessagePb, MessageSchema } from "../../gen/switchboard/
 import { wrongCredentials } from "../accounts/auth.js";
 import type { AccountLimitFields } from "../limits/account-limits.js";
 import { apiError, fieldError, type FieldProblem, notFound } from "../common/errors.js";
+import type { NamedArrays } from "../db/bound-sql.js";
 import type { ClaimedRow } from "./message-store.js";
 import { type FactSql, type FactsSpec, FIXED_KEYS, type MessageRow, type SendBatch, type SendFacts } from "./message-send-store.js";
 import { registeredSenderSql } from "../senderids/sender-id-store.js";
@@ -310,9 +311,9 @@ export function recordFacts(spec: FactsSpec, row: MessageRow, facts: SendFacts):
 
 /** An empty batch for the facts statement of `spec`: an array per key and per fact. */
 export function emptyBatch(spec: FactsSpec): SendBatch {
-  const keys: Record<string, unknown[]> = {};
+  const keys: NamedArrays = {};
   for (const k of [...Object.keys(FIXED_KEYS), ...spec.keys]) keys[k] = [];
-  const wanted: Record<string, unknown[]> = {};
+  const wanted: NamedArrays = {};
   for (const f of spec.facts) wanted[f.name] = [];
   return { keys, store: [], wanted, rows: [] };
 }
