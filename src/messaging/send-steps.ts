@@ -143,14 +143,12 @@ export const ACCESS_RULES: readonly DataRule<ValidSend | undefined>[] = [
 /** The rules checked after the key and the request's own problems, in order. */
 export const RULES: readonly DataRule[] = [
   {
-    // Account and property both enabled (the condition: sql/sb_sms_status.sql, shared with the dispatcher's claims).
+    // Account and property both enabled (the condition: sql/sb_sms_status.sql, shared with the
+    // dispatcher's claims), on the rows the statement has already joined. A property not the
+    // account's has no row (null): the access rule "property" refuses that send first.
     name: "SMS enabled",
     applies: always,
-    fact: {
-      name: "sms_off",
-      type: "text",
-      sql: "select s.sms_off from sb_sms_status s where s.property_sid = v.property_sid",
-    },
+    fact: { name: "sms_off", type: "text", sql: "case when p.sid is null then null else sb_sms_off(a.sms_enabled, p.sms_enabled) end" },
     wants: () => "",
     refuse: (item, _send, facts) =>
       apiError(

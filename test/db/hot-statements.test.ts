@@ -186,8 +186,8 @@ describe(`hot statements (${dbKind()})`, () => {
       sb_take_tokens: [],
     };
     // Plain SQL functions the planner inlines into the statements that call them (a setting would
-    // stop that: sb_claimable, the rate lookups), and the charge (its statements reach balances by key).
-    const plain = ["sb_charge", "sb_claimable", "sb_rate_for", "sb_rate_for_batch"];
+    // stop that: sb_claimable, sb_sms_off, the rate lookups), and the charge (its statements reach balances by key).
+    const plain = ["sb_charge", "sb_claimable", "sb_rate_for", "sb_rate_for_batch", "sb_sms_off"];
     expect(rows.map((r) => r.proname)).toEqual([...Object.keys(settings), ...plain].sort());
     for (const r of rows) {
       if (plain.includes(r.proname)) {

@@ -6,11 +6,14 @@
  * token rotated from the page (the API then refuses the old one), a state change without the CSRF
  * token refused, and sign-out. axe-core checks every page (no serious or critical violation), the
  * page loads nothing from elsewhere and breaks no Content-Security-Policy rule, and each page's
- * screenshot is written to docs/console/ for docs/console.md.
+ * screenshot is taken: into docs/console/ for docs/console.md with CONSOLE_SHOTS=1 (`CONSOLE_SHOTS=1
+ * npx vitest run test/e2e/console.test.ts`), else into a temporary folder, so that a test run leaves
+ * the working tree as it found it.
  */
-import { mkdirSync, readFileSync } from "node:fs";
+import { mkdirSync, readFileSync, rmSync } from "node:fs";
 import type { AddressInfo } from "node:net";
 import { createRequire } from "node:module";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { Browser, Page } from "playwright-core";
@@ -24,7 +27,7 @@ import { without } from "../support/system-packages.js";
 import { startReceiver, type Receiver } from "../support/webhook-receiver.js";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
-const SHOTS = join(ROOT, "docs", "console");
+const SHOTS = process.env.CONSOLE_SHOTS === "1" ? join(ROOT, "docs", "console") : join(tmpdir(), `switchboard-console-shots-${process.pid}`);
 const AXE = readFileSync(createRequire(import.meta.url).resolve("axe-core/axe.min.js"), "utf8");
 const TO = "+447700900201";
 const LEASED_TO = "+447700900202";
@@ -158,6 +161,7 @@ describe.skipIf(without("chromium"))(`the operator console in headless Chromium 
     await browser?.close();
     await t?.close();
     await rx?.close();
+    if (process.env.CONSOLE_SHOTS !== "1") rmSync(SHOTS, { recursive: true, force: true });
   });
 
   it("stays within its size budget: the first page's files, gzip", () => {

@@ -24,7 +24,7 @@ begin
   select v.i,
          (a.token_hash)::text,
          (p.sid is not null)::boolean,
-         (select s.sms_off from sb_sms_status s where s.property_sid = v.property_sid)::text,
+         (case when p.sid is null then null else sb_sms_off(a.sms_enabled, p.sms_enabled) end)::text,
          (coalesce((select s.account_sid = v.account_sid from numbers s where s.number = v.sender), false))::boolean,
          (coalesce((select ff.account_sid = v.account_sid from numbers ff where ff.number = v.forward_from), false))::boolean,
          (coalesce((select true from numbers ft where ft.number = v.forward_to limit 1), false))::boolean,
