@@ -43,6 +43,7 @@ import { addNumber, findNumber } from "../numbers/number-store.js";
 import { toNumberPb } from "../numbers/number-service.js";
 import { listWebhookDeliveries } from "../webhooks/webhook-store.js";
 import { cancelQueuedMessages } from "../messaging/message-store.js";
+import { refundMessages } from "../billing/balance-store.js";
 import { releaseLease } from "../leases/lease-allocator.js";
 import { applyAccountSettings } from "./account-settings.js";
 import { createAdminLists, findAccount, toAccountPb, toPropertyPb } from "./admin-lists.js";
@@ -237,6 +238,12 @@ export function createAdminService(
       const canceled = await em.transactional(async (tx) => {
         const rows = await cancelQueuedMessages(tx, account.sid);
         for (const r of rows) if (r.lease_sid) await releaseLease(tx, r.lease_sid);
+        // Never sent: their charges are given back (docs/billing.md#the-charge-on-the-send).
+        await refundMessages(
+          tx,
+          rows.map((r) => r.sid),
+          deps.clock.now(),
+        );
         return rows.length;
       });
       return create(CancelQueuedResponseSchema, { accountSid: account.sid, canceled });

@@ -31,7 +31,7 @@ import { parseE164, writeItAs } from "../common/phone.js";
 import { isSid } from "../common/sid.js";
 import { listLeases } from "../leases/lease-store.js";
 import { MESSAGE_STATUSES, type Message, type MessageStatus } from "../messaging/message.entity.js";
-import { toMessageRecord } from "../messaging/messaging-service.js";
+import { DEFAULT_CURRENCY, toMessageRecord } from "../messaging/messaging-service.js";
 import { conversationOf, findAnyMessage, outboundMinuteCounts, queueFigures, searchMessages } from "../messaging/message-operator-store.js";
 import { toOptOutPb } from "../optouts/opt-out-service.js";
 import { listOptOuts } from "../optouts/opt-out-store.js";
@@ -158,13 +158,16 @@ function timelineOf(m: Message, webhooks: { delivery: WebhookDelivery; attempts:
 export function createOperatorViews(deps: {
   clock: Clock;
   em: (ctx: HandlerContext) => EntityManager;
+  /** BILLING_CURRENCY, the records' PriceUnit. */
+  currency?: string;
 }): Pick<ServiceImpl<typeof AdminService>, "searchMessages" | "getMessageTimeline" | "retryWebhook" | "getStats" | "listAccountOptOuts" | "listLeases"> {
+  const record = (m: Message) => toMessageRecord(m, deps.currency ?? DEFAULT_CURRENCY);
   return {
     async searchMessages(req: SearchMessagesRequest, ctx: HandlerContext) {
       const em = deps.em(ctx);
       const { search, page } = searchOf(req);
       const [rows, total] = await searchMessages(em, search, page);
-      return create(SearchMessagesResponseSchema, { messages: rows.map(toMessageRecord), totalCount: total });
+      return create(SearchMessagesResponseSchema, { messages: rows.map(record), totalCount: total });
     },
 
     async getMessageTimeline(req: GetMessageTimelineRequest, ctx: HandlerContext) {
@@ -174,10 +177,10 @@ export function createOperatorViews(deps: {
       const webhooks = await listWebhookDeliveries(em, message.sid);
       const chain = await conversationOf(em, message);
       return create(MessageTimelineSchema, {
-        message: toMessageRecord(message),
+        message: record(message),
         events: timelineOf(message, webhooks),
         webhooks: webhooks.map((w) => toWebhookDeliveryPb(w.delivery, w.attempts)),
-        replyChain: chain.map(toMessageRecord),
+        replyChain: chain.map(record),
         leaseSid: message.leaseSid ?? "",
         dispatchAttempts: message.attempts,
       });

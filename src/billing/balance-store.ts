@@ -135,6 +135,22 @@ export async function refundMessage(tx: EntityManager, accountSid: string, messa
   return addToBalance(tx, { accountSid, type: "Refund", amount: charged, messageSid, reference: "" }, now);
 }
 
+/**
+ * Gives back the price of each priced message of `messageSids` not refunded yet (sql/sb_refund.sql),
+ * in the caller's transaction: a message that failed before a carrier took it, or was canceled.
+ * Returns the refunds made (none for unpriced messages: one primary-key probe each).
+ */
+export async function refundMessages(tx: EntityManager, messageSids: readonly string[], now: Date): Promise<{ messageSid: string; amount: bigint }[]> {
+  if (messageSids.length === 0) return [];
+  const rows = await executeBound<{ message_sid: string; amount: string }>(
+    tx,
+    `select r.message_sid, r.amount::text as amount from sb_refund(?::text[], ?::timestamptz) as r`,
+    [messageSids, now],
+    "sb_refund",
+  );
+  return rows.map((r) => ({ messageSid: r.message_sid, amount: BigInt(r.amount) }));
+}
+
 /** An account's balance (0 before its first entry). */
 export async function balanceOf(em: EntityManager, accountSid: string): Promise<bigint> {
   const rows = await executeBound<{ balance: string }>(em, `select balance::text as balance from account_balances where account_sid = ?`, [accountSid]);

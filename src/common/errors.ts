@@ -177,6 +177,13 @@ export const ERRORS = {
     when: "an account's sends over `SEND_RATE_LIMIT` (`Retry-After` says when to retry), an account's reads over `READ_CONCURRENCY_PER_ACCOUNT` running plus `READ_QUEUE_PER_ACCOUNT` waiting, too many failed authentications from the client's address or for the account (`Retry-After`; the credentials are not checked), or too many pipelined requests on one HTTP/1.1 connection; see [Limits](api.md#limits)",
     example: "Too many messages: account AC0123456789ABCDEFGHIJKLMNOPQRST may send 50 per second, in bursts of up to 500. Retry after 1 second.",
   },
+  InsufficientFunds: {
+    http: 402,
+    grpc: Code.FailedPrecondition,
+    when: "a send whose price the account's balance, with its `CreditLimit`, cannot cover (a `Prepaid` account, or a `Postpaid` one with a `CreditLimit`); nothing is stored or charged, and in a batch only the items that do not fit are refused, in order; see [Billing](billing.md#the-charge-on-the-send)",
+    example:
+      "The account's balance (with its credit limit) cannot cover this message's price of 0.105: nothing was stored or charged. Top up the balance, then send again.",
+  },
   QuotaExceeded: {
     http: 429,
     grpc: Code.ResourceExhausted,

@@ -62,6 +62,8 @@ export interface DeliveryEngineOptions {
   /** Countries whose operators do not take alphanumeric sender IDs (forwarded replies follow the send rules); default US, CA. */
   noAlphaCountries?: ReadonlySet<string>;
   /** SENDER_ID_REGISTRATION, which forwarded replies from an alphanumeric ForwardFromSms obey as sends do; default AU=require. */
+  /** DEFAULT_RATE_CARD, for the service's own sends (a reply's forward, a keyword's answer). */
+  defaultRateCard?: string;
   senderIdRegistration?: ReadonlyMap<string, SenderIdMode>;
   /** The deployment's destination permissions, which forwards and keyword answers obey as sends do; default: none but premium numbers. */
   /** The send rules that need data, for the service's own sends (messaging/send-steps.ts); default SEND_RULES. */
@@ -131,6 +133,7 @@ export function createDeliveryEngine(opts: DeliveryEngineOptions): DeliveryEngin
     senderIdRegistration: opts.senderIdRegistration,
     destinations: opts.destinations,
     judge: sendJudge(opts.rules ?? SEND_RULES, opts.sendCounters),
+    defaultRateCard: opts.defaultRateCard,
   };
   const pollMs = opts.pollMs ?? 250;
   let dispatchLoops: WorkerLoop[] = [];

@@ -3,6 +3,7 @@ import type { DeliveryReport } from "./carrier.js";
 import { type FinalState, type Submission, updateFinalStates, updatePlainFinalStates, updateSubmissions } from "../messaging/message-store.js";
 import { enqueueDeliveryReceipt } from "../webhooks/outbox.js";
 import { releaseUnsubmittedLeases } from "../leases/lease-store.js";
+import { refundMessages } from "../billing/balance-store.js";
 
 /** A final report (Delivered or Failed) and when the service heard it. */
 type Report = Omit<DeliveryReport, "status"> & { status: "Delivered" | "Failed"; now: Date };
@@ -30,14 +31,22 @@ export async function applyFinalStates(tx: EntityManager, reports: Report[]): Pr
  * refusal at submission, SmsNotEnabled, DestinationNotAllowed, QueueTimeout, the retry window
  * over), in the caller's transaction: the leases of those it changed are released with them
  * (lease-store.ts releaseUnsubmittedLeases, conditional: a lease a message of which was submitted
- * or is still queued stays).
+ * or is still queued stays), and their charges refunded (billing/sql/sb_refund.sql).
  */
 export async function failUnsubmitted(tx: EntityManager, reports: Report[]): Promise<boolean[]> {
   const changed = await applyFinalStates(tx, reports);
+  const failed = reports.filter((_, i) => changed[i]);
   await releaseUnsubmittedLeases(
     tx,
-    reports.filter((_, i) => changed[i]).map((r) => r.messageSid),
+    failed.map((r) => r.messageSid),
   );
+  // No carrier took them: their charges are given back, once (docs/billing.md#the-charge-on-the-send).
+  if (failed.length > 0)
+    await refundMessages(
+      tx,
+      failed.map((r) => r.messageSid),
+      failed[0].now,
+    );
   return changed;
 }
 

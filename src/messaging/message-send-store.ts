@@ -12,7 +12,7 @@ import { bindArraysByName, bindByName, executeBound, type NamedArrays } from "..
 type Em = EntityManager;
 
 /** The SQL types of the batch statements' array parameters. */
-export type SqlType = "text" | "bool" | "int" | "timestamptz";
+export type SqlType = "text" | "bool" | "int" | "bigint" | "timestamptz";
 
 /** One stored message as a send writes it: a column each. */
 export interface MessageRow {
@@ -56,6 +56,11 @@ export interface MessageRow {
    * it; null elsewhere. A recorded fact (FactSql.column): the storing statement takes it from the facts.
    */
   sender_id_registered: boolean | null;
+  /**
+   * Segments times the destination's rate at accept, micro-units as a decimal integer string (a
+   * bigint never passes through a number); null: unpriced. A recorded fact: the send's price.
+   */
+  price: string | null;
 }
 
 /** Every MessageRow column and its SQL type: a column missing here, or one too many, does not compile. */
@@ -91,6 +96,7 @@ const MESSAGE_COLUMNS = {
   claimed_until: "timestamptz",
   attempts: "int",
   sender_id_registered: "bool",
+  price: "bigint",
 } as const satisfies Record<keyof MessageRow, SqlType>;
 
 const COLUMN_NAMES = Object.keys(MESSAGE_COLUMNS) as (keyof MessageRow)[];
@@ -116,16 +122,33 @@ export async function insertMessages(tx: Em, rows: readonly MessageRow[]): Promi
 /** A fact a send rule is judged on: its name, SQL type, and the SQL expression that finds it (see FIXED_KEYS for what it may use). */
 export interface FactSql {
   name: string;
-  type: "bool" | "text";
+  /** Its SQL type; a bigint arrives as a decimal string. */
+  type: "bool" | "text" | "bigint";
   sql: string;
   /** The message column this fact is recorded in when the send is stored (a name other than the fact's). */
   column?: keyof MessageRow;
+  /**
+   * A `left join lateral …` the fact's SQL reads (its alias), when several facts share one lookup
+   * (the rate of the destination: whether there is one, and the price): joined once, by its text.
+   */
+  join?: string;
 }
 
-/** What the facts statement is built from: the rules' own lookup keys (text, beyond FIXED_KEYS) and their facts, in rule order. */
+/**
+ * The charge of a send, the last step before it is stored (send-steps.ts SendRules.charge): the
+ * fact that is its amount (bigint micro-units, null or 0: nothing to charge), taken from the
+ * account's balance (billing/sql/sb_charge.sql) in the statement that stores it, in send order,
+ * only for the sends every rule passed; a send the balance cannot cover is not stored.
+ */
+export interface ChargeSpec {
+  amountFact: string;
+}
+
+/** What the facts statement is built from: the rules' own lookup keys (text, beyond FIXED_KEYS), their facts, in rule order, and the charge. */
 export interface FactsSpec {
   keys: readonly string[];
   facts: readonly FactSql[];
+  charge?: ChargeSpec;
 }
 
 /**
@@ -158,6 +181,8 @@ export interface KeyFacts {
   m_text: string | null;
   /** Whether the statement stored the send's message. */
   stored: boolean;
+  /** Whether its charge was taken (false: its balance could not cover it, so it was not stored); null: nothing charged. */
+  charged: boolean | null;
 }
 
 /** One send's facts: the key's (KeyFacts) and each rule's, by the fact's name. */
@@ -173,6 +198,9 @@ function keysOf(spec: FactsSpec): [string, SqlType][] {
 }
 
 const pgType = (t: SqlType) => (t === "bool" ? "boolean" : t === "int" ? "integer" : t);
+
+/** The lateral joins the spec's facts read, once each, in fact order. */
+const factJoins = (spec: FactsSpec) => [...new Set(spec.facts.flatMap((f) => (f.join ? [f.join] : [])))];
 
 /**
  * The text of `sql/sb_send_facts.sql`: the function that reads a batch's facts, one row per send,
@@ -210,7 +238,9 @@ begin
     from unnest(${keys.map(([k]) => `p_${k}`).join(", ")})
          as v(${keys.map(([k]) => k).join(", ")})
     left join accounts a on a.sid = v.account_sid
-    left join properties p on p.sid = v.property_sid and p.account_sid = v.account_sid
+    left join properties p on p.sid = v.property_sid and p.account_sid = v.account_sid${factJoins(spec)
+      .map((j) => `\n    ${j}`)
+      .join("")}
     left join idempotency_keys k on k.account_sid = v.account_sid and k.key = v.idem_key
     left join messages m on m.sid = k.message_sid;
 end
@@ -224,6 +254,8 @@ $fn$;
  * the message to store (null: none).
  */
 export interface SendBatch {
+  /** When the batch's charges are taken (the ledger's time). */
+  now: Date;
   keys: NamedArrays;
   store: boolean[];
   wanted: NamedArrays;
@@ -237,9 +269,11 @@ export interface SendStatement {
 }
 
 /**
- * The statement for a spec: a send is stored when it asks to be (`store`) and each of its facts is
- * the value wanted (null: any), a compare-and-set that holds no rule of its own. One text whatever
- * the batch size: prepared once per connection (executeBound), under a name of its own.
+ * The statement for a spec: a send is stored when it asks to be (`store`), each of its facts is
+ * the value wanted (null: any), a compare-and-set that holds no rule of its own, and (with a
+ * charge) its balance covers its amount: the sends that passed are charged in send order
+ * (sb_charge, which locks the balances), and one the balance cannot cover is not stored. One text
+ * whatever the batch size: prepared once per connection (executeBound), under a name of its own.
  */
 export function createSendStatement(spec: FactsSpec): SendStatement {
   const keys = keysOf(spec);
@@ -248,14 +282,29 @@ export function createSendStatement(spec: FactsSpec): SendStatement {
   const wanted = spec.facts.map((f) => `(v.want_${f.name} is null or f.${f.name} = v.want_${f.name})`).join(" and ");
   // A recorded fact (FactSql.column) is its column's value: the row was built before the facts were read.
   const recorded = new Map(spec.facts.flatMap((f) => (f.column ? [[f.column as string, f.name] as const] : [])));
+  const amount = spec.charge?.amountFact;
+  // The charge: the amounts of the sends that passed, in send order, one call for the batch (none
+  // when nothing is priced: the arrays are null and the lateral call is not made).
+  const charge = amount
+    ? `,
+pay as materialized (
+  select array_agg(v.i order by v.i) as ids, array_agg(v.account_sid order by v.i) as accounts,
+         array_agg(v.${amount} order by v.i) as amounts, array_agg(v.sid order by v.i) as sids
+    from v where v.passed and v.${amount} > 0),
+c as materialized (
+  select pay.ids[c.ord] as i, c.accepted from pay cross join lateral sb_charge(pay.accounts, pay.amounts, pay.sids, ?::timestamptz) as c
+   where pay.ids is not null),
+s as materialized (select v.*, v.passed and coalesce(c.accepted, true) as stored, c.accepted as charged from v left join c on c.i = v.i)`
+    : `,
+s as materialized (select v.*, v.passed as stored, null::boolean as charged from v)`;
   const sql = `with f as materialized (select * from sb_send_facts(${keys.map(([, t]) => arrayParam(t)).join(", ")})),
 v as materialized (
-  select f.*, v.store and ${wanted} as stored, ${COLUMN_NAMES.map((c) => `v.${c}`).join(", ")}
+  select f.*, v.store and ${wanted} as passed, ${COLUMN_NAMES.map((c) => `v.${c}`).join(", ")}
     from unnest(?::int[], ?::bool[], ${spec.facts.map((f) => arrayParam(f.type)).join(", ")}, ${COLUMN_NAMES.map((c) => arrayParam(MESSAGE_COLUMNS[c])).join(", ")})
          as v(vi, store, ${factNames.map((f) => `want_${f}`).join(", ")}, ${COLUMN_NAMES.join(", ")})
-    join f on f.i = v.vi),
-ins as (insert into messages (${COLUMN_NAMES.join(", ")}) select ${COLUMN_NAMES.map((c) => recorded.get(c) ?? c).join(", ")} from v where v.stored)
-select i, ${factNames.join(", ")}, key_expired, key_hash, m_sid, m_account_sid, m_property_sid, m_sender, m_recipient, m_text, stored from v`;
+    join f on f.i = v.vi)${charge},
+ins as (insert into messages (${COLUMN_NAMES.join(", ")}) select ${COLUMN_NAMES.map((c) => recorded.get(c) ?? c).join(", ")} from s where s.stored)
+select i, ${factNames.join(", ")}, key_expired, key_hash, m_sid, m_account_sid, m_property_sid, m_sender, m_recipient, m_text, stored, charged from s`;
   const prepared = `sb_send_${createHash("sha256").update(sql).digest("hex").slice(0, 12)}`;
   return {
     run(em, batch) {
@@ -265,6 +314,7 @@ select i, ${factNames.join(", ")}, key_expired, key_hash, m_sid, m_account_sid, 
         batch.store,
         ...bindArraysByName(factNames, batch.wanted),
         ...bindByName(COLUMN_NAMES, batch.rows),
+        ...(amount ? [batch.now] : []),
       ];
       return executeBound<SendFacts>(em, sql, params, prepared);
     },

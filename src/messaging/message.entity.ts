@@ -61,6 +61,9 @@ export const MessageEntity = defineEntity({
     carrier: p.string().length(64).default(""),
     // Whether the alphanumeric sender ID was Registered for the recipient's country, where SENDER_ID_REGISTRATION checks it; null elsewhere.
     senderIdRegistered: p.boolean().nullable(),
+    // Segments times the destination's rate at accept, in micro-units (docs/billing.md); null: unpriced.
+    // Read as a string: a bigint never passes through a JavaScript number.
+    price: p.bigint("string").nullable(),
     // The dispatcher's columns, written only by its own SQL. Not lazy: entity reads then stay
     // `select m0.*`, as before they were mapped. `queued` is derived by the database (the queue
     // indexes' predicate, Migration20261122030000, declared without NOT NULL); the ORM never writes it.

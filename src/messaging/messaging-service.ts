@@ -29,6 +29,8 @@ import { pageOf } from "../common/paging.js";
 import { isSid } from "../common/sid.js";
 import type { ItemOutcome } from "../common/group-commit.js";
 import { releaseLease } from "../leases/lease-allocator.js";
+import { formatMoney } from "../common/money.js";
+import { refundMessages } from "../billing/balance-store.js";
 import { cancelScheduledMessage, findAccountMessage, listMessages, reloadMessage } from "./message-api-store.js";
 import { MESSAGE_STATUSES, type Message, type MessageDirection, type MessageStatus } from "./message.entity.js";
 import { createSendPipeline, type SendPipelineDeps } from "./send-pipeline.js";
@@ -37,8 +39,11 @@ import type { Admitted } from "../limits/account-limits.js";
 import { IDEMPOTENCY_TTL_MS } from "./send-steps.js";
 
 /** What the messaging service needs. */
-/** What the service needs: the send pipeline's dependencies (send-pipeline.ts). */
-export type MessagingDeps = SendPipelineDeps;
+/** What the service needs: the send pipeline's dependencies (send-pipeline.ts), and BILLING_CURRENCY (default AUD) for PriceUnit. */
+export type MessagingDeps = SendPipelineDeps & { currency?: string };
+
+/** BILLING_CURRENCY's default. */
+export const DEFAULT_CURRENCY = "AUD";
 
 /** At most this many items in one batch (docs/api.md#batch-send). */
 export const MAX_BATCH = 100;
@@ -51,8 +56,8 @@ function resourceFields(m: Message) {
   return { messageSid: m.sid, accountSid: m.accountSid, propertySid: m.propertySid, from: m.sender, to: m.recipient, text: m.text };
 }
 
-/** The full message record (docs/api.md#message-record). */
-export function toMessageRecord(m: Message): MessageRecord {
+/** The full message record (docs/api.md#message-record); `currency` is PriceUnit. */
+export function toMessageRecord(m: Message, currency: string): MessageRecord {
   return create(MessageRecordSchema, {
     ...resourceFields(m),
     direction: m.direction,
@@ -71,6 +76,8 @@ export function toMessageRecord(m: Message): MessageRecord {
     carrier: m.carrier,
     smartEncoded: m.smartEncoded,
     senderIdRegistered: m.senderIdRegistered ?? undefined,
+    price: m.price === null || m.price === undefined ? "" : formatMoney(BigInt(m.price)),
+    priceUnit: currency,
   });
 }
 
@@ -90,6 +97,7 @@ async function ownedMessage(em: EntityManager, account: Account, messageSid: str
 export function createMessagingService(deps: MessagingDeps): ServiceImpl<typeof MessagingService> {
   // Every send, single or batch item, runs the one send pipeline (send-pipeline.ts).
   const pipeline = createSendPipeline(deps);
+  const currency = deps.currency ?? DEFAULT_CURRENCY;
 
   /** One batch item's answer: its message, or its own ResponseStatus. */
   function batchResult(o: ItemOutcome<MessagePb>) {
@@ -145,7 +153,7 @@ export function createMessagingService(deps: MessagingDeps): ServiceImpl<typeof 
 
     async getMessage(req: GetMessageRequest, ctx: HandlerContext) {
       const account = requireAccount(ctx);
-      return toMessageRecord(await ownedMessage(requestEm(ctx), account, req.messageSid));
+      return toMessageRecord(await ownedMessage(requestEm(ctx), account, req.messageSid), currency);
     },
 
     async listMessages(req: ListMessagesRequest, ctx: HandlerContext): Promise<ListMessagesResponse> {
@@ -181,7 +189,7 @@ export function createMessagingService(deps: MessagingDeps): ServiceImpl<typeof 
         },
         page,
       );
-      return create(ListMessagesResponseSchema, { messages: rows.map(toMessageRecord), totalCount: total });
+      return create(ListMessagesResponseSchema, { messages: rows.map((m) => toMessageRecord(m, currency)), totalCount: total });
     },
 
     async cancelMessage(req: CancelMessageRequest, ctx: HandlerContext) {
@@ -193,6 +201,8 @@ export function createMessagingService(deps: MessagingDeps): ServiceImpl<typeof 
         // The conditional update is the race guard: a dispatcher that claimed the row first wins.
         const canceled = await cancelScheduledMessage(tx, message.sid);
         if (canceled && message.leaseSid) await releaseLease(tx, message.leaseSid);
+        // A canceled message never reaches a carrier: its charge is given back, once (docs/billing.md#the-charge-on-the-send).
+        if (canceled) await refundMessages(tx, [message.sid], deps.clock.now());
         return { message, canceled };
       });
       if (!canceled) {
@@ -201,7 +211,7 @@ export function createMessagingService(deps: MessagingDeps): ServiceImpl<typeof 
           `Message ${message.sid} is ${message.status}; only a Scheduled message that has not been handed to the carrier can be canceled.`,
         );
       }
-      return toMessageRecord(await reloadMessage(em, message.sid));
+      return toMessageRecord(await reloadMessage(em, message.sid), currency);
     },
   };
 }

@@ -42,12 +42,14 @@ import {
   requestHash,
   ruleRefusal,
   SEND_RULES,
+  type ChargeRule,
   type SendItem,
   sendOf,
   type SendRules,
   sentMessage,
 } from "./send-steps.js";
 import { type AcceptClaims, type MaybeClaimed, storeClaimed } from "./claim-at-accept.js";
+import { chargeSends, refundMessage } from "../billing/balance-store.js";
 import type { SendCounters } from "./send-counters.js";
 
 /**
@@ -120,6 +122,8 @@ export interface SendPipelineDeps {
   rules?: SendRules;
   /** Where the sends SENDER_ID_REGISTRATION labels unregistered are counted (the metrics). */
   counters?: SendCounters;
+  /** DEFAULT_RATE_CARD: the rate card of an account that names none (unset: such an account is unpriced). */
+  defaultRateCard?: string;
 }
 
 /** The send pipeline of one process. */
@@ -164,7 +168,18 @@ export function createSendPipeline(deps: SendPipelineDeps): SendPipeline {
     const idemHash = idemKey === undefined ? undefined : requestHash("SendMessage", SendMessageRequestSchema, req);
     // Whether the "sender ID registered" rule (send-steps.ts) applies, for which country and how.
     const senderIds = v === undefined ? undefined : senderIdCheck(v.fromKind, leased, v.to, registration);
-    return { account, propertySid, checked, leased, senderIdCheck: senderIds, idemKey, idemHash, now, sid: newSid("MG") };
+    return {
+      account,
+      propertySid,
+      checked,
+      leased,
+      senderIdCheck: senderIds,
+      idemKey,
+      idemHash,
+      now,
+      sid: newSid("MG"),
+      defaultRateCard: deps.defaultRateCard,
+    };
   }
 
   return {
@@ -297,7 +312,7 @@ export function sendJudge(rules: SendRules, counters?: SendCounters): SendJudge 
 
   /** Step 4: every send's facts, in index order, storing (step 10) the sends storedByStatement whose facts are as the rules want. */
   async function readFacts(em: EntityManager, items: SendItem[]): Promise<SendFacts[]> {
-    const batch = emptyBatch(spec);
+    const batch = emptyBatch(spec, items[0].now);
     for (let i = 0; i < items.length; i++) {
       const item = items[i];
       const send = sendOf(item);
@@ -345,7 +360,11 @@ export function sendJudge(rules: SendRules, counters?: SendCounters): SendJudge 
           expiredKeys.map((item) => ({ accountSid: item.account.sid, key: item.idemKey! })),
         );
 
+      // The charge, after every rule and before the leases (a send its balance cannot cover takes no
+      // number from the pool); a send then refused a lease is refunded in this same transaction.
+      if (rules.charge) await chargeJudged(tx, rules.charge, items, toStore, outcomes, facts);
       const senders = await allocateLeases(tx, items, toStore, outcomes);
+      if (rules.charge) await refundUnleased(tx, items, toStore, outcomes, facts, rules.charge.amountFact);
 
       // Step 10 for the rest: the messages judged here, and the refused forwards kept as Failed.
       const rows: MessageRow[] = [];
@@ -360,7 +379,8 @@ export function sendJudge(rules: SendRules, counters?: SendCounters): SendJudge 
       items.forEach((item, i) => {
         const o = outcomes[i];
         if (item.forward && o && !o.ok && o.error instanceof ConnectError)
-          rows.push(recordFacts(spec, messageRow(item, item.forward.draft, undefined, errorCodeOf(o.error)), facts[i]));
+          // Kept Failed, never charged: no price on its record.
+          rows.push({ ...recordFacts(spec, messageRow(item, item.forward.draft, undefined, errorCodeOf(o.error)), facts[i]), price: null });
       });
       await insertMessages(tx, rows);
       await storeKeys(tx, items, toStore, outcomes);
@@ -379,15 +399,67 @@ export function sendJudge(rules: SendRules, counters?: SendCounters): SendJudge 
     },
   };
 
-  /** Why the statement did not store a send (its facts failed a rule, or its request has problems). */
+  /** Why the statement did not store a send (its facts failed a rule, its request has problems, or its balance could not cover it). */
   function refusal(item: SendItem, f: SendFacts): unknown {
     return (
       accessRefusal(rules, item, f) ??
       ruleRefusal(rules, item, f, fieldErrors) ??
+      (f.charged === false && rules.charge ? rules.charge.refuse(item, sendOf(item)!, f) : undefined) ??
       new Error(`send batch: message ${item.sid} passed its rules but was not stored`)
     );
   }
 }
+
+/**
+ * The charge of the sends judged in a transaction (keyed, leased, forwards), in send order, as the
+ * one-statement path takes it (sb_charge): a send its balance cannot cover is refused.
+ */
+async function chargeJudged(
+  tx: EntityManager,
+  charge: ChargeRule,
+  items: SendItem[],
+  toStore: number[],
+  outcomes: ItemOutcome<SendOutcome>[],
+  facts: SendFacts[],
+): Promise<void> {
+  const priced = toStore.filter((i) => amountOf(facts[i], charge.amountFact) > 0n);
+  if (priced.length === 0) return;
+  const results = await chargeSends(
+    tx,
+    priced.map((i) => ({ accountSid: items[i].account.sid, amount: amountOf(facts[i], charge.amountFact), messageSid: items[i].sid })),
+    items[priced[0]].now,
+  );
+  results.forEach((r, n) => {
+    const i = priced[n];
+    if (!r.accepted) outcomes[i] = fail(charge.refuse(items[i], sendOf(items[i])!, facts[i]));
+  });
+}
+
+/** Gives back the charge of a send refused its leased sender after it was charged (no number free, or the recipient's lease limit). */
+async function refundUnleased(
+  tx: EntityManager,
+  items: SendItem[],
+  toStore: number[],
+  outcomes: ItemOutcome<SendOutcome>[],
+  facts: SendFacts[],
+  amountFact: string,
+): Promise<void> {
+  for (const i of toStore) {
+    const o = outcomes[i];
+    if (items[i].leased && o !== undefined && !o.ok && isLeaseRefusal(o.error) && amountOf(facts[i], amountFact) > 0n)
+      await refundMessage(tx, items[i].account.sid, items[i].sid, items[i].now);
+  }
+}
+
+/** Whether a send was refused by allocateLeases (its only refusals: the rules of leased senders). */
+const isLeaseRefusal = (err: unknown) => {
+  if (!(err instanceof ConnectError)) return false;
+  const code = errorCodeOf(err);
+  return code === "LeaseLimitReached" || code === "NoLeasedNumberAvailable";
+};
+
+/** A send's amount to charge from its facts (micro-units; 0 when unpriced). */
+const amountOf = (f: SendFacts, fact: string): bigint => (f[fact] === null || f[fact] === undefined ? 0n : BigInt(f[fact] as string));
 
 /** Counts the sends stored with an alphanumeric sender SENDER_ID_REGISTRATION labels unregistered (label mode). */
 function countLabelled(counters: SendCounters, items: SendItem[], facts: SendFacts[], outcomes: ItemOutcome<SendOutcome>[]): void {
@@ -430,7 +502,9 @@ async function allocateLeases(
   outcomes: ItemOutcome<SendOutcome>[],
 ): Promise<Map<number, { sender: string; leaseSid: string }>> {
   const senders = new Map<number, { sender: string; leaseSid: string }>();
-  const leased = toStore.filter((i) => items[i].leased).sort((a, b) => compare(sendOf(items[a])!.to.number, sendOf(items[b])!.to.number));
+  const leased = toStore
+    .filter((i) => items[i].leased && outcomes[i] === undefined)
+    .sort((a, b) => compare(sendOf(items[a])!.to.number, sendOf(items[b])!.to.number));
   for (const i of leased) {
     const item = items[i];
     try {

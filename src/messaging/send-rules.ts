@@ -1,5 +1,6 @@
 import type { SendMessageRequest } from "../../gen/switchboard/v2/messaging_pb.js";
 import { type FieldProblem, quoted } from "../common/errors.js";
+import { formatMoney } from "../common/money.js";
 import { smartEncode } from "../common/smart-encoding.js";
 import { codePoints, textEncoding } from "../common/sms-text.js";
 import { isAlphanumericSender, isEmail, parseE164, type E164Info, writeItAs } from "../common/phone.js";
@@ -140,6 +141,16 @@ export function ownNumberDestination(number: string): string {
 /** The RecipientOptedOut message for a To that opted out of the account's messages. */
 export function optedOut(number: string, accountSid: string): string {
   return `To ${number} has opted out of messages from account ${accountSid} (a STOP, or the OptOuts API). Nothing was stored; a START from that number, or DELETE /v2/Accounts/${accountSid}/OptOuts/${number.slice(1)}, opts it back in.`;
+}
+
+/** The DestinationNotAllowed message for a priced account's destination its rate card has no rate for (docs/billing.md). */
+export function noPrice(field: string, number: string): string {
+  return `${field} ${number} has no price on this account's rate card, so it cannot be sent there: nothing was stored. Ask the operator to add a rate for its prefix.`;
+}
+
+/** The InsufficientFunds message: the send's price (micro-units) is more than the balance and credit left. */
+export function insufficientFunds(price: bigint): string {
+  return `The account's balance (with its credit limit) cannot cover this message's price of ${formatMoney(price)}: nothing was stored or charged. Top up the balance, then send again.`;
 }
 
 /** The InvalidSenderId message for a field that is not a valid alphanumeric sender ID (From; SenderId of a registration). */

@@ -11,6 +11,8 @@ import { type FactSql, type FactsSpec, FIXED_KEYS, type MessageRow, type SendBat
 import { registeredSenderSql } from "../senderids/sender-id-store.js";
 import {
   forwardLoop,
+  insufficientFunds,
+  noPrice,
   optedOut,
   ownNumberDestination,
   type SenderIdCheck,
@@ -52,6 +54,8 @@ export interface SendItem {
   now: Date;
   /** The new message's Sid. */
   sid: string;
+  /** DEFAULT_RATE_CARD: the card of an account that names none (undefined: such an account is unpriced). */
+  defaultRateCard?: string;
   /**
    * A send of the service's own (service-sends.ts): the forward of a reply by SMS, or (`answer`) the
    * answer to a keyword. It answers no client, so a refused one is kept as a Failed message with the
@@ -89,7 +93,7 @@ export interface DataRule<S = ValidSend> {
 /** A lookup key of a rule: its name (`v.<name>`) and its value for a send the rule applies to. */
 export interface RuleKey<S = ValidSend> {
   name: string;
-  of(item: SendItem, send: S): string;
+  of(item: SendItem, send: S): string | null;
 }
 
 /** A rule's own lookup keys, as a list. */
@@ -100,6 +104,15 @@ const keysOfRule = <S>(rule: DataRule<S>): readonly RuleKey<S>[] =>
 export interface SendRules {
   access: readonly DataRule<ValidSend | undefined>[];
   rules: readonly DataRule[];
+  /** The charge, after every rule passed: the fact that is the send's amount, and the refusal of a send its balance cannot cover. */
+  charge?: ChargeRule;
+}
+
+/** The last step before a send is stored: its amount taken from the account's balance (docs/billing.md#the-charge-on-the-send). */
+export interface ChargeRule {
+  /** The fact (of a rule above, bigint micro-units) that is the amount; null or 0: nothing charged. */
+  amountFact: string;
+  refuse(item: SendItem, send: ValidSend, facts: SendFacts): ConnectError;
 }
 
 const always = () => true;
@@ -137,6 +150,48 @@ export const ACCESS_RULES: readonly DataRule<ValidSend | undefined>[] = [
     fact: { name: "property_found", type: "bool", sql: "p.sid is not null" },
     wants: wantTrue,
     refuse: (item) => notFound("Property", item.propertySid),
+  },
+];
+
+/**
+ * The rate of the send's destination on the account's card (its own, else DEFAULT_RATE_CARD) at
+ * accept: one lookup (billing/sql/sb_rate_for.sql, inlined) that the two price rules below read.
+ */
+// The condition on the card is a one-time filter of the lateral subquery: an unpriced account's
+// send (most) runs no lookup at all, not even the prefixes' array.
+const RATE_JOIN = `left join lateral (
+      select r.price_per_segment from sb_rate_for(coalesce(a.rate_card, v.default_rate_card), v.recipient, v.rate_at::timestamptz) r
+       where coalesce(a.rate_card, v.default_rate_card) is not null) rate on true`;
+const RATE_KEYS: readonly RuleKey[] = [
+  { name: "default_rate_card", of: (item) => item.defaultRateCard ?? null },
+  { name: "rate_at", of: (item) => item.now.toISOString() },
+  { name: "price_segments", of: (_item, send) => String(send.numSegments) },
+];
+
+/** The price rules (docs/billing.md#price-on-the-message), the last of RULES: a priced account's destination needs a rate, and the price is recorded. */
+const PRICE_RULES: readonly DataRule[] = [
+  {
+    // A priced account (a card of its own or DEFAULT_RATE_CARD) sends only where its card has a rate.
+    name: "destination priced",
+    applies: always,
+    key: RATE_KEYS,
+    fact: { name: "no_price", type: "bool", sql: "coalesce(a.rate_card, v.default_rate_card) is not null and rate.price_per_segment is null", join: RATE_JOIN },
+    wants: wantFalse,
+    refuse: (item, send) => {
+      const field = item.forward && !item.forward.answer ? "ForwardToSms" : "To";
+      return fieldError(field, "DestinationNotAllowed", noPrice(field, send.to.number));
+    },
+  },
+  {
+    // Segments times the rate, fixed at accept and kept on the message (null: unpriced); SendRules.charge takes it.
+    name: "price",
+    applies: always,
+    key: RATE_KEYS,
+    fact: { name: "send_price", type: "bigint", sql: "rate.price_per_segment * v.price_segments::int", join: RATE_JOIN, column: "price" },
+    wants: () => null,
+    refuse: () => {
+      throw new Error("the price rule refuses nothing: it records the price");
+    },
   },
 ];
 
@@ -228,16 +283,23 @@ export const RULES: readonly DataRule[] = [
       return fieldError(field, "SenderIdNotRegistered", senderIdNotRegistered(field, send.from, item.senderIdCheck!.country));
     },
   },
+  ...PRICE_RULES,
 ];
 
+/** The charge of a priced send: its price, from a balance that must cover it (docs/billing.md#the-charge-on-the-send). */
+export const PRICE_CHARGE: ChargeRule = {
+  amountFact: "send_price",
+  refuse: (_item, _send, facts) => apiError("InsufficientFunds", insufficientFunds(BigInt(facts.send_price as string))),
+};
+
 /** The rules every send of this deployment is judged by. */
-export const SEND_RULES: SendRules = { access: ACCESS_RULES, rules: RULES };
+export const SEND_RULES: SendRules = { access: ACCESS_RULES, rules: RULES, charge: PRICE_CHARGE };
 
 /** What the facts statement of a set of rules is built from: their keys and facts, in order. */
 export function factsSpec(rules: SendRules): FactsSpec {
   const all = [...rules.access, ...(rules.rules as readonly DataRule<ValidSend | undefined>[])];
   const keys = [...new Set(all.flatMap((r) => keysOfRule(r).map((k) => k.name)))];
-  return { keys, facts: all.map((r) => r.fact) };
+  return { keys, facts: all.map((r) => r.fact), charge: rules.charge ? { amountFact: rules.charge.amountFact } : undefined };
 }
 
 /** The first rule of `rules` that applies to the send and whose fact is not the value it wants, if any. */
@@ -284,18 +346,53 @@ export function addToBatch(rules: SendRules, batch: SendBatch, i: number, item: 
   batch.store.push(store);
   batch.rows.push(store ? row : null);
   // Plain loops: closures per send and rule were garbage on every send.
+  const rulesKeys = keyPlan(rules);
+  for (let r = 0; r < rulesKeys.length; r++) {
+    const { name, declared } = rulesKeys[r];
+    let value: string | null = null;
+    for (let d = 0; d < declared.length; d++) {
+      const { rule, key, access } = declared[d];
+      if (access ? rule.applies(item, send) : send !== undefined && rule.applies(item, send)) {
+        value = key.of(item, send as ValidSend);
+        break;
+      }
+    }
+    k[name].push(value);
+  }
   for (let r = 0; r < rules.access.length; r++) {
     const rule = rules.access[r];
-    const applies = rule.applies(item, send);
-    for (const key of keysOfRule(rule)) k[key.name].push(applies ? key.of(item, send) : null);
-    batch.wanted[rule.fact.name].push(store && applies ? rule.wants(item, send) : null);
+    batch.wanted[rule.fact.name].push(store && rule.applies(item, send) ? rule.wants(item, send) : null);
   }
   for (let r = 0; r < rules.rules.length; r++) {
     const rule = rules.rules[r];
-    const applies = send !== undefined && rule.applies(item, send);
-    for (const key of keysOfRule(rule)) k[key.name].push(applies ? key.of(item, send!) : null);
-    batch.wanted[rule.fact.name].push(store && applies ? rule.wants(item, send!) : null);
+    batch.wanted[rule.fact.name].push(store && rule.applies(item, send!) ? rule.wants(item, send!) : null);
   }
+}
+
+/** Each lookup key of a set of rules and the rules that declare it, in order: its value is the first applying one's. */
+interface KeyPlanEntry {
+  name: string;
+  declared: { rule: DataRule<ValidSend | undefined>; key: RuleKey<ValidSend | undefined>; access: boolean }[];
+}
+const keyPlans = new WeakMap<SendRules, KeyPlanEntry[]>();
+
+/** The key plan of `rules`, made once per set: two rules may share a key (the rate's), which is then pushed once per send. */
+function keyPlan(rules: SendRules): KeyPlanEntry[] {
+  let plan = keyPlans.get(rules);
+  if (plan) return plan;
+  const byName = new Map<string, KeyPlanEntry>();
+  const add = (rule: DataRule<ValidSend | undefined>, access: boolean) => {
+    for (const key of keysOfRule(rule)) {
+      let entry = byName.get(key.name);
+      if (!entry) byName.set(key.name, (entry = { name: key.name, declared: [] }));
+      entry.declared.push({ rule, key, access });
+    }
+  };
+  for (const rule of rules.access) add(rule, true);
+  for (const rule of rules.rules) add(rule as DataRule<ValidSend | undefined>, false);
+  plan = [...byName.values()];
+  keyPlans.set(rules, plan);
+  return plan;
 }
 
 /**
@@ -307,13 +404,13 @@ export function recordFacts(spec: FactsSpec, row: MessageRow, facts: SendFacts):
   return row;
 }
 
-/** An empty batch for the facts statement of `spec`: an array per key and per fact. */
-export function emptyBatch(spec: FactsSpec): SendBatch {
+/** An empty batch for the facts statement of `spec`: an array per key and per fact; its charges are taken at `now`. */
+export function emptyBatch(spec: FactsSpec, now: Date): SendBatch {
   const keys: NamedArrays = {};
   for (const k of [...Object.keys(FIXED_KEYS), ...spec.keys]) keys[k] = [];
   const wanted: NamedArrays = {};
   for (const f of spec.facts) wanted[f.name] = [];
-  return { keys, store: [], wanted, rows: [] };
+  return { now, keys, store: [], wanted, rows: [] };
 }
 
 /**
@@ -402,7 +499,8 @@ export function messageRow(item: SendItem, send: ValidSend, lease: { sender: str
     valid_until: new Date(due.getTime() + send.validitySeconds * 1000),
     claimed_until: claimedUntil,
     attempts: claimedUntil ? 1 : 0,
-    // A fact a rule records (recordFacts, or the storing statement itself).
+    // Facts rules record (recordFacts, or the storing statement itself).
     sender_id_registered: null,
+    price: null,
   };
 }

@@ -46,6 +46,8 @@ export interface ServiceSendDeps {
   destinations?: DestinationConfig;
   /** Steps 4 to 10 under the deployment's rules (send-pipeline.ts sendJudge). */
   judge: SendJudge;
+  /** DEFAULT_RATE_CARD: a service send is priced and charged as the account's own sends. */
+  defaultRateCard?: string;
 }
 
 /** What became of a service send: queued (Processing), or kept Failed with the refusal's ErrorCode. */
@@ -171,6 +173,7 @@ async function serviceSend(
     dailySegmentQuota: stored.dailySegmentQuota,
   };
   const item = itemOf({ ...limitFields, allowedCountries: stored.allowedCountries });
+  item.defaultRateCard = deps.defaultRateCard;
   // Step 1.
   let admitted: Admitted = NOT_CHARGED;
   let refused: ConnectError | undefined;

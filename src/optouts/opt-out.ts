@@ -8,6 +8,7 @@
 import type { EntityManager } from "@mikro-orm/sql";
 import { releaseLease } from "../leases/lease-allocator.js";
 import { failQueuedToOptedOut } from "../messaging/message-store.js";
+import { refundMessages } from "../billing/balance-store.js";
 import { enqueueDeliveryReceipt } from "../webhooks/outbox.js";
 import { answerSids } from "./answer-cap-store.js";
 import { addOptOut, type OptOutEntry, type OptOutSource } from "./opt-out-store.js";
@@ -24,5 +25,11 @@ export async function optOutNumber(
     if (m.lease_sid) await releaseLease(tx, m.lease_sid);
     await enqueueDeliveryReceipt(tx, m, { status: "Failed", errorCode: "RecipientOptedOut", at: o.now, now: o.now });
   }
+  // They never reach a carrier: their charges are given back (docs/billing.md#the-charge-on-the-send).
+  await refundMessages(
+    tx,
+    rows.map((r) => r.sid),
+    o.now,
+  );
   return { optOut, added, failed: rows.map((r) => r.sid) };
 }

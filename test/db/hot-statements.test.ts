@@ -154,8 +154,8 @@ describe(`hot statements (${dbKind()})`, () => {
   it("a send batch's facts (sb_send_facts) are looked up through an index: no sequential scan, no hash or merge join", async () => {
     const nodes = await functionPlan(
       "sb_send_facts",
-      "int[], text[], text[], text[], text[], timestamptz[], text[], text[], text[], text[], text[]",
-      "array[0, 1], array['AC1', 'AC1'], array['PR1', 'PR1'], array['+447700900004', null], array['key-1', null], array[now(), now()], array['+447700900001', null], array['+447700900002', null], array['+447700900003', null], array['ACME', null], array['AU', null]",
+      "int[], text[], text[], text[], text[], timestamptz[], text[], text[], text[], text[], text[], text[], text[], text[]",
+      "array[0, 1], array['AC1', 'AC1'], array['PR1', 'PR1'], array['+447700900004', null], array['key-1', null], array[now(), now()], array['+447700900001', null], array['+447700900002', null], array['+447700900003', null], array['ACME', null], array['AU', null], array['retail', null], array[now()::text, now()::text], array['1', '1']",
     );
     const types = nodes.map((n) => String(n["Node Type"]));
     for (const t of ["Seq Scan", "Hash Join", "Merge Join"]) expect(types).not.toContain(t);
@@ -163,6 +163,8 @@ describe(`hot statements (${dbKind()})`, () => {
     expect(nodes.filter((n) => n["Relation Name"] === "sender_ids").map((n) => [n["Node Type"], n["Index Name"]])).toEqual([
       ["Index Scan", "sender_ids_live_key"],
     ]);
+    // The destination's rate (issue 43): probes of the rate card's primary key, whatever its size.
+    expect(nodes.filter((n) => n["Relation Name"] === "rates").map((n) => [n["Node Type"], n["Index Name"]])).toEqual([["Index Scan", "rates_pkey"]]);
     for (const table of ["accounts", "properties", "numbers", "idempotency_keys", "messages"]) {
       expect(nodes.some((n) => n["Relation Name"] === table && String(n["Node Type"]).startsWith("Index"))).toBe(true);
     }
@@ -186,8 +188,8 @@ describe(`hot statements (${dbKind()})`, () => {
       sb_take_tokens: [],
     };
     // Plain SQL functions the planner inlines into the statements that call them (a setting would
-    // stop that: sb_claimable, sb_sms_off, the rate lookups), and the charge (its statements reach balances by key).
-    const plain = ["sb_charge", "sb_claimable", "sb_rate_for", "sb_rate_for_batch", "sb_sms_off"];
+    // stop that: sb_claimable, sb_sms_off, the rate lookups), and the charge and refund (their statements reach rows by key).
+    const plain = ["sb_charge", "sb_claimable", "sb_rate_for", "sb_rate_for_batch", "sb_refund", "sb_sms_off"];
     expect(rows.map((r) => r.proname)).toEqual([...Object.keys(settings), ...plain].sort());
     for (const r of rows) {
       if (plain.includes(r.proname)) {

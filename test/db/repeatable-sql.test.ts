@@ -24,6 +24,7 @@ describe(`repeatable SQL files (${dbKind()})`, () => {
       "src/billing/sql/sb_charge.sql",
       "src/billing/sql/sb_rate_for.sql",
       "src/billing/sql/sb_rate_for_batch.sql",
+      "src/billing/sql/sb_refund.sql",
       "src/limits/sql/sb_take_tokens.sql",
       "src/messaging/sql/sb_apply_final_states.sql",
       "src/messaging/sql/sb_apply_plain_final_states.sql",
@@ -49,7 +50,7 @@ describe(`repeatable SQL files (${dbKind()})`, () => {
       "select pg_get_function_result(oid) as result from pg_proc where proname = 'sb_send_facts'",
       [],
     );
-    const types: Record<string, string> = { bool: "boolean", text: "text" };
+    const types: Record<string, string> = { bool: "boolean", text: "text", bigint: "bigint" };
     const columns = row.result.replace(/^TABLE\(|\)$/g, "").split(", ");
     expect(columns.slice(1, 1 + spec.facts.length)).toEqual(spec.facts.map((f) => `${f.name} ${types[f.type]}`));
   });

@@ -432,6 +432,8 @@ describe("a reply to a leased sender with every forward set", () => {
         NumSegments: 1,
         Encoding: variant.method ? "UCS2" : "GSM7",
         SmartEncoded: false,
+        Price: "",
+        PriceUnit: "AUD",
         DeliveryReceipt: false,
         Schedule: 0,
         Created: at,

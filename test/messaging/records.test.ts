@@ -20,6 +20,8 @@ const RECORD_KEYS = [
   "From",
   "MessageSid",
   "NumSegments",
+  "Price",
+  "PriceUnit",
   "PropertySid",
   "Received",
   "Redacted",
@@ -132,6 +134,8 @@ describe("GET /v2/Messages/{MessageSid}", () => {
       Redacted: false,
       Carrier: "",
       SmartEncoded: false,
+      Price: "",
+      PriceUnit: "AUD",
     });
   });
 
@@ -165,6 +169,8 @@ describe("GET /v2/Messages/{MessageSid}", () => {
       Redacted: false,
       Carrier: "",
       SmartEncoded: false,
+      Price: "",
+      PriceUnit: "AUD",
     });
   });
 

@@ -46,6 +46,8 @@ const GOOD: SendFacts = {
   forward_to_ours: false,
   recipient_ours: false,
   opted_out: false,
+  no_price: false,
+  send_price: null,
   key_expired: null,
   key_hash: null,
   m_sid: null,
@@ -55,6 +57,7 @@ const GOOD: SendFacts = {
   m_recipient: null,
   m_text: null,
   stored: false,
+  charged: null,
 };
 
 const refusal = (it: SendItem, facts: Partial<SendFacts>) => {
@@ -74,6 +77,8 @@ describe("the send's rules that need data (send-steps.ts)", () => {
       "destination not ours",
       "recipient not opted out",
       "sender ID registered",
+      "destination priced",
+      "price",
     ]);
     const spec = factsSpec(SEND_RULES);
     expect(spec.facts.map((f) => f.name)).toEqual([
@@ -86,15 +91,30 @@ describe("the send's rules that need data (send-steps.ts)", () => {
       "recipient_ours",
       "opted_out",
       "sender_registered",
+      "no_price",
+      "send_price",
     ]);
-    expect(spec.keys).toEqual(["sender", "forward_from", "forward_to", "sender_id_name", "sender_id_country"]);
-    // The one fact recorded in the stored message (label mode's flag).
-    expect(spec.facts.filter((f) => f.column).map((f) => [f.name, f.column])).toEqual([["sender_registered", "sender_id_registered"]]);
+    expect(spec.keys).toEqual([
+      "sender",
+      "forward_from",
+      "forward_to",
+      "sender_id_name",
+      "sender_id_country",
+      "default_rate_card",
+      "rate_at",
+      "price_segments",
+    ]);
+    // The facts recorded in the stored message: label mode's flag, and the price.
+    expect(spec.facts.filter((f) => f.column).map((f) => [f.name, f.column])).toEqual([
+      ["sender_registered", "sender_id_registered"],
+      ["send_price", "price"],
+    ]);
+    expect(spec.charge).toEqual({ amountFact: "send_price" });
   });
 
   /** What the statement compares for one send stored by it: each fact's wanted value (null: any), and its lookup keys. */
   function wanted(it: SendItem): { wants: Record<string, unknown>; keys: Record<string, unknown> } {
-    const batch = emptyBatch(factsSpec(SEND_RULES));
+    const batch = emptyBatch(factsSpec(SEND_RULES), it.now);
     const send = "send" in it.checked ? it.checked.send : undefined;
     addToBatch(SEND_RULES, batch, 0, it, send ? messageRow(it, send, undefined) : null);
     const wants = Object.fromEntries(Object.entries(batch.wanted).flatMap(([f, v]) => (v[0] === null ? [] : [[f, v[0]]])));
@@ -113,6 +133,7 @@ describe("the send's rules that need data (send-steps.ts)", () => {
       forward_to_ours: false,
       recipient_ours: false,
       opted_out: false,
+      no_price: false,
     });
     expect(keys).toMatchObject({
       i: 0,
@@ -123,12 +144,16 @@ describe("the send's rules that need data (send-steps.ts)", () => {
       sender: "+447700900001",
       forward_from: "+447700900002",
       forward_to: "+447700900003",
+      // The rate's keys: DEFAULT_RATE_CARD (none here), the time of accept and the segments the price multiplies.
+      default_rate_card: null,
+      rate_at: new Date(NOW * 1000).toISOString(),
+      price_segments: "1",
     });
   });
 
   it("an alphanumeric send needs no ownership and looks none up; a request with problems is not stored, so it wants nothing", () => {
     const alpha = wanted(item({ from: "ACME" }));
-    expect(alpha.wants).toEqual({ token_hash: "hash-1", property_found: true, sms_off: "", recipient_ours: false, opted_out: false });
+    expect(alpha.wants).toEqual({ token_hash: "hash-1", property_found: true, sms_off: "", recipient_ours: false, opted_out: false, no_price: false });
     expect(alpha.keys).toMatchObject({ sender: null, forward_from: null, forward_to: null, sender_id_name: null, sender_id_country: null });
     const bad = wanted(item({ to: "12" }));
     expect(bad.wants).toEqual({});
@@ -153,7 +178,7 @@ describe("the send's rules that need data (send-steps.ts)", () => {
   it("the forward of a reply has no credentials to re-check; relayed from the responding party's number it needs no ownership, and its destination must not be ours", () => {
     const draft = (item({ from: "+447700900009" }).checked as { send: ValidSend }).send;
     const relay = item({ from: "+447700900009" }, { account: { sid: "AC1" }, forward: { inReplyTo: "MG0", relay: true, draft } });
-    expect(wanted(relay).wants).toEqual({ property_found: true, sms_off: "", recipient_ours: false, opted_out: false });
+    expect(wanted(relay).wants).toEqual({ property_found: true, sms_off: "", recipient_ours: false, opted_out: false, no_price: false });
     const owned = { ...relay, forward: { inReplyTo: "MG0", relay: false, draft } };
     expect(wanted(owned).wants).toMatchObject({ sender_owned: true });
   });
@@ -188,9 +213,20 @@ describe("the send's rules that need data (send-steps.ts)", () => {
     expect(refusal(item({ from: "ACME" }), { sender_owned: false, forward_from_owned: false, forward_to_ours: true })).toBeUndefined();
     // Then the recipient: not one of our numbers, not opted out.
     expect(refusal(s, { recipient_ours: true, opted_out: true })?.message).toMatch(/^To \+447700900123 is one of this service's own numbers/);
-    expect(refusal(s, { opted_out: true })).toEqual({
+    expect(refusal(s, { opted_out: true, no_price: true })).toEqual({
       code: "RecipientOptedOut",
       message: expect.stringMatching(/^To \+447700900123 has opted out of messages from account AC1/),
+    });
+    // Last, the price: a priced account's destination needs a rate.
+    expect(refusal(s, { no_price: true })).toEqual({
+      code: "DestinationNotAllowed",
+      message:
+        "To +447700900123 has no price on this account's rate card, so it cannot be sent there: nothing was stored. Ask the operator to add a rate for its prefix.",
+    });
+    // The price itself refuses nothing: it is recorded, and charged after every rule.
+    expect(refusal(s, { send_price: "105000" })).toBeUndefined();
+    expect(SEND_RULES.charge!.refuse(s, (s.checked as { send: ValidSend }).send, { ...GOOD, send_price: "105000", charged: false })).toMatchObject({
+      rawMessage: expect.stringContaining("price of 0.105"),
     });
   });
 });

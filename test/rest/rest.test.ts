@@ -288,6 +288,8 @@ describe("REST transcoder", () => {
         Redacted: false,
         Carrier: "",
         SmartEncoded: false,
+        Price: "",
+        PriceUnit: "",
       }),
     );
   });
@@ -323,6 +325,8 @@ describe("REST transcoder", () => {
           Redacted: false,
           Carrier: "",
           SmartEncoded: false,
+          Price: "",
+          PriceUnit: "",
         },
       ],
       TotalCount: 5,
