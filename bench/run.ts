@@ -436,6 +436,21 @@ async function main(): Promise<void> {
       await db.query("analyze opt_outs");
       log(`${optOuts} opt-outs on the bench account`);
     }
+    // Billing's cost on the send (issue 43): BENCH_BILLING=prepaid|postpaid prices every send (a card
+    // with a rate for every country code) and charges it; prepaid from a balance that never runs out.
+    const billing = env.BENCH_BILLING ?? "";
+    if (billing !== "") {
+      if (billing !== "prepaid" && billing !== "postpaid") throw new Error(`BENCH_BILLING must be prepaid or postpaid; got ${billing}`);
+      const rates = Array.from({ length: 9 }, (_, d) => ({ Prefix: `+${d + 1}`, PricePerSegment: "0.0525" }));
+      await adminCall("/admin/v1/RateCards/bench", { Rates: rates }, "PUT");
+      await db.query("update accounts set rate_card = 'bench', billing_mode = $2 where sid = $1", [account.AccountSid, billing === "prepaid" ? "Prepaid" : "Postpaid"]);
+      await db.query(
+        `with b as (insert into account_balances (account_sid, balance, updated_at) values ($1, 1000000000000000, now()) returning balance)
+         insert into balance_entries (account_sid, type, amount, balance_after, reference, created_at) select $1, 'TopUp', b.balance, b.balance, 'bench', now() from b`,
+        [account.AccountSid],
+      );
+      log(`every send priced at 0.0525 and charged (${billing})`);
+    }
     const allowedCountries = (env.BENCH_ALLOWED_COUNTRIES ?? "").split(",").filter(Boolean);
     if (allowedCountries.length > 0) await adminCall(`/admin/v1/Accounts/${account.AccountSid}`, { AllowedCountries: allowedCountries });
     const target: BenchTarget = {

@@ -240,11 +240,11 @@ export async function startService(opts: StartOptions): Promise<Service> {
   }
 }
 
-/** POSTs to the operator API of the service at `base` with `token`; the JSON answer, or an error naming the path and status. */
-export function operatorCall(base: string, token: string): (path: string, body: object) => Promise<Record<string, string>> {
-  return async (path, body) => {
+/** POSTs (or PUTs) to the operator API of the service at `base` with `token`; the JSON answer, or an error naming the path and status. */
+export function operatorCall(base: string, token: string): (path: string, body: object, method?: "POST" | "PUT") => Promise<Record<string, string>> {
+  return async (path, body, method = "POST") => {
     const res = await fetch(`${base}${path}`, {
-      method: "POST",
+      method,
       headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
       body: JSON.stringify(body),
     });
