@@ -443,7 +443,10 @@ async function main(): Promise<void> {
       if (billing !== "prepaid" && billing !== "postpaid") throw new Error(`BENCH_BILLING must be prepaid or postpaid; got ${billing}`);
       const rates = Array.from({ length: 9 }, (_, d) => ({ Prefix: `+${d + 1}`, PricePerSegment: "0.0525" }));
       await adminCall("/admin/v1/RateCards/bench", { Rates: rates }, "PUT");
-      await db.query("update accounts set rate_card = 'bench', billing_mode = $2 where sid = $1", [account.AccountSid, billing === "prepaid" ? "Prepaid" : "Postpaid"]);
+      await db.query("update accounts set rate_card = 'bench', billing_mode = $2 where sid = $1", [
+        account.AccountSid,
+        billing === "prepaid" ? "Prepaid" : "Postpaid",
+      ]);
       await db.query(
         `with b as (insert into account_balances (account_sid, balance, updated_at) values ($1, 1000000000000000, now()) returning balance)
          insert into balance_entries (account_sid, type, amount, balance_after, reference, created_at) select $1, 'TopUp', b.balance, b.balance, 'bench', now() from b`,
