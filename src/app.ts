@@ -8,6 +8,7 @@ import { file_google_rpc_error_details } from "../gen/google/rpc/error_details_p
 import { Health } from "../gen/grpc/health/v1/health_pb.js";
 import { AdminService } from "../gen/switchboard/admin/v1/admin_pb.js";
 import { AddressService } from "../gen/switchboard/v2/addresses_pb.js";
+import { BillingService } from "../gen/switchboard/v2/billing_pb.js";
 import { MessagingService } from "../gen/switchboard/v2/messaging_pb.js";
 import { NumberService } from "../gen/switchboard/v2/numbers_pb.js";
 import { OptOutService } from "../gen/switchboard/v2/opt_outs_pb.js";
@@ -16,12 +17,21 @@ import { type AccountCache, authentication, createAccountCache, type EdgeDeps } 
 import { createAuthFailureGuard } from "./accounts/auth-failures.js";
 import { createAddressService } from "./addresses/address-service.js";
 import { createAdminService, type SimulatedHandsets } from "./admin/admin-service.js";
+import { createBillingService } from "./billing/billing-service.js";
 import type { Carrier } from "./delivery/carrier.js";
 import type { CarrierRouter } from "./delivery/carrier-router.js";
 import type { Clock } from "./common/clock.js";
 import { systemClock } from "./common/clock.js";
 import { rejectUnstorableStrings } from "./common/string-guard.js";
-import { DEFAULT_AUTH_FAILURE_LIMITS, DEFAULT_CONNECTION_LIMITS, DEFAULT_SEND_RATE_LIMIT, defaultSendBurst, type Config, defaultReadLimits } from "./config.js";
+import {
+  DEFAULT_AUTH_FAILURE_LIMITS,
+  DEFAULT_BILLING,
+  DEFAULT_CONNECTION_LIMITS,
+  DEFAULT_SEND_RATE_LIMIT,
+  defaultSendBurst,
+  type Config,
+  defaultReadLimits,
+} from "./config.js";
 import { isDatabaseReady, ormKind } from "./db/orm.js";
 import { createMessagingService } from "./messaging/messaging-service.js";
 import type { SendRules } from "./messaging/send-steps.js";
@@ -57,7 +67,10 @@ export interface AppDeps {
   orm: MikroORM;
   config: Pick<Config, "adminToken" | "webhookAllowPrivate" | "noAlphaCountries" | "bodyLimit" | "metricsToken"> &
     Partial<
-      Pick<Config, "destinations" | "sendRateLimit" | "sendRateBurst" | "connections" | "mailFromDomains" | "authFailures" | "reads" | "senderIdRegistration">
+      Pick<
+        Config,
+        "destinations" | "sendRateLimit" | "sendRateBurst" | "connections" | "mailFromDomains" | "authFailures" | "reads" | "senderIdRegistration" | "billing"
+      >
     >;
   clock?: Clock;
   /** The carrier, for the simulator's operator endpoints. */
@@ -110,6 +123,7 @@ export function createServices(deps: AppDeps, accounts: AccountCache = createAcc
   const allowance = deps.limits ?? createSharedAllowance({ store: createPostgresBucketStore(deps.orm), clock });
   const limits = createAdmitLimits(allowance, { ratePerSecond, burst }, () => clock.now().getTime(), deps.limitCounters);
   const router = deps.router;
+  const billing = deps.config.billing ?? DEFAULT_BILLING;
   return [
     served(
       MessagingService,
@@ -122,12 +136,15 @@ export function createServices(deps: AppDeps, accounts: AccountCache = createAcc
         limits,
         rules: deps.rules,
         counters: deps.sendCounters,
+        currency: billing.currency,
+        defaultRateCard: billing.defaultRateCard,
       }),
     ),
     served(AddressService, createAddressService({ clock })),
     served(NumberService, createNumberService()),
     served(OptOutService, createOptOutService({ clock })),
     served(SenderIdService, createSenderIdService({ clock })),
+    served(BillingService, createBillingService({ currency: billing.currency })),
     served(
       AdminService,
       createAdminService({
@@ -136,6 +153,7 @@ export function createServices(deps: AppDeps, accounts: AccountCache = createAcc
         handsets: deps.simulatorNetwork,
         accounts,
         limits: allowance,
+        currency: billing.currency,
         carrierLinks: router ? () => new Map(router.links().map((l) => [l.name, l.link === "" ? "-" : l.link])) : undefined,
         // This process's dispatcher reads the change at once; the others within their poll.
         // A failed read keeps the last table (the router logs it and reads again within seconds).

@@ -197,6 +197,8 @@ export interface Config {
   retention: RetentionConfig;
   /** The deployment's destination permissions (docs/api.md#destination-permissions; docs/configuration.md). */
   destinations: DestinationConfig;
+  /** The currency and the default rate card (docs/billing.md). */
+  billing: BillingConfig;
 }
 
 /** The purge worker's settings. */
@@ -258,6 +260,17 @@ export interface SmppConfig {
   /** PEM file of the CA that signed the SMSC's TLS certificate (SMPP_TLS_CA), beside the system's. */
   tlsCaFile?: string;
 }
+
+/** The deployment's billing settings (docs/billing.md). */
+export interface BillingConfig {
+  /** BILLING_CURRENCY: ISO 4217, the PriceUnit of every amount. */
+  currency: string;
+  /** DEFAULT_RATE_CARD: the card of the accounts without their own; undefined: those are not priced. */
+  defaultRateCard?: string;
+}
+
+/** The billing settings when the environment does not say: AUD, no default rate card. */
+export const DEFAULT_BILLING: BillingConfig = { currency: DEFAULTS.BILLING_CURRENCY };
 
 /** A configuration that cannot work: every bad variable, each named with the form it expects. */
 export class ConfigError extends Error {
@@ -425,6 +438,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       intervalMs: v.PURGE_INTERVAL_SECONDS,
     },
     destinations: destinations(v),
+    billing: { currency: v.BILLING_CURRENCY, defaultRateCard: v.DEFAULT_RATE_CARD },
   };
 }
 

@@ -28,15 +28,24 @@ import type { Property } from "../accounts/property.entity.js";
 import type { AddressStatus } from "../addresses/address.entity.js";
 import { listAddresses } from "../addresses/address-store.js";
 import { toAddressPb } from "../addresses/address-service.js";
+import { balanceOf, balancesOf } from "../billing/balance-store.js";
 import { type Clock, unixSeconds } from "../common/clock.js";
 import { fieldErrors, type FieldProblem, notFound, quoted } from "../common/errors.js";
+import { formatMoney } from "../common/money.js";
 import { pageOf } from "../common/paging.js";
 import { isSid } from "../common/sid.js";
 import { liveLeaseCounts } from "../leases/lease-store.js";
 import { listNumbers } from "../numbers/number-store.js";
 
+/** What an account's answer shows of its money besides its own columns: its balance and the deployment's currency. */
+export interface AccountMoney {
+  balance: bigint;
+  /** BILLING_CURRENCY. */
+  priceUnit: string;
+}
+
 /** The operator's view of an account: no token hash, no webhook secret. */
-export function toAccountPb(a: Account, segmentsToday?: number): AccountPb {
+export function toAccountPb(a: Account, money: AccountMoney, segmentsToday?: number): AccountPb {
   return create(AccountSchema, {
     accountSid: a.sid,
     name: a.name,
@@ -57,6 +66,12 @@ export function toAccountPb(a: Account, segmentsToday?: number): AccountPb {
     dailySegmentQuota: a.dailySegmentQuota ?? undefined,
     segmentsToday,
     smartEncoding: a.smartEncoding,
+    rateCard: a.rateCard ?? "",
+    billingMode: a.billingMode,
+    // BigInt(): a bigint column may come back as its text.
+    creditLimit: a.creditLimit == null ? undefined : formatMoney(BigInt(a.creditLimit)),
+    balance: formatMoney(money.balance),
+    priceUnit: money.priceUnit,
   });
 }
 
@@ -103,6 +118,8 @@ export async function listInput(
 /** The list methods of AdminService; `em` gives the request's EntityManager once the caller is known to be the operator. */
 export function createAdminLists(deps: {
   clock: Clock;
+  /** BILLING_CURRENCY, the PriceUnit of an account's Balance and CreditLimit. */
+  currency: string;
   em: (ctx: HandlerContext) => EntityManager;
   /** The account's segments this UTC day (GetAccount): its DailySegmentQuota's count, or what it stored. */
   segmentsToday?: (account: Account, em: EntityManager) => Promise<number>;
@@ -113,13 +130,22 @@ export function createAdminLists(deps: {
       const page = pageOf(req);
       if (page.problems.length > 0) throw fieldErrors(page.problems);
       const [rows, total] = await listAccounts(em, page);
-      return create(ListAccountsResponseSchema, { accounts: rows.map((a) => toAccountPb(a)), totalCount: total });
+      // The page's balances in one statement, not one per account.
+      const balances = await balancesOf(
+        em,
+        rows.map((a) => a.sid),
+      );
+      return create(ListAccountsResponseSchema, {
+        accounts: rows.map((a) => toAccountPb(a, { balance: balances.get(a.sid) ?? 0n, priceUnit: deps.currency })),
+        totalCount: total,
+      });
     },
 
     async getAccount(req: GetAccountRequest, ctx: HandlerContext) {
       const em = deps.em(ctx);
       const account = await findAccount(em, req.accountSid);
-      return toAccountPb(account, (await deps.segmentsToday?.(account, em)) ?? 0);
+      const money = { balance: await balanceOf(em, account.sid), priceUnit: deps.currency };
+      return toAccountPb(account, money, (await deps.segmentsToday?.(account, em)) ?? 0);
     },
 
     async listProperties(req: ListPropertiesRequest, ctx: HandlerContext) {

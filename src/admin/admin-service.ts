@@ -46,6 +46,9 @@ import { cancelQueuedMessages } from "../messaging/message-store.js";
 import { refundMessages } from "../billing/balance-store.js";
 import { releaseLease } from "../leases/lease-allocator.js";
 import { applyAccountSettings } from "./account-settings.js";
+import { applyAccountBilling, checkAccountBilling, createBalanceAdmin } from "./account-billing.js";
+import { balanceOf } from "../billing/balance-store.js";
+import { DEFAULT_BILLING } from "../config.js";
 import { createAdminLists, findAccount, toAccountPb, toPropertyPb } from "./admin-lists.js";
 import { type CarrierAdminDeps, createCarrierAdmin } from "./carrier-admin.js";
 import { createSenderIdReview } from "./sender-id-review.js";
@@ -134,6 +137,8 @@ export function createAdminService(
     limits?: SharedAllowance;
     /** The process's simulated network, which every simulator carrier (the environment's, `simulator` rows) delivers to. */
     handsets?: SimulatedHandsets;
+    /** BILLING_CURRENCY (default AUD): the PriceUnit of the accounts' balances. */
+    currency?: string;
   } & Partial<Pick<CarrierAdminDeps, "carrierLinks" | "routingChanged">>,
 ): ServiceImpl<typeof AdminService> {
   const simulator = (): SimulatorControls => {
@@ -142,9 +147,11 @@ export function createAdminService(
     }
     return deps.carrier as SimulatorControls;
   };
+  const currency = deps.currency ?? DEFAULT_BILLING.currency;
   return {
     ...createAdminLists({
       clock: deps.clock,
+      currency,
       em: requireAdmin,
       segmentsToday: (account, em) => {
         const now = deps.clock.now();
@@ -157,10 +164,11 @@ export function createAdminService(
         return segmentsStoredSince(em, account.sid, new Date(`${now.toISOString().slice(0, 10)}T00:00:00Z`));
       },
     }),
-    ...createOperatorViews({ clock: deps.clock, em: requireAdmin }),
+    ...createOperatorViews({ clock: deps.clock, em: requireAdmin, currency: deps.currency }),
     ...createSenderIdReview({ em: requireAdmin }),
     ...createCarrierAdmin({ clock: deps.clock, em: requireAdmin, carrierLinks: deps.carrierLinks, routingChanged: deps.routingChanged }),
     ...createRateCardAdmin({ clock: deps.clock, em: requireAdmin }),
+    ...createBalanceAdmin({ clock: deps.clock, em: requireAdmin }),
 
     async getCarrierStatus(_req: unknown, ctx: HandlerContext) {
       requireAdmin(ctx);
@@ -180,14 +188,19 @@ export function createAdminService(
     async createAccount(req: CreateAccountRequest, ctx: HandlerContext) {
       const em = requireAdmin(ctx);
       const name = checkName(req.name, true)!;
+      const restCompatibility = checkRestCompatibility(req.restCompatibility) ?? "None";
+      const billing = await checkAccountBilling(em, req);
       const token = randomSecret(TOKEN_LENGTH);
       const webhookSecret = newWebhookSecret();
       const account = addAccount(em, {
         sid: newSid("AC"),
         name,
         smsEnabled: req.smsEnabled ?? true,
-        restCompatibility: checkRestCompatibility(req.restCompatibility) ?? "None",
+        restCompatibility,
         smartEncoding: req.smartEncoding ?? true,
+        rateCard: billing.rateCard ?? null,
+        billingMode: billing.billingMode ?? "Postpaid",
+        creditLimit: billing.creditLimit ?? null,
         tokenHash: hashToken(token),
         webhookSecret,
         createdAt: deps.clock.now(),
@@ -216,9 +229,10 @@ export function createAdminService(
       if (retentionDays !== undefined) account.retentionDays = retentionDays;
       if (redactAfterDays !== undefined) account.redactAfterDays = redactAfterDays;
       applyAccountSettings(account, req);
+      applyAccountBilling(account, await checkAccountBilling(em, req));
       await em.flush();
       deps.accounts?.invalidate(account.sid);
-      return toAccountPb(account);
+      return toAccountPb(account, { balance: await balanceOf(em, account.sid), priceUnit: currency });
     },
 
     async rotateToken(req: RotateTokenRequest, ctx: HandlerContext) {

@@ -31,7 +31,8 @@ import { parseE164, writeItAs } from "../common/phone.js";
 import { isSid } from "../common/sid.js";
 import { listLeases } from "../leases/lease-store.js";
 import { MESSAGE_STATUSES, type Message, type MessageStatus } from "../messaging/message.entity.js";
-import { DEFAULT_CURRENCY, toMessageRecord } from "../messaging/messaging-service.js";
+import { toMessageRecord } from "../messaging/messaging-service.js";
+import { DEFAULT_BILLING } from "../config.js";
 import { conversationOf, findAnyMessage, outboundMinuteCounts, queueFigures, searchMessages } from "../messaging/message-operator-store.js";
 import { toOptOutPb } from "../optouts/opt-out-service.js";
 import { listOptOuts } from "../optouts/opt-out-store.js";
@@ -161,7 +162,7 @@ export function createOperatorViews(deps: {
   /** BILLING_CURRENCY, the records' PriceUnit. */
   currency?: string;
 }): Pick<ServiceImpl<typeof AdminService>, "searchMessages" | "getMessageTimeline" | "retryWebhook" | "getStats" | "listAccountOptOuts" | "listLeases"> {
-  const record = (m: Message) => toMessageRecord(m, deps.currency ?? DEFAULT_CURRENCY);
+  const record = (m: Message) => toMessageRecord(m, deps.currency ?? DEFAULT_BILLING.currency);
   return {
     async searchMessages(req: SearchMessagesRequest, ctx: HandlerContext) {
       const em = deps.em(ctx);

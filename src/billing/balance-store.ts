@@ -157,6 +157,17 @@ export async function balanceOf(em: EntityManager, accountSid: string): Promise<
   return rows[0] ? BigInt(rows[0].balance) : 0n;
 }
 
+/** The balances of these accounts, in one statement (a page of accounts); an account without a balance row is absent (its balance is 0). */
+export async function balancesOf(em: EntityManager, accountSids: readonly string[]): Promise<Map<string, bigint>> {
+  if (accountSids.length === 0) return new Map();
+  const rows = await executeBound<{ account_sid: string; balance: string }>(
+    em,
+    `select account_sid, balance::text as balance from account_balances where account_sid = any(?::text[])`,
+    [[...accountSids]],
+  );
+  return new Map(rows.map((r) => [r.account_sid, BigInt(r.balance)]));
+}
+
 /** The sum of an account's ledger entries: what its balance always equals. */
 export async function ledgerSum(em: EntityManager, accountSid: string): Promise<bigint> {
   const rows = await executeBound<{ total: string }>(em, `select coalesce(sum(amount), 0)::text as total from balance_entries where account_sid = ?`, [
@@ -172,11 +183,12 @@ export async function listBalanceEntries(
   limit: number,
   offset: number,
 ): Promise<{ entries: BalanceEntryRecord[]; total: number }> {
-  const rows = await executeBound<EntryDbRow>(em, `select ${ENTRY_COLUMNS} from balance_entries where account_sid = ? order by id desc limit ? offset ?`, [
-    accountSid,
-    limit,
-    offset,
-  ]);
+  // Ordered by the table's column: a bare `id` would be the output's `id::text`, and "9" sorts after "10".
+  const rows = await executeBound<EntryDbRow>(
+    em,
+    `select ${ENTRY_COLUMNS} from balance_entries where account_sid = ? order by balance_entries.id desc limit ? offset ?`,
+    [accountSid, limit, offset],
+  );
   const total = await executeBound<{ n: number | string }>(em, `select count(*) as n from balance_entries where account_sid = ?`, [accountSid]);
   return { entries: rows.map(toEntry), total: Number(total[0].n) };
 }

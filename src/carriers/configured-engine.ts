@@ -45,6 +45,8 @@ export async function createConfiguredEngine(
     mailTransport,
     noAlphaCountries: config.noAlphaCountries,
     senderIdRegistration: config.senderIdRegistration,
+    // A reply's forward and a keyword's answer are priced and charged as the account's sends.
+    defaultRateCard: config.billing.defaultRateCard,
     destinations: config.destinations,
     // Forwards and keyword answers pass the admit step with the API's defaults and counters.
     sendRate: { ratePerSecond: config.sendRateLimit, burst: config.sendRateBurst },

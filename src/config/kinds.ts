@@ -160,6 +160,29 @@ export function country(shown = "—"): Kind<string | undefined> {
   };
 }
 
+/** Whether a code is an ISO 4217 currency this runtime knows (ICU's list; any Node with full ICU, the default build). */
+export function isKnownCurrency(code: string): boolean {
+  return /^[A-Z]{3}$/.test(code) && Intl.supportedValuesOf("currency").includes(code);
+}
+
+/** An ISO 4217 currency code: three capital letters, a currency the runtime knows (`AUD`, `USD`). */
+export function currency(def: string): Kind<string> {
+  return {
+    schema: z
+      .string()
+      .optional()
+      .transform((v) => v ?? def)
+      .refine(isKnownCurrency),
+    expected: "an ISO 4217 currency code of three capital letters such as AUD",
+    shown: `\`${def}\``,
+  };
+}
+
+/** A name matching `re`, or undefined when unset. */
+export function optionalName(re: RegExp, expected: string, shown = "unset"): Kind<string | undefined> {
+  return { schema: z.string().regex(re).optional(), expected, shown };
+}
+
 /** A comma-separated list of E164 prefixes (`+` and digits). */
 export function prefixes(): Kind<string[]> {
   return {

@@ -8,12 +8,14 @@ import {
   countries,
   country,
   countryModes,
+  currency,
   dnsServers,
   domains,
   duration,
   flag,
   type Kind,
   oneOf,
+  optionalName,
   optionalText,
   optionalUrl,
   prefixes,
@@ -126,6 +128,17 @@ export const VARIABLES = {
     countries([], "unset (every country)"),
     "service",
     "comma-separated ISO 3166-1 alpha-2 codes (any case) the accounts without their own `AllowedCountries` may send to ([Destination permissions](api.md#destination-permissions))",
+  ),
+  BILLING_CURRENCY: v(
+    currency("AUD"),
+    "service",
+    "the deployment's one currency (ISO 4217, three capital letters): the `PriceUnit` of every balance, ledger and price ([Billing](billing.md))",
+  ),
+  DEFAULT_RATE_CARD: v(
+    // billing/rate-rules.ts's CARD_NAME_RE, written again: the configuration imports nothing of the domain.
+    optionalName(/^[A-Za-z0-9._-]{1,64}$/, "a rate card name: 1 to 64 letters, digits, '.', '_' or '-'"),
+    "service",
+    "the rate card of the accounts without their own `RateCard`; unset: those accounts' sends are not priced ([Billing](billing.md))",
   ),
   BLOCKED_PREFIXES: v(prefixes(), "service", "comma-separated E164 prefixes (`+` and digits, e.g. `+4470,+882`) no account may send to"),
   ALLOW_PREMIUM_DESTINATIONS: v(

@@ -30,6 +30,7 @@ import { isSid } from "../common/sid.js";
 import type { ItemOutcome } from "../common/group-commit.js";
 import { releaseLease } from "../leases/lease-allocator.js";
 import { formatMoney } from "../common/money.js";
+import { DEFAULT_BILLING } from "../config.js";
 import { refundMessages } from "../billing/balance-store.js";
 import { cancelScheduledMessage, findAccountMessage, listMessages, reloadMessage } from "./message-api-store.js";
 import { MESSAGE_STATUSES, type Message, type MessageDirection, type MessageStatus } from "./message.entity.js";
@@ -41,9 +42,6 @@ import { IDEMPOTENCY_TTL_MS } from "./send-steps.js";
 /** What the messaging service needs. */
 /** What the service needs: the send pipeline's dependencies (send-pipeline.ts), and BILLING_CURRENCY (default AUD) for PriceUnit. */
 export type MessagingDeps = SendPipelineDeps & { currency?: string };
-
-/** BILLING_CURRENCY's default. */
-export const DEFAULT_CURRENCY = "AUD";
 
 /** At most this many items in one batch (docs/api.md#batch-send). */
 export const MAX_BATCH = 100;
@@ -97,7 +95,7 @@ async function ownedMessage(em: EntityManager, account: Account, messageSid: str
 export function createMessagingService(deps: MessagingDeps): ServiceImpl<typeof MessagingService> {
   // Every send, single or batch item, runs the one send pipeline (send-pipeline.ts).
   const pipeline = createSendPipeline(deps);
-  const currency = deps.currency ?? DEFAULT_CURRENCY;
+  const currency = deps.currency ?? DEFAULT_BILLING.currency;
 
   /** One batch item's answer: its message, or its own ResponseStatus. */
   function batchResult(o: ItemOutcome<MessagePb>) {

@@ -142,6 +142,7 @@ const BASELINES: Record<string, (own: RichTenant) => Record<string, unknown>> = 
   "SenderIdService.CreateSenderId": (o) => ({ accountSid: o.accountSid, senderId: `M${o.accountSid.slice(-8)}`, country: "NZ", useCase: "matrix" }),
   "SenderIdService.ListSenderIds": (o) => ({ accountSid: o.accountSid }),
   "SenderIdService.DeleteSenderId": (o) => ({ accountSid: o.accountSid, senderIdSid: o.spareSenderId }),
+  "BillingService.ListBalanceEntries": (o) => ({ accountSid: o.accountSid }),
 };
 
 /** How a reference in the body (not the path) to someone else's resource is refused (docs/api.md). */
@@ -314,16 +315,16 @@ describe("tenant isolation matrix", () => {
   /** Both directions: A attacks B, B attacks A. */
   const allCells = () => (memo ??= [...matrix(a, b), ...matrix(b, a)]);
 
-  it("is generated from every route and method: 42 cells per direction for the 17 account methods, 37 operator cells", () => {
+  it("is generated from every route and method: 43 cells per direction for the 18 account methods, 38 operator cells", () => {
     const ab = matrix(a, b);
     const ba = matrix(b, a);
-    expect(methods).toHaveLength(54);
-    expect(ab.filter((c) => !isOperatorService(c.method.service))).toHaveLength(42);
-    expect(ab.filter((c) => isOperatorService(c.method.service))).toHaveLength(37);
+    expect(methods).toHaveLength(56);
+    expect(ab.filter((c) => !isOperatorService(c.method.service))).toHaveLength(43);
+    expect(ab.filter((c) => isOperatorService(c.method.service))).toHaveLength(38);
     // Every method appears, each account method with each resource field it has.
     expect(new Set(ab.map((c) => c.method.name))).toStrictEqual(new Set(methods.map((m) => m.name)));
     expect(ba).toHaveLength(ab.length);
-    expect(allCells().length * TRANSPORTS.length).toBe(790);
+    expect(allCells().length * TRANSPORTS.length).toBe(810);
   });
 
   it("every cell on every transport is refused as documented, shows nothing of the other tenant's, and writes nothing", async () => {
@@ -342,7 +343,7 @@ describe("tenant isolation matrix", () => {
       }
     }
     expect(failures).toStrictEqual([]);
-    expect(attempts).toBe(790);
+    expect(attempts).toBe(810);
     expect(await dbRows(t.db.orm)).toStrictEqual(rowsBefore);
     console.log(
       `[tenancy] isolation matrix (${dbKind()}): ${cells.length} cells × ${TRANSPORTS.length} transports = ${attempts} attempts, all refused as documented, database unchanged`,
@@ -354,7 +355,7 @@ describe("tenant isolation matrix", () => {
     const controls = allCells()
       .filter((c) => c.ownerInit)
       .sort((x, y) => Number(x.route.method === "DELETE") - Number(y.route.method === "DELETE"));
-    expect(controls).toHaveLength(80); // 42 per direction, less the leased pool number as Number and as From
+    expect(controls).toHaveLength(82); // 43 per direction, less the leased pool number as Number and as From
     for (const c of controls) {
       const req = restRequest(c.route, c.ownerInit!);
       const res = await t.app.inject({
@@ -435,7 +436,7 @@ describe("authentication", () => {
   it("401 comes before 404 and before body validation on every account route", async () => {
     const before = await dbRows(t.db.orm);
     const routesAtB = restRoutesAtB();
-    expect(routesAtB).toHaveLength(17);
+    expect(routesAtB).toHaveLength(18);
     for (const { label, req } of routesAtB) {
       for (const header of [null, basic(b.accountSid, "wrong"), "Basic !!"]) {
         const res = await t.app.inject({
@@ -499,7 +500,7 @@ describe("malformed Sids", () => {
         }
       }
     }
-    expect(n).toBe(136); // 17 path Sids (13 routes, and the SenderIds routes' AccountSid and SenderIdSid) × 8 variants
+    expect(n).toBe(144); // 18 path Sids (13 routes, the SenderIds routes' AccountSid and SenderIdSid, the BalanceEntries route's AccountSid) × 8 variants
     expect(await dbRows(t.db.orm)).toStrictEqual(before);
   });
 });

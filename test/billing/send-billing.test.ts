@@ -7,8 +7,8 @@
  * never reaches a carrier (canceled, the account's queue canceled, a STOP while queued).
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { addBalanceEntry, balanceOf, ledgerSum, listBalanceEntries } from "../../src/billing/balance-store.js";
-import { formatMoney, parseMoney } from "../../src/common/money.js";
+import { balanceOf, ledgerSum, listBalanceEntries } from "../../src/billing/balance-store.js";
+import { formatMoney } from "../../src/common/money.js";
 import { executeBound } from "../../src/db/bound-sql.js";
 import { createTestOrm, dbKind, type TestOrm } from "../support/db.js";
 import { ADMIN_TOKEN, addPoolNumbers, createTenant, createTestApp, type Tenant, type TestApp } from "../support/harness.js";
@@ -48,18 +48,31 @@ describe(`prices and charges on the send (${dbKind()})`, () => {
   });
 
   const em = () => db.orm.em.fork();
-  const money = (s: string) => parseMoney("Amount", s, { signed: true });
 
-  /** A tenant on card "retail" (or none), Postpaid or Prepaid, topped up with `topUp`. */
+  /** A tenant on card "retail" (or none), Postpaid or Prepaid, topped up with `topUp`: set through the operator API. */
   async function tenant(billing: { card?: string | null; mode?: "Postpaid" | "Prepaid"; creditLimit?: string; topUp?: string } = {}): Promise<Tenant> {
     const tn = await createTenant(t.app);
-    await executeBound(em(), "update accounts set rate_card = ?, billing_mode = ?, credit_limit = ?::bigint where sid = ?", [
-      billing.card === undefined ? "retail" : billing.card,
-      billing.mode ?? "Postpaid",
-      billing.creditLimit === undefined ? null : money(billing.creditLimit).toString(),
-      tn.accountSid,
-    ]);
-    if (billing.topUp) await em().transactional((tx) => addBalanceEntry(tx, tn.accountSid, "TopUp", money(billing.topUp!), "test", t.clock.now()));
+    const op = { authorization: `Bearer ${ADMIN_TOKEN}` };
+    const set = await t.app.inject({
+      method: "POST",
+      url: `/admin/v1/Accounts/${tn.accountSid}`,
+      headers: op,
+      payload: {
+        RateCard: billing.card === undefined ? "retail" : (billing.card ?? ""),
+        BillingMode: billing.mode ?? "Postpaid",
+        CreditLimit: billing.creditLimit ?? "",
+      },
+    });
+    expect(set.statusCode, set.body).toBe(200);
+    if (billing.topUp) {
+      const topUp = await t.app.inject({
+        method: "POST",
+        url: `/admin/v1/Accounts/${tn.accountSid}/BalanceEntries`,
+        headers: op,
+        payload: { Type: "TopUp", Amount: billing.topUp, Reference: "test" },
+      });
+      expect(topUp.statusCode, topUp.body).toBe(200);
+    }
     return tn;
   }
 
@@ -238,5 +251,30 @@ describe(`prices and charges on the send (${dbKind()})`, () => {
       [c, "0.0525"],
       [a, "0.0525"],
     ]);
+  });
+
+  it("DEFAULT_RATE_CARD prices an account that names no card, and PriceUnit is BILLING_CURRENCY", async () => {
+    const other = await createTestApp({ db, config: { billing: { currency: "NZD", defaultRateCard: "retail" } } });
+    try {
+      const tn = await createTenant(other.app);
+      const res = await other.app.inject({
+        method: "POST",
+        url: `/v2/Properties/${tn.propertySid}/Messages`,
+        headers: { authorization: tn.auth },
+        payload: { From: tn.ownedNumber, To: AU_LANDLINE, Text: "hello" },
+      });
+      expect(res.statusCode, res.body).toBe(200);
+      const rec = (await other.app.inject({ method: "GET", url: `/v2/Messages/${res.json().MessageSid}`, headers: { authorization: tn.auth } })).json();
+      expect([rec.Price, rec.PriceUnit]).toEqual(["0.07", "NZD"]);
+      const uk = await other.app.inject({
+        method: "POST",
+        url: `/v2/Properties/${tn.propertySid}/Messages`,
+        headers: { authorization: tn.auth },
+        payload: { From: tn.ownedNumber, To: UK, Text: "hello" },
+      });
+      expect([uk.statusCode, uk.json().ResponseStatus.ErrorCode]).toEqual([400, "DestinationNotAllowed"]);
+    } finally {
+      await other.close();
+    }
   });
 });

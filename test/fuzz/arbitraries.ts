@@ -481,6 +481,15 @@ export function queryString(names: readonly string[], hints: Hints, fieldOf: (na
 
 const b64 = (s: string) => Buffer.from(s, "utf8").toString("base64");
 
+/**
+ * Whether the server takes this Authorization as the operator's `token` (src/accounts/auth.ts: the
+ * scheme in any case, blanks around the token): a mutation such as lowercasing `Bearer <token>`
+ * can still be the operator's, whose answers may show every tenant's data.
+ */
+export function isOperatorAuthOf(token: string, authorization: string | undefined): boolean {
+  return /^Bearer\s+(\S+)\s*$/i.exec(authorization ?? "")?.[1] === token;
+}
+
 /** Authorization headers: the right one mostly, another valid one, and every way to garble it. */
 export function authorization(valid: readonly string[], otherValid: readonly string[], sids: readonly string[]): fc.Arbitrary<string | undefined> {
   const credentialText = fc.string({ unit: "grapheme", maxLength: 30 });

@@ -26,11 +26,14 @@ import {
   pathSegment,
   propertyParams,
   queryString,
+  isOperatorAuthOf,
 } from "./arbitraries.js";
 import { createFuzzWorld, type FuzzWorld } from "./world-hints.js";
 
+const isOperatorAuth = (auth: string | undefined) => isOperatorAuthOf(ADMIN_TOKEN, auth);
+
 /** Routes the descriptors give today; a new one raises this count (and is fuzzed like the others). */
-const EXPECTED_ROUTES = 54;
+const EXPECTED_ROUTES = 56;
 const RUNS = fuzzRuns(40);
 const ANSWER_WITHIN_MS = 20_000;
 const ALL_METHODS = ["GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS"] as const;
@@ -129,7 +132,7 @@ async function check(c: RestCase): Promise<void> {
   }
   digest = after;
   // B itself and the operator may see B's data; nobody else.
-  if (c.headers.authorization !== world.b.auth && c.headers.authorization !== `Bearer ${ADMIN_TOKEN}`) {
+  if (c.headers.authorization !== world.b.auth && !isOperatorAuth(c.headers.authorization)) {
     const leaked = world.b.secrets.filter((s) => res.body.includes(s));
     if (leaked.length > 0) problems.push(`B's data in the answer: ${leaked.join(", ")}`);
   }

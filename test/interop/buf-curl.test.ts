@@ -95,6 +95,7 @@ describe(`buf curl with server reflection, no .proto files (${dbKind()})`, () =>
         "grpc.reflection.v1alpha.ServerReflection",
         "switchboard.admin.v1.AdminService",
         "switchboard.v2.AddressService",
+        "switchboard.v2.BillingService",
         "switchboard.v2.MessagingService",
         "switchboard.v2.NumberService",
         "switchboard.v2.OptOutService",

@@ -9,6 +9,7 @@ import type { LightMyRequestResponse } from "fastify";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { AdminService } from "../../gen/switchboard/admin/v1/admin_pb.js";
 import { AddressService } from "../../gen/switchboard/v2/addresses_pb.js";
+import { BillingService } from "../../gen/switchboard/v2/billing_pb.js";
 import { SenderIdService } from "../../gen/switchboard/v2/sender_ids_pb.js";
 import { MessagingService } from "../../gen/switchboard/v2/messaging_pb.js";
 import { NumberService } from "../../gen/switchboard/v2/numbers_pb.js";
@@ -73,7 +74,7 @@ describe("the read gate's rules", () => {
   });
 
   it("counts as reads exactly the methods whose REST route is a GET", () => {
-    const reads = [MessagingService, AddressService, NumberService, SenderIdService, AdminService].flatMap((s) =>
+    const reads = [MessagingService, AddressService, NumberService, SenderIdService, BillingService, AdminService].flatMap((s) =>
       s.methods.filter(isReadMethod).map((m) => `${s.name}.${m.name}`),
     );
     expect(reads.sort()).toEqual([
@@ -98,6 +99,7 @@ describe("the read gate's rules", () => {
       "AdminService.ListSenderIds",
       "AdminService.ListWebhookDeliveries",
       "AdminService.SearchMessages",
+      "BillingService.ListBalanceEntries",
       "MessagingService.GetMessage",
       "MessagingService.ListMessages",
       "NumberService.ListNumbers",

@@ -168,7 +168,7 @@ describe("GET /openapi.json", () => {
   });
 
   it("documents every REST route with its method, operationId, tag and security", () => {
-    expect(routes.length).toBe(54); // 27 + GET /admin/v1/Carrier (SMPP link state) + POST /admin/v1/Accounts/{AccountSid}/CancelQueued + the six carrier and route methods + the three OptOuts routes + the console's five operator views (issue 34) + GET /admin/v1/Leases + the five rate card methods (issue 43) + the three SenderIds routes and the operator's two (issue 45)
+    expect(routes.length).toBe(56); // 27 + GET /admin/v1/Carrier (SMPP link state) + POST /admin/v1/Accounts/{AccountSid}/CancelQueued + the six carrier and route methods + the three OptOuts routes + the console's five operator views (issue 34) + GET /admin/v1/Leases + the five rate card methods (issue 43) + the three SenderIds routes and the operator's two (issue 45) + the ledger's two: GET /v2/Accounts/{AccountSid}/BalanceEntries and the operator's POST (issue 43)
     let documented = 0;
     for (const item of Object.values(doc.paths)) documented += Object.keys(item).length;
     expect(documented).toBe(routes.length);
@@ -524,8 +524,8 @@ describe("the document matches what the API really answers", () => {
     }
     // 20, and the operator's message search (CreatedFrom, CreatedTo, Results_Count, Results_Skip)
     // an account's opt-outs, the lease list, the rate card list and a rate card's rates (Results_Count, Results_Skip each),
-    // a rate card's AfterEffectiveFrom; the account's and the operator's sender ID lists (Results_Count, Results_Skip each).
-    expect(checked).toBe(37);
+    // a rate card's AfterEffectiveFrom; the account's and the operator's sender ID lists, the account's ledger (Results_Count, Results_Skip each).
+    expect(checked).toBe(39);
   });
 
   it("addresses, numbers and the operator API", async () => {

@@ -26,6 +26,7 @@ const SERVED = [
   "grpc.reflection.v1alpha.ServerReflection",
   "switchboard.admin.v1.AdminService",
   "switchboard.v2.AddressService",
+  "switchboard.v2.BillingService",
   "switchboard.v2.MessagingService",
   "switchboard.v2.NumberService",
   "switchboard.v2.OptOutService",

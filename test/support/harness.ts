@@ -95,8 +95,9 @@ export async function createTestApp(opts: TestAppOptions = {}): Promise<TestApp>
         limitCounters,
         sendCounters,
         rules: opts.rules,
-        // Forwards obey the same SENDER_ID_REGISTRATION as the app's sends, as src/main.ts wires it.
+        // Forwards obey the same SENDER_ID_REGISTRATION and DEFAULT_RATE_CARD as the app's sends, as src/main.ts wires them.
         senderIdRegistration: opts.config?.senderIdRegistration,
+        defaultRateCard: opts.config?.billing?.defaultRateCard,
         ...engineRest,
         dispatcher: {
           shared: limits,

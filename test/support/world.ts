@@ -71,6 +71,9 @@ export async function createRichTenant(app: FastifyInstance, label: string, nowS
   const pendingSenderId = await apply(`${label}Pend`.slice(-11));
   const spareSenderId = await apply(`${label}Spare`.slice(-11));
 
+  // A ledger entry whose Reference is a secret: another tenant's BalanceEntries must never show it.
+  await admin(app, `/admin/v1/Accounts/${t.accountSid}/BalanceEntries`, { Type: "TopUp", Amount: "25.00", Reference: `${label} secret invoice` });
+
   const send = (body: object) => call(app, "POST", `/v2/Properties/${t.propertySid}/Messages`, t.auth, body).then((m) => m);
   const later = nowSeconds + 3600;
   const scheduled = (await send({ From: t.ownedNumber, To: "+447700900123", Text: `${label} secret scheduled`, Schedule: later })).MessageSid;

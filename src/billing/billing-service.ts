@@ -1,0 +1,51 @@
+/**
+ * The account's side of billing (docs/billing.md): BillingService's ledger list. The operator's
+ * side (top-ups, adjustments, the account's billing settings) is admin/account-billing.ts; the
+ * statements are in balance-store.ts.
+ */
+import { create } from "@bufbuild/protobuf";
+import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
+import {
+  type BalanceEntry as BalanceEntryPb,
+  BalanceEntrySchema,
+  type BillingService,
+  type ListBalanceEntriesRequest,
+  ListBalanceEntriesResponseSchema,
+} from "../../gen/switchboard/v2/billing_pb.js";
+import { requireAccount } from "../accounts/account-context.js";
+import { ownAccountPath } from "../addresses/address-service.js";
+import { unixSeconds } from "../common/clock.js";
+import { requestEm } from "../common/context.js";
+import { fieldErrors } from "../common/errors.js";
+import { formatMoney } from "../common/money.js";
+import { pageOf } from "../common/paging.js";
+import { type BalanceEntryRecord, listBalanceEntries } from "./balance-store.js";
+
+/** A ledger entry as every wire shows it: amounts as decimal strings. */
+export function toBalanceEntryPb(e: BalanceEntryRecord): BalanceEntryPb {
+  return create(BalanceEntrySchema, {
+    entryId: e.id,
+    accountSid: e.accountSid,
+    type: e.type,
+    amount: formatMoney(e.amount),
+    balanceAfter: formatMoney(e.balanceAfter),
+    messageSid: e.messageSid ?? "",
+    reference: e.reference,
+    created: BigInt(unixSeconds(e.createdAt)),
+  });
+}
+
+/** Creates the BillingService implementation; `currency` is the deployment's BILLING_CURRENCY. */
+export function createBillingService(deps: { currency: string }): ServiceImpl<typeof BillingService> {
+  return {
+    async listBalanceEntries(req: ListBalanceEntriesRequest, ctx: HandlerContext) {
+      const account = requireAccount(ctx);
+      // Another account's Sid is a 404, as on every /v2 account path: its existence is not revealed.
+      ownAccountPath(account, req.accountSid);
+      const page = pageOf(req);
+      if (page.problems.length > 0) throw fieldErrors(page.problems);
+      const { entries, total } = await listBalanceEntries(requestEm(ctx), account.sid, page.limit, page.offset);
+      return create(ListBalanceEntriesResponseSchema, { balanceEntries: entries.map(toBalanceEntryPb), totalCount: total, priceUnit: deps.currency });
+    },
+  };
+}
