@@ -6,45 +6,61 @@
 -- Each charge writes a ledger entry (type Charge, the amount negative, the balance after it, the
 -- message). A zero amount is accepted and writes nothing.
 -- Exact under any concurrency: the balance rows are locked first, in account order (so two calls
--- never wait for each other in a cycle), and each check and update is one statement on a locked
--- row. Written to run inside the caller's transaction, e.g. the send's facts statement, so that
+-- never wait for each other in a cycle), and read once each under that lock; the checks run in
+-- memory in send order, then each account's row is updated once and the entries inserted in one
+-- statement. A batch of the send path is one update per account, not one per send: the balance
+-- row is every send of its account's hot spot. Written to run inside the caller's transaction, e.g. the send's facts statement, so that
 -- the charge commits or rolls back with the messages it pays for.
 create or replace function sb_charge(p_accounts text[], p_amounts bigint[], p_message_sids text[], p_now timestamptz)
   returns table (ord integer, accepted boolean, balance_after bigint)
   language plpgsql
 as $fn$
+#variable_conflict use_column
 declare
+  n int := coalesce(array_length(p_accounts, 1), 0);
+  acct record;
   i int;
-  b bigint;
+  bal bigint;
+  lowest bigint;
+  taken bigint;
+  ok boolean[] := array_fill(false, array[n]);
+  after bigint[] := array_fill(null::bigint, array[n]);
 begin
+  if n = 0 then
+    return;
+  end if;
   insert into account_balances as ab (account_sid, balance, updated_at)
     select distinct a.sid, 0::bigint, p_now from accounts a where a.sid = any (p_accounts) order by a.sid
     on conflict (account_sid) do nothing;
-  perform 1 from account_balances ab where ab.account_sid = any (p_accounts) order by ab.account_sid for update;
-  for i in 1 .. coalesce(array_length(p_accounts, 1), 0) loop
-    ord := i;
-    if p_amounts[i] = 0 then
-      accepted := true;
-      select ab.balance into balance_after from account_balances ab where ab.account_sid = p_accounts[i];
-      return next;
-      continue;
+  for acct in
+    select ab.account_sid, ab.balance, a.billing_mode, a.credit_limit
+      from account_balances ab join accounts a on a.sid = ab.account_sid
+     where ab.account_sid = any (p_accounts)
+     order by ab.account_sid
+       for update of ab
+  loop
+    bal := acct.balance;
+    -- null: no floor (Postpaid without a credit limit).
+    lowest := case when acct.billing_mode = 'Postpaid' and acct.credit_limit is null then null else -coalesce(acct.credit_limit, 0) end;
+    taken := 0;
+    for i in 1 .. n loop
+      continue when p_accounts[i] <> acct.account_sid;
+      if p_amounts[i] = 0 or lowest is null or bal - p_amounts[i] >= lowest then
+        bal := bal - p_amounts[i];
+        taken := taken + p_amounts[i];
+        ok[i] := true;
+        after[i] := bal;
+      end if;
+    end loop;
+    if taken <> 0 then
+      update account_balances ab set balance = bal, updated_at = p_now where ab.account_sid = acct.account_sid;
     end if;
-    update account_balances ab set balance = ab.balance - p_amounts[i], updated_at = p_now
-      from accounts a
-     where ab.account_sid = p_accounts[i] and a.sid = ab.account_sid
-       and ((a.billing_mode = 'Postpaid' and a.credit_limit is null)
-            or ab.balance - p_amounts[i] >= -coalesce(a.credit_limit, 0))
-    returning ab.balance into b;
-    if found then
-      insert into balance_entries (account_sid, type, amount, balance_after, message_sid, reference, created_at)
-        values (p_accounts[i], 'Charge', -p_amounts[i], b, p_message_sids[i], '', p_now);
-      accepted := true;
-      balance_after := b;
-    else
-      accepted := false;
-      balance_after := null;
-    end if;
-    return next;
   end loop;
+  insert into balance_entries (account_sid, type, amount, balance_after, message_sid, reference, created_at)
+    select p_accounts[k], 'Charge', -p_amounts[k], after[k], p_message_sids[k], '', p_now
+      from generate_subscripts(p_accounts, 1) as k
+     where ok[k] and p_amounts[k] <> 0
+     order by k;
+  return query select k, ok[k], after[k] from generate_subscripts(p_accounts, 1) as k order by k;
 end
 $fn$;
