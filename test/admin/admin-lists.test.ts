@@ -5,22 +5,9 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ADMIN_TOKEN, admin, basic, createTestApp, type TestApp } from "../support/harness.js";
+import { ACCOUNT_DEFAULTS as CONSENT_DEFAULTS } from "../support/account-defaults.js";
 
 /** An account's consent and destination settings as created (docs/api.md#opt-out-stop-start-help). */
-// SmartEncoding: on for a new account (docs/api.md#smart-encoding).
-// Billing (docs/billing.md): no own rate card, Postpaid, no CreditLimit (absent), a balance of 0 in the default currency.
-const CONSENT_DEFAULTS = {
-  OptOutText: "",
-  OptInText: "",
-  HelpText: "",
-  OptOutKeywords: true,
-  AllowedCountries: [],
-  SmartEncoding: true,
-  RateCard: "",
-  BillingMode: "Postpaid",
-  Balance: "0.00",
-  PriceUnit: "AUD",
-};
 
 const BEARER = `Bearer ${ADMIN_TOKEN}`;
 const DAY = 86_400_000;

@@ -18,6 +18,7 @@ import { main } from "../../src/cli/main.js";
 import { loadProtoComments } from "../../src/openapi/proto-comments.js";
 import { ADMIN_TOKEN, basic, createTestApp, type TestApp } from "../support/harness.js";
 import { freePort } from "../support/kannel.js";
+import { ACCOUNT_DEFAULTS as CONSENT_DEFAULTS } from "../support/account-defaults.js";
 
 const ROOT = resolve(import.meta.dirname, "../..");
 const SID_RE = (prefix: string) => new RegExp(`^${prefix}[A-Z0-9]{30}$`);
@@ -25,20 +26,6 @@ const SID_RE = (prefix: string) => new RegExp(`^${prefix}[A-Z0-9]{30}$`);
 const SLOW = 120_000;
 
 /** An account's consent and destination settings as created (docs/api.md#opt-out-stop-start-help). */
-// SmartEncoding: on for a new account (docs/api.md#smart-encoding).
-// Billing (docs/billing.md): no own rate card, Postpaid, no CreditLimit (absent), a balance of 0 in the default currency.
-const CONSENT_DEFAULTS = {
-  OptOutText: "",
-  OptInText: "",
-  HelpText: "",
-  OptOutKeywords: true,
-  AllowedCountries: [],
-  SmartEncoding: true,
-  RateCard: "",
-  BillingMode: "Postpaid",
-  Balance: "0.00",
-  PriceUnit: "AUD",
-};
 
 let t: TestApp;
 let baseUrl: string;
