@@ -42,14 +42,13 @@ import {
   requestHash,
   ruleRefusal,
   SEND_RULES,
-  type ChargeRule,
   type SendItem,
   sendOf,
   type SendRules,
   sentMessage,
 } from "./send-steps.js";
 import { type AcceptClaims, type MaybeClaimed, storeClaimed } from "./claim-at-accept.js";
-import { chargeSends, refundMessage } from "../billing/balance-store.js";
+import { chargeJudged, refundUnleased } from "./send-charge.js";
 import type { SendCounters } from "./send-counters.js";
 
 /**
@@ -409,57 +408,6 @@ export function sendJudge(rules: SendRules, counters?: SendCounters): SendJudge 
     );
   }
 }
-
-/**
- * The charge of the sends judged in a transaction (keyed, leased, forwards), in send order, as the
- * one-statement path takes it (sb_charge): a send its balance cannot cover is refused.
- */
-async function chargeJudged(
-  tx: EntityManager,
-  charge: ChargeRule,
-  items: SendItem[],
-  toStore: number[],
-  outcomes: ItemOutcome<SendOutcome>[],
-  facts: SendFacts[],
-): Promise<void> {
-  const priced = toStore.filter((i) => amountOf(facts[i], charge.amountFact) > 0n);
-  if (priced.length === 0) return;
-  const results = await chargeSends(
-    tx,
-    priced.map((i) => ({ accountSid: items[i].account.sid, amount: amountOf(facts[i], charge.amountFact), messageSid: items[i].sid })),
-    items[priced[0]].now,
-  );
-  results.forEach((r, n) => {
-    const i = priced[n];
-    if (!r.accepted) outcomes[i] = fail(charge.refuse(items[i], sendOf(items[i])!, facts[i]));
-  });
-}
-
-/** Gives back the charge of a send refused its leased sender after it was charged (no number free, or the recipient's lease limit). */
-async function refundUnleased(
-  tx: EntityManager,
-  items: SendItem[],
-  toStore: number[],
-  outcomes: ItemOutcome<SendOutcome>[],
-  facts: SendFacts[],
-  amountFact: string,
-): Promise<void> {
-  for (const i of toStore) {
-    const o = outcomes[i];
-    if (items[i].leased && o !== undefined && !o.ok && isLeaseRefusal(o.error) && amountOf(facts[i], amountFact) > 0n)
-      await refundMessage(tx, items[i].account.sid, items[i].sid, items[i].now);
-  }
-}
-
-/** Whether a send was refused by allocateLeases (its only refusals: the rules of leased senders). */
-const isLeaseRefusal = (err: unknown) => {
-  if (!(err instanceof ConnectError)) return false;
-  const code = errorCodeOf(err);
-  return code === "LeaseLimitReached" || code === "NoLeasedNumberAvailable";
-};
-
-/** A send's amount to charge from its facts (micro-units; 0 when unpriced). */
-const amountOf = (f: SendFacts, fact: string): bigint => (f[fact] === null || f[fact] === undefined ? 0n : BigInt(f[fact] as string));
 
 /** Counts the sends stored with an alphanumeric sender SENDER_ID_REGISTRATION labels unregistered (label mode). */
 function countLabelled(counters: SendCounters, items: SendItem[], facts: SendFacts[], outcomes: ItemOutcome<SendOutcome>[]): void {
