@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { create } from "@bufbuild/protobuf";
-import { type HandlerContext, type ServiceImpl } from "@connectrpc/connect";
+import { Code, ConnectError, type HandlerContext, type ServiceImpl } from "@connectrpc/connect";
 import type { EntityManager } from "@mikro-orm/sql";
 import {
   type AdminService,
@@ -149,6 +149,10 @@ export function createAdminService(
   };
   const currency = deps.currency ?? DEFAULT_BILLING.currency;
   return {
+    // Declared in proto ahead of its implementation (issue 43, on its branch).
+    getUsage() {
+      throw new ConnectError("AdminService.GetUsage is not implemented yet", Code.Unimplemented);
+    },
     ...createAdminLists({
       clock: deps.clock,
       currency,

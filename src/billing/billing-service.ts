@@ -4,7 +4,7 @@
  * statements are in balance-store.ts.
  */
 import { create } from "@bufbuild/protobuf";
-import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
+import { Code, ConnectError, type HandlerContext, type ServiceImpl } from "@connectrpc/connect";
 import {
   type BalanceEntry as BalanceEntryPb,
   BalanceEntrySchema,
@@ -46,6 +46,13 @@ export function createBillingService(deps: { currency: string }): ServiceImpl<ty
       if (page.problems.length > 0) throw fieldErrors(page.problems);
       const { entries, total } = await listBalanceEntries(requestEm(ctx), account.sid, page.limit, page.offset);
       return create(ListBalanceEntriesResponseSchema, { balanceEntries: entries.map(toBalanceEntryPb), totalCount: total, priceUnit: deps.currency });
+    },
+    // Declared in proto ahead of their implementations (issue 43, on their branches).
+    getBalance() {
+      throw new ConnectError("BillingService.GetBalance is not implemented yet", Code.Unimplemented);
+    },
+    getUsage() {
+      throw new ConnectError("BillingService.GetUsage is not implemented yet", Code.Unimplemented);
     },
   };
 }

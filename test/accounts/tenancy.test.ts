@@ -318,7 +318,7 @@ describe("tenant isolation matrix", () => {
   it("is generated from every route and method: 43 cells per direction for the 18 account methods, 38 operator cells", () => {
     const ab = matrix(a, b);
     const ba = matrix(b, a);
-    expect(methods).toHaveLength(56);
+    expect(methods).toHaveLength(59);
     expect(ab.filter((c) => !isOperatorService(c.method.service))).toHaveLength(43);
     expect(ab.filter((c) => isOperatorService(c.method.service))).toHaveLength(38);
     // Every method appears, each account method with each resource field it has.

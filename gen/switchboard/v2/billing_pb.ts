@@ -11,7 +11,188 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file switchboard/v2/billing.proto.
  */
 export const file_switchboard_v2_billing: GenFile = /*@__PURE__*/
-  fileDesc("Chxzd2l0Y2hib2FyZC92Mi9iaWxsaW5nLnByb3RvEg5zd2l0Y2hib2FyZC52MiL0AQoMQmFsYW5jZUVudHJ5EhkKCGVudHJ5X2lkGAEgASgJUgdFbnRyeUlkEh8KC2FjY291bnRfc2lkGAIgASgJUgpBY2NvdW50U2lkEhIKBHR5cGUYAyABKAlSBFR5cGUSFgoGYW1vdW50GAQgASgJUgZBbW91bnQSIwoNYmFsYW5jZV9hZnRlchgFIAEoCVIMQmFsYW5jZUFmdGVyEh8KC21lc3NhZ2Vfc2lkGAYgASgJUgpNZXNzYWdlU2lkEhwKCXJlZmVyZW5jZRgHIAEoCVIJUmVmZXJlbmNlEhgKB2NyZWF0ZWQYCCABKANSB0NyZWF0ZWQinQEKGUxpc3RCYWxhbmNlRW50cmllc1JlcXVlc3QSHwoLYWNjb3VudF9zaWQYASABKAlSCkFjY291bnRTaWQSKQoNcmVzdWx0c19jb3VudBgCIAEoBUgAUg1SZXN1bHRzX0NvdW50iAEBEiIKDHJlc3VsdHNfc2tpcBgDIAEoBVIMUmVzdWx0c19Ta2lwQhAKDl9yZXN1bHRzX2NvdW50IqMBChpMaXN0QmFsYW5jZUVudHJpZXNSZXNwb25zZRJFCg9iYWxhbmNlX2VudHJpZXMYASADKAsyHC5zd2l0Y2hib2FyZC52Mi5CYWxhbmNlRW50cnlSDkJhbGFuY2VFbnRyaWVzEh8KC3RvdGFsX2NvdW50GAIgASgFUgpUb3RhbENvdW50Eh0KCnByaWNlX3VuaXQYAyABKAlSCVByaWNlVW5pdDKxAQoOQmlsbGluZ1NlcnZpY2USngEKEkxpc3RCYWxhbmNlRW50cmllcxIpLnN3aXRjaGJvYXJkLnYyLkxpc3RCYWxhbmNlRW50cmllc1JlcXVlc3QaKi5zd2l0Y2hib2FyZC52Mi5MaXN0QmFsYW5jZUVudHJpZXNSZXNwb25zZSIxgtPkkwIrEikvdjIvQWNjb3VudHMve2FjY291bnRfc2lkfS9CYWxhbmNlRW50cmllc2IGcHJvdG8z", [file_google_api_annotations]);
+  fileDesc("Chxzd2l0Y2hib2FyZC92Mi9iaWxsaW5nLnByb3RvEg5zd2l0Y2hib2FyZC52MiI0ChFHZXRCYWxhbmNlUmVxdWVzdBIfCgthY2NvdW50X3NpZBgBIAEoCVIKQWNjb3VudFNpZCK/AQoHQmFsYW5jZRIfCgthY2NvdW50X3NpZBgBIAEoCVIKQWNjb3VudFNpZBIYCgdiYWxhbmNlGAIgASgJUgdCYWxhbmNlEiEKDGJpbGxpbmdfbW9kZRgDIAEoCVILQmlsbGluZ01vZGUSJgoMY3JlZGl0X2xpbWl0GAQgASgJSABSC0NyZWRpdExpbWl0iAEBEh0KCnByaWNlX3VuaXQYBSABKAlSCVByaWNlVW5pdEIPCg1fY3JlZGl0X2xpbWl0IocBCg9HZXRVc2FnZVJlcXVlc3QSHwoLYWNjb3VudF9zaWQYASABKAlSCkFjY291bnRTaWQSHQoKc3RhcnRfZGF0ZRgCIAEoCVIJU3RhcnREYXRlEhkKCGVuZF9kYXRlGAMgASgJUgdFbmREYXRlEhkKCGdyb3VwX2J5GAQgASgJUgdHcm91cEJ5IqUBCghVc2FnZVJvdxIXCgRkYXRlGAEgASgJSABSBERhdGWIAQESHQoHY291bnRyeRgCIAEoCUgBUgdDb3VudHJ5iAEBEhoKCG1lc3NhZ2VzGAMgASgDUghNZXNzYWdlcxIaCghzZWdtZW50cxgEIAEoA1IIU2VnbWVudHMSFAoFcHJpY2UYBSABKAlSBVByaWNlQgcKBV9kYXRlQgoKCF9jb3VudHJ5Il4KDVVzYWdlUmVzcG9uc2USLgoFdXNhZ2UYASADKAsyGC5zd2l0Y2hib2FyZC52Mi5Vc2FnZVJvd1IFVXNhZ2USHQoKcHJpY2VfdW5pdBgCIAEoCVIJUHJpY2VVbml0IvQBCgxCYWxhbmNlRW50cnkSGQoIZW50cnlfaWQYASABKAlSB0VudHJ5SWQSHwoLYWNjb3VudF9zaWQYAiABKAlSCkFjY291bnRTaWQSEgoEdHlwZRgDIAEoCVIEVHlwZRIWCgZhbW91bnQYBCABKAlSBkFtb3VudBIjCg1iYWxhbmNlX2FmdGVyGAUgASgJUgxCYWxhbmNlQWZ0ZXISHwoLbWVzc2FnZV9zaWQYBiABKAlSCk1lc3NhZ2VTaWQSHAoJcmVmZXJlbmNlGAcgASgJUglSZWZlcmVuY2USGAoHY3JlYXRlZBgIIAEoA1IHQ3JlYXRlZCKdAQoZTGlzdEJhbGFuY2VFbnRyaWVzUmVxdWVzdBIfCgthY2NvdW50X3NpZBgBIAEoCVIKQWNjb3VudFNpZBIpCg1yZXN1bHRzX2NvdW50GAIgASgFSABSDVJlc3VsdHNfQ291bnSIAQESIgoMcmVzdWx0c19za2lwGAMgASgFUgxSZXN1bHRzX1NraXBCEAoOX3Jlc3VsdHNfY291bnQiowEKGkxpc3RCYWxhbmNlRW50cmllc1Jlc3BvbnNlEkUKD2JhbGFuY2VfZW50cmllcxgBIAMoCzIcLnN3aXRjaGJvYXJkLnYyLkJhbGFuY2VFbnRyeVIOQmFsYW5jZUVudHJpZXMSHwoLdG90YWxfY291bnQYAiABKAVSClRvdGFsQ291bnQSHQoKcHJpY2VfdW5pdBgDIAEoCVIJUHJpY2VVbml0Mp0DCg5CaWxsaW5nU2VydmljZRKeAQoSTGlzdEJhbGFuY2VFbnRyaWVzEikuc3dpdGNoYm9hcmQudjIuTGlzdEJhbGFuY2VFbnRyaWVzUmVxdWVzdBoqLnN3aXRjaGJvYXJkLnYyLkxpc3RCYWxhbmNlRW50cmllc1Jlc3BvbnNlIjGC0+STAisSKS92Mi9BY2NvdW50cy97YWNjb3VudF9zaWR9L0JhbGFuY2VFbnRyaWVzEnQKCkdldEJhbGFuY2USIS5zd2l0Y2hib2FyZC52Mi5HZXRCYWxhbmNlUmVxdWVzdBoXLnN3aXRjaGJvYXJkLnYyLkJhbGFuY2UiKoLT5JMCJBIiL3YyL0FjY291bnRzL3thY2NvdW50X3NpZH0vQmFsYW5jZRJ0CghHZXRVc2FnZRIfLnN3aXRjaGJvYXJkLnYyLkdldFVzYWdlUmVxdWVzdBodLnN3aXRjaGJvYXJkLnYyLlVzYWdlUmVzcG9uc2UiKILT5JMCIhIgL3YyL0FjY291bnRzL3thY2NvdW50X3NpZH0vVXNhZ2ViBnByb3RvMw", [file_google_api_annotations]);
+
+/**
+ * Identifies the account whose balance to read.
+ *
+ * @generated from message switchboard.v2.GetBalanceRequest
+ */
+export type GetBalanceRequest = Message<"switchboard.v2.GetBalanceRequest"> & {
+  /**
+   * @generated from field: string account_sid = 1 [json_name = "AccountSid"];
+   */
+  accountSid: string;
+};
+
+/**
+ * Describes the message switchboard.v2.GetBalanceRequest.
+ * Use `create(GetBalanceRequestSchema)` to create a new message.
+ */
+export const GetBalanceRequestSchema: GenMessage<GetBalanceRequest> = /*@__PURE__*/
+  messageDesc(file_switchboard_v2_billing, 0);
+
+/**
+ * An account's balance.
+ *
+ * @generated from message switchboard.v2.Balance
+ */
+export type Balance = Message<"switchboard.v2.Balance"> & {
+  /**
+   * @generated from field: string account_sid = 1 [json_name = "AccountSid"];
+   */
+  accountSid: string;
+
+  /**
+   * A signed decimal string, such as "12.50": the sum of the ledger's entries.
+   *
+   * @generated from field: string balance = 2 [json_name = "Balance"];
+   */
+  balance: string;
+
+  /**
+   * Postpaid or Prepaid.
+   *
+   * @generated from field: string billing_mode = 3 [json_name = "BillingMode"];
+   */
+  billingMode: string;
+
+  /**
+   * How far below zero the balance may go; absent: none.
+   *
+   * @generated from field: optional string credit_limit = 4 [json_name = "CreditLimit"];
+   */
+  creditLimit?: string | undefined;
+
+  /**
+   * The deployment's currency (BILLING_CURRENCY, ISO 4217).
+   *
+   * @generated from field: string price_unit = 5 [json_name = "PriceUnit"];
+   */
+  priceUnit: string;
+};
+
+/**
+ * Describes the message switchboard.v2.Balance.
+ * Use `create(BalanceSchema)` to create a new message.
+ */
+export const BalanceSchema: GenMessage<Balance> = /*@__PURE__*/
+  messageDesc(file_switchboard_v2_billing, 1);
+
+/**
+ * The days and grouping of an account's usage.
+ *
+ * @generated from message switchboard.v2.GetUsageRequest
+ */
+export type GetUsageRequest = Message<"switchboard.v2.GetUsageRequest"> & {
+  /**
+   * @generated from field: string account_sid = 1 [json_name = "AccountSid"];
+   */
+  accountSid: string;
+
+  /**
+   * The first UTC day, YYYY-MM-DD.
+   *
+   * @generated from field: string start_date = 2 [json_name = "StartDate"];
+   */
+  startDate: string;
+
+  /**
+   * The last UTC day (included), YYYY-MM-DD; at most 366 days after StartDate.
+   *
+   * @generated from field: string end_date = 3 [json_name = "EndDate"];
+   */
+  endDate: string;
+
+  /**
+   * Day (default) or Country.
+   *
+   * @generated from field: string group_by = 4 [json_name = "GroupBy"];
+   */
+  groupBy: string;
+};
+
+/**
+ * Describes the message switchboard.v2.GetUsageRequest.
+ * Use `create(GetUsageRequestSchema)` to create a new message.
+ */
+export const GetUsageRequestSchema: GenMessage<GetUsageRequest> = /*@__PURE__*/
+  messageDesc(file_switchboard_v2_billing, 2);
+
+/**
+ * One day's or one country's usage.
+ *
+ * @generated from message switchboard.v2.UsageRow
+ */
+export type UsageRow = Message<"switchboard.v2.UsageRow"> & {
+  /**
+   * GroupBy=Day: the UTC day, YYYY-MM-DD (days without messages are left out).
+   *
+   * @generated from field: optional string date = 1 [json_name = "Date"];
+   */
+  date?: string | undefined;
+
+  /**
+   * GroupBy=Country: the destination's ISO 3166-1 alpha-2 code ("" when it has none).
+   *
+   * @generated from field: optional string country = 2 [json_name = "Country"];
+   */
+  country?: string | undefined;
+
+  /**
+   * Messages accepted.
+   *
+   * @generated from field: int64 messages = 3 [json_name = "Messages"];
+   */
+  messages: bigint;
+
+  /**
+   * Their segments.
+   *
+   * @generated from field: int64 segments = 4 [json_name = "Segments"];
+   */
+  segments: bigint;
+
+  /**
+   * What they were charged, refunds deducted: a decimal string.
+   *
+   * @generated from field: string price = 5 [json_name = "Price"];
+   */
+  price: string;
+};
+
+/**
+ * Describes the message switchboard.v2.UsageRow.
+ * Use `create(UsageRowSchema)` to create a new message.
+ */
+export const UsageRowSchema: GenMessage<UsageRow> = /*@__PURE__*/
+  messageDesc(file_switchboard_v2_billing, 3);
+
+/**
+ * An account's usage, one row per day or country, in order.
+ *
+ * @generated from message switchboard.v2.UsageResponse
+ */
+export type UsageResponse = Message<"switchboard.v2.UsageResponse"> & {
+  /**
+   * @generated from field: repeated switchboard.v2.UsageRow usage = 1 [json_name = "Usage"];
+   */
+  usage: UsageRow[];
+
+  /**
+   * The deployment's currency (BILLING_CURRENCY, ISO 4217).
+   *
+   * @generated from field: string price_unit = 2 [json_name = "PriceUnit"];
+   */
+  priceUnit: string;
+};
+
+/**
+ * Describes the message switchboard.v2.UsageResponse.
+ * Use `create(UsageResponseSchema)` to create a new message.
+ */
+export const UsageResponseSchema: GenMessage<UsageResponse> = /*@__PURE__*/
+  messageDesc(file_switchboard_v2_billing, 4);
 
 /**
  * One change of an account's balance. The balance always equals the sum of the account's entries.
@@ -79,7 +260,7 @@ export type BalanceEntry = Message<"switchboard.v2.BalanceEntry"> & {
  * Use `create(BalanceEntrySchema)` to create a new message.
  */
 export const BalanceEntrySchema: GenMessage<BalanceEntry> = /*@__PURE__*/
-  messageDesc(file_switchboard_v2_billing, 0);
+  messageDesc(file_switchboard_v2_billing, 5);
 
 /**
  * Paging for an account's ledger.
@@ -112,7 +293,7 @@ export type ListBalanceEntriesRequest = Message<"switchboard.v2.ListBalanceEntri
  * Use `create(ListBalanceEntriesRequestSchema)` to create a new message.
  */
 export const ListBalanceEntriesRequestSchema: GenMessage<ListBalanceEntriesRequest> = /*@__PURE__*/
-  messageDesc(file_switchboard_v2_billing, 1);
+  messageDesc(file_switchboard_v2_billing, 6);
 
 /**
  * One page of ledger entries, newest first, and how many the account has.
@@ -143,7 +324,7 @@ export type ListBalanceEntriesResponse = Message<"switchboard.v2.ListBalanceEntr
  * Use `create(ListBalanceEntriesResponseSchema)` to create a new message.
  */
 export const ListBalanceEntriesResponseSchema: GenMessage<ListBalanceEntriesResponse> = /*@__PURE__*/
-  messageDesc(file_switchboard_v2_billing, 2);
+  messageDesc(file_switchboard_v2_billing, 7);
 
 /**
  * Reads an account's balance ledger (docs/billing.md): every change of its balance, newest first.
@@ -162,6 +343,28 @@ export const BillingService: GenService<{
     methodKind: "unary";
     input: typeof ListBalanceEntriesRequestSchema;
     output: typeof ListBalanceEntriesResponseSchema;
+  },
+  /**
+   * The account's balance, billing mode and credit limit now.
+   *
+   * @generated from rpc switchboard.v2.BillingService.GetBalance
+   */
+  getBalance: {
+    methodKind: "unary";
+    input: typeof GetBalanceRequestSchema;
+    output: typeof BalanceSchema;
+  },
+  /**
+   * The account's messages, segments and price between two UTC days, by day or by country.
+   *
+   * Over REST, `Accept: text/csv` answers the same rows as CSV (a header line, then a row each).
+   *
+   * @generated from rpc switchboard.v2.BillingService.GetUsage
+   */
+  getUsage: {
+    methodKind: "unary";
+    input: typeof GetUsageRequestSchema;
+    output: typeof UsageResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_switchboard_v2_billing, 0);
