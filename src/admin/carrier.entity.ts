@@ -17,6 +17,8 @@ export const CarrierRowEntity = defineEntity({
     tps: p.double().default(0),
     submitWindow: p.integer().default(10),
     systemType: p.string().length(16).default(""),
+    // The rate card of what the operator pays it per segment (docs/billing.md); null: no cost known.
+    costCard: p.string().length(64).nullable(),
     createdAt: p.datetime(),
     updatedAt: p.datetime(),
   },

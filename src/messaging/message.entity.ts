@@ -64,6 +64,9 @@ export const MessageEntity = defineEntity({
     // Segments times the destination's rate at accept, in micro-units (docs/billing.md); null: unpriced.
     // Read as a string: a bigint never passes through a JavaScript number.
     price: p.bigint("string").nullable(),
+    // What its carrier cost the operator (segments times the carrier's CostCard rate at hand-over),
+    // micro-units; null: not handed over, or no cost known. Never shown on /v2.
+    cost: p.bigint("string").nullable(),
     // The dispatcher's columns, written only by its own SQL. Not lazy: entity reads then stay
     // `select m0.*`, as before they were mapped. `queued` is derived by the database (the queue
     // indexes' predicate, Migration20261122030000, declared without NOT NULL); the ORM never writes it.
