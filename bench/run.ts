@@ -16,6 +16,7 @@ import pg from "pg";
 import { MessagingService, SendMessageRequestSchema } from "../gen/switchboard/v2/messaging_pb.js";
 import { freePort, startKannel, type RunningKannel } from "../test/support/kannel.js";
 import { BUILT_MAIN, buildService, npmStartFlags } from "../test/support/service.js";
+import { preparePrepaid } from "./billing-bench.js";
 import { dispatchFloors, type FloorRun, floorRows } from "./dispatch-floor.js";
 import { GRPC_FLOORS, grpcFloorRuns } from "./grpc-floor-runs.js";
 import { grpcFrame, h2load, type HttpRequestSpec, type LoadResult, type LoadSettings, VARY, wrk } from "./load.js";
@@ -63,7 +64,7 @@ const SETTINGS = {
   nodeFlags: (env.BENCH_NODE_FLAGS ?? "").split(" ").filter(Boolean),
   /** Write the results into docs/benchmarks.md (0 to only print). */
   write: env.BENCH_WRITE !== "0",
-  /** Which runs: any of idle,kannel,rest,grpc,bare,floor,dispatch,dispatch-routes,soak (soak and dispatch-routes are not in the default set); or smpp alone (bench/smpp.ts); or smpp-tps alone (a carrier's Tps over three worker processes, bench/smpp.ts); or read-flood and/or webhook-flood (bench/hostile.ts); or rapid-reset alone (bench/rapid-reset-run.ts); or purge alone (bench/purge.ts); or life alone (bench/life.ts); or growth alone (bench/growth.ts); or split alone (bench/split.ts). */
+  /** Which runs: any of idle,kannel,rest,prepaid,grpc,bare,floor,dispatch,dispatch-routes,soak (prepaid, soak and dispatch-routes are not in the default set); or smpp alone (bench/smpp.ts); or smpp-tps alone (a carrier's Tps over three worker processes, bench/smpp.ts); or read-flood and/or webhook-flood (bench/hostile.ts); or rapid-reset alone (bench/rapid-reset-run.ts); or purge alone (bench/purge.ts); or life alone (bench/life.ts); or growth alone (bench/growth.ts); or split alone (bench/split.ts). */
   only: new Set((env.BENCH_ONLY ?? "idle,kannel,rest,grpc,bare,floor,dispatch").split(",").map((s) => s.trim())),
   /** Seconds after /readyz first answers at which the idle service's resident set is read. */
   idleSeconds: num("BENCH_IDLE_SECONDS", 20),
@@ -527,7 +528,7 @@ async function main(): Promise<void> {
     const servicePid = service.proc.pid!;
     const barePid = bare.proc.pid!;
 
-    const results: Record<string, Measured[]> = { kannel: [], rest: [], grpc: [], bare: [], floor: [], "floor-h2": [], "floor-connect": [] };
+    const results: Record<string, Measured[]> = { kannel: [], rest: [], prepaid: [], grpc: [], bare: [], floor: [], "floor-h2": [], "floor-connect": [] };
     const pick = (key: string) => (results[key].length ? median(results[key], (r) => r.result.rps) : undefined);
     const runs: { key: string; go: () => Promise<Measured> }[] = [];
     if (kannel) {
@@ -545,6 +546,9 @@ async function main(): Promise<void> {
     if (SETTINGS.only.has("rest")) {
       runs.push({ key: "rest", go: () => restRun(target, restReq, load, warm) });
     }
+    // The prepaid account on a 100,000-rate card, in the same rounds as `rest` (bench/billing-bench.ts).
+    const prepaid = SETTINGS.only.has("prepaid") ? await preparePrepaid(base, ADMIN_TOKEN, target) : undefined;
+    if (prepaid) runs.push({ key: "prepaid", go: () => restRun(prepaid.target, prepaid.request, load, warm) });
     // The bare server's two routes: one INSERT per request, and group commit (the floor).
     for (const [key, req] of [
       ["bare", bareReq],
@@ -661,9 +665,13 @@ async function main(): Promise<void> {
       { name: "Bare ceiling: Fastify route, one INSERT", ...(pick("bare") ?? { note: "not run" }) },
       { name: "Floor with group commit: Fastify route, batched INSERT", ...(pick("floor") ?? { note: "not run" }) },
       ...GRPC_FLOORS.map(({ key, name }) => ({ name, ...(pick(key) ?? { note: "not run" }) })),
+      ...(prepaid
+        ? [{ name: `Switchboard REST Send SMS, Prepaid, priced by a ${f0(prepaid.rates)}-rate card`, ...(pick("prepaid") ?? { note: "not run" }) }]
+        : []),
     ];
     const report = renderReport({
       rows,
+      prepaid: prepaid && { importSeconds: prepaid.importSeconds, rates: prepaid.rates, result: pick("prepaid")?.result },
       kannel: k?.result,
       dispatch,
       dispatchRoutes,
@@ -693,6 +701,7 @@ const f2 = (n: number) => (Number.isFinite(n) ? n.toFixed(2) : "—");
 
 function renderReport(r: {
   rows: Row[];
+  prepaid?: { importSeconds: number; rates: number; result?: LoadResult };
   kannel?: LoadResult;
   dispatch?: DispatchRun;
   dispatchRoutes?: DispatchRun;
@@ -772,6 +781,15 @@ function renderReport(r: {
     if (restRow.dbCpuUs && floorRow.dbCpuUs) {
       const pgx = restRow.dbCpuUs / floorRow.dbCpuUs;
       t.push(`| REST PostgreSQL CPU per send ≤ 3 × the floor's | ${f2(pgx)} × | ${verdict(pgx <= 3, `${f2(pgx - 3)} × over`)} |`);
+    }
+  }
+  if (r.prepaid) {
+    t.push(`| \`rates import\` of ${f0(r.prepaid.rates)} rates | ${f2(r.prepaid.importSeconds)} s | ${verdict(r.prepaid.importSeconds <= 10, "over 10 s")} |`);
+    if (r.prepaid.result && rest) {
+      const ratio = r.prepaid.result.rps / rest.rps;
+      t.push(
+        `| REST prepaid on that card ≥ 0.95 × REST unpriced | ${f2(ratio)} × | ${verdict(ratio >= 0.95, `${((1 - ratio / 0.95) * 100).toFixed(0)} % below 0.95 ×`)} |`,
+      );
     }
   }
   if (grpc && rest) {

@@ -29,8 +29,9 @@ export const BalanceEntryEntity = defineEntity({
   name: "BalanceEntry",
   tableName: "balance_entries",
   properties: {
+    // The primary key is (account_sid, id): the ledger is read by account (Migration20261205010000).
+    accountSid: p.string().length(32).primary(),
     id: p.bigint().primary().autoincrement(),
-    accountSid: p.string().length(32),
     type: p.text().$type<BalanceEntryType>(),
     // Micro-units, signed: a charge is negative.
     amount: p.bigint(),
