@@ -1,6 +1,7 @@
 import type { DescService } from "@bufbuild/protobuf";
 import type { Interceptor, ServiceImpl } from "@connectrpc/connect";
 import type { UniversalHandler } from "@connectrpc/connect/protocol";
+import { createRateCache, type RateCache } from "./billing/rate-cache.js";
 import { fastifyConnectPlugin } from "@connectrpc/connect-fastify";
 import type { MikroORM } from "@mikro-orm/sql";
 import { fastify, type FastifyInstance, type FastifyServerOptions } from "fastify";
@@ -95,6 +96,8 @@ export interface AppDeps {
   consoleDir?: string;
   /** The send rules that need data (messaging/send-steps.ts); default SEND_RULES, whose facts function the migrations install. */
   rules?: SendRules;
+  /** This process's copies of the rate cards (billing/rate-cache.ts); default a new one. */
+  rates?: RateCache;
   /** Fastify logger option: false in tests, a pino instance or options in main. */
   logger?: FastifyServerOptions["logger"] | FastifyServerOptions["loggerInstance"];
 }
@@ -138,6 +141,8 @@ export function createServices(deps: AppDeps, accounts: AccountCache = createAcc
         counters: deps.sendCounters,
         currency: billing.currency,
         defaultRateCard: billing.defaultRateCard,
+        // A card this process cannot load is priced by the send's statement, exactly as before.
+        rates: deps.rates ?? createRateCache({ orm: deps.orm }),
       }),
     ),
     served(AddressService, createAddressService({ clock })),

@@ -81,8 +81,8 @@ export async function replaceRates(tx: EntityManager, name: string, rates: reado
 async function lockCard(tx: EntityManager, name: string, now: Date): Promise<void> {
   await executeBound(
     tx,
-    `insert into rate_cards (name, rate_count, created_at, updated_at) values (?, 0, ?, ?)
-     on conflict (name) do update set updated_at = excluded.updated_at`,
+    `insert into rate_cards (name, rate_count, created_at, updated_at, version) values (?, 0, ?, ?, nextval('rate_card_versions'))
+     on conflict (name) do update set updated_at = excluded.updated_at, version = nextval('rate_card_versions')`,
     [name, now, now],
   );
 }
@@ -227,6 +227,37 @@ export async function commitImport(tx: EntityManager, importSid: string, card: s
   await executeBound(tx, `delete from rate_imports where import_sid = ?`, [importSid]);
   await executeBound(tx, `update rate_cards set rate_count = ? where name = ?`, [staged.rows, card]);
   return { kind: "committed", card: (await findRateCard(tx, card))! };
+}
+
+/** A whole card as a process keeps it in memory (rate-cache.ts): its version and every rate, read in one snapshot. */
+export interface CardSnapshot {
+  version: string;
+  rates: Rate[];
+}
+
+/**
+ * A card's version and all its rates, in one statement (so the rates are the version's), or null
+ * when there is no such card; null too when it holds more than `maxRates` (not worth keeping).
+ */
+export async function loadCard(em: EntityManager, name: string, maxRates: number): Promise<CardSnapshot | null> {
+  const rows = await executeBound<RateDbRow & { version: string; rate_count: number | string }>(
+    em,
+    `select rc.version::text as version, rc.rate_count, ${RATE_COLUMNS}
+       from rate_cards rc left join rates on rates.card = rc.name and rc.rate_count <= ?
+      where rc.name = ?`,
+    [maxRates, name],
+  );
+  if (rows.length === 0 || Number(rows[0].rate_count) > maxRates) return null;
+  return { version: rows[0].version, rates: rows[0].prefix === null ? [] : rows.map(toRate) };
+}
+
+/** The current version of each of these cards (a card that no longer exists is absent). */
+export async function cardVersions(em: EntityManager, names: readonly string[]): Promise<Map<string, string>> {
+  if (names.length === 0) return new Map();
+  const rows = await executeBound<{ name: string; version: string }>(em, `select name, version::text as version from rate_cards where name = any(?::text[])`, [
+    [...names],
+  ]);
+  return new Map(rows.map((r) => [r.name, r.version]));
 }
 
 /** Forgets imports staged before `before` and never committed (a CLI stopped half-way). */

@@ -13,6 +13,8 @@ export const RateCardRowEntity = defineEntity({
     rateCount: p.integer(),
     createdAt: p.datetime(),
     updatedAt: p.datetime(),
+    // From the sequence rate_card_versions, anew at every replace: what a cached copy is checked by (rate-cache.ts).
+    version: p.bigint("string"),
   },
 });
 

@@ -36,6 +36,7 @@ import { Migration20261204600000 } from "./migrations/Migration20261204600000.js
 import { Migration20261204700000 } from "./migrations/Migration20261204700000.js";
 import { Migration20261205000000 } from "./migrations/Migration20261205000000.js";
 import { Migration20261205010000 } from "./migrations/Migration20261205010000.js";
+import { Migration20261205020000 } from "./migrations/Migration20261205020000.js";
 import { applyRepeatableSql } from "./repeatable-sql.js";
 import { DEFAULT_POOL_MAX, databaseKind } from "../config.js";
 
@@ -74,6 +75,7 @@ export const migrations = [
   { name: "Migration20261204700000", class: Migration20261204700000 },
   { name: "Migration20261205000000", class: Migration20261205000000 },
   { name: "Migration20261205010000", class: Migration20261205010000 },
+  { name: "Migration20261205020000", class: Migration20261205020000 },
 ];
 
 /** Options of createOrm. */

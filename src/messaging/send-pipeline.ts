@@ -11,6 +11,7 @@ import {
   type SendMessageRequest,
   SendMessageRequestSchema,
 } from "../../gen/switchboard/v2/messaging_pb.js";
+import type { RateCache } from "../billing/rate-cache.js";
 import type { Clock } from "../common/clock.js";
 import { errorCodeOf, fieldErrors, idempotencyKeyReused, notFound } from "../common/errors.js";
 import { createGroupCommit, type ItemOutcome } from "../common/group-commit.js";
@@ -123,6 +124,8 @@ export interface SendPipelineDeps {
   counters?: SendCounters;
   /** DEFAULT_RATE_CARD: the rate card of an account that names none (unset: such an account is unpriced). */
   defaultRateCard?: string;
+  /** This process's copies of the rate cards (billing/rate-cache.ts); unset: every send's rate is looked up by its statement. */
+  rates?: RateCache;
 }
 
 /** The send pipeline of one process. */
@@ -157,6 +160,10 @@ export function createSendPipeline(deps: SendPipelineDeps): SendPipeline {
   const destinations = deps.destinations ?? NO_DESTINATION_LIMITS;
   const registration = deps.senderIdRegistration ?? DEFAULT_SENDER_ID_REGISTRATIONS;
 
+  /** The send's rate from this process's copy of its card (the statement checks the copy's version). */
+  const cachedRate = (card: string | null | undefined, destination: string, now: Date) =>
+    card == null || !deps.rates ? undefined : deps.rates.rateFor(card, destination, now);
+
   /** Step 2. */
   function validate(account: SendItem["account"], propertySid: string, req: SendMessageRequest, now: Date, idemKey?: string): SendItem {
     const valid = validateSend(req, Math.floor(now.getTime() / 1000), deps, account.smartEncoding);
@@ -178,6 +185,7 @@ export function createSendPipeline(deps: SendPipelineDeps): SendPipeline {
       now,
       sid: newSid("MG"),
       defaultRateCard: deps.defaultRateCard,
+      rate: v === undefined ? undefined : cachedRate(account.rateCard ?? deps.defaultRateCard, v.to.number, now),
     };
   }
 

@@ -4,6 +4,7 @@ import type { ConnectError } from "@connectrpc/connect";
 import { type Message as MessagePb, MessageSchema } from "../../gen/switchboard/v2/messaging_pb.js";
 import { wrongCredentials } from "../accounts/auth.js";
 import type { AccountLimitFields } from "../limits/account-limits.js";
+import type { CachedRate } from "../billing/rate-cache.js";
 import { apiError, fieldError, type FieldProblem, notFound } from "../common/errors.js";
 import type { NamedArrays } from "../db/bound-sql.js";
 import type { ClaimedRow } from "./message-store.js";
@@ -40,7 +41,10 @@ export interface SendItem {
    * The account; tokenHash is the one the edge authenticated, re-checked against the database (none
    * for a forward); allowedCountries its AllowedCountries as authenticated.
    */
-  account: { sid: string; tokenHash?: string; allowedCountries?: readonly string[]; smartEncoding?: boolean } & Omit<AccountLimitFields, "sid">;
+  account: { sid: string; tokenHash?: string; allowedCountries?: readonly string[]; smartEncoding?: boolean; rateCard?: string | null } & Omit<
+    AccountLimitFields,
+    "sid"
+  >;
   propertySid: string;
   /** The result of validateSend: reported only after the property and the key, as the docs order them. */
   checked: { problems: FieldProblem[] } | { send: ValidSend };
@@ -56,6 +60,8 @@ export interface SendItem {
   sid: string;
   /** DEFAULT_RATE_CARD: the card of an account that names none (undefined: such an account is unpriced). */
   defaultRateCard?: string;
+  /** The send's rate from this process's copy of its card, if it has one (taken only where the card is still at its version). */
+  rate?: CachedRate;
   /**
    * A send of the service's own (service-sends.ts): the forward of a reply by SMS, or (`answer`) the
    * answer to a keyword. It answers no client, so a refused one is kept as a Failed message with the
@@ -155,17 +161,20 @@ export const ACCESS_RULES: readonly DataRule<ValidSend | undefined>[] = [
 
 /**
  * The rate of the send's destination on the account's card (its own, else DEFAULT_RATE_CARD) at
- * accept: one lookup (billing/sql/sb_rate_for.sql, inlined) that the two price rules below read.
+ * accept, which the two price rules below read: the one this process read from its copy of the
+ * card (billing/rate-cache.ts) where the card is still at that copy's version, else one lookup
+ * (billing/sql/sb_rate_for.sql, inlined). The lookup is given no card (and so tries nothing) for a
+ * send priced from memory and for an unpriced account's.
  */
-// The condition on the card is a one-time filter of the lateral subquery: an unpriced account's
-// send (most) runs no lookup at all, not even the prefixes' array.
-const RATE_JOIN = `left join lateral (
-      select r.price_per_segment from sb_rate_for(coalesce(a.rate_card, v.default_rate_card), v.recipient, v.rate_at::timestamptz) r
-       where coalesce(a.rate_card, v.default_rate_card) is not null) rate on true`;
+const RATE_JOIN = `left join rate_cards rc on rc.name = coalesce(a.rate_card, v.default_rate_card)
+    left join lateral sb_rate_for(case when rc.version is distinct from v.rate_version::bigint then rc.name end, v.recipient, v.rate_at::timestamptz) looked on true`;
+const RATE = "(case when rc.version = v.rate_version::bigint then v.cached_rate::bigint else looked.price_per_segment end)";
 const RATE_KEYS: readonly RuleKey[] = [
   { name: "default_rate_card", of: (item) => item.defaultRateCard ?? null },
   { name: "rate_at", of: (item) => item.now.toISOString() },
   { name: "price_segments", of: (_item, send) => String(send.numSegments) },
+  { name: "rate_version", of: (item) => item.rate?.version ?? null },
+  { name: "cached_rate", of: (item) => (item.rate?.perSegment == null ? null : item.rate.perSegment.toString()) },
 ];
 
 /** The price rules (docs/billing.md#price-on-the-message), the last of RULES: a priced account's destination needs a rate, and the price is recorded. */
@@ -175,7 +184,7 @@ const PRICE_RULES: readonly DataRule[] = [
     name: "destination priced",
     applies: always,
     key: RATE_KEYS,
-    fact: { name: "no_price", type: "bool", sql: "coalesce(a.rate_card, v.default_rate_card) is not null and rate.price_per_segment is null", join: RATE_JOIN },
+    fact: { name: "no_price", type: "bool", sql: `coalesce(a.rate_card, v.default_rate_card) is not null and ${RATE} is null`, join: RATE_JOIN },
     wants: wantFalse,
     refuse: (item, send) => {
       const field = item.forward && !item.forward.answer ? "ForwardToSms" : "To";
@@ -187,7 +196,7 @@ const PRICE_RULES: readonly DataRule[] = [
     name: "price",
     applies: always,
     key: RATE_KEYS,
-    fact: { name: "send_price", type: "bigint", sql: "rate.price_per_segment * v.price_segments::int", join: RATE_JOIN, column: "price" },
+    fact: { name: "send_price", type: "bigint", sql: `${RATE} * v.price_segments::int`, join: RATE_JOIN, column: "price" },
     wants: () => null,
     refuse: () => {
       throw new Error("the price rule refuses nothing: it records the price");

@@ -154,8 +154,8 @@ describe(`hot statements (${dbKind()})`, () => {
   it("a send batch's facts (sb_send_facts) are looked up through an index: no sequential scan, no hash or merge join", async () => {
     const nodes = await functionPlan(
       "sb_send_facts",
-      "int[], text[], text[], text[], text[], timestamptz[], text[], text[], text[], text[], text[], text[], text[], text[]",
-      "array[0, 1], array['AC1', 'AC1'], array['PR1', 'PR1'], array['+447700900004', null], array['key-1', null], array[now(), now()], array['+447700900001', null], array['+447700900002', null], array['+447700900003', null], array['ACME', null], array['AU', null], array['retail', null], array[now()::text, now()::text], array['1', '1']",
+      "int[], text[], text[], text[], text[], timestamptz[], text[], text[], text[], text[], text[], text[], text[], text[], text[], text[]",
+      "array[0, 1], array['AC1', 'AC1'], array['PR1', 'PR1'], array['+447700900004', null], array['key-1', null], array[now(), now()], array['+447700900001', null], array['+447700900002', null], array['+447700900003', null], array['ACME', null], array['AU', null], array['retail', null], array[now()::text, now()::text], array['1', '1'], array['7', null], array['52500', null]",
     );
     const types = nodes.map((n) => String(n["Node Type"]));
     for (const t of ["Seq Scan", "Hash Join", "Merge Join"]) expect(types).not.toContain(t);
@@ -163,11 +163,34 @@ describe(`hot statements (${dbKind()})`, () => {
     expect(nodes.filter((n) => n["Relation Name"] === "sender_ids").map((n) => [n["Node Type"], n["Index Name"]])).toEqual([
       ["Index Scan", "sender_ids_live_key"],
     ]);
-    // The destination's rate (issue 43): probes of the rate card's primary key, whatever its size.
+    // The destination's rate (issue 43): the card's version by its key, and (where no copy of the card at that version priced the send) probes of the card's key, whatever its size.
+    expect(nodes.filter((n) => n["Relation Name"] === "rate_cards").map((n) => [n["Node Type"], n["Index Name"]])).toEqual([["Index Scan", "rate_cards_pkey"]]);
     expect(nodes.filter((n) => n["Relation Name"] === "rates").map((n) => [n["Node Type"], n["Index Name"]])).toEqual([["Index Scan", "rates_pkey"]]);
     for (const table of ["accounts", "properties", "numbers", "idempotency_keys", "messages"]) {
       expect(nodes.some((n) => n["Relation Name"] === table && String(n["Node Type"]).startsWith("Index"))).toBe(true);
     }
+  });
+
+  it("a send priced from a copy of its card at the card's version runs no rate lookup; one priced from an older copy, or none, does (rate-cache.ts)", async () => {
+    const em = db.orm.em.fork();
+    await executeBound(em, "insert into rate_cards (name, rate_count, created_at, updated_at, version) values ('hot', 1, now(), now(), 900001)", []);
+    await executeBound(em, "insert into rates (card, prefix, price_per_segment, effective_from) values ('hot', '+44', 40000, 'epoch')", []);
+    await executeBound(em, "insert into accounts (sid, token_hash, webhook_secret, rate_card) values ('ACR1', 'x', 'y', 'hot')", []);
+    const facts = async (version: string | null, cached: string | null) => {
+      const nodes = await functionPlan(
+        "sb_send_facts",
+        "int[], text[], text[], text[], text[], timestamptz[], text[], text[], text[], text[], text[], text[], text[], text[], text[], text[]",
+        `array[0], array['ACR1'], array['PR1'], array['+447700900004'], array[null], array[now()], array[null], array[null], array[null], array[null], array[null], array[null], array[now()::text], array['2'], array[${version === null ? "null" : `'${version}'`}]::text[], array[${cached === null ? "null" : `'${cached}'`}]::text[]`,
+        true,
+      );
+      return nodes.filter((n) => n["Relation Name"] === "rates").map((n) => n["Actual Loops"]);
+    };
+    // The copy's version is the card's: its price (any, here 12345) is taken and the card's key is not probed.
+    expect(await facts("900001", "12345")).toEqual([0]);
+    // An older copy, or none: the statement looks the rate up itself, one probe per prefix of
+    // +447700900004 from the longest (13 characters) until +44 has a rate: 11 probes.
+    expect(await facts("900000", "12345")).toEqual([11]);
+    expect(await facts(null, null)).toEqual([11]);
   });
 
   it("the send facts, claim, due-accounts, submission, final-state and shared-bucket functions carry the planner settings their files measure, and one generic plan", async () => {

@@ -103,6 +103,8 @@ describe("the send's rules that need data (send-steps.ts)", () => {
       "default_rate_card",
       "rate_at",
       "price_segments",
+      "rate_version",
+      "cached_rate",
     ]);
     // The facts recorded in the stored message: label mode's flag, and the price.
     expect(spec.facts.filter((f) => f.column).map((f) => [f.name, f.column])).toEqual([
@@ -144,10 +146,13 @@ describe("the send's rules that need data (send-steps.ts)", () => {
       sender: "+447700900001",
       forward_from: "+447700900002",
       forward_to: "+447700900003",
-      // The rate's keys: DEFAULT_RATE_CARD (none here), the time of accept and the segments the price multiplies.
+      // The rate's keys: DEFAULT_RATE_CARD (none here), the time of accept and the segments the price
+      // multiplies; no copy of a card in this process (rate-cache.ts): no version, no cached rate.
       default_rate_card: null,
       rate_at: new Date(NOW * 1000).toISOString(),
       price_segments: "1",
+      rate_version: null,
+      cached_rate: null,
     });
   });
 

@@ -1,3 +1,4 @@
+import type { RateCache } from "../../src/billing/rate-cache.js";
 import { ConnectError } from "@connectrpc/connect";
 import type { FastifyInstance } from "fastify";
 import { buildApp, type AppDeps } from "../../src/app.js";
@@ -67,6 +68,8 @@ export interface TestAppOptions {
   limits?: SharedAllowance;
   /** The send rules (default SEND_RULES); the database must hold the facts function built from them. */
   rules?: SendRules;
+  /** The app's copies of the rate cards (default: its own, billing/rate-cache.ts). */
+  rates?: RateCache;
 }
 
 /** A fresh app on a fresh migrated database (PGlite, or PostgreSQL when DATABASE_URL is set). */
@@ -118,6 +121,7 @@ export async function createTestApp(opts: TestAppOptions = {}): Promise<TestApp>
     claims: engine && claimAtAccept ? engine.claims : undefined,
     consoleDir: opts.consoleDir,
     rules: opts.rules,
+    rates: opts.rates,
     config: {
       adminToken: ADMIN_TOKEN,
       webhookAllowPrivate,

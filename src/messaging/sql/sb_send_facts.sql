@@ -12,7 +12,7 @@
 do $drop$ declare f regprocedure; begin
   for f in select oid::regprocedure from pg_proc where proname = 'sb_send_facts' loop execute 'drop function ' || f; end loop;
 end $drop$;
-create function sb_send_facts(p_i int[], p_account_sid text[], p_property_sid text[], p_recipient text[], p_idem_key text[], p_expire_before timestamptz[], p_sender text[], p_forward_from text[], p_forward_to text[], p_sender_id_name text[], p_sender_id_country text[], p_default_rate_card text[], p_rate_at text[], p_price_segments text[])
+create function sb_send_facts(p_i int[], p_account_sid text[], p_property_sid text[], p_recipient text[], p_idem_key text[], p_expire_before timestamptz[], p_sender text[], p_forward_from text[], p_forward_to text[], p_sender_id_name text[], p_sender_id_country text[], p_default_rate_card text[], p_rate_at text[], p_price_segments text[], p_rate_version text[], p_cached_rate text[])
   returns table (i int, token_hash text, property_found boolean, sms_off text, sender_owned boolean, forward_from_owned boolean, forward_to_ours boolean, recipient_ours boolean, opted_out boolean, sender_registered boolean, no_price boolean, send_price bigint, key_expired boolean, key_hash text, m_sid text, m_account_sid text, m_property_sid text, m_sender text, m_recipient text, m_text text)
   language plpgsql stable
   set enable_seqscan = off set enable_hashjoin = off set enable_mergejoin = off
@@ -32,17 +32,16 @@ begin
          (coalesce((select true from opt_outs o where o.account_sid = v.account_sid and o.number = v.recipient limit 1), false))::boolean,
          (case when v.sender_id_country is null then null else coalesce((select si.account_sid = v.account_sid from sender_ids si
      where si.country = v.sender_id_country and upper(si.sender_id) = v.sender_id_name and si.status <> 'Rejected' and si.status = 'Registered'), false) end)::boolean,
-         (coalesce(a.rate_card, v.default_rate_card) is not null and rate.price_per_segment is null)::boolean,
-         (rate.price_per_segment * v.price_segments::int)::bigint,
+         (coalesce(a.rate_card, v.default_rate_card) is not null and (case when rc.version = v.rate_version::bigint then v.cached_rate::bigint else looked.price_per_segment end) is null)::boolean,
+         ((case when rc.version = v.rate_version::bigint then v.cached_rate::bigint else looked.price_per_segment end) * v.price_segments::int)::bigint,
          k.created_at <= v.expire_before as key_expired, k.request_hash::text as key_hash, m.sid::text as m_sid, m.account_sid::text as m_account_sid,
          m.property_sid::text as m_property_sid, m.sender::text as m_sender, m.recipient::text as m_recipient, m.text as m_text
-    from unnest(p_i, p_account_sid, p_property_sid, p_recipient, p_idem_key, p_expire_before, p_sender, p_forward_from, p_forward_to, p_sender_id_name, p_sender_id_country, p_default_rate_card, p_rate_at, p_price_segments)
-         as v(i, account_sid, property_sid, recipient, idem_key, expire_before, sender, forward_from, forward_to, sender_id_name, sender_id_country, default_rate_card, rate_at, price_segments)
+    from unnest(p_i, p_account_sid, p_property_sid, p_recipient, p_idem_key, p_expire_before, p_sender, p_forward_from, p_forward_to, p_sender_id_name, p_sender_id_country, p_default_rate_card, p_rate_at, p_price_segments, p_rate_version, p_cached_rate)
+         as v(i, account_sid, property_sid, recipient, idem_key, expire_before, sender, forward_from, forward_to, sender_id_name, sender_id_country, default_rate_card, rate_at, price_segments, rate_version, cached_rate)
     left join accounts a on a.sid = v.account_sid
     left join properties p on p.sid = v.property_sid and p.account_sid = v.account_sid
-    left join lateral (
-      select r.price_per_segment from sb_rate_for(coalesce(a.rate_card, v.default_rate_card), v.recipient, v.rate_at::timestamptz) r
-       where coalesce(a.rate_card, v.default_rate_card) is not null) rate on true
+    left join rate_cards rc on rc.name = coalesce(a.rate_card, v.default_rate_card)
+    left join lateral sb_rate_for(case when rc.version is distinct from v.rate_version::bigint then rc.name end, v.recipient, v.rate_at::timestamptz) looked on true
     left join idempotency_keys k on k.account_sid = v.account_sid and k.key = v.idem_key
     left join messages m on m.sid = k.message_sid;
 end
