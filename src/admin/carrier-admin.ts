@@ -37,6 +37,8 @@ import {
 import { ROUTE_STRATEGIES, type RouteStrategy } from "./route.entity.js";
 import { listRoutes, replaceRoutes, type RouteRecord } from "./route-store.js";
 import { existingAccountSids } from "../accounts/account-store.js";
+import { findRateCard } from "../billing/rate-card-store.js";
+import { cardNameProblem } from "../billing/rate-rules.js";
 
 /** The most routes a table holds. */
 export const MAX_ROUTES = 1000;
@@ -57,6 +59,8 @@ export interface CarrierAdminDeps {
 }
 
 const NAME_RE = /^[A-Za-z0-9._-]{1,64}$/;
+/** "Failover, RoundRobin or LeastCost", for the refusals. */
+const STRATEGY_LIST = `${ROUTE_STRATEGIES.slice(0, -1).join(", ")} or ${ROUTE_STRATEGIES[ROUTE_STRATEGIES.length - 1]}`;
 const PREFIX_RE = /^\+[0-9]{1,15}$/;
 
 function problem(field: string, message: string, code: FieldProblem["code"] = "InvalidParameter"): FieldProblem {
@@ -111,9 +115,33 @@ function checkCarrierName(name: string, out: FieldProblem[]): void {
   else if (!NAME_RE.test(name)) out.push(problem("Name", `Name must be 1 to 64 letters, digits, '.', '_' or '-'; got ${quoted(name)}.`));
 }
 
-/** A carrier as the operator sees it: the Url without its password, this process's link. */
+/**
+ * A CostCard (docs/billing.md#carrier-costs-and-least-cost-routing): the name of an existing rate
+ * card, null for "" (none), or a problem. An unknown card is a 400 naming CostCard, not a 404: it
+ * is a reference in the body, as an account's RateCard is.
+ */
+async function checkCostCard(em: EntityManager, costCard: string, out: FieldProblem[]): Promise<string | null | undefined> {
+  if (costCard === "") return null;
+  const shape = cardNameProblem(costCard, "CostCard");
+  if (shape) out.push(shape);
+  else if (!(await findRateCard(em, costCard))) out.push(problem("CostCard", `CostCard ${quoted(costCard)} is not a rate card.`));
+  else return costCard;
+  return undefined;
+}
+
+/** A carrier as the operator sees it: the Url without its password, this process's link, its CostCard ("": none). */
 export function toCarrierPb(c: CarrierRecord, link: string, warning?: string): CarrierPb {
-  return create(CarrierSchema, { carrierSid: c.sid, name: c.name, kind: c.kind, url: publicUrl(c.url), tps: c.tps, window: c.window, link, warning });
+  return create(CarrierSchema, {
+    carrierSid: c.sid,
+    name: c.name,
+    kind: c.kind,
+    url: publicUrl(c.url),
+    tps: c.tps,
+    window: c.window,
+    link,
+    warning,
+    costCard: c.costCard ?? "",
+  });
 }
 
 /** AddCarrier's Warning while the route table is empty (issue 41): nothing changed for the messages, and what the first route table does. */
@@ -175,8 +203,8 @@ function checkRoutes(req: ReplaceRoutesRequest): { routes: RouteRecord[]; proble
       else if (r.carriers.indexOf(c) !== j) problems.push(problem(`${at}.Carriers[${j}]`, `${at}.Carriers[${j}] names ${c} twice.`));
     });
     const strategy = ROUTE_STRATEGIES.find((s) => s === r.strategy);
-    if (r.strategy === "") problems.push(problem(`${at}.Strategy`, `${at}.Strategy is required: Failover or RoundRobin.`, "MissingParameter"));
-    else if (!strategy) problems.push(problem(`${at}.Strategy`, `${at}.Strategy must be Failover or RoundRobin; got ${quoted(r.strategy)}.`));
+    if (r.strategy === "") problems.push(problem(`${at}.Strategy`, `${at}.Strategy is required: ${STRATEGY_LIST}.`, "MissingParameter"));
+    else if (!strategy) problems.push(problem(`${at}.Strategy`, `${at}.Strategy must be ${STRATEGY_LIST}; got ${quoted(r.strategy)}.`));
     return { prefix: r.prefix ?? null, accountSid: r.accountSid ?? null, carriers: [...r.carriers], strategy: (strategy ?? "Failover") as RouteStrategy };
   });
   // Shadowing is judged on routes whose own fields are fine (a bad prefix says nothing of what it matches).
@@ -216,6 +244,8 @@ export function createCarrierAdmin(
       checkTps(req.tps, problems);
       checkWindow(req.window, problems);
       checkSystemType(req.systemType, problems);
+      // Absent or "": no cost card.
+      const costCard = req.costCard === undefined ? null : await checkCostCard(em, req.costCard, problems);
       if (problems.length > 0) throw fieldErrors(problems);
       const now = deps.clock.now();
       const added = await insertCarrier(em, {
@@ -226,6 +256,7 @@ export function createCarrierAdmin(
         tps: req.tps ?? 0,
         window: req.window ?? 10,
         systemType: req.systemType ?? "",
+        costCard: costCard ?? null,
         createdAt: now,
         updatedAt: now,
       });
@@ -256,11 +287,21 @@ export function createCarrierAdmin(
       checkTps(req.tps, problems);
       checkWindow(req.window, problems);
       checkSystemType(req.systemType, problems);
+      // Absent: unchanged; "": cleared.
+      const costCard = req.costCard === undefined ? undefined : await checkCostCard(em, req.costCard, problems);
       if (problems.length > 0) throw fieldErrors(problems);
       const updated = await updateCarrier(
         em,
         current.sid,
-        { name: req.name, kind: req.kind === undefined ? undefined : kind, url: req.url, tps: req.tps, window: req.window, systemType: req.systemType },
+        {
+          name: req.name,
+          kind: req.kind === undefined ? undefined : kind,
+          url: req.url,
+          tps: req.tps,
+          window: req.window,
+          systemType: req.systemType,
+          costCard,
+        },
         deps.clock.now(),
       );
       if (!updated) throw notFound("Carrier", req.carrierSid);

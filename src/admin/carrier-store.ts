@@ -17,6 +17,8 @@ export interface CarrierRecord {
   tps: number;
   window: number;
   systemType: string;
+  /** The rate card of what the operator pays it per segment (docs/billing.md); null: none. */
+  costCard: string | null;
   createdAt: Date;
   updatedAt: Date;
 }
@@ -29,11 +31,12 @@ interface CarrierDbRow {
   tps: number | string;
   submit_window: number;
   system_type: string;
+  cost_card: string | null;
   created_at: Date | string;
   updated_at: Date | string;
 }
 
-const COLUMNS = "sid, name, kind, url, tps, submit_window, system_type, created_at, updated_at";
+const COLUMNS = "sid, name, kind, url, tps, submit_window, system_type, cost_card, created_at, updated_at";
 
 function toRecord(r: CarrierDbRow): CarrierRecord {
   return {
@@ -44,6 +47,7 @@ function toRecord(r: CarrierDbRow): CarrierRecord {
     tps: Number(r.tps),
     window: Number(r.submit_window),
     systemType: r.system_type,
+    costCard: r.cost_card,
     createdAt: new Date(r.created_at),
     updatedAt: new Date(r.updated_at),
   };
@@ -75,7 +79,7 @@ export async function findCarrier(em: EntityManager, sid: string): Promise<Carri
 
 /** Adds a carrier; a name taken already breaks carriers_name_key (409 CarrierExists). */
 export async function insertCarrier(em: EntityManager, c: CarrierRecord): Promise<CarrierRecord> {
-  const rows = await executeBound<CarrierDbRow>(em, `insert into carriers (${COLUMNS}) values (?, ?, ?, ?, ?, ?, ?, ?, ?) returning ${COLUMNS}`, [
+  const rows = await executeBound<CarrierDbRow>(em, `insert into carriers (${COLUMNS}) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) returning ${COLUMNS}`, [
     c.sid,
     c.name,
     c.kind,
@@ -83,25 +87,41 @@ export async function insertCarrier(em: EntityManager, c: CarrierRecord): Promis
     c.tps,
     c.window,
     c.systemType,
+    c.costCard,
     c.createdAt,
     c.updatedAt,
   ]);
   return toRecord(rows[0]!);
 }
 
-/** Changes the given fields of a carrier; null when there is no such carrier. */
+/**
+ * Changes the given fields of a carrier; null when there is no such carrier. `costCard`: undefined
+ * leaves it, null clears it.
+ */
 export async function updateCarrier(
   em: EntityManager,
   sid: string,
-  change: Partial<Pick<CarrierRecord, "name" | "kind" | "url" | "tps" | "window" | "systemType">>,
+  change: Partial<Pick<CarrierRecord, "name" | "kind" | "url" | "tps" | "window" | "systemType" | "costCard">>,
   now: Date,
 ): Promise<CarrierRecord | null> {
   const rows = await executeBound<CarrierDbRow>(
     em,
     `update carriers set name = coalesce(?, name), kind = coalesce(?, kind), url = coalesce(?, url), tps = coalesce(?::double precision, tps),
-            submit_window = coalesce(?::integer, submit_window), system_type = coalesce(?, system_type), updated_at = ?
+            submit_window = coalesce(?::integer, submit_window), system_type = coalesce(?, system_type),
+            cost_card = case when ?::boolean then ?::text else cost_card end, updated_at = ?
       where sid = ? returning ${COLUMNS}`,
-    [change.name ?? null, change.kind ?? null, change.url ?? null, change.tps ?? null, change.window ?? null, change.systemType ?? null, now, sid],
+    [
+      change.name ?? null,
+      change.kind ?? null,
+      change.url ?? null,
+      change.tps ?? null,
+      change.window ?? null,
+      change.systemType ?? null,
+      change.costCard !== undefined,
+      change.costCard ?? null,
+      now,
+      sid,
+    ],
   );
   return rows[0] ? toRecord(rows[0]) : null;
 }

@@ -28,6 +28,7 @@ import { type Clock, unixSeconds } from "../common/clock.js";
 import { apiError, fieldErrors, type FieldProblem, notFound, quoted } from "../common/errors.js";
 import { pageOf } from "../common/paging.js";
 import { parseE164, writeItAs } from "../common/phone.js";
+import { formatMoney } from "../common/money.js";
 import { isSid } from "../common/sid.js";
 import { listLeases } from "../leases/lease-store.js";
 import { MESSAGE_STATUSES, type Message, type MessageStatus } from "../messaging/message.entity.js";
@@ -184,6 +185,8 @@ export function createOperatorViews(deps: {
         replyChain: chain.map(record),
         leaseSid: message.leaseSid ?? "",
         dispatchAttempts: message.attempts,
+        // The operator's alone: MessageRecord (every /v2 answer) has no Cost.
+        cost: message.cost === null || message.cost === undefined ? "" : formatMoney(BigInt(message.cost)),
       });
     },
 

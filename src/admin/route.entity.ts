@@ -1,7 +1,10 @@
 import { defineEntity, p } from "@mikro-orm/core";
 
-/** How a route spreads its messages over its carriers. */
-export const ROUTE_STRATEGIES = ["Failover", "RoundRobin"] as const;
+/**
+ * How a route spreads its messages over its carriers: in order (Failover), evenly (RoundRobin), or
+ * cheapest first by the carriers' CostCard for each message's destination (LeastCost).
+ */
+export const ROUTE_STRATEGIES = ["Failover", "RoundRobin", "LeastCost"] as const;
 /** One of ROUTE_STRATEGIES. */
 export type RouteStrategy = (typeof ROUTE_STRATEGIES)[number];
 

@@ -33,6 +33,7 @@ export async function createConfiguredEngine(
     orm,
     log,
     fallback: carrier,
+    clock: systemClock,
     build: (row) => createCarrierFromRow(row, config, systemClock, { log, shared, network }),
   });
   const mailTransport = config.smtpUrl ? (await import("nodemailer")).createTransport(config.smtpUrl) : undefined;

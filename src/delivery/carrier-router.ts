@@ -4,6 +4,8 @@ import { type Carrier, CarrierError, type CarrierEvents, type CarrierStatusInfo,
 import { NO_ROUTE } from "../common/errors.js";
 import { type CarrierRecord, listCarriers, publicUrl } from "../admin/carrier-store.js";
 import { listRoutes, type RouteRecord } from "../admin/route-store.js";
+import type { Clock } from "../common/clock.js";
+import { type CardRates, type CostQuery, createCostLookup, leastCostOrder } from "./least-cost.js";
 
 /** The name of the environment's carrier (CARRIER, SMPP_URL, KANNEL_*), the one route while the route table is empty. */
 export const DEFAULT_CARRIER_NAME = "default";
@@ -33,6 +35,8 @@ export interface CarrierRouterOptions {
   pollMs?: number;
   /** How often the links' states are looked at, to move waiting submissions off a dropped link, ms (default 100). */
   watchMs?: number;
+  /** The time of a LeastCost lookup outside a dispatcher round (default: the system's). */
+  clock?: Clock;
 }
 
 /** A Carrier that routes each message to one of several carriers by the route table. */
@@ -46,6 +50,8 @@ interface Link {
   sid: string;
   name: string;
   version: string;
+  /** Its CostCard (LeastCost orders by it); null: none. Changed in place: a new card keeps the link open. */
+  costCard: string | null;
   carrier: Carrier;
   started: boolean;
   inFlight: number;
@@ -90,14 +96,21 @@ export function noRouteReason(to: string, accountSid: string | undefined, routeC
 
 /**
  * The carriers to try for one message, in order. Failover: those up, in the route's order.
- * RoundRobin: those up, starting one further along for each message. With none up, the route's
- * first carrier alone: it holds the message until its link comes back (SMPP waits for the bind
+ * RoundRobin: those up, starting one further along for each message. LeastCost: those up, cheapest
+ * first for the message by `costOf` (leastCostOrder: those without a cost last, in the route's
+ * order). With none up, the first of that order alone (Failover, RoundRobin: the route's first;
+ * LeastCost: the cheapest): it holds the message until its link comes back (SMPP waits for the bind
  * within its submit deadline) or refuses it as temporary, and the dispatcher retries it later.
  */
-export function carriersToTry<T>(route: { links: T[]; strategy: RouteRecord["strategy"]; next: number }, up: (l: T) => boolean): T[] {
-  const live = route.links.filter(up);
-  if (live.length === 0) return route.links.slice(0, 1);
-  if (route.strategy === "Failover") return live;
+export function carriersToTry<T>(
+  route: { links: T[]; strategy: RouteRecord["strategy"]; next: number },
+  up: (l: T) => boolean,
+  costOf: (l: T) => bigint | null | undefined = () => null,
+): T[] {
+  const links = route.strategy === "LeastCost" ? leastCostOrder(route.links, costOf) : route.links;
+  const live = links.filter(up);
+  if (live.length === 0) return links.slice(0, 1);
+  if (route.strategy !== "RoundRobin") return live;
   const start = route.next++ % live.length;
   if (route.next >= Number.MAX_SAFE_INTEGER) route.next = 0;
   return [...live.slice(start), ...live.slice(0, start)];
@@ -126,12 +139,32 @@ export function createCarrierRouter(opts: CarrierRouterOptions): CarrierRouter {
   let watch: NodeJS.Timeout | undefined;
   let stopped = true;
   let loading: Promise<void> | undefined;
-  const fallback: Link = newLink(DEFAULT_CARRIER_NAME, DEFAULT_CARRIER_NAME, "", opts.fallback);
+  const fallback: Link = newLink(DEFAULT_CARRIER_NAME, DEFAULT_CARRIER_NAME, "", null, opts.fallback);
   /** Links being closed: stopped once their last submission is answered. */
   const closing = new Set<Link>();
+  const costs = createCostLookup({ orm: opts.orm, log: opts.log });
 
-  function newLink(sid: string, name: string, version: string, carrier: Carrier): Link {
-    return { sid, name, version, carrier, started: false, inFlight: 0, submitted: 0, failed: 0, closing: false, abort: new AbortController(), wasUp: false };
+  function newLink(sid: string, name: string, version: string, costCard: string | null, carrier: Carrier): Link {
+    return {
+      sid,
+      name,
+      version,
+      costCard,
+      carrier,
+      started: false,
+      inFlight: 0,
+      submitted: 0,
+      failed: 0,
+      closing: false,
+      abort: new AbortController(),
+      wasUp: false,
+    };
+  }
+
+  /** The cost cards of a LeastCost route's carriers, each once; none for another strategy. */
+  function costCards(route: CompiledRoute): string[] {
+    if (route.strategy !== "LeastCost") return [];
+    return [...new Set(route.links.flatMap((l) => (l.costCard === null ? [] : [l.costCard])))];
   }
 
   /** The events a link reports through: its segment receipts carry its name. */
@@ -175,11 +208,13 @@ export function createCarrierRouter(opts: CarrierRouterOptions): CarrierRouter {
   async function apply(carriers: CarrierRecord[], table: RouteRecord[]): Promise<void> {
     const next = new Map<string, Link>();
     for (const c of carriers) {
-      // The row's updated_at: a changed carrier gets a new link, the old one closes.
-      const version = c.updatedAt.toISOString();
+      // What the link is made of: a carrier whose connection changed gets a new link, the old one
+      // closes. Its name and CostCard are not: the link stays open when only they change.
+      const version = JSON.stringify([c.kind, c.url, c.tps, c.window, c.systemType]);
       const old = links.get(c.sid);
       if (old && old.version === version && !old.closing) {
         old.name = c.name;
+        old.costCard = c.costCard;
         next.set(c.sid, old);
         continue;
       }
@@ -194,7 +229,7 @@ export function createCarrierRouter(opts: CarrierRouterOptions): CarrierRouter {
         opts.log?.error({ carrier: c.name, kind: c.kind, reason }, "could not open a configured carrier; routes skip it");
         continue;
       }
-      const link = newLink(c.sid, c.name, version, carrier);
+      const link = newLink(c.sid, c.name, version, c.costCard, carrier);
       await startLink(link);
       next.set(c.sid, link);
       opts.log?.info({ carrier: c.name, kind: c.kind }, old ? "carrier changed: its link is opened again" : "carrier link opened");
@@ -227,7 +262,7 @@ export function createCarrierRouter(opts: CarrierRouterOptions): CarrierRouter {
     const em = opts.orm.em.fork();
     const carriers = await listCarriers(em);
     const table = await listRoutes(em);
-    const print = JSON.stringify([carriers.map((c) => [c.sid, c.name, c.updatedAt.getTime()]), table]);
+    const print = JSON.stringify([carriers.map((c) => [c.sid, c.name, c.updatedAt.getTime(), c.costCard]), table]);
     if (print === fingerprint) return;
     await apply(carriers, table);
     fingerprint = print;
@@ -293,7 +328,10 @@ export function createCarrierRouter(opts: CarrierRouterOptions): CarrierRouter {
         const reason = noRouteReason(sms.to, sms.accountSid, routes.length);
         throw new CarrierError(reason, NO_ROUTE, true, reason);
       }
-      const order = carriersToTry(route, isUp);
+      const cards = costCards(route);
+      const rates: CardRates =
+        cards.length === 0 ? new Map() : await costs.take({ messageSid: sms.messageSid, to: sms.to, cards }, opts.clock?.now() ?? new Date());
+      const order = carriersToTry(route, isUp, (l) => (l.costCard === null ? null : rates.get(l.costCard)));
       let last: CarrierError | undefined;
       for (let i = 0; i < order.length; i++) {
         try {
@@ -310,6 +348,16 @@ export function createCarrierRouter(opts: CarrierRouterOptions): CarrierRouter {
         }
       }
       throw last ?? new CarrierError("no carrier of the route", "CarrierUnavailable", false);
+    },
+
+    async prepare(batch, at) {
+      const queries: CostQuery[] = [];
+      for (const sms of batch) {
+        const route = matchRoute(routes, sms.to, sms.accountSid);
+        const cards = route ? costCards(route) : [];
+        if (cards.length > 0) queries.push({ messageSid: sms.messageSid, to: sms.to, cards });
+      }
+      await costs.prepare(queries, at);
     },
 
     capacity(withinMs) {

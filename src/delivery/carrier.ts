@@ -121,6 +121,12 @@ export interface Carrier {
    */
   submit(sms: OutboundSms): Promise<SubmitResult>;
   /**
+   * Called by the dispatcher with a round's messages before it submits them one by one, at the
+   * round's time: a carrier that needs something per message from the database (the router's
+   * LeastCost costs) looks it up for the whole round in one statement. Never throws.
+   */
+  prepare?(batch: readonly OutboundSms[], at: Date): Promise<void>;
+  /**
    * How many messages the carrier can take within `withinMs` (its window and rate, minus what it
    * already queues); the dispatcher claims no more. Absent: no limit but the dispatcher's batch.
    */

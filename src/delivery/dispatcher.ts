@@ -1,6 +1,6 @@
 import type { MikroORM } from "@mikro-orm/sql";
 import type { Logger } from "pino";
-import { type Carrier, CarrierError } from "./carrier.js";
+import { type Carrier, CarrierError, type OutboundSms } from "./carrier.js";
 import type { Clock } from "../common/clock.js";
 import { isDatabaseUnavailable } from "../common/pg-errors.js";
 import { failUnsubmitted, recordSubmissions, type Submission } from "./receipts.js";
@@ -130,19 +130,22 @@ export function createDispatcher(opts: DispatcherOptions): Dispatcher {
   /** Messages this dispatcher holds for the carrier's report, and when each wait ends. */
   const holds = new Map<string, Date>();
 
+  /** The SMS the carrier gets for a claimed message. */
+  const outbound = (row: ClaimedRow): OutboundSms => ({
+    messageSid: row.sid,
+    from: row.sender,
+    to: row.recipient,
+    text: row.text,
+    deliveryReceipt: row.delivery_receipt,
+    accountSid: row.account_sid,
+  });
+
   /** Hands one message to the carrier: its reference, or undefined when the carrier refused it (already handled). */
-  async function submitOne(row: ClaimedRow): Promise<(Submission & { segmentIds?: string[]; startedAt?: Date }) | undefined> {
+  async function submitOne(row: ClaimedRow, sms: OutboundSms): Promise<(Submission & { segmentIds?: string[]; startedAt?: Date }) | undefined> {
     // Before the carrier writes anything: no receipt heard earlier can be for this submission's ids.
     const startedAt = opts.clock.now();
     try {
-      const { carrierRef, segmentIds, carrier } = await opts.carrier.submit({
-        messageSid: row.sid,
-        from: row.sender,
-        to: row.recipient,
-        text: row.text,
-        deliveryReceipt: row.delivery_receipt,
-        accountSid: row.account_sid,
-      });
+      const { carrierRef, segmentIds, carrier } = await opts.carrier.submit(sms);
       return { messageSid: row.sid, carrierRef, segmentIds, carrier, at: opts.clock.now(), startedAt };
     } catch (err) {
       await carrierRefused(opts.orm.em.fork(), row, err);
@@ -466,7 +469,11 @@ export function createDispatcher(opts: DispatcherOptions): Dispatcher {
       for (let i = 0; i < rows.length; i += batchSize) {
         // allSettled: a refusal that could not be recorded (database down) must not keep the
         // carrier's acceptances of the same round from being recorded.
-        const outcomes = await Promise.allSettled(rows.slice(i, i + batchSize).map((r) => submitOne(r)));
+        const round = rows.slice(i, i + batchSize);
+        const sms = round.map(outbound);
+        // What the carrier looks up for the whole round (the router's LeastCost costs: one statement).
+        await opts.carrier.prepare?.(sms, now);
+        const outcomes = await Promise.allSettled(round.map((r, j) => submitOne(r, sms[j])));
         await recordSubmitted(outcomes.flatMap((o) => (o.status === "fulfilled" && o.value ? [o.value] : [])));
         const failed = outcomes.find((o) => o.status === "rejected");
         if (failed) throw failed.reason;

@@ -43,6 +43,7 @@ describe("carriers", () => {
       Tps: 25.5,
       Window: 10,
       Link: "-",
+      CostCard: "",
     });
     expect(r.raw).not.toContain("s3cret-pw");
   });
@@ -128,6 +129,7 @@ describe("routes", () => {
       Routes: [
         { Prefix: "+61", AccountSid: account, Carriers: [b], Strategy: "Failover" },
         { Prefix: "+61", Carriers: [a, b], Strategy: "RoundRobin" },
+        { Prefix: "+64", Carriers: [b, a], Strategy: "LeastCost" },
         { Carriers: [a], Strategy: "Failover" },
       ],
     };
@@ -156,6 +158,17 @@ describe("routes", () => {
       expect([r.status, r.body.ErrorCode, r.body.Errors.map((e: any) => e.FieldName)], JSON.stringify(route)).toEqual([400, code, [field]]);
     }
     expect((await call("GET", "/admin/v1/Routes")).body).toEqual(before);
+  });
+
+  it("names the strategies it takes when refusing one: Failover, RoundRobin or LeastCost, exactly", async () => {
+    for (const [strategy, message] of [
+      ["Random", 'Routes[0].Strategy must be Failover, RoundRobin or LeastCost; got "Random".'],
+      ["leastcost", 'Routes[0].Strategy must be Failover, RoundRobin or LeastCost; got "leastcost".'],
+      ["", "Routes[0].Strategy is required: Failover, RoundRobin or LeastCost."],
+    ]) {
+      const r = await call("PUT", "/admin/v1/Routes", { Routes: [{ Carriers: [a], Strategy: strategy }] });
+      expect([r.status, r.body.Errors.map((e: any) => e.Message)]).toEqual([400, [message]]);
+    }
   });
 
   it("removes only a carrier no route names: 409 CarrierInUse, 404 for an unknown one", async () => {

@@ -358,16 +358,26 @@ describe("errors", () => {
         Tps: 0,
         Window: 5,
         Link: "-",
+        CostCard: "",
         // The route table is empty: the default route still takes every message (issue 41).
         Warning: expect.stringMatching(
           /^The route table is empty: the environment's carrier \(the default route\) keeps taking every message and cli-smsc gets none/,
         ),
       });
+      // Its cost card (issue 43): --cost-card names a rate card, "" clears it, an unknown one is refused naming CostCard.
+      await ok(["replace-rate-card", "cli-cost", "--json", '{"Rates":[{"Prefix":"+61","PricePerSegment":"0.012"}]}']);
+      expect((await ok(["update-carrier", added.CarrierSid, "--cost-card", "cli-cost"])).CostCard).toBe("cli-cost");
+      const unknownCard = await fails(["update-carrier", added.CarrierSid, "--cost-card", "nope"]);
+      expect([unknownCard.code, unknownCard.status.Errors]).toEqual([
+        1,
+        [{ FieldName: "CostCard", ErrorCode: "InvalidParameter", Message: 'CostCard "nope" is not a rate card.' }],
+      ]);
+      expect((await ok(["update-carrier", added.CarrierSid, "--cost-card", ""])).CostCard).toBe("");
       const listed = await ok(["list-carriers"]);
       expect(listed.Carriers.map((c: any) => c.Name)).toContain("cli-smsc");
       expect(JSON.stringify(listed)).not.toContain("hunter2");
       const file = join(scratch, "routes.json");
-      const table = { Routes: [{ Prefix: "+61", Carriers: [added.CarrierSid], Strategy: "Failover" }] };
+      const table = { Routes: [{ Prefix: "+61", Carriers: [added.CarrierSid], Strategy: "LeastCost" }] };
       writeFileSync(file, JSON.stringify(table));
       expect(await ok(["replace-routes", "--json-file", "routes.json"])).toEqual(table);
       expect(await ok(["get-routes"])).toEqual(table);

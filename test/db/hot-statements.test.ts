@@ -151,6 +151,16 @@ describe(`hot statements (${dbKind()})`, () => {
     });
   }
 
+  it("sb_record_submissions finds each carrier's CostCard by carriers_name_key and its rate through rates_pkey (issue 43)", async () => {
+    const nodes = await functionPlan(
+      "sb_record_submissions",
+      "text[], text[], timestamptz[], text[]",
+      "array['MG1', 'MG2'], array['r1', 'r2'], array[now(), now()], array['A', 'B']",
+    );
+    const scans = nodes.filter((n) => n["Relation Name"] === "carriers" || n["Relation Name"] === "rates").map((n) => `${n["Node Type"]} ${n["Index Name"]}`);
+    expect(new Set(scans)).toEqual(new Set(["Index Scan carriers_name_key", "Index Scan rates_pkey"]));
+  });
+
   it("a send batch's facts (sb_send_facts) are looked up through an index: no sequential scan, no hash or merge join", async () => {
     const nodes = await functionPlan(
       "sb_send_facts",

@@ -85,6 +85,7 @@ describe("the carrier router", () => {
         tps: 0,
         window: 10,
         systemType: "",
+        costCard: null,
         createdAt: now,
         updatedAt: now,
       };
@@ -169,6 +170,7 @@ describe("the carrier router", () => {
       tps: 0,
       window: 10,
       systemType: "",
+      costCard: null,
       createdAt: now,
       updatedAt: now,
     }));

@@ -173,6 +173,7 @@ describe("several carriers: routes, Failover, RoundRobin against two Net::SMPP S
       Tps: 0,
       Window: 10,
       Link: expect.stringMatching(/^(Connecting|Bound)$/),
+      CostCard: "",
       // No route yet: the default route still takes every message (issue 41).
       Warning: expect.stringMatching(/^The route table is empty: the environment's carrier \(the default route\) keeps taking every message and A gets none/),
     });

@@ -399,8 +399,25 @@ describe.skipIf(without("chromium"))(`the operator console in headless Chromium 
         "+61",
       ]),
     );
+    // A carrier's cost card (issue 43): a select of the rate cards, saved on change; "None" clears it.
+    const put = await api("PUT", "/admin/v1/RateCards/sim-cost", `Bearer ${ADMIN_TOKEN}`, { Rates: [{ Prefix: "+61", PricePerSegment: "0.012" }] });
+    expect(put.statusCode, put.body).toBe(200);
+    await page.reload();
+    await page.getByRole("heading", { level: 2, name: "Carriers and routes" }).waitFor();
+    const costCard = page.getByLabel("Cost card of sim-a", { exact: true });
+    await costCard.selectOption("sim-cost");
+    await announced("Carrier sim-a costs by rate card sim-cost now.");
+    const costOf = async () =>
+      ((await api("GET", "/admin/v1/Carriers", `Bearer ${ADMIN_TOKEN}`)).json().Carriers as { Name: string; CostCard: string }[]).find(
+        (c) => c.Name === "sim-a",
+      )!.CostCard;
+    expect(await costOf()).toBe("sim-cost");
+    expect(await route(1).getByLabel("Strategy", { exact: true }).locator("option").allInnerTexts()).toContain("LeastCost (the cheapest up by CostCard)");
     await checkAccessibility("carriers");
     await shoot("carriers");
+    await costCard.selectOption("");
+    await announced("Carrier sim-a has no cost card now.");
+    expect(await costOf()).toBe("");
   }, 60_000);
 
   it("fits a phone's screen", async () => {

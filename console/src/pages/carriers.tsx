@@ -1,6 +1,7 @@
-// Carriers and routes: each carrier with its link, a new carrier, and the route table edited as a
-// form (route-form.tsx) and saved whole (ReplaceRoutes replaces it at once, as the CLI's
-// --json-file does).
+// Carriers and routes: each carrier with its link and CostCard (changed in place: UpdateCarrier), a
+// new carrier, and the route table edited as a form (route-form.tsx) and saved whole
+// (ReplaceRoutes replaces it at once, as the CLI's --json-file does).
+import type { Carrier } from "../../../gen/switchboard/admin/v1/admin_pb.js";
 import { admin } from "../api";
 import { LoadState, PageHeading, StatusLine, TableWrap, useAction, useLoad } from "../ui";
 import { RouteForm } from "./route-form";
@@ -9,9 +10,48 @@ function formValue(form: FormData, name: string): string {
   return String(form.get(name) ?? "").trim();
 }
 
+/** The rate cards a carrier's CostCard may name ("": none). */
+function CostCardOptions(props: { cards: string[] }) {
+  return (
+    <>
+      <option value="">None</option>
+      {props.cards.map((c) => (
+        <option key={c} value={c}>
+          {c}
+        </option>
+      ))}
+    </>
+  );
+}
+
+/** A carrier's CostCard as a select of the rate cards, saved on change (UpdateCarrier; "" clears it). */
+function CostCardCell(props: { carrier: Carrier; cards: string[]; onSaved: () => void }) {
+  const action = useAction();
+  const c = props.carrier;
+  // A card the list does not hold (past its first page) still shows as the current value.
+  const cards = c.costCard === "" || props.cards.includes(c.costCard) ? props.cards : [...props.cards, c.costCard];
+  const save = async (costCard: string) => {
+    const ok = await action.run(
+      () => admin.updateCarrier({ carrierSid: c.carrierSid, costCard }),
+      costCard === "" ? `Carrier ${c.name} has no cost card now.` : `Carrier ${c.name} costs by rate card ${costCard} now.`,
+    );
+    if (ok) props.onSaved();
+  };
+  return (
+    <td>
+      <select aria-label={`Cost card of ${c.name}`} value={c.costCard} onChange={(e) => void save(e.currentTarget.value)}>
+        <CostCardOptions cards={cards} />
+      </select>
+      <StatusLine status={action.status} />
+    </td>
+  );
+}
+
 export function Carriers() {
   const carriers = useLoad(() => admin.listCarriers({}), "carriers");
   const routes = useLoad(() => admin.getRoutes({}), "routes");
+  const rateCards = useLoad(() => admin.listRateCards({ resultsCount: 1000 }), "rate-cards");
+  const cardNames = rateCards.data?.rateCards.map((c) => c.name) ?? [];
   const action = useAction();
   const add = async (e: Event) => {
     e.preventDefault();
@@ -27,6 +67,7 @@ export function Carriers() {
           url: formValue(f, "url"),
           tps: tps === "" ? undefined : Number(tps),
           window: win === "" ? undefined : Number(win),
+          costCard: formValue(f, "costCard") || undefined,
         }),
       `Carrier ${formValue(f, "name")} is added.`,
     );
@@ -53,6 +94,7 @@ export function Carriers() {
                   <th scope="col">Kind</th>
                   <th scope="col">Url</th>
                   <th scope="col">Link</th>
+                  <th scope="col">Cost card</th>
                 </tr>
               </thead>
               <tbody>
@@ -63,6 +105,7 @@ export function Carriers() {
                     <td>{c.kind}</td>
                     <td>{c.url}</td>
                     <td>{c.link === "-" ? "no standing link" : c.link}</td>
+                    <CostCardCell carrier={c} cards={cardNames} onSaved={carriers.reload} />
                   </tr>
                 ))}
               </tbody>
@@ -85,13 +128,17 @@ export function Carriers() {
         <input id="c-tps" name="tps" type="number" min={0} step="any" />
         <label for="c-window">SMPP window, 1 to 1000 (empty: 10)</label>
         <input id="c-window" name="window" type="number" min={1} max={1000} />
+        <label for="c-cost-card">Cost card: the rate card of what this carrier costs per segment (LeastCost routes by it; none: no cost known)</label>
+        <select id="c-cost-card" name="costCard">
+          <CostCardOptions cards={cardNames} />
+        </select>
         <button type="submit">Add carrier</button>
         <StatusLine status={action.status} />
       </form>
       <h3>Route table</h3>
       <p>
-        In order: the first route whose Prefix and AccountSid match a message carries it. Each route names its carriers in order, with Strategy Failover or
-        RoundRobin. Save replaces the whole table.
+        In order: the first route whose Prefix and AccountSid match a message carries it. Each route names its carriers in order, with Strategy Failover,
+        RoundRobin or LeastCost (the cheapest carrier up for each message, by the carriers' cost cards). Save replaces the whole table.
       </p>
       {routes.data && carriers.data && carriers.data.carriers.length > 0 && routes.data.routes.length === 0 && (
         <p role="note">

@@ -32,6 +32,8 @@ export function MessagePage(props: { sid: string }) {
                 ["Text", m.redacted ? "(redacted)" : m.text],
                 ["Segments", `${m.numSegments} (${m.encoding})`],
                 ["Carrier", m.carrier],
+                // What the operator pays the carrier for it (its CostCard at hand-over); never on /v2.
+                ["Carrier cost", t.data.cost && `${t.data.cost} ${m.priceUnit}`],
                 ["Error", [m.errorCode, m.carrierError].filter(Boolean).join(": ")],
                 ["Created", when(m.created)],
                 ["Submitted", when(m.submitted)],

@@ -8,7 +8,12 @@ import type { Carrier, Route } from "../../../gen/switchboard/admin/v1/admin_pb.
 import { admin, fieldProblemsOf, isSignedOut, messageOf } from "../api";
 import { onSignedOut } from "../ui";
 
-const STRATEGIES = ["Failover", "RoundRobin"] as const;
+const STRATEGIES = ["Failover", "RoundRobin", "LeastCost"] as const;
+const STRATEGY_LABELS: Record<(typeof STRATEGIES)[number], string> = {
+  Failover: "Failover (the first carrier up)",
+  RoundRobin: "RoundRobin (spread over those up)",
+  LeastCost: "LeastCost (the cheapest up by CostCard)",
+};
 
 interface Row {
   key: number;
@@ -115,7 +120,7 @@ export function RouteForm(props: { routes: Route[]; carriers: Carrier[]; onSaved
                 <select id={id("strategy")} value={r.strategy} onChange={(e) => update(i, { strategy: e.currentTarget.value })} {...strategy.attrs}>
                   {STRATEGIES.map((s) => (
                     <option key={s} value={s}>
-                      {s === "Failover" ? "Failover (the first carrier up)" : "RoundRobin (spread over those up)"}
+                      {STRATEGY_LABELS[s]}
                     </option>
                   ))}
                 </select>
