@@ -241,7 +241,7 @@ describe.skipIf(without("chromium"))(`the console's billing pages in headless Ch
     expect(await page.getByTestId("usage-legend").locator("li").allInnerTexts()).toStrictEqual([
       "Price: 0.4025 AUD in the days",
       "Cost: 0.00 AUD in the days",
-      "Margin: 0.4025 AUD in the days",
+      "Margin (dashed): 0.4025 AUD in the days",
     ]);
     const byAccount = [
       [priced.accountSid, "6", "7", "0.4025", "0.00", "0.4025"],

@@ -10,11 +10,15 @@ import { admin } from "../api";
 import { microsOf, sumAmounts } from "../money";
 import { LoadState, PageHeading, TableWrap, useLoad } from "../ui";
 
+// Margin is dashed: where nothing cost anything it equals Price, and would hide it.
 const SERIES = [
-  { key: "price", label: "Price", stroke: "#1f5fa8" },
-  { key: "cost", label: "Cost", stroke: "#b3261e" },
-  { key: "margin", label: "Margin", stroke: "#1b7a3d" },
+  { key: "price", label: "Price", stroke: "#1f5fa8", dash: undefined },
+  { key: "cost", label: "Cost", stroke: "#b3261e", dash: undefined },
+  { key: "margin", label: "Margin", stroke: "#1b7a3d", dash: [8, 5] },
 ] as const;
+
+/** The x axis's steps: whole days, a week, four weeks (never hours: each point is a day). */
+const DAY_STEPS = [1, 2, 7, 14, 28, 56, 91].map((n) => n * 86_400);
 
 const DAY_MS = 86_400_000;
 
@@ -58,8 +62,11 @@ function DayChart(props: { days: string[]; rows: OperatorUsageRow[]; unit: strin
         legend: { show: false },
         // Days are UTC days: the axis says them in UTC, whatever the browser's zone.
         tzDate: (ts) => uPlot.tzDate(new Date(ts * 1000), "Etc/UTC"),
-        series: [{}, ...SERIES.map((s) => ({ label: s.label, stroke: s.stroke, width: 2, points: { show: true } }))],
-        axes: [{}, { label: `${props.unit} per day` }],
+        series: [{}, ...SERIES.map((s) => ({ label: s.label, stroke: s.stroke, width: 2, dash: s.dash ? [...s.dash] : undefined, points: { show: true } }))],
+        axes: [
+          { incrs: DAY_STEPS, space: 70, values: (_u: uPlot, splits: number[]) => splits.map((t) => dayOf(t * 1000)) },
+          { label: `${props.unit} per day` },
+        ],
       },
       data,
       box.current,
@@ -86,7 +93,8 @@ function DayChart(props: { days: string[]; rows: OperatorUsageRow[]; unit: strin
           {SERIES.map((s) => (
             <li key={s.key}>
               <span class="swatch" style={{ background: s.stroke }} aria-hidden="true" />
-              {s.label}: {total(s.key)} {props.unit} in the days
+              {s.label}
+              {s.dash ? " (dashed)" : ""}: {total(s.key)} {props.unit} in the days
             </li>
           ))}
         </ul>
