@@ -60,6 +60,8 @@ function DayChart(props: { days: string[]; rows: OperatorUsageRow[]; unit: strin
         width: width(),
         height: 260,
         legend: { show: false },
+        // Room on the right for the last day's label, centred under its point.
+        padding: [16, 48, 0, 0],
         // Days are UTC days: the axis says them in UTC, whatever the browser's zone.
         tzDate: (ts) => uPlot.tzDate(new Date(ts * 1000), "Etc/UTC"),
         series: [{}, ...SERIES.map((s) => ({ label: s.label, stroke: s.stroke, width: 2, dash: s.dash ? [...s.dash] : undefined, points: { show: true } }))],
