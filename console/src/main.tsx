@@ -12,6 +12,7 @@ import { SenderIds } from "./pages/sender-ids";
 import { Numbers } from "./pages/numbers";
 import { Accounts } from "./pages/accounts";
 import { Carriers } from "./pages/carriers";
+import { Usage } from "./pages/usage";
 import "uplot/dist/uPlot.min.css";
 import "./style.css";
 
@@ -22,6 +23,7 @@ const PAGES = [
   { path: "sender-ids", title: "Sender IDs" },
   { path: "numbers", title: "Numbers" },
   { path: "accounts", title: "Accounts" },
+  { path: "usage", title: "Usage" },
   { path: "carriers", title: "Carriers and routes" },
 ] as const;
 
@@ -84,6 +86,8 @@ function Page(props: { parts: string[] }) {
       return <Numbers />;
     case "accounts":
       return <Accounts selected={arg} />;
+    case "usage":
+      return <Usage accountSid={arg} />;
     case "carriers":
       return <Carriers />;
     default:

@@ -1,20 +1,23 @@
 /**
  * The operator's side of an account's billing (docs/billing.md): its RateCard, BillingMode and
  * CreditLimit as CreateAccount and UpdateAccount take them, and AdminService's AddBalanceEntry
- * (top-ups and adjustments). Every bad value is a 400 naming its field, all of them at once;
+ * (top-ups and adjustments) and ListBalanceEntries (any account's ledger, for the console). Every bad value is a 400 naming its field, all of them at once;
  * the ledger's statements are in billing/balance-store.ts.
  */
+import { create } from "@bufbuild/protobuf";
 import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import type { EntityManager } from "@mikro-orm/sql";
-import type { AddBalanceEntryRequest, AdminService } from "../../gen/switchboard/admin/v1/admin_pb.js";
+import type { AddBalanceEntryRequest, AdminService, ListBalanceEntriesRequest } from "../../gen/switchboard/admin/v1/admin_pb.js";
+import { ListBalanceEntriesResponseSchema } from "../../gen/switchboard/v2/billing_pb.js";
 import { type Account, BILLING_MODES, type BillingMode } from "../accounts/account.entity.js";
-import { addBalanceEntry } from "../billing/balance-store.js";
+import { addBalanceEntry, listBalanceEntries } from "../billing/balance-store.js";
 import { toBalanceEntryPb } from "../billing/billing-service.js";
 import { findRateCard } from "../billing/rate-card-store.js";
 import { cardNameProblem } from "../billing/rate-rules.js";
 import type { Clock } from "../common/clock.js";
 import { fieldErrors, type FieldProblem, quoted } from "../common/errors.js";
 import { formatMoney, inRange, MAX_MICROS, moneyOrProblem } from "../common/money.js";
+import { pageOf } from "../common/paging.js";
 import { findAccount } from "./admin-lists.js";
 
 /** The billing fields of CreateAccountRequest and UpdateAccountRequest (omitted: unchanged, or the default on create). */
@@ -111,9 +114,26 @@ function checkEntry(req: AddBalanceEntryRequest): { type: EntryType; amount: big
   return { type, amount, reference };
 }
 
-/** Creates AdminService's AddBalanceEntry; `em` gives the request's EntityManager once the caller is known to be the operator. */
-export function createBalanceAdmin(deps: { clock: Clock; em(ctx: HandlerContext): EntityManager }): Pick<ServiceImpl<typeof AdminService>, "addBalanceEntry"> {
+/**
+ * Creates AdminService's AddBalanceEntry and ListBalanceEntries; `em` gives the request's
+ * EntityManager once the caller is known to be the operator; `currency` is BILLING_CURRENCY.
+ */
+export function createBalanceAdmin(deps: {
+  clock: Clock;
+  currency: string;
+  em(ctx: HandlerContext): EntityManager;
+}): Pick<ServiceImpl<typeof AdminService>, "addBalanceEntry" | "listBalanceEntries"> {
   return {
+    async listBalanceEntries(req: ListBalanceEntriesRequest, ctx: HandlerContext) {
+      const em = deps.em(ctx);
+      const account = await findAccount(em, req.accountSid);
+      const page = pageOf(req);
+      if (page.problems.length > 0) throw fieldErrors(page.problems);
+      // The account's own read (/v2) with the same statement: one answer shape on both sides.
+      const { entries, total } = await listBalanceEntries(em, account.sid, page.limit, page.offset);
+      return create(ListBalanceEntriesResponseSchema, { balanceEntries: entries.map(toBalanceEntryPb), totalCount: total, priceUnit: deps.currency });
+    },
+
     async addBalanceEntry(req: AddBalanceEntryRequest, ctx: HandlerContext) {
       const em = deps.em(ctx);
       const account = await findAccount(em, req.accountSid);

@@ -172,7 +172,7 @@ export function createAdminService(
     ...createSenderIdReview({ em: requireAdmin }),
     ...createCarrierAdmin({ clock: deps.clock, em: requireAdmin, carrierLinks: deps.carrierLinks, routingChanged: deps.routingChanged }),
     ...createRateCardAdmin({ clock: deps.clock, em: requireAdmin }),
-    ...createBalanceAdmin({ clock: deps.clock, em: requireAdmin }),
+    ...createBalanceAdmin({ clock: deps.clock, currency, em: requireAdmin }),
 
     async getCarrierStatus(_req: unknown, ctx: HandlerContext) {
       requireAdmin(ctx);

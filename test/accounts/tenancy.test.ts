@@ -315,16 +315,16 @@ describe("tenant isolation matrix", () => {
   /** Both directions: A attacks B, B attacks A. */
   const allCells = () => (memo ??= [...matrix(a, b), ...matrix(b, a)]);
 
-  it("is generated from every route and method: 43 cells per direction for the 18 account methods, 38 operator cells", () => {
+  it("is generated from every route and method: 43 cells per direction for the 18 account methods, 39 operator cells", () => {
     const ab = matrix(a, b);
     const ba = matrix(b, a);
-    expect(methods).toHaveLength(59);
+    expect(methods).toHaveLength(60);
     expect(ab.filter((c) => !isOperatorService(c.method.service))).toHaveLength(43);
-    expect(ab.filter((c) => isOperatorService(c.method.service))).toHaveLength(38);
+    expect(ab.filter((c) => isOperatorService(c.method.service))).toHaveLength(39);
     // Every method appears, each account method with each resource field it has.
     expect(new Set(ab.map((c) => c.method.name))).toStrictEqual(new Set(methods.map((m) => m.name)));
     expect(ba).toHaveLength(ab.length);
-    expect(allCells().length * TRANSPORTS.length).toBe(810);
+    expect(allCells().length * TRANSPORTS.length).toBe(820);
   });
 
   it("every cell on every transport is refused as documented, shows nothing of the other tenant's, and writes nothing", async () => {
@@ -343,7 +343,7 @@ describe("tenant isolation matrix", () => {
       }
     }
     expect(failures).toStrictEqual([]);
-    expect(attempts).toBe(810);
+    expect(attempts).toBe(820);
     expect(await dbRows(t.db.orm)).toStrictEqual(rowsBefore);
     console.log(
       `[tenancy] isolation matrix (${dbKind()}): ${cells.length} cells × ${TRANSPORTS.length} transports = ${attempts} attempts, all refused as documented, database unchanged`,

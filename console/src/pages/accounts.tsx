@@ -1,9 +1,11 @@
 // Accounts: the list and a new account; one account's SMS switch, token rotation (the new token
-// shown once), properties, settings (REST compatibility, limits, opt-out texts and keywords, allowed
-// countries, retention and redaction) and its opt-out list.
+// shown once), billing (account-billing.tsx: balance, ledger, top-ups), properties, settings (REST
+// compatibility, limits, opt-out texts and keywords, allowed countries, retention and redaction)
+// and its opt-out list.
 import { useState } from "preact/hooks";
 import type { Account } from "../../../gen/switchboard/admin/v1/admin_pb.js";
 import { admin } from "../api";
+import { AccountBilling } from "./account-billing";
 import { LoadState, PageHeading, StatusLine, TableWrap, useAction, useLoad, when } from "../ui";
 
 function formValue(e: Event, name: string): string {
@@ -234,6 +236,7 @@ function AccountDetail(props: { sid: string }) {
               </p>
             </div>
           )}
+          <AccountBilling account={a} onChanged={account.reload} />
           <h3>Properties</h3>
           <LoadState loading={properties.loading} error={properties.error} />
           {properties.data && (
