@@ -2,8 +2,9 @@
  * Refunds of what never reaches a carrier (docs/billing.md#the-charge-on-the-send), end to end
  * through the app, the dispatcher (ticked by hand on a manual clock) and the carrier router with a
  * real route table: canceled, NoRoute (no route takes the destination), QueueTimeout, SmsNotEnabled
- * after a disable, a STOP after the dispatcher took the message (waiting for a carrier's retry), a
- * carrier's refusal at submission and the retry window over. Each: the message's final status and
+ * after a disable, a STOP after the dispatcher took the message (waiting for a carrier's retry, or
+ * during the submission the carrier then refused for now), a carrier's refusal at submission and
+ * the retry window over. Each: the message's final status and
  * ErrorCode, exactly one Refund of exactly its price with its Sid, the balance back to the
  * micro-unit and equal to its ledger; a second attempt (the dispatcher again, a cancel after the
  * failure, the final state applied again) refunds nothing more. And a cancel racing the
@@ -15,6 +16,7 @@ import { createSimulatorCarrier } from "../../src/carriers/simulator.js";
 import { ManualClock } from "../../src/common/clock.js";
 import { formatMoney } from "../../src/common/money.js";
 import { executeBound } from "../../src/db/bound-sql.js";
+import type { OutboundSms } from "../../src/delivery/carrier.js";
 import { createCarrierRouter, type CarrierRouter } from "../../src/delivery/carrier-router.js";
 import { failUnsubmitted } from "../../src/delivery/receipts.js";
 import { createTestOrm, dbKind, type TestOrm } from "../support/db.js";
@@ -36,12 +38,18 @@ describe(`refunds of what never reaches a carrier (${dbKind()})`, () => {
   let router: CarrierRouter;
   const clock = new ManualClock(T0);
   const op = { authorization: `Bearer ${ADMIN_TOKEN}` };
+  let duringSubmit: ((sms: OutboundSms) => Promise<void>) | undefined;
 
   beforeAll(async () => {
     db = await createTestOrm();
     const sim = () => createSimulatorCarrier({ clock, reportDelayMs: 0 });
     router = createCarrierRouter({ orm: db.orm, fallback: sim(), build: async () => sim(), pollMs: 60_000 });
-    t = await createTestApp({ db, clock, carrier: router, engine: true, config: { sendRateLimit: 0 } });
+    // The router, with a moment inside each submission (while the dispatcher holds the message) for a test's own step.
+    const hooked = new Proxy(router, {
+      get: (target, name) =>
+        name === "submit" ? async (sms: OutboundSms) => (await duringSubmit?.(sms), target.submit(sms)) : Reflect.get(target, name, target),
+    });
+    t = await createTestApp({ db, clock, carrier: hooked, engine: true, config: { sendRateLimit: 0 } });
     const card = await t.app.inject({
       method: "PUT",
       url: "/admin/v1/RateCards/retail",
@@ -238,6 +246,34 @@ describe(`refunds of what never reaches a carrier (${dbKind()})`, () => {
     await failAgain(sid, "RecipientOptedOut");
     expect(await refunds(tn)).toEqual([[sid, "0.012345"]]);
     expect(await balance(tn)).toBe("1.00");
+  });
+
+  it("a STOP while the dispatcher holds the message, then the carrier refuses it for now: RecipientOptedOut at dispatch, refunded once, not retried", async () => {
+    const tn = await prepaid();
+    const sid = await send(tn, { To: UNAVAILABLE });
+    // The STOP comes during the submission: the message is claimed, so the STOP passes it by.
+    duringSubmit = async (sms) => {
+      duringSubmit = undefined;
+      const stop = await t.app.inject({
+        method: "POST",
+        url: `/v2/Accounts/${tn.accountSid}/OptOuts`,
+        headers: { authorization: tn.auth },
+        payload: { Number: sms.to },
+      });
+      expect(stop.statusCode, stop.body).toBe(200);
+      expect(await record(tn, sid)).toMatchObject({ Status: "Processing" });
+      expect(await refunds(tn)).toEqual([]);
+    };
+    await dispatch();
+    expect(duringSubmit).toBeUndefined();
+    expect(await record(tn, sid)).toMatchObject({ Status: "Failed", ErrorCode: "RecipientOptedOut", Submitted: 0 });
+    expect(await refunds(tn)).toEqual([[sid, "0.012345"]]);
+    expect(await balance(tn)).toBe("1.00");
+    clock.advance(5000);
+    await dispatch();
+    expect(await record(tn, sid)).toMatchObject({ Status: "Failed", ErrorCode: "RecipientOptedOut", Submitted: 0 });
+    await failAgain(sid, "RecipientOptedOut");
+    expect(await refunds(tn)).toEqual([[sid, "0.012345"]]);
   });
 
   it("a carrier's refusal at submission, and the retry window over: refunded once each", async () => {
