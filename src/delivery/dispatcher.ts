@@ -21,6 +21,8 @@ import type { SharedAllowance } from "../limits/shared-allowance.js";
 import { createPacing } from "./dispatch-pacing.js";
 import type { DestinationConfig } from "../config.js";
 import { destinationPolicy, storedDestinationRefusal } from "../messaging/destination-rules.js";
+import { optedOutAmong } from "../optouts/opt-out-store.js";
+import { answerSids } from "../optouts/answer-cap-store.js";
 
 /** Without the deployment's destination settings, only the accounts' own AllowedCountries are checked again at dispatch. */
 const ACCOUNTS_ONLY: DestinationConfig = { defaultAllowedCountries: [], blockedPrefixes: [], allowPremium: true };
@@ -249,11 +251,23 @@ export function createDispatcher(opts: DispatcherOptions): Dispatcher {
       await em.transactional((tx) =>
         failUnsubmitted(tx, [{ messageSid: row.sid, status: "Failed", errorCode: carrierErr.errorCode, carrierError: carrierErr.carrierError, at: now, now }]),
       );
+    } else if (await optedOutWhileHeld(em, row)) {
+      // A STOP that came while this dispatcher held the message passed it by (it was on its way to
+      // the carrier); the carrier did not take it, so it is not retried: failed, its charge refunded.
+      await em.transactional((tx) =>
+        failUnsubmitted(tx, [{ messageSid: row.sid, status: "Failed", errorCode: "RecipientOptedOut", carrierError: carrierErr.carrierError, at: now, now }]),
+      );
     } else {
       const retryAt = new Date(now.getTime() + carrierBackoffMs(row.attempts));
       opts.log?.info({ messageSid: row.sid, errorCode: carrierErr.errorCode, retryAt }, "carrier refused for now; will retry");
       await scheduleRetry(em, row.sid, retryAt, carrierErr.errorCode);
     }
+  }
+
+  /** Whether the message's recipient opted out of its account (and it is not one of the answers an opt-out spares: optouts/opt-out.ts). */
+  async function optedOutWhileHeld(em: ReturnType<MikroORM["em"]["fork"]>, row: ClaimedRow): Promise<boolean> {
+    if ((await optedOutAmong(em, row.account_sid, [row.recipient])).size === 0) return false;
+    return !(await answerSids(em, row.account_sid, row.recipient)).includes(row.sid);
   }
 
   /**

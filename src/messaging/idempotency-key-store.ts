@@ -93,3 +93,36 @@ export async function deleteBatchKeysBefore(tx: Em, accountSid: string, before: 
   );
   return rows.length;
 }
+
+/** An Idempotency-Key as stored, with the message it answers (the facts statement's key facts; a batch's key has none). */
+export interface MessageKeyRow {
+  account_sid: string;
+  key: string;
+  key_hash: string | null;
+  m_sid: string | null;
+  m_account_sid: string | null;
+  m_property_sid: string | null;
+  m_sender: string | null;
+  m_recipient: string | null;
+  m_text: string | null;
+}
+
+/**
+ * The keys of these (account, key) pairs stored now and created after `expireBefore`, each with
+ * its message (none for a batch's key): read again for keyed sends refused for funds (send-charge.ts), whose key a
+ * concurrent transaction committed while their charge waited for its balance row.
+ */
+export async function findMessageKeys(tx: Em, keys: { accountSid: string; key: string }[], expireBefore: Date): Promise<MessageKeyRow[]> {
+  if (keys.length === 0) return [];
+  return executeBound<MessageKeyRow>(
+    tx,
+    `select k.account_sid::text as account_sid, k.key::text as key, k.request_hash::text as key_hash, m.sid::text as m_sid,
+            m.account_sid::text as m_account_sid, m.property_sid::text as m_property_sid, m.sender::text as m_sender,
+            m.recipient::text as m_recipient, m.text as m_text
+       from unnest(?::text[], ?::text[]) as q(account_sid, key)
+       join idempotency_keys k on k.account_sid = q.account_sid and k.key = q.key
+       left join messages m on m.sid = k.message_sid
+      where k.created_at > ?`,
+    [keys.map((k) => k.accountSid), keys.map((k) => k.key), expireBefore],
+  );
+}

@@ -24,6 +24,7 @@ import {
   deleteIdempotencyKeys,
   findBatchKey,
   insertIdempotencyKeys,
+  type MessageKeyRow,
   setBatchKeyResponse,
 } from "./idempotency-key-store.js";
 import { createSendStatement, insertMessages, type MessageRow, type SendFacts, type SendStatement } from "./message-send-store.js";
@@ -369,7 +370,7 @@ export function sendJudge(rules: SendRules, counters?: SendCounters): SendJudge 
 
       // The charge, after every rule and before the leases (a send its balance cannot cover takes no
       // number from the pool); a send then refused a lease is refunded in this same transaction.
-      if (rules.charge) await chargeJudged(tx, rules.charge, items, toStore, outcomes, facts);
+      if (rules.charge) await chargeJudged(tx, rules.charge, items, toStore, outcomes, facts, keyAnswer);
       const senders = await allocateLeases(tx, items, toStore, outcomes);
       if (rules.charge) await refundUnleased(tx, items, toStore, outcomes, facts, rules.charge.amountFact);
 
@@ -432,7 +433,7 @@ function storedOutcome(item: SendItem, send: ValidSend, sender: string): SendOut
 }
 
 /** Step 6 for a key already used: the first message, or IdempotencyKeyReused for another request. */
-function keyAnswer(item: SendItem, f: SendFacts): ItemOutcome<SendOutcome> {
+function keyAnswer(item: SendItem, f: Omit<MessageKeyRow, "account_sid" | "key">): ItemOutcome<SendOutcome> {
   // Keys stored before fingerprints existed (key_hash null) match any repeat.
   if (!f.m_sid || (f.key_hash !== null && f.key_hash !== item.idemHash)) return fail(idempotencyKeyReused(item.idemKey!));
   const message = create(MessageSchema, {
