@@ -35,6 +35,7 @@ import { Migration20261204450000 } from "./migrations/Migration20261204450000.js
 import { Migration20261204600000 } from "./migrations/Migration20261204600000.js";
 import { Migration20261204700000 } from "./migrations/Migration20261204700000.js";
 import { Migration20261205000000 } from "./migrations/Migration20261205000000.js";
+import { Migration20261205710000 } from "./migrations/Migration20261205710000.js";
 import { applyRepeatableSql } from "./repeatable-sql.js";
 import { DEFAULT_POOL_MAX, databaseKind } from "../config.js";
 
@@ -72,6 +73,7 @@ export const migrations = [
   { name: "Migration20261204600000", class: Migration20261204600000 },
   { name: "Migration20261204700000", class: Migration20261204700000 },
   { name: "Migration20261205000000", class: Migration20261205000000 },
+  { name: "Migration20261205710000", class: Migration20261205710000 },
 ];
 
 /** Options of createOrm. */

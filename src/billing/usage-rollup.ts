@@ -1,0 +1,90 @@
+/**
+ * The usage rollup job (docs/billing.md#usage): sums each account's closed UTC days into
+ * usage_days (usage-store.ts), so that a statement of any length reads a few rows per day and
+ * survives the retention purge, which deletes the messages.
+ *
+ * A day of an account is closed once it ended more than `settleMs` ago (a send accepted at
+ * 23:59:59 may commit a moment later) and none of the account's messages accepted on it or before
+ * is still queued: a queued message may yet be refunded (canceled, QueueTimeout, NoRoute) or get
+ * its carrier cost at hand-over, a message out of the queue never changes either again. Each step
+ * is one transaction under the account's watermark lock (at most `maxDays` days), so the job is
+ * idempotent and resumable: any number of processes may run it, a day is summed once, and a pass
+ * stopped halfway goes on from the watermark.
+ */
+import type { MikroORM } from "@mikro-orm/sql";
+import type { Logger } from "pino";
+import type { Clock } from "../common/clock.js";
+import { firstMessageAt, lockRollup, rolledUntilOf, rollUpDays, rollupCandidates, type RollupCandidate } from "./usage-store.js";
+
+const DAY_MS = 86_400_000;
+
+/** How long after a UTC midnight the day before it is closed, by default: 15 minutes. */
+export const USAGE_SETTLE_MS = 15 * 60_000;
+
+/** The UTC midnight at or before `t`. */
+export function utcDayStart(t: Date | number): Date {
+  const ms = typeof t === "number" ? t : t.getTime();
+  return new Date(ms - (((ms % DAY_MS) + DAY_MS) % DAY_MS));
+}
+
+/** The usage rollup. */
+export interface UsageRollup {
+  /** Rolls up every account's closed days; how many accounts moved their watermark. */
+  pass(): Promise<number>;
+  /** Rolls up one account's closed days; its watermark after (null: it never had one). */
+  rollUpAccount(accountSid: string): Promise<Date | null>;
+}
+
+/** Creates the usage rollup; `clock` is injectable, `settleMs` defaults to USAGE_SETTLE_MS. */
+export function createUsageRollup(opts: { orm: MikroORM; clock: Clock; log?: Logger; settleMs?: number; maxDays?: number }): UsageRollup {
+  const settleMs = opts.settleMs ?? USAGE_SETTLE_MS;
+  const maxDays = opts.maxDays ?? 31;
+
+  /** The first day not closed now (a UTC midnight). */
+  const closedBefore = () => utcDayStart(opts.clock.now().getTime() - settleMs);
+
+  /** Rolls up one candidate up to the day of its oldest queued message (or closedBefore); its watermark. */
+  async function rollUp(c: RollupCandidate, closed: Date): Promise<Date | null> {
+    const until = c.oldestQueued && utcDayStart(c.oldestQueued) < closed ? utcDayStart(c.oldestQueued) : closed;
+    let watermark = c.rolledUntil;
+    for (;;) {
+      const step = await opts.orm.em.fork().transactional(async (tx) => {
+        const w = await lockRollup(tx, c.accountSid);
+        if (w !== null && w.getTime() >= until.getTime()) return { done: true, watermark: w };
+        let from = w;
+        if (from === null) {
+          const first = await firstMessageAt(tx, c.accountSid);
+          from = first === null || first >= until ? until : utcDayStart(first);
+        }
+        const to = new Date(Math.min(until.getTime(), from.getTime() + maxDays * DAY_MS));
+        const rows = await rollUpDays(tx, c.accountSid, from, to);
+        if (rows > 0) opts.log?.debug({ accountSid: c.accountSid, from, to, rows }, "usage rolled up");
+        return { done: to.getTime() >= until.getTime(), watermark: to };
+      });
+      watermark = step.watermark;
+      if (step.done) return watermark;
+    }
+  }
+
+  return {
+    async pass() {
+      const closed = closedBefore();
+      const candidates = await rollupCandidates(opts.orm.em.fork(), closed);
+      let moved = 0;
+      for (const c of candidates) {
+        const before = c.rolledUntil?.getTime();
+        const after = await rollUp(c, closed);
+        if (after?.getTime() !== before) moved++;
+      }
+      return moved;
+    },
+    async rollUpAccount(accountSid) {
+      const closed = closedBefore();
+      const [c] = await rollupCandidates(opts.orm.em.fork(), closed, accountSid);
+      if (c) return rollUp(c, closed);
+      // Up to date already: its watermark is closedBefore or later.
+      return rolledUntilOf(opts.orm.em.fork(), accountSid);
+    },
+  };
+}
+
