@@ -3,13 +3,15 @@
  * usage_days (usage-store.ts), so that a statement of any length reads a few rows per day and
  * survives the retention purge, which deletes the messages.
  *
- * A day of an account is closed once it ended more than `settleMs` ago (a send accepted at
- * 23:59:59 may commit a moment later) and none of the account's messages accepted on it or before
- * is still queued: a queued message may yet be refunded (canceled, QueueTimeout, NoRoute) or get
- * its carrier cost at hand-over, a message out of the queue never changes either again. Each step
- * is one transaction under the account's watermark lock (at most `maxDays` days), so the job is
- * idempotent and resumable: any number of processes may run it, a day is summed once, and a pass
- * stopped halfway goes on from the watermark.
+ * It rolls up closed UTC hours, added to their day's rows, so that what is read live (after the
+ * watermark) is at most an hour or two of messages. An hour of an account is closed once it ended
+ * more than `settleMs` ago (a send accepted at 10:59:59 may commit a moment later) and none of the
+ * account's messages accepted in it or before is still queued: a queued message may yet be
+ * refunded (canceled, QueueTimeout, NoRoute) or get its carrier cost at hand-over, a message out of
+ * the queue never changes either again. Each step is one transaction under the account's
+ * watermark lock (at most `maxDays` days of messages), so the job is idempotent and resumable: any
+ * number of processes may run it, a message is summed once, and a pass stopped halfway goes on
+ * from the watermark.
  */
 import type { MikroORM } from "@mikro-orm/sql";
 import type { Logger } from "pino";
@@ -17,21 +19,22 @@ import type { Clock } from "../common/clock.js";
 import { firstMessageAt, lockRollup, rolledUntilOf, rollUpDays, rollupCandidates, type RollupCandidate } from "./usage-store.js";
 
 const DAY_MS = 86_400_000;
+const HOUR_MS = 3_600_000;
 
-/** How long after a UTC midnight the day before it is closed, by default: 15 minutes. */
+/** How long after its end an hour is closed, by default: 15 minutes. */
 export const USAGE_SETTLE_MS = 15 * 60_000;
 
-/** The UTC midnight at or before `t`. */
-export function utcDayStart(t: Date | number): Date {
+/** The start of the UTC hour at or before `t`. */
+export function hourStart(t: Date | number): Date {
   const ms = typeof t === "number" ? t : t.getTime();
-  return new Date(ms - (((ms % DAY_MS) + DAY_MS) % DAY_MS));
+  return new Date(ms - (((ms % HOUR_MS) + HOUR_MS) % HOUR_MS));
 }
 
 /** The usage rollup. */
 export interface UsageRollup {
-  /** Rolls up every account's closed days; how many accounts moved their watermark. */
+  /** Rolls up every account's closed hours; how many accounts moved their watermark. */
   pass(): Promise<number>;
-  /** Rolls up one account's closed days; its watermark after (null: it never had one). */
+  /** Rolls up one account's closed hours; its watermark after (null: it never had one). */
   rollUpAccount(accountSid: string): Promise<Date | null>;
 }
 
@@ -40,12 +43,12 @@ export function createUsageRollup(opts: { orm: MikroORM; clock: Clock; log?: Log
   const settleMs = opts.settleMs ?? USAGE_SETTLE_MS;
   const maxDays = opts.maxDays ?? 31;
 
-  /** The first day not closed now (a UTC midnight). */
-  const closedBefore = () => utcDayStart(opts.clock.now().getTime() - settleMs);
+  /** The first hour not closed now. */
+  const closedBefore = () => hourStart(opts.clock.now().getTime() - settleMs);
 
-  /** Rolls up one candidate up to the day of its oldest queued message (or closedBefore); its watermark. */
+  /** Rolls up one candidate up to the hour of its oldest queued message (or closedBefore); its watermark. */
   async function rollUp(c: RollupCandidate, closed: Date): Promise<Date | null> {
-    const until = c.oldestQueued && utcDayStart(c.oldestQueued) < closed ? utcDayStart(c.oldestQueued) : closed;
+    const until = c.oldestQueued && hourStart(c.oldestQueued) < closed ? hourStart(c.oldestQueued) : closed;
     let watermark = c.rolledUntil;
     for (;;) {
       const step = await opts.orm.em.fork().transactional(async (tx) => {
@@ -54,7 +57,7 @@ export function createUsageRollup(opts: { orm: MikroORM; clock: Clock; log?: Log
         let from = w;
         if (from === null) {
           const first = await firstMessageAt(tx, c.accountSid);
-          from = first === null || first >= until ? until : utcDayStart(first);
+          from = first === null || first >= until ? until : hourStart(first);
         }
         const to = new Date(Math.min(until.getTime(), from.getTime() + maxDays * DAY_MS));
         const rows = await rollUpDays(tx, c.accountSid, from, to);

@@ -1,9 +1,9 @@
 /**
  * Statements of the usage statements (docs/billing.md#usage): `usage_days` (the rollup of closed
- * UTC days per account, day, country and carrier), `usage_rollups` (each account's watermark), and
+ * hours into UTC days per account, day, country and carrier), `usage_rollups` (each account's watermark), and
  * the reads of `messages` they are made from. Nothing here runs on the send path: a send writes
- * no usage row; the rollup job (usage-rollup.ts) sums each closed day once, and the days after an
- * account's watermark are summed live.
+ * no usage row; the rollup job (usage-rollup.ts) sums each closed hour once into its day, and the
+ * messages after an account's watermark (an hour or two) are summed live.
  *
  * A message's usage: it counts on the UTC day it was accepted (`created_at`), with its segments,
  * its price unless it was refunded (a `Refund` ledger entry for it: counted, with price 0), and
@@ -105,7 +105,8 @@ function merge(rows: SumsRow[], keyOf: (key: string) => string): UsageSums[] {
 /**
  * The usage of one account (or every account: null) for the UTC days from `startDay` to the day
  * before `endDay` (Dates at UTC midnight), grouped by one dimension, in key order. Groups without
- * messages are left out.
+ * messages are left out. A day the watermark is inside of is read from both sides: its rolled-up
+ * hours from usage_days, the rest from messages.
  */
 export async function usageBy(em: EntityManager, q: { accountSid: string | null; startDay: Date; endDay: Date; by: UsageDimension }): Promise<UsageSums[]> {
   const day = (d: Date) => d.toISOString().slice(0, 10);
@@ -131,7 +132,7 @@ export interface RollupCandidate {
 
 /**
  * The accounts whose watermark is before `closedBefore` (or that have none), with the oldest
- * queued message of each (the account's range of messages_account_queue_idx): a day with a queued
+ * queued message of each (the account's range of messages_account_queue_idx): an hour with a queued
  * message can still be refunded or get its cost, so the rollup stops before it.
  */
 export async function rollupCandidates(em: EntityManager, closedBefore: Date, accountSid: string | null = null): Promise<RollupCandidate[]> {
@@ -191,9 +192,10 @@ export interface UsageDayRow {
 const DAY_COLUMNS = ["account_sid", "day", "country", "carrier", "messages", "segments", "price", "cost"] as const;
 
 /**
- * Rolls up the account's messages accepted in [from, to) (UTC midnights) into usage_days and moves
- * its watermark to `to`, in the caller's transaction (which holds lockRollup's lock); how many rows
- * it wrote. The days must not be rolled up already (the watermark says which are).
+ * Rolls up the account's messages accepted in [from, to) into usage_days (added to their day's rows:
+ * the rollup moves by hours) and moves its watermark to `to`, in the caller's transaction (which
+ * holds lockRollup's lock); how many rows it wrote. The range must start at the watermark, so a
+ * message is added once.
  */
 export async function rollUpDays(tx: EntityManager, accountSid: string, from: Date, to: Date): Promise<number> {
   const groups = await executeBound<SumsRow & { day: string; carrier: string }>(
@@ -223,7 +225,10 @@ export async function rollUpDays(tx: EntityManager, accountSid: string, from: Da
     await executeBound(
       tx,
       `insert into usage_days (account_sid, day, country, carrier, messages, segments, price, cost)
-       select * from unnest(?::text[], ?::date[], ?::text[], ?::text[], ?::bigint[], ?::bigint[], ?::bigint[], ?::bigint[])`,
+       select * from unnest(?::text[], ?::date[], ?::text[], ?::text[], ?::bigint[], ?::bigint[], ?::bigint[], ?::bigint[])
+       on conflict (account_sid, day, country, carrier) do update
+         set messages = usage_days.messages + excluded.messages, segments = usage_days.segments + excluded.segments,
+             price = usage_days.price + excluded.price, cost = usage_days.cost + excluded.cost`,
       bindByName(DAY_COLUMNS, [...rows.values()]),
     );
   }

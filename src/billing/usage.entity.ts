@@ -33,7 +33,7 @@ export const UsageRollupEntity = defineEntity({
   tableName: "usage_rollups",
   properties: {
     accountSid: p.string().length(32).primary(),
-    // Every day before it (a UTC midnight) is in usage_days; null: none yet.
+    // Every message accepted before it (the start of an hour) is in usage_days; null: none yet.
     rolledUntil: p.datetime().nullable(),
   },
 });

@@ -263,9 +263,9 @@ describe("an account's usage", () => {
     const rows = async () => (await t.db.orm.em.fork().execute<{ n: string }[]>("select count(*)::text as n from usage_days"))[0].n;
     const rolled = await rows();
     expect(Number(rolled)).toBeGreaterThan(0);
-    // Closed days up to the clock's (2026-11-20 12:00): every account up to 2026-11-20.
+    // Closed hours up to the clock's (2026-11-20 12:00; an hour closes 15 minutes after its end).
     const marks = await t.db.orm.em.fork().execute<{ rolled_until: Date }[]>("select rolled_until from usage_rollups where account_sid = ?", [a.accountSid]);
-    expect(new Date(marks[0].rolled_until).toISOString()).toBe("2026-11-20T00:00:00.000Z");
+    expect(new Date(marks[0].rolled_until).toISOString()).toBe("2026-11-20T11:00:00.000Z");
     // Again: nothing to do, nothing written twice.
     expect(await rollup.pass()).toBe(0);
     expect(await rows()).toBe(rolled);
@@ -291,7 +291,7 @@ describe("an account's usage", () => {
     }).toStrictEqual(before);
   });
 
-  it("a day with a queued message is not rolled up until the message leaves the queue; retention keeps its day's messages", async () => {
+  it("an hour with a queued message is not rolled up until the message leaves the queue; retention keeps the messages after it", async () => {
     const c = await createTenant(t.app);
     await seed([
       { tenant: c, at: "2026-11-10T08:00:00Z", to: "+61412345678", price: 50_000, carrier: "alpha", cost: 10_000 },
@@ -299,12 +299,12 @@ describe("an account's usage", () => {
       { tenant: c, at: "2026-11-13T08:00:00Z", to: "+61412345678", price: 50_000, carrier: "alpha", cost: 10_000 },
     ]);
     const rollup = createUsageRollup({ orm: t.db.orm, clock: t.clock });
-    expect((await rollup.rollUpAccount(c.accountSid))?.toISOString()).toBe("2026-11-12T00:00:00.000Z");
-    // Retention of a day: the message of 11-10 goes (rolled up), 11-13's stays with its day unrolled.
+    expect((await rollup.rollUpAccount(c.accountSid))?.toISOString()).toBe("2026-11-12T08:00:00.000Z");
+    // Retention of a day: the message of 11-10 goes (rolled up), 11-13's stays (not rolled up).
     await admin(t.app, `/admin/v1/Accounts/${c.accountSid}`, { RetentionDays: 1 });
     const purge = createRetentionPurge({ orm: t.db.orm, clock: t.clock, defaultDays: null, pauseMs: 0, usage: rollup });
     expect((await purge.pass()).purged).toBe(1);
-    // The queued message is canceled and refunded: its day closes, with price 0.
+    // The queued message is canceled and refunded: its hour closes, with price 0.
     const em = t.db.orm.em.fork();
     const [queued] = await em.execute<{ sid: string }[]>("select sid from messages where account_sid = ? and status = 'Scheduled'", [c.accountSid]);
     await em.execute("update messages set status = 'Canceled' where sid = ?", [queued.sid]);
@@ -312,7 +312,7 @@ describe("an account's usage", () => {
       "insert into balance_entries (account_sid, type, amount, balance_after, message_sid, reference, created_at) values (?, 'Refund', 50000, 0, ?, '', now())",
       [c.accountSid, queued.sid],
     );
-    expect((await rollup.rollUpAccount(c.accountSid))?.toISOString()).toBe("2026-11-20T00:00:00.000Z");
+    expect((await rollup.rollUpAccount(c.accountSid))?.toISOString()).toBe("2026-11-20T11:00:00.000Z");
     expect(await purge.pass()).toMatchObject({ purged: 2 });
     const res = await get(`/v2/Accounts/${c.accountSid}/Usage?StartDate=2026-11-01&EndDate=2026-11-30`, c.auth);
     expect(res.json()).toStrictEqual({
@@ -325,16 +325,23 @@ describe("an account's usage", () => {
     });
   });
 
-  it("a day closes USAGE_SETTLE_MS after its midnight; a sent message counts on the day it was accepted", async () => {
+  it("an hour closes USAGE_SETTLE_MS after its end; a day read half rolled up, half live, counts each message once", async () => {
     const d = await createTenant(t.app);
-    await seed([{ tenant: d, at: "2026-11-19T23:59:59Z", to: "+61412345678", price: 1 }]);
-    const clock = { now: () => new Date("2026-11-20T00:14:59Z") };
-    const rollup = createUsageRollup({ orm: t.db.orm, clock });
-    expect((await rollup.rollUpAccount(d.accountSid))?.toISOString()).toBe("2026-11-19T00:00:00.000Z");
+    await seed([
+      { tenant: d, at: "2026-11-19T22:30:00Z", to: "+61412345678", price: 2 },
+      { tenant: d, at: "2026-11-19T23:59:59Z", to: "+61412345678", price: 1 },
+    ]);
+    const statement = async () => (await get(`/v2/Accounts/${d.accountSid}/Usage?StartDate=2026-11-19&EndDate=2026-11-20`, d.auth)).json().Usage;
+    const whole = [{ Date: "2026-11-19", Messages: 2, Segments: 2, Price: "0.000003" }];
+    const rollup = createUsageRollup({ orm: t.db.orm, clock: { now: () => new Date("2026-11-20T00:14:59Z") } });
+    expect((await rollup.rollUpAccount(d.accountSid))?.toISOString()).toBe("2026-11-19T23:00:00.000Z");
+    expect(await statement()).toStrictEqual(whole);
     const later = createUsageRollup({ orm: t.db.orm, clock: { now: () => new Date("2026-11-20T00:15:00Z") } });
     expect((await later.rollUpAccount(d.accountSid))?.toISOString()).toBe("2026-11-20T00:00:00.000Z");
-    const res = await get(`/v2/Accounts/${d.accountSid}/Usage?StartDate=2026-11-19&EndDate=2026-11-20`, d.auth);
-    expect(res.json().Usage).toStrictEqual([{ Date: "2026-11-19", Messages: 1, Segments: 1, Price: "0.000001" }]);
+    expect(await statement()).toStrictEqual(whole);
+    // Added to the day's row, hour by hour: one row.
+    const rows = await t.db.orm.em.fork().execute<{ messages: string }[]>("select messages::text as messages from usage_days where account_sid = ?", [d.accountSid]);
+    expect(rows).toStrictEqual([{ messages: "2" }]);
   });
 });
 

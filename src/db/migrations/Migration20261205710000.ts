@@ -1,13 +1,13 @@
 import { Migration } from "@mikro-orm/migrations";
 
 /**
- * Usage statements (issue 43, docs/billing.md#usage): the rollup of closed UTC days. A message's
- * usage (count, segments, price after refunds, carrier cost) is summed per account, UTC day,
- * destination country and carrier into `usage_days` once its day can no longer change, so that a
+ * Usage statements (issue 43, docs/billing.md#usage): the rollup of closed hours into UTC days. A
+ * message's usage (count, segments, price after refunds, carrier cost) is summed per account, UTC
+ * day, destination country and carrier into `usage_days` once it can no longer change, so that a
  * month's statement reads a few hundred rows whatever the traffic, and survives the retention
  * purge that deletes the messages. `usage_rollups.rolled_until` is each account's watermark: every
- * day before it is in `usage_days` (the days after it are read live from `messages`). Nothing is
- * written on the send path.
+ * message accepted before it is in `usage_days` (those after it are read live from `messages`).
+ * Nothing is written on the send path.
  */
 export class Migration20261205710000 extends Migration {
   override name = "Migration20261205710000";
