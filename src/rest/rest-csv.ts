@@ -22,8 +22,9 @@ const CSV_TABLES: Record<string, CsvTable> = {
   "switchboard.admin.v1.AdminService.GetUsage": { rows: "Usage", key: (r) => (r.groupBy === "Carrier" ? "Carrier" : "AccountSid") },
 };
 
-/** The CSV media type of the answers, UTF-8. */
-export const CSV_CONTENT_TYPE = "text/csv; charset=utf-8";
+/** The CSV media type, and its Content-Type (UTF-8). */
+export const CSV_MEDIA_TYPE = "text/csv";
+export const CSV_CONTENT_TYPE = `${CSV_MEDIA_TYPE}; charset=utf-8`;
 
 /** Writes a method's JSON answer (as rest-response.ts made it) and its request as CSV text. */
 export type CsvWriter = (json: JsonObject, request: { groupBy?: string }) => string;
