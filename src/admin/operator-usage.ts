@@ -10,6 +10,7 @@ import { type AdminService, type GetUsageRequest, OperatorUsageResponseSchema } 
 import { fieldErrors, type FieldProblem, quoted } from "../common/errors.js";
 import { formatMoney } from "../common/money.js";
 import { isSid } from "../common/sid.js";
+import { findAccountBySid } from "../accounts/account-store.js";
 import { groupByOf, usageDays } from "../billing/usage-rules.js";
 import { usageBy } from "../billing/usage-store.js";
 
@@ -22,9 +23,9 @@ export function createOperatorUsage(deps: { em: (ctx: HandlerContext) => EntityM
       const groupBy = groupByOf(req.groupBy, ["Account", "Carrier"]);
       const accountSid = req.accountSid.trim();
       const problems: FieldProblem[] = [...(Array.isArray(days) ? days : []), ...(typeof groupBy === "string" ? [] : [groupBy])];
-      // A filter, not a path: an unknown account has no usage, a malformed Sid is a mistake.
-      if (accountSid !== "" && !isSid(accountSid, "AC")) {
-        problems.push({ field: "AccountSid", code: "InvalidParameter", message: `AccountSid must be an account's Sid (AC…); got ${quoted(accountSid)}.` });
+      // A query filter naming no account is a 400 naming it, as in the other operator lists.
+      if (accountSid !== "" && !(isSid(accountSid, "AC") && (await findAccountBySid(em, accountSid)))) {
+        problems.push({ field: "AccountSid", code: "InvalidParameter", message: `AccountSid ${quoted(accountSid)} is not an account.` });
       }
       if (problems.length > 0) throw fieldErrors(problems);
       const { startDay, endDay } = days as Exclude<typeof days, unknown[]>;

@@ -41,7 +41,9 @@ export interface UsageRollup {
 /** Creates the usage rollup; `clock` is injectable, `settleMs` defaults to USAGE_SETTLE_MS. */
 export function createUsageRollup(opts: { orm: MikroORM; clock: Clock; log?: Logger; settleMs?: number; maxDays?: number }): UsageRollup {
   const settleMs = opts.settleMs ?? USAGE_SETTLE_MS;
-  const maxDays = opts.maxDays ?? 31;
+  // A day of messages a step: a backlog of months (a first run) is many short transactions, each
+  // well within the statement timeout.
+  const maxDays = opts.maxDays ?? 1;
 
   /** The first hour not closed now. */
   const closedBefore = () => hourStart(opts.clock.now().getTime() - settleMs);

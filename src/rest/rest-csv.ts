@@ -1,5 +1,5 @@
 /**
- * CSV answers (docs/api.md#csv): a method listed in CSV_TABLES answers `Accept: text/csv` with the
+ * CSV answers (docs/api.md#csv-answers): a method listed in CSV_TABLES answers `Accept: text/csv` with the
  * rows of its response as CSV instead of JSON. The one place a method opts in: its response is a
  * table (one repeated message field), whose columns are read from the row's descriptor: the key
  * column the request chose (a row's `optional` fields are the keys it may be grouped by), then
