@@ -15,7 +15,10 @@ import { groupByOf, usageDays } from "../billing/usage-rules.js";
 import { usageBy } from "../billing/usage-store.js";
 
 /** Creates the operator's GetUsage. */
-export function createOperatorUsage(deps: { em: (ctx: HandlerContext) => EntityManager; currency: string }): Pick<ServiceImpl<typeof AdminService>, "getUsage"> {
+export function createOperatorUsage(deps: {
+  em: (ctx: HandlerContext) => EntityManager;
+  currency: string;
+}): Pick<ServiceImpl<typeof AdminService>, "getUsage"> {
   return {
     async getUsage(req: GetUsageRequest, ctx: HandlerContext) {
       const em = deps.em(ctx);

@@ -92,4 +92,3 @@ export function createUsageRollup(opts: { orm: MikroORM; clock: Clock; log?: Log
     },
   };
 }
-

@@ -32,7 +32,8 @@ export function usageDays(startDate: string, endDate: string): UsageDays | Field
   const problems = [start, end].filter((d): d is FieldProblem => !(d instanceof Date));
   if (problems.length > 0) return problems;
   const [s, e] = [start as Date, end as Date];
-  if (e < s) return [{ field: "EndDate", code: "InvalidParameter", message: `EndDate must not be before StartDate (${startDate.trim()}); got ${quoted(endDate)}.` }];
+  if (e < s)
+    return [{ field: "EndDate", code: "InvalidParameter", message: `EndDate must not be before StartDate (${startDate.trim()}); got ${quoted(endDate)}.` }];
   if (e.getTime() - s.getTime() > MAX_USAGE_DAYS * DAY_MS) {
     return [{ field: "EndDate", code: "InvalidParameter", message: `EndDate must be at most ${MAX_USAGE_DAYS} days after StartDate; got ${quoted(endDate)}.` }];
   }

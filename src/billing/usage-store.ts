@@ -219,7 +219,17 @@ export async function rollUpDays(tx: EntityManager, accountSid: string, from: Da
       r.segments = String(BigInt(r.segments) + BigInt(g.segments));
       r.price = String(BigInt(r.price) + BigInt(g.price));
       r.cost = String(BigInt(r.cost) + BigInt(g.cost));
-    } else rows.set(id, { account_sid: accountSid, day: g.day, country, carrier: g.carrier, messages: g.messages, segments: g.segments, price: g.price, cost: g.cost });
+    } else
+      rows.set(id, {
+        account_sid: accountSid,
+        day: g.day,
+        country,
+        carrier: g.carrier,
+        messages: g.messages,
+        segments: g.segments,
+        price: g.price,
+        cost: g.cost,
+      });
   }
   if (rows.size > 0) {
     await executeBound(

@@ -168,7 +168,9 @@ async function serve(
     }
     try {
       const csv = write.csv !== undefined && acceptsCsv(request.headers.accept);
-      const body = csv ? write.csv!(response.message, req.message) : write(response.message, isCompatible(ctx.values) ? { requestBody: req.decodedBody } : undefined);
+      const body = csv
+        ? write.csv!(response.message, req.message)
+        : write(response.message, isCompatible(ctx.values) ? { requestBody: req.decodedBody } : undefined);
       copyHeaders(response.header, reply);
       if (write.csv !== undefined) reply.header("vary", "Accept");
       return reply

@@ -69,7 +69,9 @@ describe("the recipient prefixes usage groups by", () => {
     }
     // The listed blocks themselves, at their exact prefixes.
     for (const n of ["+14165550100", "+447797123456", "+447911712345", "+447911112345", "+61891620000", "+262269612345", "+590590871234"]) {
-      expect(countryOfE164(n.slice(0, lengths.get(n.startsWith("+1") ? "1" : n.slice(1, n.startsWith("+44") || n.startsWith("+61") ? 3 : 4))!)), n).toBe(countryOfE164(n));
+      expect(countryOfE164(n.slice(0, lengths.get(n.startsWith("+1") ? "1" : n.slice(1, n.startsWith("+44") || n.startsWith("+61") ? 3 : 4))!)), n).toBe(
+        countryOfE164(n),
+      );
     }
     expect(checked).toBe(codes.length * 3000);
   });

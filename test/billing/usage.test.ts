@@ -109,7 +109,17 @@ describe("an account's usage", () => {
     await seed([
       // 2026-11-01: the day's last second, an AU and a US message, one refunded.
       { tenant: a, at: "2026-11-01T00:00:00Z", to: "+61412345678", segments: 2, price: 105_000, cost: 40_000, carrier: "alpha" },
-      { tenant: a, at: "2026-11-01T23:59:59.999Z", to: "+14155550100", segments: 1, price: 70_000, cost: 30_000, carrier: "beta", refunded: true, status: "Failed" },
+      {
+        tenant: a,
+        at: "2026-11-01T23:59:59.999Z",
+        to: "+14155550100",
+        segments: 1,
+        price: 70_000,
+        cost: 30_000,
+        carrier: "beta",
+        refunded: true,
+        status: "Failed",
+      },
       // 2026-11-02 at its first instant: a Canadian number (+1 416) and Jersey's (+44 7797), Guernsey's.
       { tenant: a, at: "2026-11-02T00:00:00Z", to: "+14165550100", segments: 3, price: 150_001, cost: null, carrier: "alpha" },
       { tenant: a, at: "2026-11-02T10:00:00Z", to: "+447797123456", segments: 1, price: 1, cost: 2, carrier: "alpha" },
@@ -153,7 +163,7 @@ describe("an account's usage", () => {
     expect((await usage(a, "StartDate=2026-10-01&EndDate=2026-10-31")).json()).toStrictEqual({ Usage: [], PriceUnit: "AUD" });
   });
 
-  it("by country, in code order (\"\" for a number of no country)", async () => {
+  it('by country, in code order ("" for a number of no country)', async () => {
     expect((await usage(a, "StartDate=2026-11-01&EndDate=2026-11-02&GroupBy=Country")).json()).toStrictEqual(byCountry);
   });
 
@@ -183,7 +193,10 @@ describe("an account's usage", () => {
       ["EndDate=2026-11-02", refused(["StartDate", "StartDate is required: a UTC day, YYYY-MM-DD.", "MissingParameter"])],
       [
         "StartDate=2026-11-31&EndDate=2026-1-2",
-        refused(["StartDate", 'StartDate must be a UTC day, YYYY-MM-DD; got "2026-11-31".'], ["EndDate", 'EndDate must be a UTC day, YYYY-MM-DD; got "2026-1-2".']),
+        refused(
+          ["StartDate", 'StartDate must be a UTC day, YYYY-MM-DD; got "2026-11-31".'],
+          ["EndDate", 'EndDate must be a UTC day, YYYY-MM-DD; got "2026-1-2".'],
+        ),
       ],
       ["StartDate=2026-11-02&EndDate=2026-11-01", refused(["EndDate", 'EndDate must not be before StartDate (2026-11-02); got "2026-11-01".'])],
       ["StartDate=2026-01-01&EndDate=2027-01-03", refused(["EndDate", 'EndDate must be at most 366 days after StartDate; got "2027-01-03".'])],
@@ -237,7 +250,9 @@ describe("an account's usage", () => {
       Margin: "-0.03",
     });
     const csv = await operatorUsage(`${days}&GroupBy=Carrier`, "text/csv");
-    expect(csv.body).toBe("Carrier,Messages,Segments,Price,Cost,Margin\r\n,1,1,0.00,0.00,0.00\r\nalpha,3,6,0.255002,0.040002,0.215\r\nbeta,2,6,0.50,0.13,0.37\r\n");
+    expect(csv.body).toBe(
+      "Carrier,Messages,Segments,Price,Cost,Margin\r\n,1,1,0.00,0.00,0.00\r\nalpha,3,6,0.255002,0.040002,0.215\r\nbeta,2,6,0.50,0.13,0.37\r\n",
+    );
     const none = await operatorUsage("StartDate=2026-10-01&EndDate=2026-10-02", "text/csv");
     expect(none.body).toBe("AccountSid,Messages,Segments,Price,Cost,Margin\r\n");
   });
@@ -245,7 +260,9 @@ describe("an account's usage", () => {
   it("the operator's refusals name their fields; an account's token is not the operator's", async () => {
     const res = await get("/admin/v1/Usage?StartDate=2026-11-01&EndDate=2026-11-02&GroupBy=Country&AccountSid=x", BEARER);
     expect(res.statusCode).toBe(400);
-    expect(res.json()).toStrictEqual(refused(["GroupBy", 'GroupBy must be Account or Carrier; got "Country".'], ["AccountSid", 'AccountSid "x" is not an account.']));
+    expect(res.json()).toStrictEqual(
+      refused(["GroupBy", 'GroupBy must be Account or Carrier; got "Country".'], ["AccountSid", 'AccountSid "x" is not an account.']),
+    );
     const unknown = await get("/admin/v1/Usage?StartDate=2026-11-01&EndDate=2026-11-02&AccountSid=AC000000000000000000000000000000", BEARER);
     expect(unknown.json()).toStrictEqual(refused(["AccountSid", 'AccountSid "AC000000000000000000000000000000" is not an account.']));
     expect((await get("/admin/v1/Usage?StartDate=2026-11-01&EndDate=2026-11-02", a.auth)).statusCode).toBe(401);
@@ -340,7 +357,9 @@ describe("an account's usage", () => {
     expect((await later.rollUpAccount(d.accountSid))?.toISOString()).toBe("2026-11-20T00:00:00.000Z");
     expect(await statement()).toStrictEqual(whole);
     // Added to the day's row, hour by hour: one row.
-    const rows = await t.db.orm.em.fork().execute<{ messages: string }[]>("select messages::text as messages from usage_days where account_sid = ?", [d.accountSid]);
+    const rows = await t.db.orm.em
+      .fork()
+      .execute<{ messages: string }[]>("select messages::text as messages from usage_days where account_sid = ?", [d.accountSid]);
     expect(rows).toStrictEqual([{ messages: "2" }]);
   });
 });
@@ -395,9 +414,7 @@ describe("a generated month", () => {
       }
     }
     const rows = (map: Map<string, { Messages: number; Segments: number; price: bigint }>, key: string) =>
-      [...map]
-        .sort(([x], [y]) => (x < y ? -1 : 1))
-        .map(([k, s]) => ({ [key]: k, Messages: s.Messages, Segments: s.Segments, Price: formatMoney(s.price) }));
+      [...map].sort(([x], [y]) => (x < y ? -1 : 1)).map(([k, s]) => ({ [key]: k, Messages: s.Messages, Segments: s.Segments, Price: formatMoney(s.price) }));
     const expected = { day: { Usage: rows(days, "Date"), PriceUnit: "AUD" }, country: { Usage: rows(byCountry, "Country"), PriceUnit: "AUD" } };
     const statement = async () => {
       const t0 = Date.now();
