@@ -4,11 +4,11 @@
  * survives the retention purge, which deletes the messages.
  *
  * It rolls up closed UTC hours, added to their day's rows, so that what is read live (after the
- * watermark) is at most an hour or two of messages. An hour of an account is closed once it ended
- * more than `settleMs` ago (a send accepted at 10:59:59 may commit a moment later) and none of the
- * account's messages accepted in it or before is still queued: a queued message may yet be
- * refunded (canceled, QueueTimeout, NoRoute) or get its carrier cost at hand-over, a message out of
- * the queue never changes either again. Each step is one transaction under the account's
+ * watermark) is at most an hour or two of messages. An hour is closed once it ended more than
+ * `settleMs` ago (a send accepted at 10:59:59 may commit a moment later). A message of it still
+ * queued may yet be refunded (canceled, QueueTimeout, NoRoute) or get its carrier cost at
+ * hand-over, so it is set aside (usage_pending, read live) and added to its day once it has left
+ * the queue, after which neither changes again. Each step is one transaction under the account's
  * watermark lock (at most `maxDays` days of messages), so the job is idempotent and resumable: any
  * number of processes may run it, a message is summed once, and a pass stopped halfway goes on
  * from the watermark.
@@ -16,7 +16,7 @@
 import type { MikroORM } from "@mikro-orm/sql";
 import type { Logger } from "pino";
 import type { Clock } from "../common/clock.js";
-import { firstMessageAt, lockRollup, rolledUntilOf, rollUpDays, rollupCandidates, type RollupCandidate } from "./usage-store.js";
+import { firstMessageAt, foldPending, lockRollup, rolledUntilOf, rollUpDays, rollupCandidates, type RollupCandidate } from "./usage-store.js";
 
 const DAY_MS = 86_400_000;
 const HOUR_MS = 3_600_000;
@@ -48,13 +48,13 @@ export function createUsageRollup(opts: { orm: MikroORM; clock: Clock; log?: Log
   /** The first hour not closed now. */
   const closedBefore = () => hourStart(opts.clock.now().getTime() - settleMs);
 
-  /** Rolls up one candidate up to the hour of its oldest queued message (or closedBefore); its watermark. */
-  async function rollUp(c: RollupCandidate, closed: Date): Promise<Date | null> {
-    const until = c.oldestQueued && hourStart(c.oldestQueued) < closed ? hourStart(c.oldestQueued) : closed;
+  /** Folds a candidate's pending messages that left the queue, and rolls it up to `until`; its watermark. */
+  async function rollUp(c: RollupCandidate, until: Date): Promise<Date | null> {
     let watermark = c.rolledUntil;
-    for (;;) {
+    for (let first = true; ; first = false) {
       const step = await opts.orm.em.fork().transactional(async (tx) => {
         const w = await lockRollup(tx, c.accountSid);
+        if (first) await foldPending(tx, c.accountSid);
         if (w !== null && w.getTime() >= until.getTime()) return { done: true, watermark: w };
         let from = w;
         if (from === null) {

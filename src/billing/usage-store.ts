@@ -53,7 +53,8 @@ const LIVE_KEY: Record<UsageDimension, string> = {
 /**
  * The statement of one dimension: the rolled-up days from usage_days and, in the same statement
  * (one snapshot: a rollup committing meanwhile is seen whole or not at all), the messages after
- * each account's watermark, read by property along messages_property_sid_created_at_idx.
+ * each account's watermark, read by property along messages_property_sid_created_at_idx, and the
+ * messages before it that were still queued when their hour was rolled up (usage_pending).
  */
 function usageSql(by: UsageDimension): string {
   return `
@@ -69,6 +70,10 @@ select g as key, sum(n)::text as messages, sum(segments)::text as segments, sum(
       join messages m on m.property_sid = p.sid
        and m.created_at >= greatest(?::timestamptz, r.rolled_until) and m.created_at < ?::timestamptz
      where (?::text is null or p.account_sid = ?::text) and m.direction = 'Transmit'
+    union all
+    select ${LIVE_KEY[by]} as g, 1, m.num_segments, ${NET_PRICE}, coalesce(m.cost, 0)
+      from usage_pending up join messages m on m.sid = up.message_sid
+     where (?::text is null or up.account_sid = ?::text) and m.created_at >= ?::timestamptz and m.created_at < ?::timestamptz
   ) u
  group by g`;
 }
@@ -119,34 +124,32 @@ export async function usageBy(em: EntityManager, q: { accountSid: string | null;
     q.endDay,
     q.accountSid,
     q.accountSid,
+    q.accountSid,
+    q.accountSid,
+    q.startDay,
+    q.endDay,
   ]);
   return merge(rows, q.by === "country" ? countryOfKey : (k) => k ?? "");
 }
 
-/** An account due for the rollup: its watermark and the acceptance time of its oldest queued message. */
+/** An account due for the rollup: its watermark. */
 export interface RollupCandidate {
   accountSid: string;
   rolledUntil: Date | null;
-  oldestQueued: Date | null;
 }
 
-/**
- * The accounts whose watermark is before `closedBefore` (or that have none), with the oldest
- * queued message of each (the account's range of messages_account_queue_idx): an hour with a queued
- * message can still be refunded or get its cost, so the rollup stops before it.
- */
+/** The accounts whose watermark is before `closedBefore` (or that have none), or that have messages pending. */
 export async function rollupCandidates(em: EntityManager, closedBefore: Date, accountSid: string | null = null): Promise<RollupCandidate[]> {
-  const rows = await executeBound<{ sid: string; rolled_until: Date | string | null; oldest_queued: Date | string | null }>(
+  const rows = await executeBound<{ sid: string; rolled_until: Date | string | null }>(
     em,
-    `select a.sid, r.rolled_until,
-            (select min(m.created_at) from messages m where m.account_sid = a.sid and m.queued) as oldest_queued
+    `select a.sid, r.rolled_until
        from accounts a left join usage_rollups r on r.account_sid = a.sid
-      where (r.rolled_until is null or r.rolled_until < ?) and (?::text is null or a.sid = ?::text)
+      where (r.rolled_until is null or r.rolled_until < ? or exists (select 1 from usage_pending up where up.account_sid = a.sid))
+        and (?::text is null or a.sid = ?::text)
       order by a.sid`,
     [closedBefore, accountSid, accountSid],
   );
-  const date = (v: Date | string | null) => (v === null ? null : new Date(v));
-  return rows.map((r) => ({ accountSid: r.sid, rolledUntil: date(r.rolled_until), oldestQueued: date(r.oldest_queued) }));
+  return rows.map((r) => ({ accountSid: r.sid, rolledUntil: r.rolled_until === null ? null : new Date(r.rolled_until) }));
 }
 
 /** The account's watermark (every day before it is rolled up); null: nothing rolled up yet. */
@@ -191,24 +194,13 @@ export interface UsageDayRow {
 
 const DAY_COLUMNS = ["account_sid", "day", "country", "carrier", "messages", "segments", "price", "cost"] as const;
 
-/**
- * Rolls up the account's messages accepted in [from, to) into usage_days (added to their day's rows:
- * the rollup moves by hours) and moves its watermark to `to`, in the caller's transaction (which
- * holds lockRollup's lock); how many rows it wrote. The range must start at the watermark, so a
- * message is added once.
- */
-export async function rollUpDays(tx: EntityManager, accountSid: string, from: Date, to: Date): Promise<number> {
-  const groups = await executeBound<SumsRow & { day: string; carrier: string }>(
-    tx,
-    `select to_char(m.created_at at time zone 'UTC', 'YYYY-MM-DD') as day, ${COUNTRY_KEY} as key, m.carrier,
+/** The usage columns of grouped messages `m`, by day, country prefix and carrier. */
+const GROUPED = `to_char(m.created_at at time zone 'UTC', 'YYYY-MM-DD') as day, ${COUNTRY_KEY} as key, m.carrier,
             count(*)::text as messages, sum(m.num_segments)::text as segments, sum(${NET_PRICE})::text as price,
-            sum(coalesce(m.cost, 0))::text as cost
-       from properties p join messages m on m.property_sid = p.sid
-      where p.account_sid = ? and m.direction = 'Transmit' and m.created_at >= ? and m.created_at < ?
-      group by 1, 2, 3`,
-    [accountSid, from, to],
-  );
-  // The prefixes of one country become its one row per day and carrier.
+            sum(coalesce(m.cost, 0))::text as cost`;
+
+/** Adds grouped messages to the account's day rows (the prefixes of one country become its one row). */
+async function addToDays(tx: EntityManager, accountSid: string, groups: (SumsRow & { day: string; carrier: string })[]): Promise<number> {
   const rows = new Map<string, UsageDayRow>();
   for (const g of groups) {
     const country = countryOfKey(g.key);
@@ -231,17 +223,61 @@ export async function rollUpDays(tx: EntityManager, accountSid: string, from: Da
         cost: g.cost,
       });
   }
-  if (rows.size > 0) {
-    await executeBound(
-      tx,
-      `insert into usage_days (account_sid, day, country, carrier, messages, segments, price, cost)
-       select * from unnest(?::text[], ?::date[], ?::text[], ?::text[], ?::bigint[], ?::bigint[], ?::bigint[], ?::bigint[])
-       on conflict (account_sid, day, country, carrier) do update
-         set messages = usage_days.messages + excluded.messages, segments = usage_days.segments + excluded.segments,
-             price = usage_days.price + excluded.price, cost = usage_days.cost + excluded.cost`,
-      bindByName(DAY_COLUMNS, [...rows.values()]),
-    );
-  }
-  await executeBound(tx, `update usage_rollups set rolled_until = ? where account_sid = ?`, [to, accountSid]);
+  if (rows.size === 0) return 0;
+  await executeBound(
+    tx,
+    `insert into usage_days (account_sid, day, country, carrier, messages, segments, price, cost)
+     select * from unnest(?::text[], ?::date[], ?::text[], ?::text[], ?::bigint[], ?::bigint[], ?::bigint[], ?::bigint[])
+     on conflict (account_sid, day, country, carrier) do update
+       set messages = usage_days.messages + excluded.messages, segments = usage_days.segments + excluded.segments,
+           price = usage_days.price + excluded.price, cost = usage_days.cost + excluded.cost`,
+    bindByName(DAY_COLUMNS, [...rows.values()]),
+  );
   return rows.size;
+}
+
+/**
+ * Rolls up the account's messages accepted in [from, to) into usage_days (added to their day's rows:
+ * the rollup moves by hours) and moves its watermark to `to`, in the caller's transaction (which
+ * holds lockRollup's lock); how many day rows it added to. The range must start at the watermark,
+ * so a message is added once. A message still queued (it may yet be refunded or get its cost) is
+ * recorded in usage_pending instead, and added by foldPending once it has left the queue.
+ */
+export async function rollUpDays(tx: EntityManager, accountSid: string, from: Date, to: Date): Promise<number> {
+  const range = `from properties p join messages m on m.property_sid = p.sid
+      where p.account_sid = ? and m.direction = 'Transmit' and m.created_at >= ? and m.created_at < ?`;
+  const groups = await executeBound<SumsRow & { day: string; carrier: string }>(tx, `select ${GROUPED} ${range} and not m.queued group by 1, 2, 3`, [
+    accountSid,
+    from,
+    to,
+  ]);
+  await executeBound(
+    tx,
+    `insert into usage_pending (message_sid, account_sid) select m.sid, m.account_sid ${range} and m.queued on conflict (message_sid) do nothing`,
+    [accountSid, from, to],
+  );
+  const rows = await addToDays(tx, accountSid, groups);
+  await executeBound(tx, `update usage_rollups set rolled_until = ? where account_sid = ?`, [to, accountSid]);
+  return rows;
+}
+
+/**
+ * Adds the account's pending messages that have left the queue to their days and forgets them, in
+ * the caller's transaction (under lockRollup's lock); how many day rows it added to.
+ */
+export async function foldPending(tx: EntityManager, accountSid: string): Promise<number> {
+  const settled = await executeBound<{ message_sid: string }>(
+    tx,
+    `delete from usage_pending up using messages m
+      where up.account_sid = ? and m.sid = up.message_sid and not m.queued
+      returning up.message_sid`,
+    [accountSid],
+  );
+  if (settled.length === 0) return 0;
+  const groups = await executeBound<SumsRow & { day: string; carrier: string }>(
+    tx,
+    `select ${GROUPED} from messages m where m.sid = any(?::text[]) group by 1, 2, 3`,
+    [settled.map((r) => r.message_sid)],
+  );
+  return addToDays(tx, accountSid, groups);
 }

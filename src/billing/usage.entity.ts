@@ -1,7 +1,7 @@
 import { defineEntity, p } from "@mikro-orm/core";
 
 /**
- * Schemas of the usage rollup (tables `usage_days`, `usage_rollups`; docs/billing.md#usage).
+ * Schemas of the usage rollup (tables `usage_days`, `usage_rollups`, `usage_pending`; docs/billing.md#usage).
  * Declared for the schema only: every statement on them is in usage-store.ts.
  */
 export const UsageDayEntity = defineEntity({
@@ -41,3 +41,17 @@ export const UsageRollupEntity = defineEntity({
 /** An account's rollup watermark. */
 export class UsageRollup extends UsageRollupEntity.class {}
 UsageRollupEntity.setClass(UsageRollup);
+
+export const UsagePendingEntity = defineEntity({
+  name: "UsagePending",
+  tableName: "usage_pending",
+  properties: {
+    // A message still queued when its hour was rolled up: added to its day once it leaves the queue.
+    messageSid: p.string().length(32).primary(),
+    accountSid: p.string().length(32),
+  },
+});
+
+/** A message whose usage waits for it to leave the queue. */
+export class UsagePending extends UsagePendingEntity.class {}
+UsagePendingEntity.setClass(UsagePending);

@@ -70,7 +70,7 @@ const zero = (): PurgeCounts => ({ purged: 0, redacted: 0, webhooks: 0, emails: 
  * parts deleted after RedactAfterDays), else nobody's (deleted after MESSAGE_RETENTION_DAYS). Only settled
  * messages (Delivered, Failed, Canceled, Received, no webhook or e-mail still pending) are touched:
  * a queued or in-flight message stays whatever its age. Before an account's messages are deleted
- * its usage is rolled up (billing/usage-rollup.ts): a message whose day is not rolled up yet is kept.
+ * its usage is rolled up (billing/usage-rollup.ts): a message whose usage is not summed yet is kept.
  *
  * Work is claimed row by row: each batch is one transaction that locks its messages `for update skip
  * locked`, so any number of processes may run the purge at once and none takes rows another holds
@@ -144,12 +144,12 @@ export function createRetentionPurge(opts: RetentionOptions): RetentionPurge {
     const { retention_days: retentionDays, redact_after_days: redactDays } = rows[0];
     const days = retentionDays ?? opts.defaultDays;
     if (days !== null) {
-      // Usage statements outlive the messages (docs/billing.md#usage): the account's closed days are
-      // rolled up first, and a message of a day not rolled up yet (one with a message still queued)
-      // is kept until it is.
+      const before = new Date(now.getTime() - days * DAY_MS);
+      // Usage statements outlive the messages (docs/billing.md#usage): the account's closed hours are
+      // rolled up first, and a message not summed yet (after the watermark, or pending) is kept.
       const rolledUntil = (await usage.rollUpAccount(accountSid))?.getTime() ?? -Infinity;
-      const before = new Date(Math.min(now.getTime() - days * DAY_MS, rolledUntil));
-      for (const r of rows) await drain(() => purgeBatch(r.property_sid, before, counts), "purged", r.property_sid);
+      const purgeBefore = new Date(Math.min(before.getTime(), rolledUntil));
+      for (const r of rows) await drain(() => purgeBatch(r.property_sid, purgeBefore, counts), "purged", r.property_sid);
       if (!stopping) counts.keys += await deleteBatchKeysBefore(opts.orm.em.fork(), accountSid, before);
       for (const table of INBOUND_TEXT_TABLES)
         await drain(

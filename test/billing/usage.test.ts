@@ -308,38 +308,49 @@ describe("an account's usage", () => {
     }).toStrictEqual(before);
   });
 
-  it("an hour with a queued message is not rolled up until the message leaves the queue; retention keeps the messages after it", async () => {
+  it("a message still queued when its hour is rolled up is read live, and added to its day once it leaves the queue", async () => {
     const c = await createTenant(t.app);
     await seed([
       { tenant: c, at: "2026-11-10T08:00:00Z", to: "+61412345678", price: 50_000, carrier: "alpha", cost: 10_000 },
       { tenant: c, at: "2026-11-12T08:00:00Z", to: "+61412345678", price: 50_000, status: "Scheduled" },
       { tenant: c, at: "2026-11-13T08:00:00Z", to: "+61412345678", price: 50_000, carrier: "alpha", cost: 10_000 },
     ]);
-    const rollup = createUsageRollup({ orm: t.db.orm, clock: t.clock });
-    expect((await rollup.rollUpAccount(c.accountSid))?.toISOString()).toBe("2026-11-12T08:00:00.000Z");
-    // Retention of a day: the message of 11-10 goes (rolled up), 11-13's stays (not rolled up).
-    await admin(t.app, `/admin/v1/Accounts/${c.accountSid}`, { RetentionDays: 1 });
-    const purge = createRetentionPurge({ orm: t.db.orm, clock: t.clock, defaultDays: null, pauseMs: 0, usage: rollup });
-    expect((await purge.pass()).purged).toBe(1);
-    // The queued message is canceled and refunded: its hour closes, with price 0.
-    const em = t.db.orm.em.fork();
-    const [queued] = await em.execute<{ sid: string }[]>("select sid from messages where account_sid = ? and status = 'Scheduled'", [c.accountSid]);
-    await em.execute("update messages set status = 'Canceled' where sid = ?", [queued.sid]);
-    await em.execute(
-      "insert into balance_entries (account_sid, type, amount, balance_after, message_sid, reference, created_at) values (?, 'Refund', 50000, 0, ?, '', now())",
-      [c.accountSid, queued.sid],
-    );
-    expect((await rollup.rollUpAccount(c.accountSid))?.toISOString()).toBe("2026-11-20T11:00:00.000Z");
-    expect(await purge.pass()).toMatchObject({ purged: 2 });
-    const res = await get(`/v2/Accounts/${c.accountSid}/Usage?StartDate=2026-11-01&EndDate=2026-11-30`, c.auth);
-    expect(res.json()).toStrictEqual({
+    const statement = async () => (await get(`/v2/Accounts/${c.accountSid}/Usage?StartDate=2026-11-01&EndDate=2026-11-30`, c.auth)).json();
+    const charged = {
       Usage: [
         { Date: "2026-11-10", Messages: 1, Segments: 1, Price: "0.05" },
-        { Date: "2026-11-12", Messages: 1, Segments: 1, Price: "0.00" },
+        { Date: "2026-11-12", Messages: 1, Segments: 1, Price: "0.05" },
         { Date: "2026-11-13", Messages: 1, Segments: 1, Price: "0.05" },
       ],
       PriceUnit: "AUD",
-    });
+    };
+    expect(await statement()).toStrictEqual(charged);
+    const rollup = createUsageRollup({ orm: t.db.orm, clock: t.clock });
+    expect((await rollup.rollUpAccount(c.accountSid))?.toISOString()).toBe("2026-11-20T11:00:00.000Z");
+    const em = t.db.orm.em.fork();
+    const pending = () => em.execute<{ message_sid: string }[]>("select message_sid from usage_pending where account_sid = ?", [c.accountSid]);
+    expect(await pending()).toHaveLength(1);
+    expect(await statement()).toStrictEqual(charged);
+    // Retention of a day: the settled messages go; the queued one stays (as it always did).
+    await admin(t.app, `/admin/v1/Accounts/${c.accountSid}`, { RetentionDays: 1 });
+    const purge = createRetentionPurge({ orm: t.db.orm, clock: t.clock, defaultDays: null, pauseMs: 0, usage: rollup });
+    expect((await purge.pass()).purged).toBe(2);
+    expect(await statement()).toStrictEqual(charged);
+    // Canceled and refunded: not yet summed, so the purge keeps it, and it is read live with price 0.
+    const [queued] = await pending();
+    await em.execute("update messages set status = 'Canceled' where sid = ?", [queued.message_sid]);
+    await em.execute(
+      "insert into balance_entries (account_sid, type, amount, balance_after, message_sid, reference, created_at) values (?, 'Refund', 50000, 0, ?, '', now())",
+      [c.accountSid, queued.message_sid],
+    );
+    const refunded = { ...charged, Usage: [charged.Usage[0], { ...charged.Usage[1], Price: "0.00" }, charged.Usage[2]] };
+    expect(await statement()).toStrictEqual(refunded);
+    // The purge's rollup adds it to its day (once), then the purge deletes it.
+    expect(await purge.pass()).toMatchObject({ purged: 1 });
+    expect(await pending()).toHaveLength(0);
+    expect(await statement()).toStrictEqual(refunded);
+    await rollup.pass();
+    expect(await statement()).toStrictEqual(refunded);
   });
 
   it("an hour closes USAGE_SETTLE_MS after its end; a day read half rolled up, half live, counts each message once", async () => {

@@ -27,6 +27,14 @@ create table usage_days (
 )`);
     // The operator's statement of every account reads by day first.
     this.addSql(`create index usage_days_day_idx on usage_days (day)`);
+    // Messages still queued when their hour was rolled up (they may yet be refunded or get their
+    // cost): added to their day once they leave the queue, read live until then.
+    this.addSql(`
+create table usage_pending (
+  message_sid varchar(32) primary key,
+  account_sid varchar(32) not null references accounts (sid) on delete cascade
+)`);
+    this.addSql(`create index usage_pending_account_idx on usage_pending (account_sid)`);
     this.addSql(`
 create table usage_rollups (
   account_sid varchar(32) primary key references accounts (sid) on delete cascade,
@@ -36,6 +44,7 @@ create table usage_rollups (
 
   override down(): void {
     this.addSql(`drop table if exists usage_rollups`);
+    this.addSql(`drop table if exists usage_pending`);
     this.addSql(`drop table if exists usage_days`);
   }
 }
