@@ -67,9 +67,15 @@ select g as key, sum(n)::text as messages, sum(segments)::text as segments, sum(
     select ${LIVE_KEY[by]} as g, 1, m.num_segments, ${NET_PRICE}, coalesce(m.cost, 0)
       from properties p
       left join usage_rollups r on r.account_sid = p.account_sid
-      join messages m on m.property_sid = p.sid
-       and m.created_at >= greatest(?::timestamptz, r.rolled_until) and m.created_at < ?::timestamptz
-     where (?::text is null or p.account_sid = ?::text) and m.direction = 'Transmit'
+      -- A lateral subquery with offset 0, not a join: the watermark is known only at run time, and
+      -- a plain join is planned for the whole range (a scan of the month); this is one index range
+      -- per property, from the watermark on.
+      cross join lateral (
+        select m.sid, m.account_sid, m.recipient, m.num_segments, m.price, m.cost, m.carrier, m.created_at from messages m
+         where m.property_sid = p.sid and m.created_at >= greatest(?::timestamptz, r.rolled_until) and m.created_at < ?::timestamptz
+           and m.direction = 'Transmit'
+        offset 0) m
+     where (?::text is null or p.account_sid = ?::text)
     union all
     select ${LIVE_KEY[by]} as g, 1, m.num_segments, ${NET_PRICE}, coalesce(m.cost, 0)
       from usage_pending up join messages m on m.sid = up.message_sid
@@ -115,20 +121,27 @@ function merge(rows: SumsRow[], keyOf: (key: string) => string): UsageSums[] {
  */
 export async function usageBy(em: EntityManager, q: { accountSid: string | null; startDay: Date; endDay: Date; by: UsageDimension }): Promise<UsageSums[]> {
   const day = (d: Date) => d.toISOString().slice(0, 10);
-  const rows = await executeBound<SumsRow>(em, usageSql(q.by), [
-    day(q.startDay),
-    day(q.endDay),
-    q.accountSid,
-    q.accountSid,
-    q.startDay,
-    q.endDay,
-    q.accountSid,
-    q.accountSid,
-    q.accountSid,
-    q.accountSid,
-    q.startDay,
-    q.endDay,
-  ]);
+  // The live part's range starts at the watermark, unknown when the statement is planned: its
+  // estimate is the whole range, high enough to start PostgreSQL's JIT compiler, which took 0.6 to
+  // 1.7 s for a statement that runs in 5 ms (a month of 10 million messages rolled up). Off for
+  // this statement only (SET LOCAL, in its own transaction or savepoint).
+  const rows = await em.transactional(async (tx) => {
+    await executeBound(tx, `select set_config('jit', 'off', true)`, []);
+    return executeBound<SumsRow>(tx, usageSql(q.by), [
+      day(q.startDay),
+      day(q.endDay),
+      q.accountSid,
+      q.accountSid,
+      q.startDay,
+      q.endDay,
+      q.accountSid,
+      q.accountSid,
+      q.accountSid,
+      q.accountSid,
+      q.startDay,
+      q.endDay,
+    ]);
+  });
   return merge(rows, q.by === "country" ? countryOfKey : (k) => k ?? "");
 }
 
