@@ -22,6 +22,7 @@ import { KeywordAnswer } from "./optouts/keyword-answer.entity.js";
 import { ServiceSendOutboxRow } from "./messaging/service-send-outbox.entity.js";
 import { RateCardRow, RateImportRow, RateRow } from "./billing/rate-card.entity.js";
 import { AccountBalance, BalanceEntry } from "./billing/balance.entity.js";
+import { UsageDay, UsagePending, UsageRollup } from "./billing/usage.entity.js";
 
 /**
  * Every entity, listed explicitly (no folder discovery), in foreign-key order: one per table the
@@ -55,4 +56,7 @@ export const entities = [
   RateImportRow,
   AccountBalance,
   BalanceEntry,
+  UsageDay,
+  UsageRollup,
+  UsagePending,
 ];

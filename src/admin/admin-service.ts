@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { create } from "@bufbuild/protobuf";
-import { Code, ConnectError, type HandlerContext, type ServiceImpl } from "@connectrpc/connect";
+import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import type { EntityManager } from "@mikro-orm/sql";
 import {
   type AdminService,
@@ -54,6 +54,7 @@ import { type CarrierAdminDeps, createCarrierAdmin } from "./carrier-admin.js";
 import { createSenderIdReview } from "./sender-id-review.js";
 import { createOperatorViews, toWebhookDeliveryPb } from "./operator-views.js";
 import { createRateCardAdmin } from "./rate-card-admin.js";
+import { createOperatorUsage } from "./operator-usage.js";
 import { quotaUsedToday } from "../limits/account-limits.js";
 import { redactionOf, segmentsStoredSince } from "../messaging/message-operator-store.js";
 import type { SharedAllowance } from "../limits/shared-allowance.js";
@@ -149,10 +150,7 @@ export function createAdminService(
   };
   const currency = deps.currency ?? DEFAULT_BILLING.currency;
   return {
-    // Declared in proto ahead of its implementation (issue 43, on its branch).
-    getUsage() {
-      throw new ConnectError("AdminService.GetUsage is not implemented yet", Code.Unimplemented);
-    },
+    ...createOperatorUsage({ em: requireAdmin, currency }),
     ...createAdminLists({
       clock: deps.clock,
       currency,

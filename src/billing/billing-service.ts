@@ -1,5 +1,5 @@
 /**
- * The account's side of billing (docs/billing.md): BillingService's ledger list. The operator's
+ * The account's side of billing (docs/billing.md): BillingService's ledger list and usage statement. The operator's
  * side (top-ups, adjustments, the account's billing settings) is admin/account-billing.ts; the
  * statements are in balance-store.ts.
  */
@@ -9,8 +9,10 @@ import {
   type BalanceEntry as BalanceEntryPb,
   BalanceEntrySchema,
   type BillingService,
+  type GetUsageRequest,
   type ListBalanceEntriesRequest,
   ListBalanceEntriesResponseSchema,
+  UsageResponseSchema,
 } from "../../gen/switchboard/v2/billing_pb.js";
 import { requireAccount } from "../accounts/account-context.js";
 import { ownAccountPath } from "../addresses/address-service.js";
@@ -20,6 +22,8 @@ import { fieldErrors } from "../common/errors.js";
 import { formatMoney } from "../common/money.js";
 import { pageOf } from "../common/paging.js";
 import { type BalanceEntryRecord, listBalanceEntries } from "./balance-store.js";
+import { groupByOf, usageDays } from "./usage-rules.js";
+import { usageBy } from "./usage-store.js";
 
 /** A ledger entry as every wire shows it: amounts as decimal strings. */
 export function toBalanceEntryPb(e: BalanceEntryRecord): BalanceEntryPb {
@@ -47,12 +51,29 @@ export function createBillingService(deps: { currency: string }): ServiceImpl<ty
       const { entries, total } = await listBalanceEntries(requestEm(ctx), account.sid, page.limit, page.offset);
       return create(ListBalanceEntriesResponseSchema, { balanceEntries: entries.map(toBalanceEntryPb), totalCount: total, priceUnit: deps.currency });
     },
-    // Declared in proto ahead of their implementations (issue 43, on their branches).
+    // Declared in proto ahead of its implementation (issue 43, on its branch).
     getBalance() {
       throw new ConnectError("BillingService.GetBalance is not implemented yet", Code.Unimplemented);
     },
-    getUsage() {
-      throw new ConnectError("BillingService.GetUsage is not implemented yet", Code.Unimplemented);
+    async getUsage(req: GetUsageRequest, ctx: HandlerContext) {
+      const account = requireAccount(ctx);
+      ownAccountPath(account, req.accountSid);
+      const days = usageDays(req.startDate, req.endDate);
+      const groupBy = groupByOf(req.groupBy, ["Day", "Country"]);
+      const problems = [...(Array.isArray(days) ? days : []), ...(typeof groupBy === "string" ? [] : [groupBy])];
+      if (problems.length > 0) throw fieldErrors(problems);
+      const { startDay, endDay } = days as Exclude<typeof days, unknown[]>;
+      const by = groupBy === "Country" ? "country" : "day";
+      const sums = await usageBy(requestEm(ctx), { accountSid: account.sid, startDay, endDay, by });
+      return create(UsageResponseSchema, {
+        usage: sums.map((s) => ({
+          ...(by === "day" ? { date: s.key } : { country: s.key }),
+          messages: s.messages,
+          segments: s.segments,
+          price: formatMoney(s.price),
+        })),
+        priceUnit: deps.currency,
+      });
     },
   };
 }

@@ -42,6 +42,14 @@ export const METHOD_NOTES: Record<string, MethodNotes> = {
   InjectInbound: { hints: { from: "the handset's E164 number", to: "a number of the service, e.g. a leased pool number" } },
   // --url is the service's URL: the carrier's Url is --carrier-url.
   AddCarrier: { flags: { url: "carrier-url" } },
+  GetUsage: {
+    hints: {
+      start_date: "the first UTC day, YYYY-MM-DD",
+      end_date: "the last UTC day (included), YYYY-MM-DD",
+      group_by: "Account (the default) or Carrier",
+      account_sid: "only this account",
+    },
+  },
   UpdateCarrier: { flags: { url: "carrier-url" } },
 };
 
@@ -76,6 +84,12 @@ const SHORTCUTS: { name: string; method: string; fixed: Record<string, JsonValue
     method: "ReviewSenderId",
     fixed: { Status: "Rejected" },
     summary: "Rejects a Pending sender ID; the name is free again (review-sender-id --status Rejected).",
+  },
+  {
+    name: "usage",
+    method: "GetUsage",
+    fixed: {},
+    summary: "Usage between two UTC days with Cost and Margin, by account or carrier (get-usage; docs/billing.md#usage).",
   },
 ];
 

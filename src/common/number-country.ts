@@ -128,3 +128,65 @@ export function countryOfE164(value: string): string | undefined {
   for (const other of plan.others) if (other.blocks?.test(split.national)) return other.country;
   return plan.main;
 }
+
+/**
+ * The longest string a block pattern can match: blocks are alternations of digits, character
+ * classes and non-capturing groups (`7911[17]`, `590(?:0[079]|13)`); undefined for anything else
+ * (a quantifier), which then needs the whole number.
+ */
+export function longestMatch(pattern: string): number | undefined {
+  let i = 0;
+  const alternation = (): number | undefined => {
+    let best = 0;
+    let current = 0;
+    while (i < pattern.length && pattern[i] !== ")") {
+      const c = pattern[i];
+      if (c === "|") {
+        best = Math.max(best, current);
+        current = 0;
+        i++;
+      } else if (/\d/.test(c)) {
+        current++;
+        i++;
+      } else if (c === "[") {
+        const end = pattern.indexOf("]", i);
+        if (end < 0) return undefined;
+        current++;
+        i = end + 1;
+      } else if (pattern.startsWith("(?:", i)) {
+        i += 3;
+        const inner = alternation();
+        if (inner === undefined || pattern[i] !== ")") return undefined;
+        current += inner;
+        i++;
+      } else return undefined;
+      if (i < pattern.length && "*+?{".includes(pattern[i])) return undefined;
+    }
+    return Math.max(best, current);
+  };
+  const n = alternation();
+  return i === pattern.length ? n : undefined;
+}
+
+/**
+ * How many leading characters of an E164 number decide its country, per calling code shared by
+ * several countries (`+1` → 5: the NANP area code, `+44` → 9): `+`, the code, and the longest block
+ * of its other countries. A number of any other code is decided by its first 4 characters (`+` and
+ * at most 3 digits hold the whole code). Grouping numbers by these prefixes before asking
+ * countryOfE164 keeps a usage statement to a few thousand groups, whatever the traffic.
+ */
+export function countryPrefixLengths(): Map<string, number> {
+  const lengths = new Map<string, number>();
+  for (const code of Object.keys((metadataJson as { country_calling_codes: Record<string, unknown> }).country_calling_codes)) {
+    const plan = codePlan(code);
+    if (!plan || plan.others.length === 0) continue;
+    let longest = 0;
+    for (const other of plan.others) {
+      const blocks = blocksOf(other.country);
+      const n = blocks === undefined ? 0 : longestMatch(blocks);
+      longest = Math.max(longest, n ?? 15);
+    }
+    lengths.set(code, Math.max(4, 1 + code.length + longest));
+  }
+  return lengths;
+}

@@ -21,6 +21,7 @@ import { applyReportBatch, recordSubmissions, type Submission } from "./receipts
 import { createWorkerLoop, type WorkerLoop } from "./worker-loop.js";
 import { applyPendingReceipts, applySegmentReceipts, flushInboundParts, storeInboundPart } from "./segment-store.js";
 import { createRetentionPurge, type RetentionOptions, type RetentionPurge } from "./retention.js";
+import { createUsageRollup, type UsageRollup } from "../billing/usage-rollup.js";
 import { createReceiptSweep, listAwaitingReports, type ReceiptSweep } from "./receipt-timeout.js";
 import { createServiceSendSweep, type ServiceSendSweep } from "./service-send-sweep.js";
 
@@ -87,6 +88,8 @@ export interface DeliveryEngineOptions {
   serviceSendSweepMs?: number;
   /** The retention purge's settings (docs/configuration.md#retention); without them nothing is purged. */
   retention?: Omit<RetentionOptions, "orm" | "clock" | "log"> & { intervalMs?: number };
+  /** How often the usage rollup looks for closed days, ms (default 10 min). */
+  usageRollupMs?: number;
 }
 
 /** The dispatcher, the webhook sender and the carrier's event sink, started and stopped together. */
@@ -98,6 +101,8 @@ export interface DeliveryEngine {
   receiptSweep: ReceiptSweep;
   /** Deletes and redacts old messages (MESSAGE_RETENTION_DAYS, accounts' RetentionDays and RedactAfterDays); any process may run it. */
   retention: RetentionPurge;
+  /** Sums each account's closed UTC days into usage_days (docs/billing.md#usage); any process may run it. */
+  usageRollup: UsageRollup;
   /**
    * Sends the forwards and keyword answers whose inbound SMS committed but whose process never
    * stored them (it stopped first), once SERVICE_SEND_GRACE_MS has passed; any process may run it.
@@ -163,7 +168,8 @@ export function createDeliveryEngine(opts: DeliveryEngineOptions): DeliveryEngin
   const mail = createMailWorker({ orm: opts.orm, clock: opts.clock, transport: opts.mailTransport, log: opts.log });
   const receiptTimeoutMs = opts.receiptTimeoutMs ?? 72 * 3_600_000;
   const receiptSweep = createReceiptSweep({ orm: opts.orm, clock: opts.clock, timeoutMs: receiptTimeoutMs, log: opts.log });
-  const retention = createRetentionPurge({ orm: opts.orm, clock: opts.clock, log: opts.log, defaultDays: null, ...opts.retention });
+  const usageRollup = createUsageRollup({ orm: opts.orm, clock: opts.clock, log: opts.log });
+  const retention = createRetentionPurge({ orm: opts.orm, clock: opts.clock, log: opts.log, defaultDays: null, usage: usageRollup, ...opts.retention });
   let loops: WorkerLoop[] = [];
   /** Something stored a message due now in the database (a forward, a keyword's answer): the loops claim it. */
   const queuedInDatabase = () => {
@@ -270,6 +276,7 @@ export function createDeliveryEngine(opts: DeliveryEngineOptions): DeliveryEngin
     mail,
     receiptSweep,
     retention,
+    usageRollup,
     serviceSendSweep,
     events,
     async start(startOpts) {
@@ -301,6 +308,8 @@ export function createDeliveryEngine(opts: DeliveryEngineOptions): DeliveryEngin
         createWorkerLoop("service-sends", () => serviceSendSweep.tick(), { intervalMs: opts.serviceSendSweepMs ?? 10_000, log: opts.log }),
         // A pass drains everything due (batch by batch, paused); the next one comes intervalMs later.
         createWorkerLoop("retention", () => retention.pass().then(() => 0), { intervalMs: opts.retention?.intervalMs ?? 300_000, log: opts.log }),
+        // Closed days are rolled up once; a pass finds little to do until the next UTC midnight.
+        createWorkerLoop("usage-rollup", () => usageRollup.pass().then(() => 0), { intervalMs: opts.usageRollupMs ?? 600_000, log: opts.log }),
       ];
       for (const l of loops) l.start();
     },

@@ -7,6 +7,7 @@ import { deleteBatchKeysBefore, deleteKeysOfMessages } from "../messaging/idempo
 import { claimExpiredMessages, deleteMessages, redactExpiredTexts } from "../messaging/message-retention-store.js";
 import { deleteWebhookDeliveriesOfMessages, redactWebhookPayloadsOfMessages } from "../webhooks/webhook-store.js";
 import { deleteSegmentsOfMessages } from "./segment-store.js";
+import { createUsageRollup, type UsageRollup } from "../billing/usage-rollup.js";
 import { deleteInboundTextsOfAccount, deleteInboundTextsOfNoAccount, type InboundTextTable, redactUnmatchedOfAccount } from "./unmatched-inbound-store.js";
 
 /** The tables of inbound texts no message owns (unmatched_inbound, inbound_parts), which retention covers too. */
@@ -29,6 +30,8 @@ export interface RetentionOptions {
   log?: Logger;
   /** Waits between batches (a test passes its own). */
   sleep?: (ms: number) => Promise<void>;
+  /** The usage rollup run before an account's messages are deleted (default: one on `orm` and `clock`). */
+  usage?: UsageRollup;
 }
 
 /** What one pass (or the process so far) deleted and redacted. */
@@ -66,7 +69,8 @@ const zero = (): PurgeCounts => ({ purged: 0, redacted: 0, webhooks: 0, emails: 
  * between the ends of one of its leases (deleted after its RetentionDays, the SMS emptied and the
  * parts deleted after RedactAfterDays), else nobody's (deleted after MESSAGE_RETENTION_DAYS). Only settled
  * messages (Delivered, Failed, Canceled, Received, no webhook or e-mail still pending) are touched:
- * a queued or in-flight message stays whatever its age.
+ * a queued or in-flight message stays whatever its age. Before an account's messages are deleted
+ * its usage is rolled up (billing/usage-rollup.ts): a message whose usage is not summed yet is kept.
  *
  * Work is claimed row by row: each batch is one transaction that locks its messages `for update skip
  * locked`, so any number of processes may run the purge at once and none takes rows another holds
@@ -81,6 +85,7 @@ export function createRetentionPurge(opts: RetentionOptions): RetentionPurge {
   const sleep = opts.sleep ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)));
   const total = zero();
   let stopping = false;
+  const usage = opts.usage ?? createUsageRollup({ orm: opts.orm, clock: opts.clock, log: opts.log });
 
   /** Deletes one batch of a property's expired messages and what hangs off them; how many messages. */
   async function purgeBatch(propertySid: string, before: Date, counts: PurgeCounts): Promise<number> {
@@ -140,7 +145,11 @@ export function createRetentionPurge(opts: RetentionOptions): RetentionPurge {
     const days = retentionDays ?? opts.defaultDays;
     if (days !== null) {
       const before = new Date(now.getTime() - days * DAY_MS);
-      for (const r of rows) await drain(() => purgeBatch(r.property_sid, before, counts), "purged", r.property_sid);
+      // Usage statements outlive the messages (docs/billing.md#usage): the account's closed hours are
+      // rolled up first, and a message not summed yet (after the watermark, or pending) is kept.
+      const rolledUntil = (await usage.rollUpAccount(accountSid))?.getTime() ?? -Infinity;
+      const purgeBefore = new Date(Math.min(before.getTime(), rolledUntil));
+      for (const r of rows) await drain(() => purgeBatch(r.property_sid, purgeBefore, counts), "purged", r.property_sid);
       if (!stopping) counts.keys += await deleteBatchKeysBefore(opts.orm.em.fork(), accountSid, before);
       for (const table of INBOUND_TEXT_TABLES)
         await drain(

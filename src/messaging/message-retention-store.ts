@@ -23,13 +23,16 @@ const NOTHING_PENDING = `not exists (select 1 from webhook_deliveries d where d.
 
 /**
  * Locks up to `limit` of a property's settled messages created before `before`, oldest first, in
- * the caller's transaction (rows another purge holds are skipped); their Sids.
+ * the caller's transaction (rows another purge holds are skipped); their Sids. A message whose
+ * usage is not summed yet (usage_pending: it left the queue after its hour was rolled up) waits
+ * for the next rollup (docs/billing.md#usage).
  */
 export async function claimExpiredMessages(tx: EntityManager, propertySid: string, before: Date, limit: number): Promise<string[]> {
   const rows = await executeBound<{ sid: string }>(
     tx,
     `select m.sid from messages m
       where m.property_sid = ? and m.created_at < ? and m.status in ${SETTLED} and ${NOTHING_PENDING}
+        and not exists (select 1 from usage_pending up where up.message_sid = m.sid)
       order by m.created_at limit ? for update of m skip locked`,
     [propertySid, before, limit],
   );

@@ -12,6 +12,7 @@ import { ERRORS, type ErrorCode } from "../common/errors.js";
 import { fieldDescription, SchemaBuilder } from "./openapi-schemas.js";
 import type { OpenApiObject } from "./openapi-compat.js";
 import { queryFields, restRoutes, type RestRoute } from "../rest/rest-routes.js";
+import { CSV_MEDIA_TYPE, csvWriter } from "../rest/rest-csv.js";
 
 export type { OpenApiObject } from "./openapi-compat.js";
 
@@ -203,6 +204,8 @@ export function buildOpenApi(services: DescService[], opts: OpenApiOptions): Ope
               }
             : schemas.response(route),
         },
+        // A table's rows as CSV, for `Accept: text/csv` (src/rest/rest-csv.ts).
+        ...(csvWriter(route.rpc) ? { [CSV_MEDIA_TYPE]: { schema: { type: "string", description: "A header line, then one line per row (RFC 4180)." } } } : {}),
       },
     };
     const errors: ErrorStatus[] = ["400", "401"];

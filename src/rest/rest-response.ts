@@ -29,6 +29,18 @@ export function responseWriter(rpc: DescMethod, responseBody: string): ResponseW
   };
 }
 
+/** Compiles a method's response as the JSON object the answer is written from (for CSV answers, rest-csv.ts). */
+export function responseJson(rpc: DescMethod): (response: unknown) => JsonObject {
+  const desc = rpc.output;
+  const fix = int64Fixer(desc);
+  return (response) => {
+    const message = isMessage(response, desc) ? response : create(desc, response as never);
+    const json = toJson(desc, message, { alwaysEmitImplicit: true }) as JsonObject;
+    if (fix) fix(json);
+    return json;
+  };
+}
+
 type Fixer = (json: JsonObject) => void;
 
 const INT64_WRAPPERS = new Set(["google.protobuf.Int64Value", "google.protobuf.UInt64Value"]);

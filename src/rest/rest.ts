@@ -35,7 +35,8 @@ import {
   writeError,
 } from "../http/http-layer.js";
 import { requestDecoder, type RequestDecoder } from "./rest-request.js";
-import { type ResponseWriter, responseWriter } from "./rest-response.js";
+import { type ResponseWriter, responseJson, responseWriter } from "./rest-response.js";
+import { acceptsCsv, CSV_CONTENT_TYPE, csvWriter } from "./rest-csv.js";
 import { apiPrefixes, restRoutes, type RestRoute } from "./rest-routes.js";
 
 /** One service the plugin serves. */
@@ -94,7 +95,7 @@ export async function restPlugin(app: FastifyInstance, opts: RestOptions): Promi
   for (const route of routes) {
     const chain = callChain(route, impls.get(route.service), opts.interceptors);
     const decode = requestDecoder(route);
-    const write = responseWriter(route.rpc, route.responseBody);
+    const write = withCsv(route, responseWriter(route.rpc, route.responseBody));
     app.route({
       method: route.method,
       url: route.path,
@@ -129,11 +130,21 @@ function callChain(route: RestRoute, impl: Partial<ServiceImpl<DescService>> | u
   return interceptors.reduceRight<Next>((next, interceptor) => interceptor(next), method);
 }
 
+/** A route's writer and, for a method that answers CSV (rest-csv.ts), its CSV writer. */
+type RouteWriter = ResponseWriter & { csv?: (response: unknown, request: unknown) => string };
+
+function withCsv(route: RestRoute, write: ResponseWriter): RouteWriter {
+  const csv = csvWriter(route.rpc);
+  if (!csv) return write;
+  const json = responseJson(route.rpc);
+  return Object.assign(write, { csv: (response: unknown, request: unknown) => csv(json(response), request as { groupBy?: string }) });
+}
+
 async function serve(
   route: RestRoute,
   chain: Next,
   decode: RequestDecoder,
-  write: ResponseWriter,
+  write: RouteWriter,
   values: (request: FastifyRequest) => ContextValues,
   request: FastifyRequest,
   reply: FastifyReply,
@@ -156,9 +167,16 @@ async function serve(
       return reply;
     }
     try {
-      const body = write(response.message, isCompatible(ctx.values) ? { requestBody: req.decodedBody } : undefined);
+      const csv = write.csv !== undefined && acceptsCsv(request.headers.accept);
+      const body = csv
+        ? write.csv!(response.message, req.message)
+        : write(response.message, isCompatible(ctx.values) ? { requestBody: req.decodedBody } : undefined);
       copyHeaders(response.header, reply);
-      return reply.code(200).header("content-type", JSON_CONTENT_TYPE).send(body);
+      if (write.csv !== undefined) reply.header("vary", "Accept");
+      return reply
+        .code(200)
+        .header("content-type", csv ? CSV_CONTENT_TYPE : JSON_CONTENT_TYPE)
+        .send(body);
     } catch (reason) {
       sendError(request, reply, reason);
       return reply;

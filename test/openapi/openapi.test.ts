@@ -175,8 +175,9 @@ describe("GET /openapi.json", () => {
     const ids = new Set<string>();
     for (const route of routes) {
       const op = operationOf(route);
-      // The operator's ListNumbers, ListAddresses, ListSenderIds and ListBalanceEntries share their names with /v2 methods, which keep theirs.
-      const shared = route.service.name === "AdminService" && ["ListNumbers", "ListAddresses", "ListSenderIds", "ListBalanceEntries"].includes(route.rpc.name);
+      // The operator's ListNumbers, ListAddresses, ListSenderIds, ListBalanceEntries and GetUsage share their names with /v2 methods, which keep theirs.
+      const shared =
+        route.service.name === "AdminService" && ["ListNumbers", "ListAddresses", "ListSenderIds", "ListBalanceEntries", "GetUsage"].includes(route.rpc.name);
       expect(op.operationId).toBe(shared ? `AdminService_${route.rpc.name}` : route.rpc.name);
       ids.add(op.operationId);
       expect(op.tags).toEqual([route.service.name.replace(/Service$/, "")]);
