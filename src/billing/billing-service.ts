@@ -1,5 +1,5 @@
 /**
- * The account's side of billing (docs/billing.md): BillingService's ledger list. The operator's
+ * The account's side of billing (docs/billing.md): BillingService's balance and ledger list. The operator's
  * side (top-ups, adjustments, the account's billing settings) is admin/account-billing.ts; the
  * statements are in balance-store.ts.
  */
@@ -8,6 +8,8 @@ import { Code, ConnectError, type HandlerContext, type ServiceImpl } from "@conn
 import {
   type BalanceEntry as BalanceEntryPb,
   BalanceEntrySchema,
+  BalanceSchema,
+  type GetBalanceRequest,
   type BillingService,
   type ListBalanceEntriesRequest,
   ListBalanceEntriesResponseSchema,
@@ -16,10 +18,10 @@ import { requireAccount } from "../accounts/account-context.js";
 import { ownAccountPath } from "../addresses/address-service.js";
 import { unixSeconds } from "../common/clock.js";
 import { requestEm } from "../common/context.js";
-import { fieldErrors } from "../common/errors.js";
+import { fieldErrors, notFound } from "../common/errors.js";
 import { formatMoney } from "../common/money.js";
 import { pageOf } from "../common/paging.js";
-import { type BalanceEntryRecord, listBalanceEntries } from "./balance-store.js";
+import { type BalanceEntryRecord, balanceSummary, listBalanceEntries } from "./balance-store.js";
 
 /** A ledger entry as every wire shows it: amounts as decimal strings. */
 export function toBalanceEntryPb(e: BalanceEntryRecord): BalanceEntryPb {
@@ -47,10 +49,21 @@ export function createBillingService(deps: { currency: string }): ServiceImpl<ty
       const { entries, total } = await listBalanceEntries(requestEm(ctx), account.sid, page.limit, page.offset);
       return create(ListBalanceEntriesResponseSchema, { balanceEntries: entries.map(toBalanceEntryPb), totalCount: total, priceUnit: deps.currency });
     },
-    // Declared in proto ahead of their implementations (issue 43, on their branches).
-    getBalance() {
-      throw new ConnectError("BillingService.GetBalance is not implemented yet", Code.Unimplemented);
+    async getBalance(req: GetBalanceRequest, ctx: HandlerContext) {
+      const account = requireAccount(ctx);
+      ownAccountPath(account, req.accountSid);
+      // Read together, now: the settings as the charge reads them, not the request's cached account.
+      const summary = await balanceSummary(requestEm(ctx), account.sid);
+      if (!summary) throw notFound("Account", req.accountSid);
+      return create(BalanceSchema, {
+        accountSid: account.sid,
+        balance: formatMoney(summary.balance),
+        billingMode: summary.billingMode,
+        creditLimit: summary.creditLimit === null ? undefined : formatMoney(summary.creditLimit),
+        priceUnit: deps.currency,
+      });
     },
+    // Declared in proto ahead of its implementation (issue 43, on its branch).
     getUsage() {
       throw new ConnectError("BillingService.GetUsage is not implemented yet", Code.Unimplemented);
     },
