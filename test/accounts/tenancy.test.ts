@@ -143,6 +143,7 @@ const BASELINES: Record<string, (own: RichTenant) => Record<string, unknown>> = 
   "SenderIdService.ListSenderIds": (o) => ({ accountSid: o.accountSid }),
   "SenderIdService.DeleteSenderId": (o) => ({ accountSid: o.accountSid, senderIdSid: o.spareSenderId }),
   "BillingService.ListBalanceEntries": (o) => ({ accountSid: o.accountSid }),
+  "BillingService.GetBalance": (o) => ({ accountSid: o.accountSid }),
 };
 
 /** How a reference in the body (not the path) to someone else's resource is refused (docs/api.md). */
@@ -315,16 +316,16 @@ describe("tenant isolation matrix", () => {
   /** Both directions: A attacks B, B attacks A. */
   const allCells = () => (memo ??= [...matrix(a, b), ...matrix(b, a)]);
 
-  it("is generated from every route and method: 43 cells per direction for the 18 account methods, 39 operator cells", () => {
+  it("is generated from every route and method: 44 cells per direction for the 19 account methods, 39 operator cells", () => {
     const ab = matrix(a, b);
     const ba = matrix(b, a);
     expect(methods).toHaveLength(60);
-    expect(ab.filter((c) => !isOperatorService(c.method.service))).toHaveLength(43);
+    expect(ab.filter((c) => !isOperatorService(c.method.service))).toHaveLength(44);
     expect(ab.filter((c) => isOperatorService(c.method.service))).toHaveLength(39);
     // Every method appears, each account method with each resource field it has.
     expect(new Set(ab.map((c) => c.method.name))).toStrictEqual(new Set(methods.map((m) => m.name)));
     expect(ba).toHaveLength(ab.length);
-    expect(allCells().length * TRANSPORTS.length).toBe(820);
+    expect(allCells().length * TRANSPORTS.length).toBe(830);
   });
 
   it("every cell on every transport is refused as documented, shows nothing of the other tenant's, and writes nothing", async () => {
@@ -343,7 +344,7 @@ describe("tenant isolation matrix", () => {
       }
     }
     expect(failures).toStrictEqual([]);
-    expect(attempts).toBe(820);
+    expect(attempts).toBe(830);
     expect(await dbRows(t.db.orm)).toStrictEqual(rowsBefore);
     console.log(
       `[tenancy] isolation matrix (${dbKind()}): ${cells.length} cells × ${TRANSPORTS.length} transports = ${attempts} attempts, all refused as documented, database unchanged`,
@@ -355,7 +356,7 @@ describe("tenant isolation matrix", () => {
     const controls = allCells()
       .filter((c) => c.ownerInit)
       .sort((x, y) => Number(x.route.method === "DELETE") - Number(y.route.method === "DELETE"));
-    expect(controls).toHaveLength(82); // 43 per direction, less the leased pool number as Number and as From
+    expect(controls).toHaveLength(84); // 44 per direction, less the leased pool number as Number and as From
     for (const c of controls) {
       const req = restRequest(c.route, c.ownerInit!);
       const res = await t.app.inject({
@@ -436,7 +437,7 @@ describe("authentication", () => {
   it("401 comes before 404 and before body validation on every account route", async () => {
     const before = await dbRows(t.db.orm);
     const routesAtB = restRoutesAtB();
-    expect(routesAtB).toHaveLength(18);
+    expect(routesAtB).toHaveLength(19);
     for (const { label, req } of routesAtB) {
       for (const header of [null, basic(b.accountSid, "wrong"), "Basic !!"]) {
         const res = await t.app.inject({
@@ -500,7 +501,7 @@ describe("malformed Sids", () => {
         }
       }
     }
-    expect(n).toBe(144); // 18 path Sids (13 routes, the SenderIds routes' AccountSid and SenderIdSid, the BalanceEntries route's AccountSid) × 8 variants
+    expect(n).toBe(152); // 19 path Sids (13 routes, the SenderIds routes' AccountSid and SenderIdSid, the BalanceEntries and Balance routes' AccountSid) × 8 variants
     expect(await dbRows(t.db.orm)).toStrictEqual(before);
   });
 });
