@@ -17,7 +17,7 @@ import { type LowBalanceCrossing, lockLowBalanceCrossings, settleLowBalanceCross
 /** Crossings taken per round: each round holds their balance rows' locks for a few statements. */
 export const LOW_BALANCE_BATCH = 50;
 
-/** The BalanceLow webhook's body (docs/api.md#delivery-receipts-and-webhooks). */
+/** The BalanceLow webhook's body (docs/webhooks.md#balancelow). */
 export function balanceLowPayload(c: LowBalanceCrossing, currency: string): Record<string, string | number> {
   return {
     Type: "BalanceLow",

@@ -3,7 +3,7 @@ import { defineEntity, p } from "@mikro-orm/core";
 /** Where a webhook call stands: not yet made successfully, made, or given up. */
 export type WebhookDeliveryStatus = "Pending" | "Delivered" | "Failed";
 
-/** What a call reports: a message's delivery receipt or reply, or an account's low balance (docs/api.md#delivery-receipts-and-webhooks). */
+/** What a call reports: a message's delivery receipt or reply, or an account's low balance (docs/webhooks.md). */
 export type WebhookEventType = "DeliveryReceipt" | "Response" | "BalanceLow";
 
 /** Schema of a queued webhook call (table `webhook_deliveries`). */
