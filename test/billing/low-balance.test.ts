@@ -25,7 +25,8 @@ function refused(field: string, message: string, code = "InvalidParameter") {
   return { ResponseStatus: { ErrorCode: code, Message: message, Errors: [{ FieldName: field, ErrorCode: code, Message: message }] } };
 }
 
-describe(`low-balance settings and GetBalance (${dbKind()})`, () => {
+// The first request of a file warms the app up: slow on PGlite under a loaded machine.
+describe(`low-balance settings and GetBalance (${dbKind()})`, { timeout: 90_000 }, () => {
   let t: TestApp;
   beforeAll(async () => {
     t = await createTestApp();
@@ -134,7 +135,7 @@ describe(`low-balance settings and GetBalance (${dbKind()})`, () => {
   });
 });
 
-describe(`the BalanceLow webhook (${dbKind()})`, () => {
+describe(`the BalanceLow webhook (${dbKind()})`, { timeout: 90_000 }, () => {
   let t: TestApp;
   let rx: Receiver;
 
