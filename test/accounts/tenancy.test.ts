@@ -316,16 +316,16 @@ describe("tenant isolation matrix", () => {
   /** Both directions: A attacks B, B attacks A. */
   const allCells = () => (memo ??= [...matrix(a, b), ...matrix(b, a)]);
 
-  it("is generated from every route and method: 44 cells per direction for the 19 account methods, 39 operator cells", () => {
+  it("is generated from every route and method: 44 cells per direction for the 19 account methods, 40 operator cells", () => {
     const ab = matrix(a, b);
     const ba = matrix(b, a);
     expect(methods).toHaveLength(60);
     expect(ab.filter((c) => !isOperatorService(c.method.service))).toHaveLength(44);
-    expect(ab.filter((c) => isOperatorService(c.method.service))).toHaveLength(39);
+    expect(ab.filter((c) => isOperatorService(c.method.service))).toHaveLength(40);
     // Every method appears, each account method with each resource field it has.
     expect(new Set(ab.map((c) => c.method.name))).toStrictEqual(new Set(methods.map((m) => m.name)));
     expect(ba).toHaveLength(ab.length);
-    expect(allCells().length * TRANSPORTS.length).toBe(830);
+    expect(allCells().length * TRANSPORTS.length).toBe(840);
   });
 
   it("every cell on every transport is refused as documented, shows nothing of the other tenant's, and writes nothing", async () => {
@@ -344,7 +344,7 @@ describe("tenant isolation matrix", () => {
       }
     }
     expect(failures).toStrictEqual([]);
-    expect(attempts).toBe(830);
+    expect(attempts).toBe(840);
     expect(await dbRows(t.db.orm)).toStrictEqual(rowsBefore);
     console.log(
       `[tenancy] isolation matrix (${dbKind()}): ${cells.length} cells × ${TRANSPORTS.length} transports = ${attempts} attempts, all refused as documented, database unchanged`,
