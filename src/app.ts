@@ -159,6 +159,7 @@ export function createServices(deps: AppDeps, accounts: AccountCache = createAcc
         accounts,
         limits: allowance,
         currency: billing.currency,
+        webhookAllowPrivate: deps.config.webhookAllowPrivate,
         carrierLinks: router ? () => new Map(router.links().map((l) => [l.name, l.link === "" ? "-" : l.link])) : undefined,
         // This process's dispatcher reads the change at once; the others within their poll.
         // A failed read keeps the last table (the router logs it and reads again within seconds).

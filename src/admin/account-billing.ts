@@ -1,6 +1,7 @@
 /**
  * The operator's side of an account's billing (docs/billing.md): its RateCard, BillingMode and
- * CreditLimit as CreateAccount and UpdateAccount take them, and AdminService's AddBalanceEntry
+ * CreditLimit as CreateAccount and UpdateAccount take them, LowBalanceThreshold and
+ * LowBalanceWebhookUri as UpdateAccount takes them, and AdminService's AddBalanceEntry
  * (top-ups and adjustments) and ListBalanceEntries (any account's ledger, for the console). Every bad value is a 400 naming its field, all of them at once;
  * the ledger's statements are in billing/balance-store.ts.
  */
@@ -18,6 +19,7 @@ import type { Clock } from "../common/clock.js";
 import { fieldErrors, type FieldProblem, quoted } from "../common/errors.js";
 import { formatMoney, inRange, MAX_MICROS, moneyOrProblem } from "../common/money.js";
 import { pageOf } from "../common/paging.js";
+import { webhookUriProblem } from "../webhooks/url-guard.js";
 import { findAccount } from "./admin-lists.js";
 
 /** The billing fields of CreateAccountRequest and UpdateAccountRequest (omitted: unchanged, or the default on create). */
@@ -25,6 +27,9 @@ export interface AccountBillingInput {
   rateCard?: string;
   billingMode?: string;
   creditLimit?: string;
+  /** UpdateAccount only (docs/billing.md#low-balance). */
+  lowBalanceThreshold?: string;
+  lowBalanceWebhookUri?: string;
 }
 
 /** The checked billing settings: undefined where the request left a field out, null where it cleared it. */
@@ -32,6 +37,8 @@ export interface AccountBillingChange {
   rateCard?: string | null;
   billingMode?: BillingMode;
   creditLimit?: bigint | null;
+  lowBalanceThreshold?: bigint | null;
+  lowBalanceWebhookUri?: string | null;
 }
 
 /** Longest Reference a top-up or adjustment keeps. */
@@ -43,7 +50,7 @@ export const MAX_REFERENCE_CHARS = 255;
  * An unknown card is a 400 rather than a 404: it is a reference in the body, as CreateNumber's
  * AccountSid is, and the path's account was found.
  */
-export async function checkAccountBilling(em: EntityManager, req: AccountBillingInput): Promise<AccountBillingChange> {
+export async function checkAccountBilling(em: EntityManager, req: AccountBillingInput, opts: { webhookAllowPrivate: boolean }): Promise<AccountBillingChange> {
   const problems: FieldProblem[] = [];
   const change: AccountBillingChange = {};
   if (req.rateCard !== undefined) {
@@ -74,15 +81,42 @@ export async function checkAccountBilling(em: EntityManager, req: AccountBilling
       else problems.push(limit);
     }
   }
+  // Low balance (docs/billing.md#low-balance): any amount, a sign allowed (a threshold below zero
+  // warns a credit account); the URI is checked as a send's webhook URIs are.
+  if (req.lowBalanceThreshold !== undefined) {
+    if (req.lowBalanceThreshold === "") change.lowBalanceThreshold = null;
+    else {
+      const threshold = moneyOrProblem("LowBalanceThreshold", req.lowBalanceThreshold, { signed: true });
+      if (typeof threshold === "bigint") change.lowBalanceThreshold = threshold;
+      else problems.push(threshold);
+    }
+  }
+  if (req.lowBalanceWebhookUri !== undefined) {
+    const uri = req.lowBalanceWebhookUri.trim();
+    const problem = uri === "" ? undefined : webhookUriProblem(uri, opts.webhookAllowPrivate);
+    if (problem) problems.push({ field: "LowBalanceWebhookUri", code: "InvalidWebhookUri", message: `LowBalanceWebhookUri ${problem}.` });
+    else change.lowBalanceWebhookUri = uri === "" ? null : uri;
+  }
   if (problems.length > 0) throw fieldErrors(problems);
   return change;
 }
 
-/** Applies checked billing settings to the account (written by the caller's flush). */
-export function applyAccountBilling(account: Account, change: AccountBillingChange): void {
+/**
+ * Applies checked billing settings to the account (written by the caller's flush); whether its
+ * LowBalanceThreshold or LowBalanceWebhookUri changed, which re-arms its BalanceLow webhook
+ * (billing/balance-store.ts rearmLowBalance).
+ */
+export function applyAccountBilling(account: Account, change: AccountBillingChange): boolean {
   if (change.rateCard !== undefined) account.rateCard = change.rateCard;
   if (change.billingMode !== undefined) account.billingMode = change.billingMode;
   if (change.creditLimit !== undefined) account.creditLimit = change.creditLimit;
+  // BigInt(): a bigint column may come back as its text.
+  const threshold = account.lowBalanceThreshold == null ? null : BigInt(account.lowBalanceThreshold);
+  const thresholdChanged = change.lowBalanceThreshold !== undefined && change.lowBalanceThreshold !== threshold;
+  const uriChanged = change.lowBalanceWebhookUri !== undefined && change.lowBalanceWebhookUri !== account.lowBalanceWebhookUri;
+  if (thresholdChanged) account.lowBalanceThreshold = change.lowBalanceThreshold!;
+  if (uriChanged) account.lowBalanceWebhookUri = change.lowBalanceWebhookUri!;
+  return thresholdChanged || uriChanged;
 }
 
 type EntryType = "TopUp" | "Adjustment";

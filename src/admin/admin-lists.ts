@@ -72,6 +72,8 @@ export function toAccountPb(a: Account, money: AccountMoney, segmentsToday?: num
     creditLimit: a.creditLimit == null ? undefined : formatMoney(BigInt(a.creditLimit)),
     balance: formatMoney(money.balance),
     priceUnit: money.priceUnit,
+    lowBalanceThreshold: a.lowBalanceThreshold == null ? undefined : formatMoney(BigInt(a.lowBalanceThreshold)),
+    lowBalanceWebhookUri: a.lowBalanceWebhookUri ?? "",
   });
 }
 

@@ -47,7 +47,7 @@ import { refundMessages } from "../billing/balance-store.js";
 import { releaseLease } from "../leases/lease-allocator.js";
 import { applyAccountSettings } from "./account-settings.js";
 import { applyAccountBilling, checkAccountBilling, createBalanceAdmin } from "./account-billing.js";
-import { balanceOf } from "../billing/balance-store.js";
+import { balanceOf, rearmLowBalance } from "../billing/balance-store.js";
 import { DEFAULT_BILLING } from "../config.js";
 import { createAdminLists, findAccount, toAccountPb, toPropertyPb } from "./admin-lists.js";
 import { type CarrierAdminDeps, createCarrierAdmin } from "./carrier-admin.js";
@@ -140,6 +140,8 @@ export function createAdminService(
     handsets?: SimulatedHandsets;
     /** BILLING_CURRENCY (default AUD): the PriceUnit of the accounts' balances. */
     currency?: string;
+    /** WEBHOOK_ALLOW_PRIVATE: whether an account's LowBalanceWebhookUri may name a private address (default false). */
+    webhookAllowPrivate?: boolean;
   } & Partial<Pick<CarrierAdminDeps, "carrierLinks" | "routingChanged">>,
 ): ServiceImpl<typeof AdminService> {
   const simulator = (): SimulatorControls => {
@@ -191,7 +193,7 @@ export function createAdminService(
       const em = requireAdmin(ctx);
       const name = checkName(req.name, true)!;
       const restCompatibility = checkRestCompatibility(req.restCompatibility) ?? "None";
-      const billing = await checkAccountBilling(em, req);
+      const billing = await checkAccountBilling(em, req, { webhookAllowPrivate: deps.webhookAllowPrivate ?? false });
       const token = randomSecret(TOKEN_LENGTH);
       const webhookSecret = newWebhookSecret();
       const account = addAccount(em, {
@@ -231,8 +233,12 @@ export function createAdminService(
       if (retentionDays !== undefined) account.retentionDays = retentionDays;
       if (redactAfterDays !== undefined) account.redactAfterDays = redactAfterDays;
       applyAccountSettings(account, req);
-      applyAccountBilling(account, await checkAccountBilling(em, req));
-      await em.flush();
+      const lowBalanceChanged = applyAccountBilling(account, await checkAccountBilling(em, req, { webhookAllowPrivate: deps.webhookAllowPrivate ?? false }));
+      // New low-balance settings arm the webhook again, in the transaction that writes them
+      // (docs/billing.md#low-balance): the next charge below the threshold sends one.
+      await em.transactional(async (tx) => {
+        if (lowBalanceChanged) await rearmLowBalance(tx, account.sid);
+      });
       deps.accounts?.invalidate(account.sid);
       return toAccountPb(account, { balance: await balanceOf(em, account.sid), priceUnit: currency });
     },

@@ -7,7 +7,7 @@
  */
 import type { EntityManager } from "@mikro-orm/sql";
 import { executeBound } from "../db/bound-sql.js";
-import type { BalanceEntryType } from "./balance.entity.js";
+import type { BalanceEntryType, LowBalanceState } from "./balance.entity.js";
 
 /** One send to charge: its account, price in micro-units (0 or more) and message. */
 export interface ChargeItem {
@@ -90,10 +90,18 @@ async function addToBalance(
   entry: { accountSid: string; type: BalanceEntryType; amount: bigint; messageSid: string | null; reference: string },
   now: Date,
 ): Promise<BalanceEntryRecord> {
+  // An entry that brings the balance back to the LowBalanceThreshold arms its webhook again
+  // (docs/billing.md#low-balance): Sent becomes Above; a Pending crossing stays for the worker,
+  // which arms it once it has queued the webhook.
   const rows = await executeBound<{ balance: string }>(
     tx,
-    `update account_balances set balance = balance + ?::bigint, updated_at = ? where account_sid = ? returning balance::text as balance`,
-    [entry.amount.toString(), now, entry.accountSid],
+    `update account_balances ab set balance = ab.balance + ?::bigint, updated_at = ?,
+            low_balance_state = case when ab.low_balance_state = 'Sent' and ab.balance + ?::bigint >= a.low_balance_threshold
+                                     then 'Above' else ab.low_balance_state end
+       from accounts a
+      where ab.account_sid = ? and a.sid = ab.account_sid
+     returning ab.balance::text as balance`,
+    [entry.amount.toString(), now, entry.amount.toString(), entry.accountSid],
   );
   const inserted = await executeBound<EntryDbRow>(
     tx,
@@ -191,4 +199,89 @@ export async function listBalanceEntries(
   );
   const total = await executeBound<{ n: number | string }>(em, `select count(*) as n from balance_entries where account_sid = ?`, [accountSid]);
   return { entries: rows.map(toEntry), total: Number(total[0].n) };
+}
+
+/** What GetBalance shows of an account: its balance (0 before its first entry), BillingMode and CreditLimit, read together. */
+export async function balanceSummary(
+  em: EntityManager,
+  accountSid: string,
+): Promise<{ balance: bigint; billingMode: string; creditLimit: bigint | null } | undefined> {
+  const rows = await executeBound<{ balance: string; billing_mode: string; credit_limit: string | null }>(
+    em,
+    `select coalesce(ab.balance, 0)::text as balance, a.billing_mode, a.credit_limit::text as credit_limit
+       from accounts a left join account_balances ab on ab.account_sid = a.sid
+      where a.sid = ?`,
+    [accountSid],
+  );
+  if (rows.length === 0) return undefined;
+  const r = rows[0];
+  return { balance: BigInt(r.balance), billingMode: r.billing_mode, creditLimit: r.credit_limit === null ? null : BigInt(r.credit_limit) };
+}
+
+/** A low-balance crossing waiting for its webhook (docs/billing.md#low-balance), with the account's settings now. */
+export interface LowBalanceCrossing {
+  accountSid: string;
+  /** The balance after the charge that took it below the threshold. */
+  balance: bigint;
+  at: Date;
+  threshold: bigint | null;
+  webhookUri: string | null;
+}
+
+/**
+ * Locks up to `limit` Pending crossings (the partial index's rows), in account order as every
+ * charge locks balance rows, until the caller's transaction ends. A row another worker settled
+ * while this one waited for its lock is re-checked and left out, so each crossing is taken once.
+ */
+export async function lockLowBalanceCrossings(tx: EntityManager, limit: number): Promise<LowBalanceCrossing[]> {
+  const rows = await executeBound<{ account_sid: string; balance: string; at: Date | string; threshold: string | null; uri: string | null }>(
+    tx,
+    `select ab.account_sid, ab.low_balance_balance::text as balance, ab.low_balance_at as at,
+            a.low_balance_threshold::text as threshold, a.low_balance_webhook_uri as uri
+       from account_balances ab join accounts a on a.sid = ab.account_sid
+      where ab.low_balance_state = 'Pending'
+      order by ab.account_sid
+      limit ?
+        for update of ab`,
+    [limit],
+  );
+  return rows.map((r) => ({
+    accountSid: r.account_sid,
+    balance: BigInt(r.balance),
+    at: new Date(r.at),
+    threshold: r.threshold === null ? null : BigInt(r.threshold),
+    webhookUri: r.uri,
+  }));
+}
+
+/**
+ * Settles locked crossings once their webhooks are queued: Sent, or Above at once when the balance
+ * is back at the threshold (a top-up came before the worker; it left the Pending crossing alone).
+ */
+export async function settleLowBalanceCrossings(tx: EntityManager, accountSids: readonly string[]): Promise<void> {
+  if (accountSids.length === 0) return;
+  await executeBound(
+    tx,
+    `update account_balances ab
+        set low_balance_state = case when a.low_balance_threshold is null or ab.balance >= a.low_balance_threshold then 'Above' else 'Sent' end
+       from accounts a
+      where ab.account_sid = any(?::text[]) and a.sid = ab.account_sid and ab.low_balance_state = 'Pending'`,
+    [[...accountSids]],
+  );
+}
+
+/**
+ * Arms the account's low-balance webhook again (Above), when its LowBalanceThreshold or
+ * LowBalanceWebhookUri changes: the next charge that leaves the balance below the (new)
+ * threshold sends one, even when the balance is below it already. A crossing not yet queued is
+ * dropped: it was about the settings the operator just replaced.
+ */
+export async function rearmLowBalance(tx: EntityManager, accountSid: string): Promise<void> {
+  await executeBound(tx, `update account_balances set low_balance_state = 'Above' where account_sid = ? and low_balance_state <> 'Above'`, [accountSid]);
+}
+
+/** An account's low-balance state (docs/billing.md#low-balance); Above before its first entry. */
+export async function lowBalanceStateOf(em: EntityManager, accountSid: string): Promise<LowBalanceState> {
+  const rows = await executeBound<{ s: LowBalanceState }>(em, `select low_balance_state as s from account_balances where account_sid = ?`, [accountSid]);
+  return rows[0]?.s ?? "Above";
 }

@@ -5,6 +5,9 @@ import { defineEntity, p } from "@mikro-orm/core";
  * docs/billing.md). Declared for the schema only: every statement on them is in
  * balance-store.ts or sql/sb_charge.sql.
  */
+/** Where an account stands with its LowBalanceThreshold (docs/billing.md#low-balance). */
+export type LowBalanceState = "Above" | "Pending" | "Sent";
+
 export const AccountBalanceEntity = defineEntity({
   name: "AccountBalance",
   tableName: "account_balances",
@@ -13,6 +16,11 @@ export const AccountBalanceEntity = defineEntity({
     // Micro-units: always the sum of the account's balance_entries.
     balance: p.bigint(),
     updatedAt: p.datetime(),
+    // Low balance (docs/billing.md#low-balance): Above (armed), Pending (a crossing to notify), Sent.
+    lowBalanceState: p.text().$type<LowBalanceState>().default("Above"),
+    // The balance after the charge that took it below the threshold, and that charge's time (Pending, Sent).
+    lowBalanceBalance: p.bigint().nullable(),
+    lowBalanceAt: p.datetime().nullable(),
   },
 });
 

@@ -1,13 +1,15 @@
 /**
- * The account's side of billing (docs/billing.md): BillingService's ledger list and usage statement. The operator's
+ * The account's side of billing (docs/billing.md): BillingService's balance, ledger list and usage statement. The operator's
  * side (top-ups, adjustments, the account's billing settings) is admin/account-billing.ts; the
  * statements are in balance-store.ts.
  */
 import { create } from "@bufbuild/protobuf";
-import { Code, ConnectError, type HandlerContext, type ServiceImpl } from "@connectrpc/connect";
+import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import {
   type BalanceEntry as BalanceEntryPb,
   BalanceEntrySchema,
+  BalanceSchema,
+  type GetBalanceRequest,
   type BillingService,
   type GetUsageRequest,
   type ListBalanceEntriesRequest,
@@ -18,10 +20,10 @@ import { requireAccount } from "../accounts/account-context.js";
 import { ownAccountPath } from "../addresses/address-service.js";
 import { unixSeconds } from "../common/clock.js";
 import { requestEm } from "../common/context.js";
-import { fieldErrors } from "../common/errors.js";
+import { fieldErrors, notFound } from "../common/errors.js";
 import { formatMoney } from "../common/money.js";
 import { pageOf } from "../common/paging.js";
-import { type BalanceEntryRecord, listBalanceEntries } from "./balance-store.js";
+import { type BalanceEntryRecord, balanceSummary, listBalanceEntries } from "./balance-store.js";
 import { groupByOf, usageDays } from "./usage-rules.js";
 import { usageBy } from "./usage-store.js";
 
@@ -51,9 +53,19 @@ export function createBillingService(deps: { currency: string }): ServiceImpl<ty
       const { entries, total } = await listBalanceEntries(requestEm(ctx), account.sid, page.limit, page.offset);
       return create(ListBalanceEntriesResponseSchema, { balanceEntries: entries.map(toBalanceEntryPb), totalCount: total, priceUnit: deps.currency });
     },
-    // Declared in proto ahead of its implementation (issue 43, on its branch).
-    getBalance() {
-      throw new ConnectError("BillingService.GetBalance is not implemented yet", Code.Unimplemented);
+    async getBalance(req: GetBalanceRequest, ctx: HandlerContext) {
+      const account = requireAccount(ctx);
+      ownAccountPath(account, req.accountSid);
+      // Read together, now: the settings as the charge reads them, not the request's cached account.
+      const summary = await balanceSummary(requestEm(ctx), account.sid);
+      if (!summary) throw notFound("Account", req.accountSid);
+      return create(BalanceSchema, {
+        accountSid: account.sid,
+        balance: formatMoney(summary.balance),
+        billingMode: summary.billingMode,
+        creditLimit: summary.creditLimit === null ? undefined : formatMoney(summary.creditLimit),
+        priceUnit: deps.currency,
+      });
     },
     async getUsage(req: GetUsageRequest, ctx: HandlerContext) {
       const account = requireAccount(ctx);

@@ -48,6 +48,8 @@ export async function createConfiguredEngine(
     senderIdRegistration: config.senderIdRegistration,
     // A reply's forward and a keyword's answer are priced and charged as the account's sends.
     defaultRateCard: config.billing.defaultRateCard,
+    // The PriceUnit of BalanceLow webhooks.
+    currency: config.billing.currency,
     destinations: config.destinations,
     // Forwards and keyword answers pass the admit step with the API's defaults and counters.
     sendRate: { ratePerSecond: config.sendRateLimit, burst: config.sendRateBurst },

@@ -37,6 +37,7 @@ import { Migration20261204700000 } from "./migrations/Migration20261204700000.js
 import { Migration20261205000000 } from "./migrations/Migration20261205000000.js";
 import { Migration20261205010000 } from "./migrations/Migration20261205010000.js";
 import { Migration20261205020000 } from "./migrations/Migration20261205020000.js";
+import { Migration20261205100000 } from "./migrations/Migration20261205100000.js";
 import { Migration20261205710000 } from "./migrations/Migration20261205710000.js";
 import { applyRepeatableSql } from "./repeatable-sql.js";
 import { DEFAULT_POOL_MAX, databaseKind } from "../config.js";
@@ -77,6 +78,7 @@ export const migrations = [
   { name: "Migration20261205000000", class: Migration20261205000000 },
   { name: "Migration20261205010000", class: Migration20261205010000 },
   { name: "Migration20261205020000", class: Migration20261205020000 },
+  { name: "Migration20261205100000", class: Migration20261205100000 },
   { name: "Migration20261205710000", class: Migration20261205710000 },
 ];
 

@@ -7,7 +7,14 @@ import { createMailWorker } from "../mail/mail-outbox.js";
 import { createWebhookWorker, type WebhookWorker, type WebhookWorkerOptions } from "../webhooks/webhook-worker.js";
 import { createDispatcher, type Dispatcher, type DispatcherOptions } from "./dispatcher.js";
 import type { AcceptClaims } from "../messaging/claim-at-accept.js";
-import { DEFAULT_NO_ALPHA_COUNTRIES, DEFAULT_SEND_RATE_LIMIT, defaultSendBurst, type DestinationConfig, type SenderIdMode } from "../config.js";
+import {
+  DEFAULT_BILLING,
+  DEFAULT_NO_ALPHA_COUNTRIES,
+  DEFAULT_SEND_RATE_LIMIT,
+  defaultSendBurst,
+  type DestinationConfig,
+  type SenderIdMode,
+} from "../config.js";
 import { receiveInbound, sendAfterCommit } from "./inbound.js";
 import { createAdmitLimits, type DefaultSendRate, type LimitCounters } from "../limits/account-limits.js";
 import type { ServiceSendDeps } from "../messaging/service-sends.js";
@@ -24,6 +31,7 @@ import { createRetentionPurge, type RetentionOptions, type RetentionPurge } from
 import { createUsageRollup, type UsageRollup } from "../billing/usage-rollup.js";
 import { createReceiptSweep, listAwaitingReports, type ReceiptSweep } from "./receipt-timeout.js";
 import { createServiceSendSweep, type ServiceSendSweep } from "./service-send-sweep.js";
+import { createLowBalanceJob, type LowBalanceJob } from "../billing/low-balance.js";
 
 /** Options of the delivery engine. */
 export interface DeliveryEngineOptions {
@@ -86,6 +94,10 @@ export interface DeliveryEngineOptions {
   receiptSweepMs?: number;
   /** How often the sweep of the service sends' outbox looks once it has caught up, ms (default 10 s). */
   serviceSendSweepMs?: number;
+  /** BILLING_CURRENCY, the PriceUnit of BalanceLow webhooks (default AUD). */
+  currency?: string;
+  /** How often the low-balance job looks for crossings to notify, ms (default 1 s). */
+  lowBalanceMs?: number;
   /** The retention purge's settings (docs/configuration.md#retention); without them nothing is purged. */
   retention?: Omit<RetentionOptions, "orm" | "clock" | "log"> & { intervalMs?: number };
   /** How often the usage rollup looks for closed days, ms (default 10 min). */
@@ -108,6 +120,8 @@ export interface DeliveryEngine {
    * stored them (it stopped first), once SERVICE_SEND_GRACE_MS has passed; any process may run it.
    */
   serviceSendSweep: ServiceSendSweep;
+  /** Queues the BalanceLow webhooks of the charges that took a balance below its threshold (docs/billing.md#low-balance); any process may run it. */
+  lowBalance: LowBalanceJob;
   events: CarrierEvents;
   /** Starts the carrier and (unless `loops` is false) the background loops. */
   start(opts?: { loops?: boolean }): Promise<void>;
@@ -169,6 +183,13 @@ export function createDeliveryEngine(opts: DeliveryEngineOptions): DeliveryEngin
   const receiptTimeoutMs = opts.receiptTimeoutMs ?? 72 * 3_600_000;
   const receiptSweep = createReceiptSweep({ orm: opts.orm, clock: opts.clock, timeoutMs: receiptTimeoutMs, log: opts.log });
   const usageRollup = createUsageRollup({ orm: opts.orm, clock: opts.clock, log: opts.log });
+  const lowBalance = createLowBalanceJob({
+    orm: opts.orm,
+    clock: opts.clock,
+    currency: opts.currency ?? DEFAULT_BILLING.currency,
+    log: opts.log,
+    onQueued: () => webhookLoop?.nudge(),
+  });
   const retention = createRetentionPurge({ orm: opts.orm, clock: opts.clock, log: opts.log, defaultDays: null, usage: usageRollup, ...opts.retention });
   let loops: WorkerLoop[] = [];
   /** Something stored a message due now in the database (a forward, a keyword's answer): the loops claim it. */
@@ -278,6 +299,7 @@ export function createDeliveryEngine(opts: DeliveryEngineOptions): DeliveryEngin
     retention,
     usageRollup,
     serviceSendSweep,
+    lowBalance,
     events,
     async start(startOpts) {
       await opts.carrier.start(events);
@@ -306,6 +328,8 @@ export function createDeliveryEngine(opts: DeliveryEngineOptions): DeliveryEngin
         createWorkerLoop("receipt-timeout", () => receiptSweep.tick(), { intervalMs: opts.receiptSweepMs ?? 60_000, log: opts.log }),
         // What a stopped process left in the service sends' outbox, after its grace period.
         createWorkerLoop("service-sends", () => serviceSendSweep.tick(), { intervalMs: opts.serviceSendSweepMs ?? 10_000, log: opts.log }),
+        // Crossings are rare and wait at most this long for their webhook to be queued.
+        createWorkerLoop("low-balance", () => lowBalance.tick(), { intervalMs: opts.lowBalanceMs ?? 1000, log: opts.log }),
         // A pass drains everything due (batch by batch, paused); the next one comes intervalMs later.
         createWorkerLoop("retention", () => retention.pass().then(() => 0), { intervalMs: opts.retention?.intervalMs ?? 300_000, log: opts.log }),
         // Closed days are rolled up once; a pass finds little to do until the next UTC midnight.

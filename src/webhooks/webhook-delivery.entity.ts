@@ -3,6 +3,9 @@ import { defineEntity, p } from "@mikro-orm/core";
 /** Where a webhook call stands: not yet made successfully, made, or given up. */
 export type WebhookDeliveryStatus = "Pending" | "Delivered" | "Failed";
 
+/** What a call reports: a message's delivery receipt or reply, or an account's low balance (docs/webhooks.md). */
+export type WebhookEventType = "DeliveryReceipt" | "Response" | "BalanceLow";
+
 /** Schema of a queued webhook call (table `webhook_deliveries`). */
 export const WebhookDeliveryEntity = defineEntity({
   name: "WebhookDelivery",
@@ -11,8 +14,9 @@ export const WebhookDeliveryEntity = defineEntity({
     // The Standard Webhooks message id: the same across retries of one call.
     id: p.string().length(40).primary(),
     accountSid: p.string().length(32),
-    messageSid: p.string().length(32),
-    eventType: p.string().length(32).$type<"DeliveryReceipt" | "Response">(),
+    // Null for an account's event (BalanceLow).
+    messageSid: p.string().length(32).nullable(),
+    eventType: p.string().length(32).$type<WebhookEventType>(),
     url: p.text(),
     // The URI's host name, lower case: the per-(account, host) limit counts calls by it.
     targetHost: p.text().default(""),

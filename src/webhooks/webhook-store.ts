@@ -5,14 +5,15 @@
  */
 import type { EntityManager } from "@mikro-orm/sql";
 import { WebhookAttempt as AttemptRecord } from "./webhook-attempt.entity.js";
-import { WebhookDelivery } from "./webhook-delivery.entity.js";
+import { WebhookDelivery, type WebhookEventType } from "./webhook-delivery.entity.js";
 import { executeBound } from "../db/bound-sql.js";
 
 /** A webhook call to make, written to the outbox in the caller's transaction. */
 export interface WebhookCall {
   accountSid: string;
-  messageSid: string;
-  eventType: "DeliveryReceipt" | "Response";
+  /** Null for an account's event (BalanceLow). */
+  messageSid: string | null;
+  eventType: WebhookEventType;
   url: string;
   method: "POST" | "GET";
   payload: Record<string, string | number>;
@@ -40,7 +41,7 @@ export interface DueWebhook {
   id: string;
   account_sid: string;
   target_host: string;
-  message_sid: string;
+  message_sid: string | null;
   event_type: string;
   url: string;
   method: string;

@@ -144,6 +144,7 @@ const BASELINES: Record<string, (own: RichTenant) => Record<string, unknown>> = 
   "SenderIdService.DeleteSenderId": (o) => ({ accountSid: o.accountSid, senderIdSid: o.spareSenderId }),
   "BillingService.ListBalanceEntries": (o) => ({ accountSid: o.accountSid }),
   "BillingService.GetUsage": (o) => ({ accountSid: o.accountSid, startDate: "2026-11-01", endDate: "2026-11-30" }),
+  "BillingService.GetBalance": (o) => ({ accountSid: o.accountSid }),
 };
 
 /** How a reference in the body (not the path) to someone else's resource is refused (docs/api.md). */
@@ -321,7 +322,7 @@ describe("tenant isolation matrix", () => {
     const ba = matrix(b, a);
     expect(methods).toHaveLength(60);
     expect(ab.filter((c) => !isOperatorService(c.method.service))).toHaveLength(44);
-    expect(ab.filter((c) => isOperatorService(c.method.service))).toHaveLength(39);
+    expect(ab.filter((c) => isOperatorService(c.method.service))).toHaveLength(40);
     // Every method appears, each account method with each resource field it has.
     expect(new Set(ab.map((c) => c.method.name))).toStrictEqual(new Set(methods.map((m) => m.name)));
     expect(ba).toHaveLength(ab.length);
@@ -501,7 +502,7 @@ describe("malformed Sids", () => {
         }
       }
     }
-    expect(n).toBe(152); // 19 path Sids (13 routes, the SenderIds routes' AccountSid and SenderIdSid, the BalanceEntries and Usage routes' AccountSid) × 8 variants
+    expect(n).toBe(160); // 20 path Sids (13 routes, the SenderIds routes' AccountSid and SenderIdSid, the BalanceEntries, Balance and Usage routes' AccountSid) × 8 variants
     expect(await dbRows(t.db.orm)).toStrictEqual(before);
   });
 });

@@ -339,6 +339,20 @@ describe("operator flow", () => {
     ]);
   });
 
+  it("update-account sets and clears the low-balance settings (docs/billing.md#low-balance); a bad URI is the 400 naming it", { timeout: SLOW }, async () => {
+    // A negative amount goes with "=", so that it is not read as an option.
+    const set = await ok(["update-account", account.AccountSid, "--low-balance-threshold=-2.5", "--low-balance-webhook-uri", "https://hooks.example.com/low"]);
+    expect(set).toMatchObject({ LowBalanceThreshold: "-2.50", LowBalanceWebhookUri: "https://hooks.example.com/low" });
+    const cleared = await ok(["update-account", account.AccountSid, "--low-balance-threshold", "", "--low-balance-webhook-uri", ""]);
+    expect(cleared).toMatchObject({ LowBalanceWebhookUri: "" });
+    expect(cleared).not.toHaveProperty("LowBalanceThreshold");
+    const bad = await fails(["update-account", account.AccountSid, "--low-balance-webhook-uri", "ftp://hooks.example.com"]);
+    expect(bad.code).not.toBe(0);
+    expect(bad.status.Errors).toEqual([
+      { FieldName: "LowBalanceWebhookUri", ErrorCode: "InvalidWebhookUri", Message: "LowBalanceWebhookUri must be an absolute http or https URI." },
+    ]);
+  });
+
   it("list-emails pages with integer options", { timeout: SLOW }, async () => {
     expect(await ok(["list-emails", "--results-count", "5", "--results-skip", "0"])).toEqual({ Emails: [], TotalCount: 0 });
   });

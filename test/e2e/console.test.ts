@@ -305,16 +305,20 @@ describe.skipIf(without("chromium"))(`the operator console in headless Chromium 
     await page.getByLabel(/^Retention in days/).fill("30");
     await page.getByLabel(/^Messages per second handed to carriers/).fill("20");
     await page.getByLabel(/^Daily segment quota/).fill("5000");
+    await page.getByLabel(/^Low-balance threshold/).fill("2.5");
+    await page.getByLabel(/^Low-balance webhook URI/).fill("https://hooks.example.com/low");
     await page.getByRole("button", { name: "Save settings" }).click();
     await announced("Settings saved.");
     const saved = (await api("GET", `/admin/v1/Accounts/${tenant.accountSid}`, `Bearer ${ADMIN_TOKEN}`)).json();
-    expect([saved.SmsEnabled, saved.AllowedCountries, saved.RetentionDays, saved.MessagesPerSecond, saved.DailySegmentQuota]).toStrictEqual([
-      false,
-      ["AU", "NZ"],
-      30,
-      20,
-      5000,
-    ]);
+    expect([
+      saved.SmsEnabled,
+      saved.AllowedCountries,
+      saved.RetentionDays,
+      saved.MessagesPerSecond,
+      saved.DailySegmentQuota,
+      saved.LowBalanceThreshold,
+      saved.LowBalanceWebhookUri,
+    ]).toStrictEqual([false, ["AU", "NZ"], 30, 20, 5000, "2.50", "https://hooks.example.com/low"]);
     await page.getByRole("button", { name: "Enable SMS" }).click();
     await page.getByTestId("sms-state").filter({ hasText: "Enabled" }).waitFor();
     page.once("dialog", (d) => void d.accept());

@@ -99,6 +99,7 @@ describe("the read gate's rules", () => {
       "AdminService.ListSenderIds",
       "AdminService.ListWebhookDeliveries",
       "AdminService.SearchMessages",
+      "BillingService.GetBalance",
       "BillingService.ListBalanceEntries",
       "MessagingService.GetMessage",
       "MessagingService.ListMessages",

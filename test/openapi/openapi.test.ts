@@ -577,6 +577,25 @@ describe("the document matches what the API really answers", () => {
     await call("GET", `/admin/v1/Messages/MG${"0".repeat(30)}/Webhooks`);
     expect((await call("POST", "/admin/v1/Accounts", {}, { authorization: "Bearer wrong" })).statusCode).toBe(401);
   });
+
+  it("billing: the account's balance and its low-balance settings (docs/billing.md#low-balance)", async () => {
+    const a = tenant.accountSid;
+    const set = await call("POST", `/admin/v1/Accounts/${a}`, {
+      LowBalanceThreshold: "5",
+      LowBalanceWebhookUri: "https://hooks.example.com/low",
+      CreditLimit: "1",
+    });
+    expect(set.json()).toMatchObject({ LowBalanceThreshold: "5.00", LowBalanceWebhookUri: "https://hooks.example.com/low" });
+    expect((await call("POST", `/admin/v1/Accounts/${a}`, { LowBalanceThreshold: "five" })).statusCode).toBe(400);
+    expect((await call("GET", `/v2/Accounts/${a}/Balance`)).json()).toStrictEqual({
+      AccountSid: a,
+      Balance: "0.00",
+      BillingMode: "Postpaid",
+      CreditLimit: "1.00",
+      PriceUnit: "AUD",
+    });
+    expect((await call("GET", `/v2/Accounts/AC${"0".repeat(30)}/Balance`)).statusCode).toBe(404);
+  });
 });
 
 describe("GET /docs", () => {

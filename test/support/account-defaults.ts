@@ -2,7 +2,8 @@
  * The fields a new account answers with beyond its name, Sid and SmsEnabled, as the operator API
  * and the CLI print them: the consent texts and keywords (docs/api.md#opt-out-stop-start-help),
  * AllowedCountries, SmartEncoding on (docs/api.md#smart-encoding), and billing (docs/billing.md):
- * no own rate card, Postpaid, no CreditLimit (absent), a balance of 0 in the default currency.
+ * no own rate card, Postpaid, no CreditLimit (absent), a balance of 0 in the default currency, no
+ * LowBalanceThreshold (absent) and no LowBalanceWebhookUri.
  */
 export const ACCOUNT_DEFAULTS = {
   OptOutText: "",
@@ -15,4 +16,5 @@ export const ACCOUNT_DEFAULTS = {
   BillingMode: "Postpaid",
   Balance: "0.00",
   PriceUnit: "AUD",
+  LowBalanceWebhookUri: "",
 };

@@ -101,6 +101,7 @@ export async function createTestApp(opts: TestAppOptions = {}): Promise<TestApp>
         // Forwards obey the same SENDER_ID_REGISTRATION and DEFAULT_RATE_CARD as the app's sends, as src/main.ts wires them.
         senderIdRegistration: opts.config?.senderIdRegistration,
         defaultRateCard: opts.config?.billing?.defaultRateCard,
+        currency: opts.config?.billing?.currency,
         ...engineRest,
         dispatcher: {
           shared: limits,

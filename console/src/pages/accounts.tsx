@@ -1,7 +1,7 @@
 // Accounts: the list and a new account; one account's SMS switch, token rotation (the new token
 // shown once), billing (account-billing.tsx: balance, ledger, top-ups), properties, settings (REST
-// compatibility, limits, opt-out texts and keywords, allowed countries, retention and redaction)
-// and its opt-out list.
+// compatibility, limits, opt-out texts and keywords, allowed countries, retention and redaction,
+// the low-balance webhook) and its opt-out list.
 import { useState } from "preact/hooks";
 import type { Account } from "../../../gen/switchboard/admin/v1/admin_pb.js";
 import { admin } from "../api";
@@ -116,6 +116,9 @@ function Settings(props: { account: Account; onSaved: () => void }) {
           sendRateBurst: orClear("sendRateBurst"),
           messagesPerSecond: orClear("messagesPerSecond"),
           dailySegmentQuota: orClear("dailySegmentQuota"),
+          // An empty field sends "", which clears it; the same values again change nothing (docs/billing.md#low-balance).
+          lowBalanceThreshold: get("lowBalanceThreshold").trim(),
+          lowBalanceWebhookUri: get("lowBalanceWebhookUri").trim(),
         }),
       "Settings saved.",
     );
@@ -164,6 +167,13 @@ function Settings(props: { account: Account; onSaved: () => void }) {
         <label for="s-quota">Daily segment quota (1 to 1000000000, UTC day); empty for none</label>
         <input id="s-quota" name="dailySegmentQuota" type="number" min={1} max={1000000000} defaultValue={a.dailySegmentQuota?.toString() ?? ""} />
         <p data-testid="segments-today">Segments today: {a.segmentsToday ?? 0}</p>
+      </fieldset>
+      <fieldset>
+        <legend>Low balance: one BalanceLow webhook when a charge takes the balance below the threshold</legend>
+        <label for="s-low-threshold">Low-balance threshold in {a.priceUnit} (e.g. 10.00, or -5.00 on credit); empty for none</label>
+        <input id="s-low-threshold" name="lowBalanceThreshold" inputMode="decimal" defaultValue={a.lowBalanceThreshold ?? ""} />
+        <label for="s-low-uri">Low-balance webhook URI (http or https); empty for none</label>
+        <input id="s-low-uri" name="lowBalanceWebhookUri" type="url" maxLength={2048} defaultValue={a.lowBalanceWebhookUri} />
       </fieldset>
       <button type="submit">Save settings</button>
       <StatusLine status={action.status} />

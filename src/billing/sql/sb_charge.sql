@@ -23,6 +23,7 @@ declare
   bal bigint;
   lowest bigint;
   taken bigint;
+  crossed boolean;
   ok boolean[] := array_fill(false, array[n]);
   after bigint[] := array_fill(null::bigint, array[n]);
 begin
@@ -33,7 +34,8 @@ begin
     select distinct a.sid, 0::bigint, p_now from accounts a where a.sid = any (p_accounts) order by a.sid
     on conflict (account_sid) do nothing;
   for acct in
-    select ab.account_sid, ab.balance, a.billing_mode, a.credit_limit
+    select ab.account_sid, ab.balance, a.billing_mode, a.credit_limit,
+           ab.low_balance_state, a.low_balance_threshold, a.low_balance_webhook_uri
       from account_balances ab join accounts a on a.sid = ab.account_sid
      where ab.account_sid = any (p_accounts)
      order by ab.account_sid
@@ -52,7 +54,17 @@ begin
         after[i] := bal;
       end if;
     end loop;
-    if taken <> 0 then
+    -- Low balance (docs/billing.md#low-balance): an armed account (Above) with a threshold and a
+    -- webhook that these charges leave below the threshold records the crossing in the same
+    -- update (Pending, the balance after, the time); the worker queues its BalanceLow webhook.
+    -- Any other charge runs the plain update below, unchanged.
+    crossed := taken <> 0 and acct.low_balance_state = 'Above' and acct.low_balance_webhook_uri is not null
+               and bal < acct.low_balance_threshold;
+    if crossed then
+      update account_balances ab
+         set balance = bal, updated_at = p_now, low_balance_state = 'Pending', low_balance_balance = bal, low_balance_at = p_now
+       where ab.account_sid = acct.account_sid;
+    elsif taken <> 0 then
       update account_balances ab set balance = bal, updated_at = p_now where ab.account_sid = acct.account_sid;
     end if;
   end loop;

@@ -30,8 +30,13 @@ begin
     if exists (select 1 from balance_entries e where e.message_sid = r.sid and e.type = 'Refund') then
       continue;
     end if;
-    update account_balances ab set balance = ab.balance + r.price, updated_at = p_now
-     where ab.account_sid = r.account_sid
+    -- A refund that brings the balance back to the LowBalanceThreshold arms its webhook again
+    -- (docs/billing.md#low-balance): Sent becomes Above; a Pending crossing stays for the worker.
+    update account_balances ab set balance = ab.balance + r.price, updated_at = p_now,
+           low_balance_state = case when ab.low_balance_state = 'Sent' and ab.balance + r.price >= a.low_balance_threshold
+                                    then 'Above' else ab.low_balance_state end
+      from accounts a
+     where ab.account_sid = r.account_sid and a.sid = ab.account_sid
     returning ab.balance into b;
     insert into balance_entries (account_sid, type, amount, balance_after, message_sid, reference, created_at)
       values (r.account_sid, 'Refund', r.price, b, r.sid, '', p_now);
