@@ -317,16 +317,16 @@ describe("tenant isolation matrix", () => {
   /** Both directions: A attacks B, B attacks A. */
   const allCells = () => (memo ??= [...matrix(a, b), ...matrix(b, a)]);
 
-  it("is generated from every route and method: 44 cells per direction for the 19 account methods, 40 operator cells", () => {
+  it("is generated from every route and method: 45 cells per direction for the 20 account methods, 40 operator cells", () => {
     const ab = matrix(a, b);
     const ba = matrix(b, a);
     expect(methods).toHaveLength(60);
-    expect(ab.filter((c) => !isOperatorService(c.method.service))).toHaveLength(44);
+    expect(ab.filter((c) => !isOperatorService(c.method.service))).toHaveLength(45);
     expect(ab.filter((c) => isOperatorService(c.method.service))).toHaveLength(40);
     // Every method appears, each account method with each resource field it has.
     expect(new Set(ab.map((c) => c.method.name))).toStrictEqual(new Set(methods.map((m) => m.name)));
     expect(ba).toHaveLength(ab.length);
-    expect(allCells().length * TRANSPORTS.length).toBe(840);
+    expect(allCells().length * TRANSPORTS.length).toBe(850);
   });
 
   it("every cell on every transport is refused as documented, shows nothing of the other tenant's, and writes nothing", async () => {
@@ -345,7 +345,7 @@ describe("tenant isolation matrix", () => {
       }
     }
     expect(failures).toStrictEqual([]);
-    expect(attempts).toBe(840);
+    expect(attempts).toBe(850);
     expect(await dbRows(t.db.orm)).toStrictEqual(rowsBefore);
     console.log(
       `[tenancy] isolation matrix (${dbKind()}): ${cells.length} cells × ${TRANSPORTS.length} transports = ${attempts} attempts, all refused as documented, database unchanged`,
@@ -357,7 +357,7 @@ describe("tenant isolation matrix", () => {
     const controls = allCells()
       .filter((c) => c.ownerInit)
       .sort((x, y) => Number(x.route.method === "DELETE") - Number(y.route.method === "DELETE"));
-    expect(controls).toHaveLength(84); // 44 per direction, less the leased pool number as Number and as From
+    expect(controls).toHaveLength(86); // 45 per direction, less the leased pool number as Number and as From
     for (const c of controls) {
       const req = restRequest(c.route, c.ownerInit!);
       const res = await t.app.inject({
@@ -438,7 +438,7 @@ describe("authentication", () => {
   it("401 comes before 404 and before body validation on every account route", async () => {
     const before = await dbRows(t.db.orm);
     const routesAtB = restRoutesAtB();
-    expect(routesAtB).toHaveLength(19);
+    expect(routesAtB).toHaveLength(20);
     for (const { label, req } of routesAtB) {
       for (const header of [null, basic(b.accountSid, "wrong"), "Basic !!"]) {
         const res = await t.app.inject({
