@@ -12,6 +12,7 @@ import {
   SendMessageRequestSchema,
 } from "../../gen/switchboard/v2/messaging_pb.js";
 import type { RateCache } from "../billing/rate-cache.js";
+import { requestHash } from "./request-hash.js";
 import type { Clock } from "../common/clock.js";
 import { errorCodeOf, fieldErrors, idempotencyKeyReused, notFound } from "../common/errors.js";
 import { createGroupCommit, type ItemOutcome } from "../common/group-commit.js";
@@ -41,7 +42,6 @@ import {
   IDEMPOTENCY_TTL_MS,
   messageRow,
   recordFacts,
-  requestHash,
   ruleRefusal,
   SEND_RULES,
   type SendItem,

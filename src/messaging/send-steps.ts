@@ -1,5 +1,4 @@
-import { createHash } from "node:crypto";
-import { create, type DescMessage, type MessageShape, toBinary } from "@bufbuild/protobuf";
+import { create } from "@bufbuild/protobuf";
 import type { ConnectError } from "@connectrpc/connect";
 import { type Message as MessagePb, MessageSchema } from "../../gen/switchboard/v2/messaging_pb.js";
 import { wrongCredentials } from "../accounts/auth.js";
@@ -420,20 +419,6 @@ export function emptyBatch(spec: FactsSpec, now: Date): SendBatch {
   const wanted: NamedArrays = {};
   for (const f of spec.facts) wanted[f.name] = [];
   return { now, keys, store: [], wanted, rows: [] };
-}
-
-/**
- * The fingerprint an Idempotency-Key remembers: SHA-256 of the method's name and the request
- * message's protobuf binary. Taken from the decoded message, not the bytes sent, so the same
- * request over REST, Connect or gRPC, in any field order or spelling, matches; unknown fields of a
- * binary client are left out, since the service ignores them too.
- */
-export function requestHash<Desc extends DescMessage>(method: string, schema: Desc, request: MessageShape<Desc>): string {
-  return createHash("sha256")
-    .update(method)
-    .update("\n")
-    .update(toBinary(schema, request, { writeUnknownFields: false }))
-    .digest("hex");
 }
 
 /** The Message a stored send is answered with. */
