@@ -94,10 +94,8 @@ export async function deleteBatchKeysBefore(tx: Em, accountSid: string, before: 
   return rows.length;
 }
 
-/** An Idempotency-Key as stored, with the message it answers (the facts statement's key facts; a batch's key has none). */
-export interface MessageKeyRow {
-  account_sid: string;
-  key: string;
+/** A key's request fingerprint and the message it answered, as the facts statement and findMessageKeys read them (a batch's key has no message). */
+export interface KeyAnswer {
   key_hash: string | null;
   m_sid: string | null;
   m_account_sid: string | null;
@@ -105,6 +103,12 @@ export interface MessageKeyRow {
   m_sender: string | null;
   m_recipient: string | null;
   m_text: string | null;
+}
+
+/** An Idempotency-Key as stored, with the message it answers. */
+export interface MessageKeyRow extends KeyAnswer {
+  account_sid: string;
+  key: string;
 }
 
 /**

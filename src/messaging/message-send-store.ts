@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import type { EntityManager } from "@mikro-orm/sql";
 import { bindArraysByName, bindByName, executeBound, type NamedArrays } from "../db/bound-sql.js";
+import type { KeyAnswer } from "./idempotency-key-store.js";
 
 /**
  * The statements that store a send's message in the `messages` table (message-store.ts holds the
@@ -169,16 +170,9 @@ export const FIXED_KEYS = {
 export type FixedKey = keyof typeof FIXED_KEYS;
 
 /** What every send's facts come with: its Idempotency-Key's state and the message the key answered. */
-export interface KeyFacts {
+export interface KeyFacts extends KeyAnswer {
   i: number;
   key_expired: boolean | null;
-  key_hash: string | null;
-  m_sid: string | null;
-  m_account_sid: string | null;
-  m_property_sid: string | null;
-  m_sender: string | null;
-  m_recipient: string | null;
-  m_text: string | null;
   /** Whether the statement stored the send's message. */
   stored: boolean;
   /** Whether its charge was taken (false: its balance could not cover it, so it was not stored); null: nothing charged. */

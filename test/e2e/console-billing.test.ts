@@ -12,9 +12,8 @@
  *
  * The Usage part needs AdminService.GetUsage with GroupBy=Day (branch acct-usage of issue 43).
  */
-import { mkdirSync, readFileSync, rmSync } from "node:fs";
+import { mkdirSync, rmSync } from "node:fs";
 import type { AddressInfo } from "node:net";
-import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -22,13 +21,13 @@ import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { dbKind } from "../support/db.js";
 import { ADMIN_TOKEN, admin, createTenant, createTestApp, sendOk, type Tenant, type TestApp } from "../support/harness.js";
+import { checkAccessibility } from "../support/axe.js";
 import { launchChromium } from "../support/chromium.js";
 import { buildService } from "../support/service.js";
 import { without } from "../support/system-packages.js";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const SHOTS = process.env.CONSOLE_SHOTS === "1" ? join(ROOT, "docs", "console") : join(tmpdir(), `switchboard-console-billing-shots-${process.pid}`);
-const AXE = readFileSync(createRequire(import.meta.url).resolve("axe-core/axe.min.js"), "utf8");
 const BEARER = `Bearer ${ADMIN_TOKEN}`;
 const DAY_MS = 86_400_000;
 /** 161 GSM-7 characters: two segments. */
@@ -54,22 +53,6 @@ describe.skipIf(without("chromium"))(`the console's billing pages in headless Ch
     expect(res.statusCode, res.body).toBe(200);
     return res.json();
   };
-
-  /** axe-core on the page as it is: no serious or critical violation (as in console.test.ts). */
-  async function checkAccessibility(name: string): Promise<void> {
-    await page.evaluate(AXE);
-    const violations = await page.evaluate(async () => {
-      const axe = (
-        globalThis as unknown as { axe: { run: (ctx: unknown, o: unknown) => Promise<{ violations: { id: string; impact: string; nodes: unknown[] }[] }> } }
-      ).axe;
-      const r = await axe.run((globalThis as unknown as { document: unknown }).document, { resultTypes: ["violations"] });
-      return r.violations.map((v) => ({ id: v.id, impact: v.impact, nodes: v.nodes.length }));
-    });
-    expect(
-      violations.filter((v) => v.impact === "serious" || v.impact === "critical"),
-      `${name}: ${JSON.stringify(violations)}`,
-    ).toStrictEqual([]);
-  }
 
   async function shoot(name: string): Promise<void> {
     await page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true });
@@ -163,7 +146,7 @@ describe.skipIf(without("chromium"))(`the console's billing pages in headless Ch
     ]);
     expect(rows[6][4]).toBe("opening balance");
     await page.getByRole("region", { name: "Ledger" }).getByRole("link", { name: ledger[0].MessageSid }).waitFor();
-    await checkAccessibility("account-billing");
+    await checkAccessibility(page, "account-billing");
     await shoot("account-billing");
   }, 60_000);
 
@@ -181,7 +164,7 @@ describe.skipIf(without("chromium"))(`the console's billing pages in headless Ch
     expect(await amount.getAttribute("aria-invalid")).toBe("true");
     await expect(page.locator(`#${await amount.getAttribute("aria-describedby")}`).innerText()).resolves.toBe(message);
     expect(await page.getByLabel(/^Reference/).getAttribute("aria-invalid")).toBeNull();
-    await checkAccessibility("account-billing-error");
+    await checkAccessibility(page, "account-billing-error");
     expect((await get(`/admin/v1/Accounts/${priced.accountSid}/BalanceEntries`)).TotalCount).toBe(7);
     expect(await page.getByTestId("balance").innerText()).toBe("9.5975 AUD");
   }, 60_000);
@@ -250,7 +233,7 @@ describe.skipIf(without("chromium"))(`the console's billing pages in headless Ch
       [unpriced.accountSid, "1", "1", "0.00", "0.00", "0.00"],
     ].sort((x, y) => (x[0] < y[0] ? -1 : 1));
     expect(await rowsOf("Usage by account")).toStrictEqual([...byAccount, ["Total", "7", "8", "0.4025", "0.00", "0.4025"]]);
-    await checkAccessibility("usage");
+    await checkAccessibility(page, "usage");
     await shoot("usage");
 
     await page.getByLabel("Breakdown").selectOption("Carrier");
@@ -279,7 +262,7 @@ describe.skipIf(without("chromium"))(`the console's billing pages in headless Ch
       [priced.accountSid, "6", "7", "0.4025", "0.00", "0.4025"],
       ["Total", "6", "7", "0.4025", "0.00", "0.4025"],
     ]);
-    await checkAccessibility("usage-account");
+    await checkAccessibility(page, "usage-account");
   }, 60_000);
 
   it("loaded nothing from elsewhere and met its Content-Security-Policy", () => {

@@ -10,13 +10,13 @@
  * npx vitest run test/e2e/console.test.ts`), else into a temporary folder, so that a test run leaves
  * the working tree as it found it.
  */
-import { mkdirSync, readFileSync, rmSync } from "node:fs";
+import { mkdirSync, rmSync } from "node:fs";
 import type { AddressInfo } from "node:net";
-import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { Browser, Page } from "playwright-core";
+import { checkAccessibility } from "../support/axe.js";
 import { launchChromium } from "../support/chromium.js";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { FIRST_PAGE_BUDGET, firstPageBytes } from "../../scripts/build-console.mjs";
@@ -28,7 +28,6 @@ import { startReceiver, type Receiver } from "../support/webhook-receiver.js";
 
 const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 const SHOTS = process.env.CONSOLE_SHOTS === "1" ? join(ROOT, "docs", "console") : join(tmpdir(), `switchboard-console-shots-${process.pid}`);
-const AXE = readFileSync(createRequire(import.meta.url).resolve("axe-core/axe.min.js"), "utf8");
 const TO = "+447700900201";
 const LEASED_TO = "+447700900202";
 
@@ -50,22 +49,6 @@ describe.skipIf(without("chromium"))(`the operator console in headless Chromium 
 
   const api = (method: string, url: string, auth: string, payload?: object) =>
     t.app.inject({ method: method as "GET", url, headers: { authorization: auth }, ...(payload ? { payload } : {}) });
-
-  /** axe-core on the page as it is: no serious or critical violation. Evaluated over CDP, which the page's CSP does not govern. */
-  async function checkAccessibility(name: string): Promise<void> {
-    await page.evaluate(AXE);
-    const violations = await page.evaluate(async () => {
-      const axe = (
-        globalThis as unknown as { axe: { run: (ctx: unknown, o: unknown) => Promise<{ violations: { id: string; impact: string; nodes: unknown[] }[] }> } }
-      ).axe;
-      const r = await axe.run((globalThis as unknown as { document: unknown }).document, { resultTypes: ["violations"] });
-      return r.violations.map((v) => ({ id: v.id, impact: v.impact, nodes: v.nodes.length }));
-    });
-    expect(
-      violations.filter((v) => v.impact === "serious" || v.impact === "critical"),
-      `${name}: ${JSON.stringify(violations)}`,
-    ).toStrictEqual([]);
-  }
 
   async function shoot(name: string): Promise<void> {
     await page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true });
@@ -175,7 +158,7 @@ describe.skipIf(without("chromium"))(`the operator console in headless Chromium 
   it("refuses a wrong token with the API's message, and signs in with the right one", async () => {
     await page.goto(`${base}/console`, { waitUntil: "load" });
     await page.getByLabel("Operator token").waitFor();
-    await checkAccessibility("sign-in");
+    await checkAccessibility(page, "sign-in");
     await shoot("sign-in");
     await page.getByLabel("Operator token").fill("not-the-token");
     await page.getByRole("button", { name: "Sign in" }).click();
@@ -199,7 +182,7 @@ describe.skipIf(without("chromium"))(`the operator console in headless Chromium 
     await expect(page.locator(".legend").innerText()).resolves.toContain("Accepted: 2 in the hour");
     await expect(page.locator(".legend").innerText()).resolves.toContain("Delivered: 2 in the hour");
     await expect(page.getByRole("region", { name: "Carrier links" }).innerText()).resolves.toContain("sim-a");
-    await checkAccessibility("overview");
+    await checkAccessibility(page, "overview");
     await shoot("overview");
   }, 60_000);
 
@@ -211,14 +194,14 @@ describe.skipIf(without("chromium"))(`the operator console in headless Chromium 
     await page.getByText("Messages 1 to 1 of 1, newest first.").waitFor();
     const link = page.getByRole("link", { name: messageSid });
     expect(await page.getByRole("region", { name: "Matching messages" }).locator("tbody tr").count()).toBe(1);
-    await checkAccessibility("messages");
+    await checkAccessibility(page, "messages");
     await shoot("messages");
     await link.click();
     await page.getByRole("heading", { level: 2, name: `Message ${messageSid}` }).waitFor();
     const timeline = await page.getByTestId("timeline").innerText();
     expect(timeline).toMatch(/Accepted[\s\S]*Submitted[\s\S]*Delivered[\s\S]*WebhookAttempt/);
     expect(timeline).toMatch(/DeliveryReceipt POST .*\/receipts: HTTP 500 in \d+ ms/);
-    await checkAccessibility("message");
+    await checkAccessibility(page, "message");
     await shoot("message");
     await page.getByRole("button", { name: /^Retry webhook call msg_/ }).click();
     await announced(/^Webhook call msg_\S+ is queued again\.$/);
@@ -232,7 +215,7 @@ describe.skipIf(without("chromium"))(`the operator console in headless Chromium 
   it("Addresses: one approved and one rejected by clicks, which the API then shows", async () => {
     await open("Addresses", "Addresses");
     await page.getByRole("button", { name: `Approve ${addresses[0]}` }).waitFor();
-    await checkAccessibility("addresses");
+    await checkAccessibility(page, "addresses");
     await shoot("addresses");
     await page.getByRole("button", { name: `Approve ${addresses[0]}` }).click();
     await announced(`Address ${addresses[0]} is approved (Active).`);
@@ -247,7 +230,7 @@ describe.skipIf(without("chromium"))(`the operator console in headless Chromium 
     await open("Sender IDs", "Sender IDs");
     const register = page.getByRole("button", { name: `Register AcmeBank for AU (${senderIds[0]})` });
     await register.waitFor();
-    await checkAccessibility("sender-ids");
+    await checkAccessibility(page, "sender-ids");
     await shoot("sender-ids");
     await register.click();
     await announced(`Sender ID AcmeBank (AU, ${senderIds[0]}) is registered.`);
@@ -284,19 +267,19 @@ describe.skipIf(without("chromium"))(`the operator console in headless Chromium 
     const cells = await row.getByRole("cell").allInnerTexts();
     expect(cells.slice(0, 3)).toStrictEqual([tenant.accountSid, tenant.propertySid, leasedSid]);
     expect(await leases.getByRole("columnheader").allInnerTexts()).toStrictEqual(["Recipient", "Account", "Property", "Message", "Leased", "Expires"]);
-    await checkAccessibility("numbers");
+    await checkAccessibility(page, "numbers");
     await shoot("numbers");
   }, 60_000);
 
   it("Accounts: SMS switched and settings saved from the page, its opt-outs; a token rotated from the page, after which the API refuses the old one", async () => {
     await open("Accounts", "Accounts");
     await page.getByRole("link", { name: "Tenant" }).first().waitFor();
-    await checkAccessibility("accounts");
+    await checkAccessibility(page, "accounts");
     await shoot("accounts");
     await page.goto(`${base}/console/#/accounts/${tenant.accountSid}`);
     await page.getByRole("button", { name: "Rotate token" }).waitFor();
     await expect(page.getByRole("region", { name: "Opt-out list" }).innerText()).resolves.toContain("+61412345678");
-    await checkAccessibility("account");
+    await checkAccessibility(page, "account");
     await shoot("account");
     // SMS switched off and settings saved from the page, as the API then reads them.
     await page.getByRole("button", { name: "Disable SMS" }).click();
@@ -367,7 +350,7 @@ describe.skipIf(without("chromium"))(`the operator console in headless Chromium 
     expect(await prefix.getAttribute("aria-invalid")).toBe("true");
     await expect(page.locator(`#${await prefix.getAttribute("aria-describedby")}`).innerText()).resolves.toBe(message);
     expect((await api("GET", "/admin/v1/Routes", `Bearer ${ADMIN_TOKEN}`)).json()).toStrictEqual({ Routes: [] });
-    await checkAccessibility("carriers-error");
+    await checkAccessibility(page, "carriers-error");
     await prefix.fill("+61");
     await page.getByRole("button", { name: "Save the route table" }).click();
     await announced("The route table is replaced.");
@@ -417,7 +400,7 @@ describe.skipIf(without("chromium"))(`the operator console in headless Chromium 
       )!.CostCard;
     expect(await costOf()).toBe("sim-cost");
     expect(await route(1).getByLabel("Strategy", { exact: true }).locator("option").allInnerTexts()).toContain("LeastCost (the cheapest up by CostCard)");
-    await checkAccessibility("carriers");
+    await checkAccessibility(page, "carriers");
     await shoot("carriers");
     await costCard.selectOption("");
     await announced("Carrier sim-a has no cost card now.");
