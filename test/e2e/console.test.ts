@@ -366,11 +366,14 @@ describe.skipIf(without("chromium"))(`the operator console in headless Chromium 
     // The form shows the table as saved; moving the catch-all first would shadow +61 (issue 41):
     // refused, naming the route; given a prefix of its own, the moved route saves the new order.
     await route(2).getByRole("button", { name: "Move route 2 up" }).click();
-    expect(
-      await route(1)
-        .getByLabel(/^Prefix/)
-        .inputValue(),
-    ).toBe("");
+    // Polled: the form re-renders after the click, later on a loaded machine.
+    await expect
+      .poll(() =>
+        route(1)
+          .getByLabel(/^Prefix/)
+          .inputValue(),
+      )
+      .toBe("");
     await page.getByRole("button", { name: "Save the route table" }).click();
     await page
       .getByRole("list", { name: "Problems with the route table" })
