@@ -18,7 +18,7 @@ import type { Clock } from "../common/clock.js";
 import { requestEm } from "../common/context.js";
 import { requireAccount } from "../accounts/account-context.js";
 import { addressInUse, fieldErrors, notFound } from "../common/errors.js";
-import { pageOf } from "../common/paging.js";
+import { checkedPage } from "../common/paging.js";
 import { isSid, newSid } from "../common/sid.js";
 import { addressHasNumbers } from "../numbers/number-store.js";
 import type { Address } from "./address.entity.js";
@@ -77,8 +77,7 @@ export function createAddressService(deps: { clock: Clock }): ServiceImpl<typeof
     async listAddresses(req: ListAddressesRequest, ctx: HandlerContext) {
       const account = requireAccount(ctx);
       ownAccountPath(account, req.accountSid);
-      const page = pageOf(req);
-      if (page.problems.length > 0) throw fieldErrors(page.problems);
+      const page = checkedPage(req);
       const [rows, total] = await listAddresses(
         requestEm(ctx),
         {

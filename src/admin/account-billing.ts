@@ -18,7 +18,7 @@ import { cardNameProblem } from "../billing/rate-rules.js";
 import type { Clock } from "../common/clock.js";
 import { fieldErrors, type FieldProblem, quoted } from "../common/errors.js";
 import { formatMoney, inRange, MAX_MICROS, moneyOrProblem } from "../common/money.js";
-import { pageOf } from "../common/paging.js";
+import { checkedPage } from "../common/paging.js";
 import { webhookUriProblem } from "../webhooks/url-guard.js";
 import { findAccount } from "./admin-lists.js";
 
@@ -161,8 +161,7 @@ export function createBalanceAdmin(deps: {
     async listBalanceEntries(req: ListBalanceEntriesRequest, ctx: HandlerContext) {
       const em = deps.em(ctx);
       const account = await findAccount(em, req.accountSid);
-      const page = pageOf(req);
-      if (page.problems.length > 0) throw fieldErrors(page.problems);
+      const page = checkedPage(req);
       // The account's own read (/v2) with the same statement: one answer shape on both sides.
       const { entries, total } = await listBalanceEntries(em, account.sid, page.limit, page.offset);
       return create(ListBalanceEntriesResponseSchema, { balanceEntries: entries.map(toBalanceEntryPb), totalCount: total, priceUnit: deps.currency });

@@ -32,7 +32,7 @@ import { balanceOf, balancesOf } from "../billing/balance-store.js";
 import { type Clock, unixSeconds } from "../common/clock.js";
 import { fieldErrors, type FieldProblem, notFound, quoted } from "../common/errors.js";
 import { formatMoney } from "../common/money.js";
-import { pageOf } from "../common/paging.js";
+import { checkedPage, pageOf } from "../common/paging.js";
 import { isSid } from "../common/sid.js";
 import { liveLeaseCounts } from "../leases/lease-store.js";
 import { listNumbers } from "../numbers/number-store.js";
@@ -129,8 +129,7 @@ export function createAdminLists(deps: {
   return {
     async listAccounts(req: ListAccountsRequest, ctx: HandlerContext) {
       const em = deps.em(ctx);
-      const page = pageOf(req);
-      if (page.problems.length > 0) throw fieldErrors(page.problems);
+      const page = checkedPage(req);
       const [rows, total] = await listAccounts(em, page);
       // The page's balances in one statement, not one per account.
       const balances = await balancesOf(
@@ -153,8 +152,7 @@ export function createAdminLists(deps: {
     async listProperties(req: ListPropertiesRequest, ctx: HandlerContext) {
       const em = deps.em(ctx);
       const account = await findAccount(em, req.accountSid);
-      const page = pageOf(req);
-      if (page.problems.length > 0) throw fieldErrors(page.problems);
+      const page = checkedPage(req);
       const [rows, total] = await listProperties(em, account.sid, page);
       return create(ListPropertiesResponseSchema, { properties: rows.map(toPropertyPb), totalCount: total });
     },

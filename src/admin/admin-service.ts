@@ -33,9 +33,9 @@ import { decidePendingAddress, findAddress, reloadAddress } from "../addresses/a
 import { toAddressPb } from "../addresses/address-service.js";
 import type { Clock } from "../common/clock.js";
 import { kAdmin, requestEm } from "../common/context.js";
-import { addressNotPending, apiError, fieldError, fieldErrors, notFound, numberExists, quoted, serviceUnavailable } from "../common/errors.js";
+import { addressNotPending, apiError, fieldError, notFound, numberExists, quoted, serviceUnavailable } from "../common/errors.js";
 import { unreachableOf } from "../common/unreachable.js";
-import { pageOf } from "../common/paging.js";
+import { checkedPage } from "../common/paging.js";
 import { parseE164, writeItAs } from "../common/phone.js";
 import { isSid, newSid, randomSecret } from "../common/sid.js";
 import { listEmails } from "../mail/mail-store.js";
@@ -376,8 +376,7 @@ export function createAdminService(
 
     async listEmails(req: ListEmailsRequest, ctx: HandlerContext) {
       const em = requireAdmin(ctx);
-      const page = pageOf(req);
-      if (page.problems.length > 0) throw fieldErrors(page.problems);
+      const page = checkedPage(req);
       const [rows, total] = await listEmails(em, page);
       return create(ListEmailsResponseSchema, {
         totalCount: total,

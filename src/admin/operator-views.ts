@@ -26,7 +26,7 @@ import { ListOptOutsResponseSchema } from "../../gen/switchboard/v2/opt_outs_pb.
 import { accountExists } from "../accounts/account-store.js";
 import { type Clock, unixSeconds } from "../common/clock.js";
 import { apiError, fieldErrors, type FieldProblem, notFound, quoted } from "../common/errors.js";
-import { pageOf } from "../common/paging.js";
+import { checkedPage, pageOf } from "../common/paging.js";
 import { parseE164, writeItAs } from "../common/phone.js";
 import { formatMoney } from "../common/money.js";
 import { isSid } from "../common/sid.js";
@@ -235,8 +235,7 @@ export function createOperatorViews(deps: {
     async listAccountOptOuts(req: ListAccountOptOutsRequest, ctx: HandlerContext) {
       const em = deps.em(ctx);
       if (!isSid(req.accountSid, "AC") || !(await accountExists(em, req.accountSid))) throw notFound("Account", req.accountSid);
-      const page = pageOf(req);
-      if (page.problems.length > 0) throw fieldErrors(page.problems);
+      const page = checkedPage(req);
       const [rows, total] = await listOptOuts(em, req.accountSid, page);
       return create(ListOptOutsResponseSchema, { optOuts: rows.map(toOptOutPb), totalCount: total });
     },

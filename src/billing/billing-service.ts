@@ -22,7 +22,7 @@ import { unixSeconds } from "../common/clock.js";
 import { requestEm } from "../common/context.js";
 import { fieldErrors, notFound } from "../common/errors.js";
 import { formatMoney } from "../common/money.js";
-import { pageOf } from "../common/paging.js";
+import { checkedPage } from "../common/paging.js";
 import { type BalanceEntryRecord, balanceSummary, listBalanceEntries } from "./balance-store.js";
 import { groupByOf, usageDays } from "./usage-rules.js";
 import { usageBy } from "./usage-store.js";
@@ -48,8 +48,7 @@ export function createBillingService(deps: { currency: string }): ServiceImpl<ty
       const account = requireAccount(ctx);
       // Another account's Sid is a 404, as on every /v2 account path: its existence is not revealed.
       ownAccountPath(account, req.accountSid);
-      const page = pageOf(req);
-      if (page.problems.length > 0) throw fieldErrors(page.problems);
+      const page = checkedPage(req);
       const { entries, total } = await listBalanceEntries(requestEm(ctx), account.sid, page.limit, page.offset);
       return create(ListBalanceEntriesResponseSchema, { balanceEntries: entries.map(toBalanceEntryPb), totalCount: total, priceUnit: deps.currency });
     },

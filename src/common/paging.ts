@@ -1,4 +1,4 @@
-import type { FieldProblem } from "./errors.js";
+import { type FieldProblem, fieldErrors } from "./errors.js";
 
 /** Default and largest page size of every list (docs/api.md#conventions). */
 export const DEFAULT_PAGE = 200;
@@ -14,4 +14,11 @@ export function pageOf(req: { resultsCount?: number; resultsSkip: number }): { l
   }
   if (req.resultsSkip < 0) problems.push({ field: "Results_Skip", code: "InvalidParameter", message: "Results_Skip must be 0 or more." });
   return { limit, offset: req.resultsSkip, problems };
+}
+
+/** The page a list request asks for; its field problems, if any, are thrown as the 400 naming them. */
+export function checkedPage(req: { resultsCount?: number; resultsSkip: number }): { limit: number; offset: number } {
+  const page = pageOf(req);
+  if (page.problems.length > 0) throw fieldErrors(page.problems);
+  return page;
 }

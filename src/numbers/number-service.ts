@@ -13,8 +13,8 @@ import { findAddress } from "../addresses/address-store.js";
 import { ownAccountPath } from "../addresses/address-service.js";
 import { requestEm } from "../common/context.js";
 import { requireAccount } from "../accounts/account-context.js";
-import { addressNotOfAccount, fieldError, fieldErrors, notFound } from "../common/errors.js";
-import { pageOf } from "../common/paging.js";
+import { addressNotOfAccount, fieldError, notFound } from "../common/errors.js";
+import { checkedPage } from "../common/paging.js";
 import { isSid } from "../common/sid.js";
 import { findNumber, listNumbers } from "./number-store.js";
 import type { PhoneNumber } from "./phone-number.entity.js";
@@ -35,8 +35,7 @@ export function createNumberService(): ServiceImpl<typeof NumberService> {
     async listNumbers(req: ListNumbersRequest, ctx: HandlerContext) {
       const account = requireAccount(ctx);
       ownAccountPath(account, req.accountSid);
-      const page = pageOf(req);
-      if (page.problems.length > 0) throw fieldErrors(page.problems);
+      const page = checkedPage(req);
       const [rows, total] = await listNumbers(requestEm(ctx), { accountSid: account.sid }, page);
       return create(ListNumbersResponseSchema, { numbers: rows.map(toNumberPb), totalCount: total });
     },

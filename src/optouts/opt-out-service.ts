@@ -15,8 +15,8 @@ import { recheckCredentials } from "../accounts/auth.js";
 import { ownAccountPath } from "../addresses/address-service.js";
 import { type Clock, unixSeconds } from "../common/clock.js";
 import { requestEm } from "../common/context.js";
-import { apiError, fieldError, fieldErrors, quoted } from "../common/errors.js";
-import { pageOf } from "../common/paging.js";
+import { apiError, fieldError, quoted } from "../common/errors.js";
+import { checkedPage } from "../common/paging.js";
 import { canonicalE164, parseE164, writeItAs } from "../common/phone.js";
 import { optOutNumber } from "./opt-out.js";
 import { listOptOuts, type OptOutEntry, removeOptOutNamed } from "./opt-out-store.js";
@@ -41,8 +41,7 @@ export function createOptOutService(deps: { clock: Clock }): ServiceImpl<typeof 
     async listOptOuts(req: ListOptOutsRequest, ctx: HandlerContext) {
       const account = requireAccount(ctx);
       ownAccountPath(account, req.accountSid);
-      const page = pageOf(req);
-      if (page.problems.length > 0) throw fieldErrors(page.problems);
+      const page = checkedPage(req);
       const [rows, total] = await listOptOuts(requestEm(ctx), account.sid, page);
       return create(ListOptOutsResponseSchema, { optOuts: rows.map(toOptOutPb), totalCount: total });
     },
