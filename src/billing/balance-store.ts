@@ -1,5 +1,6 @@
 /**
- * Statements on `account_balances` and `balance_entries` (docs/billing.md): the conditional
+ * Statements on `account_balances` and `balance_entries` (and its view `balance_ledger`, one entry
+ * per charge; docs/billing.md): the conditional
  * charge (sql/sb_charge.sql), refunds keyed by message (once, whatever races), top-ups and
  * adjustments, and the ledger's pages. Every change of a balance is one ledger entry written in
  * the same transaction, so the balance always equals the sum of the entries. Amounts cross to and
@@ -135,7 +136,7 @@ export async function refundMessage(tx: EntityManager, accountSid: string, messa
   const rows = await executeBound<{ charged: string | null; refunded: number | string }>(
     tx,
     `select (-sum(amount) filter (where type = 'Charge'))::text as charged, count(*) filter (where type = 'Refund') as refunded
-       from balance_entries where account_sid = ? and message_sid = ?`,
+       from balance_ledger where account_sid = ? and message_sid = ?`,
     [accountSid, messageSid],
   );
   const charged = rows[0].charged === null ? 0n : BigInt(rows[0].charged);
@@ -191,13 +192,19 @@ export async function listBalanceEntries(
   limit: number,
   offset: number,
 ): Promise<{ entries: BalanceEntryRecord[]; total: number }> {
-  // Ordered by the table's column: a bare `id` would be the output's `id::text`, and "9" sorts after "10".
+  // One entry per charge (the view balance_ledger opens the Charges rows), in the rows' order (the
+  // table's primary key) and within a row by entry id. Ordered by the view's columns: a bare `id`
+  // would be the output's `id::text`, and "9" sorts after "10".
   const rows = await executeBound<EntryDbRow>(
     em,
-    `select ${ENTRY_COLUMNS} from balance_entries where account_sid = ? order by balance_entries.id desc limit ? offset ?`,
+    `select ${ENTRY_COLUMNS} from balance_ledger where account_sid = ? order by balance_ledger.row_id desc, balance_ledger.id desc limit ? offset ?`,
     [accountSid, limit, offset],
   );
-  const total = await executeBound<{ n: number | string }>(em, `select count(*) as n from balance_entries where account_sid = ?`, [accountSid]);
+  const total = await executeBound<{ n: number | string }>(
+    em,
+    `select coalesce(sum(coalesce(cardinality(charge_ids), 1)), 0) as n from balance_entries where account_sid = ?`,
+    [accountSid],
+  );
   return { entries: rows.map(toEntry), total: Number(total[0].n) };
 }
 
