@@ -1,7 +1,7 @@
 import { Migration } from "@mikro-orm/migrations";
 
 /**
- * The charges of one send statement as one ledger row (issue 43, docs/billing.md#the-ledger): a
+ * The charges of one send statement as one ledger row (issue 43, docs/billing.md#balances-and-the-ledger): a
  * statement that charges an account for several sends writes one `Charges` row holding them as
  * arrays (each charge's entry id, message, amount and balance after), instead of a row and an
  * index entry per send. The ledger is read through the view `balance_ledger`, one entry per
