@@ -124,7 +124,9 @@ export async function benchLatency(log: (s: string) => void, s: LatencySettings)
   const started = new Date();
   const load0 = loadavg();
   const tag = `${process.pid}_${randomBytes(3).toString("hex")}`;
-  const dbNames = { full: `sb_latency_${tag}`, api: `sb_latency_api_${tag}` };
+  const want = new Set(s.targets);
+  // DELIVERY=off on a database of its own (see above), made only when that target runs.
+  const dbNames = { full: `sb_latency_${tag}`, ...(want.has("rest-api") ? { api: `sb_latency_api_${tag}` } : {}) };
   const admin = new pg.Client({ connectionString: s.pgUrl });
   await admin.connect();
   const urlOf = (name: string) => {
@@ -138,9 +140,8 @@ export async function benchLatency(log: (s: string) => void, s: LatencySettings)
   const dbs: InstanceType<typeof pg.Client>[] = [];
   try {
     for (const name of Object.values(dbNames)) await admin.query(`create database "${name}"`);
-    const want = new Set(s.targets);
     const env = (delivery: "on" | "off") => ({
-      DATABASE_URL: urlOf(delivery === "on" ? dbNames.full : dbNames.api),
+      DATABASE_URL: urlOf(delivery === "on" ? dbNames.full : dbNames.api!),
       SWITCHBOARD_ADMIN_TOKEN: BENCH_ADMIN_TOKEN,
       LOG_LEVEL: s.logLevel,
       CARRIER: "simulator",
@@ -263,7 +264,7 @@ export async function benchLatency(log: (s: string) => void, s: LatencySettings)
     const note = `(${s.warmup} s warm-up + ${s.seconds} s per run at each of ${s.rates.join(", ")} req/s, ${s.rounds} round(s), each column the median of the rounds)`;
     const report = renderLatency(runs, s, [
       ...benchHeader(started, load0, note),
-      `- PostgreSQL ${pgVersion} (the shared server; databases ${dbNames.full} and, for DELIVERY=off, ${dbNames.api}, dropped after); services compiled as \`npm start\` runs them, LOG_LEVEL=${s.logLevel}, SEND_RATE_LIMIT=off, SERVER_TIMING=${s.steps ? "on (REST services)" : "off"}; each send From ${SMS.from}, To ${SMS.to.replace(VARY, "NNNNN")} (random per request, gRPC too), Text "${SMS.text}"`,
+      `- PostgreSQL ${pgVersion} (the shared server; database ${dbNames.full}${dbNames.api ? ` and, for DELIVERY=off, ${dbNames.api}` : ""}, dropped after); services compiled as \`npm start\` runs them, LOG_LEVEL=${s.logLevel}, SEND_RATE_LIMIT=off, SERVER_TIMING=${s.steps ? "on (REST services)" : "off"}; each send From ${SMS.from}, To ${SMS.to.replace(VARY, "NNNNN")} (random per request, gRPC too), Text "${SMS.text}"`,
       "- Open loop (bench/open-loop.ts): the i-th request is due at t0 + i / rate and starts then whatever the answers do; latency is from that due time to the whole answer, so the generator's own lag counts too (its start lag and event-loop delay are shown)",
       `- Loop delays: perf_hooks' monitorEventLoopDelay, less its timer's interval (the generator's 1 ms; the services' ${SERVICE_LOOP_TIMER_MS} ms, read from their /metrics, which prom-client resets at each scrape, so a reading covers the measured part); errors and late starts are every round's together`,
     ]);
