@@ -159,6 +159,9 @@ export function renderLatency(runs: LatencyRun[], s: { rates: number[]; steps: b
         if (cells.every((c) => !c)) continue;
         out.push(`| ${name} | ${cells.map((c) => (c ? `${f3(c.p50)} / ${f3(c.p99)}` : "—")).join(" | ")} |`);
       }
+      // Beside the handler's total, what the client saw: the difference is outside the handler
+      // (the socket, Node's parser, Fastify's routing and body read, the answer's write, the generator).
+      out.push(`| client's latency (open loop), for comparison | ${rows.map((r) => (r ? `${f3(r.latency.p50)} / ${f3(r.latency.p99)}` : "—")).join(" | ")} |`);
     }
   }
   return `${out.join("\n")}\n`;

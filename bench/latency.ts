@@ -47,6 +47,12 @@ export interface LatencySettings {
   steps: boolean;
   /** BENCH_LATENCY_TARGETS: a subset of the targets (default all). */
   targets: TargetKey[];
+  /**
+   * The services' request-rate settings: SEND_RATE_LIMIT=off, or (BENCH_SHARED_LIMITS=1, or
+   * `redis` with BENCH_REDIS_URL) on and set far above the load, so that the shared allowance
+   * (limits/shared-allowance.ts) runs in every send and the `admit` step shows what it costs.
+   */
+  rateLimits: Record<string, string>;
   write: boolean;
 }
 
@@ -75,6 +81,13 @@ export function latencySettings(env: NodeJS.ProcessEnv, base: Pick<LatencySettin
     warmup: num("BENCH_LATENCY_WARMUP", 3),
     rounds: num("BENCH_ROUNDS", 3),
     steps: env.BENCH_LATENCY_STEPS === "1",
+    rateLimits:
+      env.BENCH_SHARED_LIMITS === "1" || env.BENCH_SHARED_LIMITS === "redis"
+        ? {
+            SEND_RATE_LIMIT: "1000000",
+            ...(env.BENCH_SHARED_LIMITS === "redis" ? { REDIS_URL: env.BENCH_REDIS_URL ?? "redis://127.0.0.1:6379" } : {}),
+          }
+        : { SEND_RATE_LIMIT: "off" },
     targets: targets as TargetKey[],
   };
 }
@@ -145,8 +158,8 @@ export async function benchLatency(log: (s: string) => void, s: LatencySettings)
       SWITCHBOARD_ADMIN_TOKEN: BENCH_ADMIN_TOKEN,
       LOG_LEVEL: s.logLevel,
       CARRIER: "simulator",
-      // As in the throughput runs: the limiter off, the load is what is measured.
-      SEND_RATE_LIMIT: "off",
+      // As in the throughput runs: the limiter off (the load is what is measured), or on and never refusing.
+      ...s.rateLimits,
       DELIVERY: delivery,
       SERVER_TIMING: s.steps ? "true" : "false",
     });
@@ -264,7 +277,13 @@ export async function benchLatency(log: (s: string) => void, s: LatencySettings)
     const note = `(${s.warmup} s warm-up + ${s.seconds} s per run at each of ${s.rates.join(", ")} req/s, ${s.rounds} round(s), each column the median of the rounds)`;
     const report = renderLatency(runs, s, [
       ...benchHeader(started, load0, note),
-      `- PostgreSQL ${pgVersion} (the shared server; database ${dbNames.full}${dbNames.api ? ` and, for DELIVERY=off, ${dbNames.api}` : ""}, dropped after); services compiled as \`npm start\` runs them, LOG_LEVEL=${s.logLevel}, SEND_RATE_LIMIT=off, SERVER_TIMING=${s.steps ? "on (REST services)" : "off"}; each send From ${SMS.from}, To ${SMS.to.replace(VARY, "NNNNN")} (random per request, gRPC too), Text "${SMS.text}"`,
+      `- PostgreSQL ${pgVersion} (the shared server; database ${dbNames.full}${dbNames.api ? ` and, for DELIVERY=off, ${dbNames.api}` : ""}, dropped after); services compiled as \`npm start\` runs them, LOG_LEVEL=${s.logLevel}, ${Object.entries(
+        s.rateLimits,
+      )
+        .map(([k, v]) => `${k}=${v}`)
+        .join(
+          ", ",
+        )}, SERVER_TIMING=${s.steps ? "on (REST services)" : "off"}; each send From ${SMS.from}, To ${SMS.to.replace(VARY, "NNNNN")} (random per request, gRPC too), Text "${SMS.text}"`,
       "- Open loop (bench/open-loop.ts): the i-th request is due at t0 + i / rate and starts then whatever the answers do; latency is from that due time to the whole answer, so the generator's own lag counts too (its start lag and event-loop delay are shown)",
       `- Loop delays: perf_hooks' monitorEventLoopDelay, less its timer's interval (the generator's 1 ms; the services' ${SERVICE_LOOP_TIMER_MS} ms, read from their /metrics, which prom-client resets at each scrape, so a reading covers the measured part); errors and late starts are every round's together`,
     ]);
