@@ -70,7 +70,16 @@ export interface AppDeps {
     Partial<
       Pick<
         Config,
-        "destinations" | "sendRateLimit" | "sendRateBurst" | "connections" | "mailFromDomains" | "authFailures" | "reads" | "senderIdRegistration" | "billing"
+        | "destinations"
+        | "sendRateLimit"
+        | "sendRateBurst"
+        | "connections"
+        | "mailFromDomains"
+        | "authFailures"
+        | "reads"
+        | "senderIdRegistration"
+        | "billing"
+        | "serverTiming"
       >
     >;
   clock?: Clock;
@@ -296,6 +305,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     bodyLimit: deps.config.bodyLimit,
     contextValues: ops.restContextValues,
     interceptors,
+    serverTiming: deps.config.serverTiming,
   });
 
   await app.register(apiDocsPlugin, { services: services.map((s) => s.service) });
