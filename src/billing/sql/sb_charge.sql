@@ -31,7 +31,7 @@ declare
   after bigint[] := array_fill(null::bigint, array[n]);
   -- The account's entries of this call (Charge or Charges row).
   ids bigint[];
-  sids varchar(32)[];
+  sids text[];
   amounts bigint[];
   balances bigint[];
 begin
@@ -66,7 +66,7 @@ begin
         after[i] := bal;
         if p_amounts[i] <> 0 then
           ids := ids || nextval('balance_entries_id_seq');
-          sids := sids || p_message_sids[i]::varchar(32);
+          sids := sids || p_message_sids[i];
           amounts := amounts || -p_amounts[i];
           balances := balances || bal;
         end if;

@@ -13,7 +13,7 @@ export class Migration20261205800000 extends Migration {
   override up(): void {
     this.addSql(`alter table balance_entries
   add column charge_ids bigint[],
-  add column charge_message_sids varchar(32)[],
+  add column charge_message_sids text[],
   add column charge_amounts bigint[],
   add column charge_balances bigint[]`);
     this.addSql(`alter table balance_entries drop constraint balance_entries_type_check`);
