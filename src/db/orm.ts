@@ -39,6 +39,7 @@ import { Migration20261205010000 } from "./migrations/Migration20261205010000.js
 import { Migration20261205020000 } from "./migrations/Migration20261205020000.js";
 import { Migration20261205100000 } from "./migrations/Migration20261205100000.js";
 import { Migration20261205710000 } from "./migrations/Migration20261205710000.js";
+import { Migration20261206000000 } from "./migrations/Migration20261206000000.js";
 import { applyRepeatableSql } from "./repeatable-sql.js";
 import { DEFAULT_POOL_MAX, databaseKind } from "../config.js";
 
@@ -80,6 +81,7 @@ export const migrations = [
   { name: "Migration20261205020000", class: Migration20261205020000 },
   { name: "Migration20261205100000", class: Migration20261205100000 },
   { name: "Migration20261205710000", class: Migration20261205710000 },
+  { name: "Migration20261206000000", class: Migration20261206000000 },
 ];
 
 /** Options of createOrm. */
