@@ -42,7 +42,9 @@ describe("SMPP credentials", () => {
     const got = await t.app.inject({ method: "GET", url: `/admin/v1/Accounts/${a.accountSid}/Smpp`, headers: bearer });
     expect(got.statusCode).toBe(200);
     expect(got.json()).toStrictEqual(body);
-    const rows = await executeBound<{ password_hash: string }>(t.db.orm.em.fork(), "select password_hash from smpp_credentials where account_sid = ?", [a.accountSid]);
+    const rows = await executeBound<{ password_hash: string }>(t.db.orm.em.fork(), "select password_hash from smpp_credentials where account_sid = ?", [
+      a.accountSid,
+    ]);
     expect(rows).toStrictEqual([{ password_hash: hashToken("s3cret") }]);
   });
 
@@ -100,7 +102,15 @@ describe("SMPP binds", () => {
   it("MaxBinds holds across processes (the table), stale binds stop counting, and ListSmppBinds lists the live ones", async () => {
     const em = t.db.orm.em.fork();
     const now = t.clock.now();
-    const bind = (id: string) => ({ bindId: id, accountSid: a.accountSid, systemId: "acme", address: "127.0.0.1:5000", mode: "Transceiver", since: now, inFlight: 0 });
+    const bind = (id: string) => ({
+      bindId: id,
+      accountSid: a.accountSid,
+      systemId: "acme",
+      address: "127.0.0.1:5000",
+      mode: "Transceiver",
+      since: now,
+      inFlight: 0,
+    });
     const liveSince = new Date(now.getTime() - 30_000);
     expect(await openSmppBind(em, bind("SB1"), now, liveSince)).toBe(true);
     expect(await openSmppBind(em, bind("SB2"), now, liveSince)).toBe(true);
