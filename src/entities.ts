@@ -24,6 +24,7 @@ import { RateCardRow, RateImportRow, RateRow } from "./billing/rate-card.entity.
 import { AccountBalance, BalanceEntry } from "./billing/balance.entity.js";
 import { UsageDay, UsagePending, UsageRollup } from "./billing/usage.entity.js";
 import { SmppBind, SmppCredential } from "./accounts/smpp-credential.entity.js";
+import { SmppOutboxRow } from "./delivery/smpp-outbox.entity.js";
 
 /**
  * Every entity, listed explicitly (no folder discovery), in foreign-key order: one per table the
@@ -62,4 +63,5 @@ export const entities = [
   UsagePending,
   SmppCredential,
   SmppBind,
+  SmppOutboxRow,
 ];

@@ -29,6 +29,11 @@ export const COMMAND = {
 /** The response bit of a command_id. */
 export const RESPONSE_BIT = 0x80000000;
 
+/** The command_id of a request's response, unsigned as readUInt32BE reads it (JavaScript's `|` is signed). */
+export function responseId(commandId: number): number {
+  return (commandId | RESPONSE_BIT) >>> 0;
+}
+
 /** A command_status by name (ESME_RINVCMDLEN, …), from the `smpp` package's table. */
 export function status(name: string): number {
   const n = smpp.errors[name];
@@ -264,11 +269,11 @@ export function decodePdu(buf: Buffer): { header: PduHeader; pdu: ClientPdu } {
       return { header, pdu: { kind: "unbind" } };
     case COMMAND.enquire_link:
       return { header, pdu: { kind: "enquire_link" } };
-    case COMMAND.unbind | RESPONSE_BIT:
+    case responseId(COMMAND.unbind):
       return { header, pdu: { kind: "unbind_resp" } };
-    case COMMAND.enquire_link | RESPONSE_BIT:
+    case responseId(COMMAND.enquire_link):
       return { header, pdu: { kind: "enquire_link_resp" } };
-    case COMMAND.deliver_sm | RESPONSE_BIT:
+    case responseId(COMMAND.deliver_sm):
       return { header, pdu: { kind: "deliver_sm_resp", status: header.status } };
     case COMMAND.generic_nack:
       return { header, pdu: { kind: "generic_nack" } };

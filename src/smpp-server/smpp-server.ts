@@ -17,6 +17,7 @@ import { closeSmppBind, heartbeatSmppBinds, openSmppBind, SMPP_BIND_HEARTBEAT_MS
 import type { Clock } from "../common/clock.js";
 import type { SmppServerConfig } from "../config.js";
 import { DEFAULT_WINDOW, SmppSession, type SmppLog } from "./smpp-session.js";
+import { createSmppForwarder } from "./smpp-forwarder.js";
 
 /** Connections one server port takes at once (bound or not); more are refused by the kernel's backlog. */
 export const MAX_CONNECTIONS = 1000;
@@ -50,6 +51,7 @@ export function createSmppServer(deps: SmppServerDeps): SmppServer {
   const servers: Server[] = [];
   let heartbeat: NodeJS.Timeout | undefined;
   let stopped = false;
+  const forwarder = createSmppForwarder({ orm: deps.orm, clock: deps.clock, log: deps.log, sessions: () => [...sessions] });
 
   const sessionDeps = {
     orm: deps.orm,
@@ -66,7 +68,11 @@ export function createSmppServer(deps: SmppServerDeps): SmppServer {
         { bindId: b.bindId, accountSid: b.accountSid, systemId: b.systemId, address: session.address, mode: b.mode, since: b.since, inFlight: 0 },
         now,
         new Date(now.getTime() - SMPP_BIND_STALE_MS),
-      );
+      ).then((ok) => {
+        // What waited for the account's binds goes now, not at the next poll.
+        if (ok && b.mode !== "Transmitter") setImmediate(() => forwarder.wake());
+        return ok;
+      });
     },
     closeBind(session: SmppSession) {
       const id = session.bound?.bindId;
@@ -111,6 +117,7 @@ export function createSmppServer(deps: SmppServerDeps): SmppServer {
         beat().catch((err: unknown) => deps.log.warn({ err }, "SMPP bind heartbeat failed"));
       }, SMPP_BIND_HEARTBEAT_MS);
       heartbeat.unref();
+      forwarder.start();
       deps.log.info(out, "SMPP server listening");
       return out;
     },
@@ -118,6 +125,7 @@ export function createSmppServer(deps: SmppServerDeps): SmppServer {
     async close(waitMs = 5000) {
       stopped = true;
       if (heartbeat) clearInterval(heartbeat);
+      await forwarder.stop();
       const closed = Promise.all(servers.map((s) => new Promise<void>((resolve) => s.close(() => resolve()))));
       await Promise.all([...sessions].map((s) => s.stop(waitMs)));
       for (const s of sessions) s.socket.destroy();

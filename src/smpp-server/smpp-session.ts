@@ -20,6 +20,7 @@ import { cidrMatcher } from "../common/cidr.js";
 import type { Clock } from "../common/clock.js";
 import { kClientAddress, kEm } from "../common/context.js";
 import { apiError } from "../common/errors.js";
+import { addSmppReceiptRow } from "../delivery/smpp-outbox-store.js";
 import { PartJoiner } from "./part-joiner.js";
 import {
   type BindMode,
@@ -34,6 +35,7 @@ import {
   type QuerySmPdu,
   readHeader,
   RESPONSE_BIT,
+  responseId,
   status,
   type SubmitSmPdu,
 } from "./smpp-pdu.js";
@@ -373,6 +375,17 @@ export class SmppSession {
       const account = await this.boundAccount();
       const req = sendRequestOf(pdu, decodeText(bytes, pdu.dataCoding), this.bound!.propertySid, this.deps.clock.now());
       const message = await this.deps.messaging.sendMessage(req, this.context(MessagingService.method.sendMessage, account));
+      const registered = pdu.registeredDelivery & 0x03;
+      if (registered === 1 || registered === 2) {
+        // Before the answer: once the client has the MessageSid, its receipt is on record. The
+        // message is stored either way; a failure here costs its receipt, not a duplicate send.
+        await addSmppReceiptRow(this.deps.orm.em.fork(), {
+          accountSid: account.sid,
+          messageSid: message.messageSid!,
+          registeredDelivery: registered,
+          now: this.deps.clock.now(),
+        }).catch((err: unknown) => this.deps.log.warn({ err, messageSid: message.messageSid }, "SMPP receipt not recorded"));
+      }
       this.done(waiters, "submit_sm_resp", 0, { message_id: message.messageSid });
     } catch (err) {
       this.done(waiters, "submit_sm_resp", commandStatusOf(err));
@@ -476,7 +489,7 @@ export class SmppSession {
         if (length < PDU_HEADER_LENGTH || length > MAX_PDU_LENGTH || this.buf.length < length) break;
         const header = readHeader(this.buf);
         this.buf = this.buf.subarray(length);
-        if (header.commandId === (COMMAND.unbind | RESPONSE_BIT)) this.unbindAnswered?.();
+        if (header.commandId === responseId(COMMAND.unbind)) this.unbindAnswered?.();
       }
     });
   }

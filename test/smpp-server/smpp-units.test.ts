@@ -98,7 +98,10 @@ describe("the Send SMS request of a submit_sm", () => {
     const req = sendRequestOf(submit({ scheduleDeliveryTime: "000000010000000R", validityPeriod: "000000020000000R" }), "hi", "PR1", NOW);
     expect(req).toMatchObject({ propertySid: "PR1", from: "+61400000001", to: "+61412345678", text: "hi", deliveryReceipt: true, validityPeriod: 3600 });
     expect(req.schedule).toBe(BigInt(NOW.getTime() / 1000 + 3600));
-    expect(sendRequestOf(submit({ sourceTon: 5, sourceAddr: "ACME", registeredDelivery: 0 }), "x", "PR1", NOW)).toMatchObject({ from: "ACME", deliveryReceipt: false });
+    expect(sendRequestOf(submit({ sourceTon: 5, sourceAddr: "ACME", registeredDelivery: 0 }), "x", "PR1", NOW)).toMatchObject({
+      from: "ACME",
+      deliveryReceipt: false,
+    });
     expect(sendRequestOf(submit({ sourceTon: 0, sourceAddr: "" }), "x", "PR1", NOW).from).toBe("");
     // A validity longer than 14 days is 14 days.
     expect(sendRequestOf(submit({ validityPeriod: "010000000000000R" }), "x", "PR1", NOW).validityPeriod).toBe(1_209_600);
@@ -158,14 +161,14 @@ describe("hostile PDUs", () => {
     expect(() => decodePdu(longSysId)).toThrow(expect.objectContaining({ status: status("ESME_RINVSYSID") }));
     // A random fuzz: every byte string decodes or throws a PduError.
     let seed = 42;
-    const rnd = () => ((seed = (seed * 1103515245 + 12345) & 0x7fffffff) % 256);
+    const rnd = () => (seed = (seed * 1103515245 + 12345) & 0x7fffffff) % 256;
     for (let i = 0; i < 5000; i++) {
       const len = 16 + (rnd() % 64);
-      const b = Buffer.alloc(len, 0).map(() => rnd());
+      const b = Buffer.from(Array.from({ length: len }, () => rnd()));
       b.writeUInt32BE(len, 0);
       b.writeUInt32BE([0x01, 0x02, 0x03, 0x04, 0x06, 0x08, 0x09, 0x15, 0x80000005][i % 9]!, 4);
       try {
-        decodePdu(Buffer.from(b));
+        decodePdu(b);
       } catch (err) {
         expect(err).toBeInstanceOf(PduError);
       }
