@@ -1,5 +1,5 @@
 /**
- * A message's state as SMPP says it (§5.2.28 message_state), for query_sm_resp and the receipts'
+ * A message's state as SMPP says it (the SMPP 3.4 message_state table), for query_sm_resp and the receipts'
  * message_state TLV and `stat:` word.
  */
 import { smppAbsoluteTime } from "./smpp-time.js";

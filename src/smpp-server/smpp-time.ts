@@ -1,5 +1,5 @@
 /**
- * SMPP 3.4 times (§7.1.1): `YYMMDDhhmmsstnnp`, 16 characters. `p` is `+` or `-` for an absolute
+ * SMPP 3.4 times (its section on time formats): `YYMMDDhhmmsstnnp`, 16 characters. `p` is `+` or `-` for an absolute
  * time whose local clock is `nn` quarter hours ahead of (or behind) UTC, or `R` for a time
  * relative to now (`YY` years, `MM` months, `DD` days, then hours, minutes, seconds; `tnn` 0).
  * Read with the injected clock, never the machine's: a relative time is from the `now` given.
