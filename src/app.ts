@@ -247,6 +247,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     carriers: deps.router ? () => deps.router!.links() : undefined,
     limitCounters: deps.limitCounters,
     sendCounters: deps.sendCounters,
+    // Made below, once the services are: read at scrape time.
+    smppServer: () => app.smppServer?.stats(),
   });
   const app = fastify({
     // HTTP/1.1 and h2c on one port, with the connection limits and a graceful close (src/http/polyglot-server.ts).

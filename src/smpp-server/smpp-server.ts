@@ -42,6 +42,11 @@ export interface SmppServer {
   listen(): Promise<{ port?: number; tlsPort?: number }>;
   /** The sessions open now. */
   sessions(): readonly SmppSession[];
+  /** Binds open by account and mode, and submit_sm answered by account and outcome, for /metrics (ops/metrics.ts SmppServerStats). */
+  stats(): {
+    binds: { account: string; mode: string; count: number }[];
+    submits: { account: string; outcome: "accepted" | "refused"; count: number }[];
+  };
   /** Stops accepting, ends every bind cleanly (in-flight answered, unbind sent), closes the ports. */
   close(waitMs?: number): Promise<void>;
 }
@@ -53,7 +58,14 @@ export function createSmppServer(deps: SmppServerDeps): SmppServer {
   let stopped = false;
   const forwarder = createSmppForwarder({ orm: deps.orm, clock: deps.clock, log: deps.log, sessions: () => [...sessions] });
 
+  /** submit_sm answered since the start, by account: [accepted, refused]. */
+  const submits = new Map<string, [number, number]>();
   const sessionDeps = {
+    onSubmitAnswered(accountSid: string, accepted: boolean) {
+      const c = submits.get(accountSid) ?? [0, 0];
+      c[accepted ? 0 : 1]++;
+      submits.set(accountSid, c);
+    },
     orm: deps.orm,
     clock: deps.clock,
     messaging: deps.messaging,
@@ -122,6 +134,23 @@ export function createSmppServer(deps: SmppServerDeps): SmppServer {
       return out;
     },
     sessions: () => [...sessions],
+    stats() {
+      const binds = new Map<string, { account: string; mode: string; count: number }>();
+      for (const s of sessions) {
+        if (!s.bound) continue;
+        const key = `${s.bound.accountSid}|${s.bound.mode}`;
+        const b = binds.get(key) ?? { account: s.bound.accountSid, mode: s.bound.mode, count: 0 };
+        b.count++;
+        binds.set(key, b);
+      }
+      return {
+        binds: [...binds.values()],
+        submits: [...submits].flatMap(([account, [ok, refused]]) => [
+          { account, outcome: "accepted" as const, count: ok },
+          { account, outcome: "refused" as const, count: refused },
+        ]),
+      };
+    },
     async close(waitMs = 5000) {
       stopped = true;
       if (heartbeat) clearInterval(heartbeat);

@@ -71,6 +71,8 @@ export interface SessionDeps {
   openBind(session: SmppSession, creds: SmppCredentialRecord): Promise<boolean>;
   /** The bind ended (or the connection closed). */
   closeBind(session: SmppSession): void;
+  /** Counts a submit_sm answered (each part of a long text counts), for /metrics. */
+  onSubmitAnswered?(accountSid: string, accepted: boolean): void;
 }
 
 /** An open bind of the session. */
@@ -395,6 +397,8 @@ export class SmppSession {
   /** Answers waiters that were in flight. */
   private done(waiters: readonly { sequence: number }[], command: string, commandStatus: number, fields: Record<string, unknown> = {}): void {
     for (const w of waiters) this.answer(w.sequence, command, commandStatus, commandStatus === 0 ? fields : {});
+    if (command === "submit_sm_resp" && this.bound)
+      for (let i = 0; i < waiters.length; i++) this.deps.onSubmitAnswered?.(this.bound.accountSid, commandStatus === 0);
     this.inFlight -= waiters.length;
     if (this.inFlight === 0) this.idle?.();
     this.pump();

@@ -227,3 +227,17 @@ describe("query_sm and cancel_sm", () => {
     expect((await e.next("query_resp", (x) => x.f.tag === "q4")).f.status).toBe(String(0x0c));
   });
 });
+
+describe("metrics", () => {
+  it("/metrics shows the account's open binds by mode and its submit_sm answered, accepted and refused", async () => {
+    const e = await bound();
+    e.send(`submit m1 src=${a.ownedNumber.slice(1)} dst=${TO} sm=${gsmHex("counted")}`);
+    expect((await e.next("submit_resp", (x) => x.f.tag === "m1")).f.status).toBe("0");
+    const res = await t.app.inject({ method: "GET", url: "/metrics" });
+    expect(res.statusCode).toBe(200);
+    const line = (name: string, labels: string) => res.body.split("\n").find((l) => l.startsWith(`${name}{${labels}}`));
+    expect(line("switchboard_smpp_binds", `account="${a.accountSid}",mode="Transceiver"`)).toMatch(/ [1-9]\d*$/);
+    expect(line("switchboard_smpp_submits", `account="${a.accountSid}",outcome="accepted"`)).toMatch(/ [1-9]\d*$/);
+    expect(line("switchboard_smpp_submits", `account="${a.accountSid}",outcome="refused"`)).toMatch(/ \d+$/);
+  });
+});
