@@ -306,7 +306,9 @@ export class SmppSession {
       return status("ESME_RBINDFAIL");
     }
     if (this.ended) {
-      this.deps.closeBind(this);
+      // The connection closed while the bind was recorded: its row goes now, not at its staleness.
+      this.bound = bound;
+      this.unbound();
       return status("ESME_RBINDFAIL");
     }
     clearTimeout(this.bindTimer);
