@@ -180,6 +180,42 @@ describe("limits", () => {
   });
 });
 
+describe("bind floods", () => {
+  it("40 binds at once on two processes for an account with MaxBinds 3: exactly 3 succeed, the rest ESME_RBINDFAIL; another account still binds", async () => {
+    const f = await createTenant(t.app);
+    const set = await t.app.inject({
+      method: "PUT",
+      url: `/admin/v1/Accounts/${f.accountSid}/Smpp`,
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+      payload: { SystemId: "flood", Password: "pw1234", PropertySid: f.propertySid, MaxBinds: 3 },
+    });
+    expect(set.statusCode).toBe(200);
+    const other = await createTestApp({ db: t.db, clock: t.clock, config: { smppServer: { port: 0 }, host: "127.0.0.1" } });
+    try {
+      const otherPort = (await other.app.smppServer!.listen()).port!;
+      const clients = await Promise.all(
+        Array.from({ length: 40 }, async (_, i) => {
+          const s = connect(i % 2 === 0 ? port : otherPort, "127.0.0.1");
+          await once(s, "connect");
+          return new RawClient(s);
+        }),
+      );
+      for (const c of clients) c.send("bind_transceiver", { system_id: "flood", password: "pw1234" });
+      await Promise.all(clients.map((c) => c.until(() => c.pdus.length === 1, 30_000)));
+      const statuses = clients.map((c) => c.pdus[0]!.command_status);
+      expect(statuses.filter((x) => x === 0)).toHaveLength(3);
+      expect(statuses.filter((x) => x === 0x0d)).toHaveLength(37);
+      const e = await startEsme(port);
+      esmes.push(e);
+      e.send("bind transceiver acme pw1234");
+      expect((await e.next("bind_resp")).f.status).toBe("0");
+      for (const c of clients) c.socket.destroy();
+    } finally {
+      await other.close();
+    }
+  }, 60_000);
+});
+
 describe("shutdown", () => {
   it("closing the app sends each bind an unbind and closes its connection", async () => {
     const other = await createTestApp({ db: t.db, clock: t.clock, config: { smppServer: { port: 0 }, host: "127.0.0.1" } });
