@@ -49,6 +49,8 @@ export const SERVER_SYSTEM_ID = "Switchboard";
 export const DEFAULT_WINDOW = 100;
 /** A connection that has not bound within this long is closed. */
 export const BIND_TIMEOUT_MS = 30_000;
+/** How long a deliver_sm waits for its deliver_sm_resp (under the outbox's claim of 30 s). */
+export const DELIVER_TIMEOUT_MS = 20_000;
 /** How long a verified account is used before it is read again (as the API's account cache). */
 const ACCOUNT_TTL_MS = 2000;
 
@@ -443,13 +445,24 @@ export class SmppSession {
     return this.bound !== undefined && this.bound.mode !== "Transmitter" && !this.closing && !this.ended;
   }
 
-  /** Sends a deliver_sm; resolves with the client's command_status (rejects when the connection ends first). */
+  /**
+   * Sends a deliver_sm; resolves with the client's command_status, or -1 when the connection ends
+   * or no answer comes within DELIVER_TIMEOUT_MS (the row is then freed for another try).
+   */
   deliver(fields: Record<string, unknown>): Promise<number> {
     return new Promise((resolve, reject) => {
       if (!this.receives) return reject(new Error("the bind does not receive"));
       this.sequence = this.sequence >= 0x7fffffff ? 1 : this.sequence + 1;
       const seq = this.sequence;
-      this.delivering.set(seq, resolve);
+      const timer = setTimeout(() => {
+        this.delivering.delete(seq);
+        resolve(-1);
+      }, DELIVER_TIMEOUT_MS);
+      timer.unref();
+      this.delivering.set(seq, (st) => {
+        clearTimeout(timer);
+        resolve(st);
+      });
       this.write(encodePdu("deliver_sm", { ...fields, sequence_number: seq }));
     });
   }
