@@ -30,6 +30,7 @@ import {
   type DispatchRun,
   dispatchRun,
   drainQueue,
+  kannelQueued,
   type Measured,
   measureLoad,
   median,
@@ -64,7 +65,7 @@ const SETTINGS = {
   nodeFlags: (env.BENCH_NODE_FLAGS ?? "").split(" ").filter(Boolean),
   /** Write the results into docs/benchmarks.md (0 to only print). */
   write: env.BENCH_WRITE !== "0",
-  /** Which runs: any of idle,kannel,rest,prepaid,grpc,bare,floor,dispatch,dispatch-routes,soak (prepaid, soak and dispatch-routes are not in the default set); or smpp alone (bench/smpp.ts); or smpp-tps alone (a carrier's Tps over three worker processes, bench/smpp.ts); or read-flood and/or webhook-flood (bench/hostile.ts); or rapid-reset alone (bench/rapid-reset-run.ts); or purge alone (bench/purge.ts); or life alone (bench/life.ts); or growth alone (bench/growth.ts); or split alone (bench/split.ts). */
+  /** Which runs: any of idle,kannel,rest,prepaid,grpc,bare,floor,dispatch,dispatch-routes,soak (prepaid, soak and dispatch-routes are not in the default set); or smpp alone (bench/smpp.ts); or smpp-tps alone (a carrier's Tps over three worker processes, bench/smpp.ts); or read-flood and/or webhook-flood (bench/hostile.ts); or rapid-reset alone (bench/rapid-reset-run.ts); or purge alone (bench/purge.ts); or life alone (bench/life.ts); or growth alone (bench/growth.ts); or split alone (bench/split.ts); or latency alone (open-loop latency at fixed rates, bench/latency.ts, its settings BENCH_LATENCY_*). */
   only: new Set((env.BENCH_ONLY ?? "idle,kannel,rest,grpc,bare,floor,dispatch").split(",").map((s) => s.trim())),
   /** Seconds after /readyz first answers at which the idle service's resident set is read. */
   idleSeconds: num("BENCH_IDLE_SECONDS", 20),
@@ -253,12 +254,6 @@ function version(cmd: string, args: string[], pattern: RegExp): string {
   }
 }
 
-async function kannelQueued(k: RunningKannel): Promise<number> {
-  const res = await fetch(`${k.adminUrl}/status.txt?password=kannel-admin`).then((r) => r.text());
-  const m = /SMS: received \d+ \((\d+) queued\), sent \d+ \((\d+) queued\), store size (-?\d+)/.exec(res);
-  return m ? Number(m[1]) + Number(m[2]) + Math.max(0, Number(m[3])) : 0;
-}
-
 interface Row {
   name: string;
   result?: LoadResult;
@@ -325,6 +320,13 @@ async function main(): Promise<void> {
     // A message's whole life in PostgreSQL, per message, on a private cluster (issue 32, bench/life.ts).
     const { benchLife } = await import("./life.js");
     process.stdout.write(`${await benchLife(log, { write: SETTINGS.write })}\n`);
+    return;
+  }
+  if (SETTINGS.only.has("latency")) {
+    // Latency at fixed offered load, open loop (issue 46, bench/latency.ts); writes its own section of docs/benchmarks.md.
+    const { benchLatency, latencySettings } = await import("./latency.js");
+    const { pgUrl, logLevel, write } = SETTINGS;
+    process.stdout.write(`\n${await benchLatency(log, latencySettings(env, { pgUrl, logLevel, write }))}\n`);
     return;
   }
   if (SETTINGS.only.has("split")) {

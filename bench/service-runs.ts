@@ -230,6 +230,13 @@ export async function dispatchRun(t: BenchTarget, count: number, sidTag: string,
   return run;
 }
 
+/** SMS Kannel still holds (received or sent but queued, and its store), from bearerbox's status page. */
+export async function kannelQueued(k: { adminUrl: string }): Promise<number> {
+  const res = await fetch(`${k.adminUrl}/status.txt?password=kannel-admin`).then((r) => r.text());
+  const m = /SMS: received \d+ \((\d+) queued\), sent \d+ \((\d+) queued\), store size (-?\d+)/.exec(res);
+  return m ? Number(m[1]) + Number(m[2]) + Math.max(0, Number(m[3])) : 0;
+}
+
 /** POSTs to the operator API of a running service (test/support/service.ts). */
 export { operatorCall as adminCall } from "../test/support/service.js";
 

@@ -87,6 +87,7 @@ export interface AppDeps {
         | "reads"
         | "senderIdRegistration"
         | "billing"
+        | "serverTiming"
         | "smppServer"
         | "host"
       >
@@ -333,6 +334,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     bodyLimit: deps.config.bodyLimit,
     contextValues: ops.restContextValues,
     interceptors,
+    serverTiming: deps.config.serverTiming,
   });
 
   await app.register(apiDocsPlugin, { services: services.map((s) => s.service) });

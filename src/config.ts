@@ -161,6 +161,8 @@ export interface Config {
   logLevel: string;
   /** Bearer token GET /metrics requires; unset leaves /metrics open. */
   metricsToken?: string;
+  /** SERVER_TIMING: each REST call answers a `Server-Timing` header of its steps (common/server-timing.ts). */
+  serverTiming: boolean;
   /** Countries (ISO alpha-2) whose operators do not take alphanumeric sender IDs. */
   noAlphaCountries: Set<string>;
   /** SENDER_ID_REGISTRATION: the recipient countries whose alphanumeric senders are checked against the registered sender IDs, and how. */
@@ -423,6 +425,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     webhookDnsServers: v.WEBHOOK_DNS_SERVERS,
     logLevel: v.LOG_LEVEL,
     metricsToken: v.METRICS_TOKEN,
+    serverTiming: v.SERVER_TIMING,
     noAlphaCountries: new Set(v.NO_ALPHA_SENDER_COUNTRIES),
     senderIdRegistration: v.SENDER_ID_REGISTRATION,
     mailFromDomains: v.MAIL_FROM_DOMAINS,

@@ -1,5 +1,6 @@
 /**
- * Statements on `account_balances` and `balance_entries` (docs/billing.md): the conditional
+ * Statements on `account_balances` and `balance_entries` (and its view `balance_ledger`, one entry
+ * per charge; docs/billing.md): the conditional
  * charge (sql/sb_charge.sql), refunds keyed by message (once, whatever races), top-ups and
  * adjustments, and the ledger's pages. Every change of a balance is one ledger entry written in
  * the same transaction, so the balance always equals the sum of the entries. Amounts cross to and
@@ -73,6 +74,69 @@ export async function chargeSends(tx: EntityManager, items: readonly ChargeItem[
   return rows.map((r) => (r.accepted ? { accepted: true, balanceAfter: BigInt(r.balance_after!) } : { accepted: false }));
 }
 
+/**
+ * The charge as common table expressions of a caller's statement (the send's facts statement,
+ * messaging/message-send-store.ts): `sends` names a CTE of the sends to charge, with columns `i`
+ * (the send's order), `account_sid`, `sid` (its message) and `amount` (micro-units, more than 0).
+ * The fragment defines `charged (i, accepted)` and takes one parameter, the time (`?`).
+ *
+ * The same rule as sql/sb_charge.sql, in the statement: the batch's balance rows are locked in
+ * account order (as sb_charge locks them, so two statements never wait for each other in a cycle);
+ * an account whose balance (with its credit) covers all of its sends of the batch is charged the
+ * sum in one conditional update, with its ledger row (one Charge, or one Charges row holding the
+ * charges) and its low-balance crossing; the sends of an account it cannot cover in full, or
+ * without a balance row yet, go to sb_charge, which takes them in order and refuses only what does
+ * not fit. The common case is thus one update and one insert per account, and no PL/pgSQL call.
+ * The conditional update re-reads a row another transaction changed (EvalPlanQual), so the sum is
+ * checked against the balance it replaces, exactly.
+ */
+export function chargeCtes(sends: string): string {
+  const crossed = `t.total <> 0 and ab.low_balance_state = 'Above' and t.low_balance_webhook_uri is not null and ab.balance - t.total < t.low_balance_threshold`;
+  return `charge_now as (select ?::timestamptz as t),
+charge_totals as materialized (
+  select p.account_sid, sum(p.amount)::bigint as total, a.billing_mode, a.credit_limit, a.low_balance_threshold, a.low_balance_webhook_uri
+    from ${sends} p join accounts a on a.sid = p.account_sid
+   group by p.account_sid, a.sid),
+charge_locks as materialized (
+  select ab.account_sid from account_balances ab
+   where ab.account_sid in (select account_sid from charge_totals)
+   order by ab.account_sid
+     for update),
+charge_whole as materialized (
+  update account_balances ab
+     set balance = ab.balance - t.total, updated_at = n.t,
+         low_balance_state = case when ${crossed} then 'Pending' else ab.low_balance_state end,
+         low_balance_balance = case when ${crossed} then ab.balance - t.total else ab.low_balance_balance end,
+         low_balance_at = case when ${crossed} then n.t else ab.low_balance_at end
+    from charge_totals t join charge_locks l on l.account_sid = t.account_sid cross join charge_now n
+   where ab.account_sid = t.account_sid
+     and ((t.billing_mode = 'Postpaid' and t.credit_limit is null) or ab.balance - t.total >= -coalesce(t.credit_limit, 0))
+  returning ab.account_sid, ab.balance + t.total as before),
+charge_rows as materialized (
+  select e.account_sid, count(*)::int as n, -sum(e.amount)::bigint as amount, array_agg(e.sid order by e.i) as sids,
+         array_agg(-e.amount order by e.i) as amounts, array_agg(e.after order by e.i) as balances
+    from (select p.account_sid, p.i, p.sid, p.amount, w.before - sum(p.amount) over (partition by p.account_sid order by p.i) as after
+            from ${sends} p join charge_whole w on w.account_sid = p.account_sid) e
+   group by e.account_sid),
+charge_entries as (
+  insert into balance_entries (id, account_sid, type, amount, balance_after, message_sid, reference, created_at,
+                               charge_ids, charge_message_sids, charge_amounts, charge_balances)
+  select g.ids[r.n], r.account_sid, case when r.n = 1 then 'Charge' else 'Charges' end, r.amount, r.balances[r.n],
+         case when r.n = 1 then r.sids[1] end, '', n.t,
+         case when r.n > 1 then g.ids end, case when r.n > 1 then r.sids end, case when r.n > 1 then r.amounts end, case when r.n > 1 then r.balances end
+    from charge_rows r cross join charge_now n
+   cross join lateral (select array(select nextval('balance_entries_id_seq') from generate_series(1, r.n)) as ids) g),
+charge_rest as materialized (
+  select array_agg(p.i order by p.i) as ids, array_agg(p.account_sid order by p.i) as accounts,
+         array_agg(p.amount order by p.i) as amounts, array_agg(p.sid order by p.i) as sids
+    from ${sends} p where not exists (select 1 from charge_whole w where w.account_sid = p.account_sid)),
+charged as materialized (
+  select p.i, true as accepted from ${sends} p join charge_whole w on w.account_sid = p.account_sid
+  union all
+  select r.ids[c.ord], c.accepted from charge_rest r cross join charge_now n cross join lateral sb_charge(r.accounts, r.amounts, r.sids, n.t) as c
+   where r.ids is not null)`;
+}
+
 /** Locks an account's balance row (made at 0 if it has none) until the transaction ends; its balance. */
 async function lockBalance(tx: EntityManager, accountSid: string, now: Date): Promise<bigint> {
   await executeBound(tx, `insert into account_balances (account_sid, balance, updated_at) values (?, 0, ?) on conflict (account_sid) do nothing`, [
@@ -135,7 +199,7 @@ export async function refundMessage(tx: EntityManager, accountSid: string, messa
   const rows = await executeBound<{ charged: string | null; refunded: number | string }>(
     tx,
     `select (-sum(amount) filter (where type = 'Charge'))::text as charged, count(*) filter (where type = 'Refund') as refunded
-       from balance_entries where account_sid = ? and message_sid = ?`,
+       from balance_ledger where account_sid = ? and message_sid = ?`,
     [accountSid, messageSid],
   );
   const charged = rows[0].charged === null ? 0n : BigInt(rows[0].charged);
@@ -191,13 +255,19 @@ export async function listBalanceEntries(
   limit: number,
   offset: number,
 ): Promise<{ entries: BalanceEntryRecord[]; total: number }> {
-  // Ordered by the table's column: a bare `id` would be the output's `id::text`, and "9" sorts after "10".
+  // One entry per charge (the view balance_ledger opens the Charges rows), in the rows' order (the
+  // table's primary key) and within a row by entry id. Ordered by the view's columns: a bare `id`
+  // would be the output's `id::text`, and "9" sorts after "10".
   const rows = await executeBound<EntryDbRow>(
     em,
-    `select ${ENTRY_COLUMNS} from balance_entries where account_sid = ? order by balance_entries.id desc limit ? offset ?`,
+    `select ${ENTRY_COLUMNS} from balance_ledger where account_sid = ? order by balance_ledger.row_id desc, balance_ledger.id desc limit ? offset ?`,
     [accountSid, limit, offset],
   );
-  const total = await executeBound<{ n: number | string }>(em, `select count(*) as n from balance_entries where account_sid = ?`, [accountSid]);
+  const total = await executeBound<{ n: number | string }>(
+    em,
+    `select coalesce(sum(coalesce(cardinality(charge_ids), 1)), 0) as n from balance_entries where account_sid = ?`,
+    [accountSid],
+  );
   return { entries: rows.map(toEntry), total: Number(total[0].n) };
 }
 

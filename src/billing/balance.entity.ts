@@ -47,6 +47,12 @@ export const BalanceEntryEntity = defineEntity({
     messageSid: p.string().length(32).nullable(),
     reference: p.text().default(""),
     createdAt: p.datetime(),
+    // A Charges row (several charges of one statement, sql/sb_charge.sql): each charge's entry id,
+    // message, amount and balance after it; null on every other row. Read through balance_ledger.
+    chargeIds: p.array().columnType("bigint[]").nullable(),
+    chargeMessageSids: p.array().columnType("varchar(32)[]").nullable(),
+    chargeAmounts: p.array().columnType("bigint[]").nullable(),
+    chargeBalances: p.array().columnType("bigint[]").nullable(),
   },
 });
 

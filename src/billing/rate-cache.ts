@@ -51,11 +51,20 @@ interface PrefixRates {
 interface CardEntry {
   version: string;
   byPrefix: Map<string, PrefixRates> | null;
+  /** The lengths the card's prefixes have, longest first: the only ones worth a probe. */
+  lengths: readonly number[];
   checkedAt: number;
 }
 
 /** The longest prefix that E164 numbers have ("+" and 15 digits). */
 const LONGEST_PREFIX = 16;
+/** Every prefix length, longest first ("+" and a digit at least). */
+const ALL_LENGTHS: readonly number[] = Array.from({ length: LONGEST_PREFIX - 1 }, (_, i) => LONGEST_PREFIX - i);
+
+/** The lengths `byPrefix` has, longest first: a deck of mobile ranges has two or three, so a send probes those and not 15. */
+function prefixLengths(byPrefix: ReadonlyMap<string, PrefixRates>): number[] {
+  return [...new Set([...byPrefix.keys()].map((k) => k.length))].sort((a, b) => b - a);
+}
 
 function indexRates(rates: readonly Rate[]): Map<string, PrefixRates> {
   const byPrefix = new Map<string, PrefixRates>();
@@ -69,13 +78,24 @@ function indexRates(rates: readonly Rate[]): Map<string, PrefixRates> {
   return byPrefix;
 }
 
+function indexedEntry(version: string, byPrefix: Map<string, PrefixRates>, checkedAt: number): CardEntry {
+  return { version, byPrefix, lengths: prefixLengths(byPrefix), checkedAt };
+}
+
 /**
  * The rule of sql/sb_rate_for.sql on a card in memory: of the prefixes of `destination` (2 to 16
  * characters) with a rate in effect at `atMs`, the longest; of its rates, the latest EffectiveFrom
- * not after `atMs`. Null: none.
+ * not after `atMs`. Null: none. `lengths` (longest first) are the prefix lengths to probe: the
+ * card's own, so that a 13-digit number on a deck of 2- and 9-character prefixes costs two probes.
  */
-export function lookupRate(byPrefix: ReadonlyMap<string, PrefixRates>, destination: string, atMs: number): bigint | null {
-  for (let n = Math.min(destination.length, LONGEST_PREFIX); n >= 2; n--) {
+export function lookupRate(
+  byPrefix: ReadonlyMap<string, PrefixRates>,
+  destination: string,
+  atMs: number,
+  lengths: readonly number[] = ALL_LENGTHS,
+): bigint | null {
+  for (const n of lengths) {
+    if (n > destination.length) continue;
     const p = byPrefix.get(destination.slice(0, n));
     if (!p) continue;
     for (let i = p.from.length - 1; i >= 0; i--) if (p.from[i] <= atMs) return p.price[i];
@@ -100,10 +120,7 @@ export function createRateCache(opts: RateCacheOptions): RateCache {
     loading.add(card);
     loadCard(em(), card, maxRates)
       .then((snap) => {
-        cards.set(
-          card,
-          snap ? { version: snap.version, byPrefix: indexRates(snap.rates), checkedAt: now() } : { version: "", byPrefix: null, checkedAt: now() },
-        );
+        cards.set(card, snap ? indexedEntry(snap.version, indexRates(snap.rates), now()) : { version: "", byPrefix: null, lengths: [], checkedAt: now() });
       })
       .catch(onError)
       .finally(() => loading.delete(card));
@@ -137,7 +154,7 @@ export function createRateCache(opts: RateCacheOptions): RateCache {
         return undefined;
       }
       if (now() - entry.checkedAt >= recheckMs) recheck();
-      return { version: entry.version, perSegment: lookupRate(entry.byPrefix, destination, at.getTime()) };
+      return { version: entry.version, perSegment: lookupRate(entry.byPrefix, destination, at.getTime(), entry.lengths) };
     },
   };
 }

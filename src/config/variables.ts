@@ -233,6 +233,11 @@ export const VARIABLES = {
     "when set, `GET /metrics` wants `Authorization: Bearer <METRICS_TOKEN>`; unset leaves it open (see [Metrics](operations.md#metrics))",
     { secret: true },
   ),
+  SERVER_TIMING: v(
+    flag(false),
+    "service",
+    "answer every REST call with a `Server-Timing` header naming the steps of its handling with their durations (the interceptors, the send's group-commit wait, its statement, the hand-off's reservation, the shared limits when on, the answer's body); for measuring where a send's time goes (`BENCH_LATENCY_STEPS=1`, [benchmarks.md](benchmarks.md)), not for production",
+  ),
 
   KANNEL_SENDSMS_URL: v(text("http://127.0.0.1:13013/cgi-bin/sendsms"), "kannel", "smsbox's sendsms URL"),
   KANNEL_USERNAME: v(text("switchboard"), "kannel", "the `sendsms-user` username"),

@@ -5,7 +5,7 @@ import { listRetentionSettings, type RetentionRow } from "../accounts/account-st
 import { deleteEmailsOfMessages, redactEmailsOfMessages } from "../mail/mail-store.js";
 import { deleteBatchKeysBefore, deleteKeysOfMessages } from "../messaging/idempotency-key-store.js";
 import { claimExpiredMessages, deleteMessages, redactExpiredTexts } from "../messaging/message-retention-store.js";
-import { deleteWebhookDeliveriesOfMessages, redactWebhookPayloadsOfMessages } from "../webhooks/webhook-store.js";
+import { deleteAccountCallsWithoutMessage, deleteWebhookDeliveriesOfMessages, redactWebhookPayloadsOfMessages } from "../webhooks/webhook-store.js";
 import { deleteSegmentsOfMessages } from "./segment-store.js";
 import { createUsageRollup, type UsageRollup } from "../billing/usage-rollup.js";
 import { deleteInboundTextsOfAccount, deleteInboundTextsOfNoAccount, type InboundTextTable, redactUnmatchedOfAccount } from "./unmatched-inbound-store.js";
@@ -151,6 +151,17 @@ export function createRetentionPurge(opts: RetentionOptions): RetentionPurge {
       const purgeBefore = new Date(Math.min(before.getTime(), rolledUntil));
       for (const r of rows) await drain(() => purgeBatch(r.property_sid, purgeBefore, counts), "purged", r.property_sid);
       if (!stopping) counts.keys += await deleteBatchKeysBefore(opts.orm.em.fork(), accountSid, before);
+      // The account's calls of no message (BalanceLow, docs/billing.md#low-balance) age out with its messages.
+      await drain(
+        () =>
+          opts.orm.em.fork().transactional(async (tx) => {
+            const n = await deleteAccountCallsWithoutMessage(tx, accountSid, before, batch);
+            counts.webhooks += n;
+            return n;
+          }),
+        "webhooks",
+        accountSid,
+      );
       for (const table of INBOUND_TEXT_TABLES)
         await drain(
           inboundBatch((tx) => deleteInboundTextsOfAccount(tx, table, accountSid, before, batch)),

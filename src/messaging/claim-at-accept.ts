@@ -1,4 +1,5 @@
 import type { ItemOutcome } from "../common/group-commit.js";
+import { markBatch } from "../common/server-timing.js";
 import type { ClaimedRow } from "./message-store.js";
 import type { SendItem } from "./send-steps.js";
 
@@ -52,7 +53,9 @@ export async function storeClaimed<O extends MaybeClaimed>(
   const due = items.filter((item) => "send" in item.checked && !item.checked.send.scheduled && item.forward === undefined);
   // A batch may run again item by item after a failure (common/group-commit.ts): decided afresh.
   for (const item of items) item.claimedUntil = undefined;
+  markBatch(items, "reserveStart");
   const reservation = due.length === 0 ? { count: 0, until: new Date(0) } : claims.reserve(due.length);
+  markBatch(items, "reserveEnd");
   for (let k = 0; k < reservation.count; k++) due[k].claimedUntil = reservation.until;
   let outcomes: ItemOutcome<O>[];
   try {

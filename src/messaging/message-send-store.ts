@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import type { EntityManager } from "@mikro-orm/sql";
 import { bindArraysByName, bindByName, executeBound, type NamedArrays } from "../db/bound-sql.js";
+import { chargeCtes } from "../billing/balance-store.js";
 import type { KeyAnswer } from "./idempotency-key-store.js";
 
 /**
@@ -266,7 +267,7 @@ export interface SendStatement {
  * The statement for a spec: a send is stored when it asks to be (`store`), each of its facts is
  * the value wanted (null: any), a compare-and-set that holds no rule of its own, and (with a
  * charge) its balance covers its amount: the sends that passed are charged in send order
- * (sb_charge, which locks the balances), and one the balance cannot cover is not stored. One text
+ * (billing's chargeCtes, which lock the balances), and one the balance cannot cover is not stored. One text
  * whatever the batch size: prepared once per connection (executeBound), under a name of its own.
  */
 export function createSendStatement(spec: FactsSpec): SendStatement {
@@ -277,18 +278,13 @@ export function createSendStatement(spec: FactsSpec): SendStatement {
   // A recorded fact (FactSql.column) is its column's value: the row was built before the facts were read.
   const recorded = new Map(spec.facts.flatMap((f) => (f.column ? [[f.column as string, f.name] as const] : [])));
   const amount = spec.charge?.amountFact;
-  // The charge: the amounts of the sends that passed, in send order, one call for the batch (none
-  // when nothing is priced: the arrays are null and the lateral call is not made).
+  // The charge (billing's chargeCtes): the sends that passed with an amount, in send order; the
+  // others are stored uncharged.
   const charge = amount
     ? `,
-pay as materialized (
-  select array_agg(v.i order by v.i) as ids, array_agg(v.account_sid order by v.i) as accounts,
-         array_agg(v.${amount} order by v.i) as amounts, array_agg(v.sid order by v.i) as sids
-    from v where v.passed and v.${amount} > 0),
-c as materialized (
-  select pay.ids[c.ord] as i, c.accepted from pay cross join lateral sb_charge(pay.accounts, pay.amounts, pay.sids, ?::timestamptz) as c
-   where pay.ids is not null),
-s as materialized (select v.*, v.passed and coalesce(c.accepted, true) as stored, c.accepted as charged from v left join c on c.i = v.i)`
+charge_sends as materialized (select v.i, v.account_sid, v.sid, v.${amount} as amount from v where v.passed and v.${amount} > 0),
+${chargeCtes("charge_sends")},
+s as materialized (select v.*, v.passed and coalesce(c.accepted, true) as stored, c.accepted as charged from v left join charged c on c.i = v.i)`
     : `,
 s as materialized (select v.*, v.passed as stored, null::boolean as charged from v)`;
   const sql = `with f as materialized (select * from sb_send_facts(${keys.map(([, t]) => arrayParam(t)).join(", ")})),

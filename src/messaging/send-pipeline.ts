@@ -16,6 +16,7 @@ import { requestHash } from "./request-hash.js";
 import type { Clock } from "../common/clock.js";
 import { errorCodeOf, fieldErrors, idempotencyKeyReused, notFound } from "../common/errors.js";
 import { createGroupCommit, type ItemOutcome } from "../common/group-commit.js";
+import { markBatch, type ServerTiming } from "../common/server-timing.js";
 import { constraintViolation } from "../common/pg-errors.js";
 import { isSid, newSid } from "../common/sid.js";
 import { allocateLease } from "../leases/lease-allocator.js";
@@ -134,7 +135,12 @@ export interface SendPipeline {
   /** Step 1 for a batch, charged at once; each is then sent with `admitted` (what gives back its quota if it is not stored). */
   admitBatch(account: SendItem["account"], reqs: readonly SendMessageRequest[]): Promise<Admitted>;
   /** One send, every step; answers once its message is committed. */
-  send(account: SendItem["account"], propertySid: string, req: SendMessageRequest, opts?: { idemKey?: string; admitted?: Admitted }): Promise<MessagePb>;
+  send(
+    account: SendItem["account"],
+    propertySid: string,
+    req: SendMessageRequest,
+    opts?: { idemKey?: string; admitted?: Admitted; timing?: ServerTiming },
+  ): Promise<MessagePb>;
   /**
    * A batch under one Idempotency-Key, in one transaction of its own: the key (claimed first),
    * every item's message and the response, every item included; or nothing. A repeat gets that
@@ -154,8 +160,18 @@ export interface SendPipeline {
 export function createSendPipeline(deps: SendPipelineDeps): SendPipeline {
   const claims = deps.claims;
   const judge = sendJudge(deps.rules ?? SEND_RULES, deps.counters);
+  // The marks of SERVER_TIMING (common/server-timing.ts): markBatch does nothing for a batch none of whose sends is timed.
+  const statement = async (items: SendItem[]) => {
+    markBatch(items, "statementStart");
+    const outcomes = await runBatch(deps.orm, judge, items);
+    markBatch(items, "statementEnd");
+    return outcomes;
+  };
   const gather = createGroupCommit<SendItem, SendOutcome>({
-    run: (items) => (claims ? storeClaimed(claims, items, (batch) => runBatch(deps.orm, judge, batch)) : runBatch(deps.orm, judge, items)),
+    run: (items) => {
+      markBatch(items, "batch");
+      return claims ? storeClaimed(claims, items, statement) : statement(items);
+    },
   });
 
   const destinations = deps.destinations ?? NO_DESTINATION_LIMITS;
@@ -198,11 +214,18 @@ export function createSendPipeline(deps: SendPipelineDeps): SendPipeline {
 
     async send(account, propertySid, req, opts = {}) {
       // The segments are counted only when a limit needs them (validate counts them again).
+      const timing = opts.timing;
+      timing?.mark("admitStart");
       const admitted = opts.admitted ?? (deps.limits ? await deps.limits.admit(account, () => segmentsOf(req, account.smartEncoding)) : NOT_CHARGED);
+      timing?.mark("admitEnd");
       try {
         // A malformed Sid cannot name a property: 404 without asking the database.
         if (!isSid(propertySid, "PR")) throw notFound("Property", propertySid);
         const item = validate(account, propertySid, req, deps.clock.now(), opts.idemKey);
+        if (timing) {
+          item.timing = timing;
+          timing.mark("submitted");
+        }
         let out: SendOutcome;
         try {
           out = await gather.submit(item);

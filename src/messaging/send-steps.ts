@@ -9,6 +9,7 @@ import type { NamedArrays } from "../db/bound-sql.js";
 import type { ClaimedRow } from "./message-store.js";
 import { type FactSql, type FactsSpec, FIXED_KEYS, type MessageRow, type SendBatch, type SendFacts } from "./message-send-store.js";
 import { registeredSenderSql } from "../senderids/sender-id-store.js";
+import type { ServerTiming } from "../common/server-timing.js";
 import {
   forwardLoop,
   insufficientFunds,
@@ -74,6 +75,8 @@ export interface SendItem {
    * the message is stored already claimed until then, and handed to that dispatcher after the commit.
    */
   claimedUntil?: Date;
+  /** SERVER_TIMING on: the call's marks, which the batch's steps mark too (common/server-timing.ts). */
+  timing?: ServerTiming;
 }
 
 /**

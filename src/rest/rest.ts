@@ -23,6 +23,7 @@ import {
 } from "@connectrpc/connect";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { CALL_COMPLETE, kLog } from "../common/context.js";
+import { kServerTiming, ServerTiming } from "../common/server-timing.js";
 import { kAccount } from "../accounts/account-context.js";
 import {
   copyHeaders,
@@ -55,6 +56,8 @@ export interface RestOptions {
   bodyLimit?: number;
   /** The handler context's values for a request (as connect-fastify's option); default: only the request's logger. */
   contextValues?: (request: FastifyRequest) => ContextValues;
+  /** SERVER_TIMING: answer each call with a `Server-Timing` header of its steps (common/server-timing.ts); default off. */
+  serverTiming?: boolean;
 }
 
 /** Helper with full type checking of the implementation against its service. */
@@ -83,6 +86,7 @@ export async function restPlugin(app: FastifyInstance, opts: RestOptions): Promi
   for (const s of opts.services) impls.set(s.service, s.impl);
   const routes = restRoutes(opts.services.map((s) => s.service));
   const values = opts.contextValues ?? defaultContextValues;
+  const timed = opts.serverTiming === true;
 
   // This plugin is encapsulated (not wrapped in fastify-plugin): the parsers and the error
   // handler below apply to its routes only. Bodies are read as raw bytes whatever the
@@ -100,7 +104,7 @@ export async function restPlugin(app: FastifyInstance, opts: RestOptions): Promi
       method: route.method,
       url: route.path,
       bodyLimit,
-      handler: (request, reply) => serve(route, chain, decode, write, values, request, reply),
+      handler: (request, reply) => serve(route, chain, decode, write, values, timed, request, reply),
     });
     let allowed = allowedByPath.get(route.path);
     if (!allowed) allowedByPath.set(route.path, (allowed = new Set()));
@@ -122,9 +126,12 @@ function callChain(route: RestRoute, impl: Partial<ServiceImpl<DescService>> | u
   const call = typeof fn === "function" ? (fn as (req: unknown, ctx: HandlerContext) => unknown).bind(impl) : undefined;
   const method: Next = async (req) => {
     const ctx = (req as RestCall)[kContext];
+    ctx.timing?.mark("method");
     const input = req.message;
+    ctx.timing?.mark("decoded");
     if (!call) throw new ConnectError(`${service.typeName}.${rpc.name} is not implemented`, Code.Unimplemented);
     const message = await call(input, ctx);
+    ctx.timing?.mark("serviceEnd");
     return new RestResponse(service, rpc, message as UnaryResponse["message"], ctx);
   };
   return interceptors.reduceRight<Next>((next, interceptor) => interceptor(next), method);
@@ -146,6 +153,7 @@ async function serve(
   decode: RequestDecoder,
   write: RouteWriter,
   values: (request: FastifyRequest) => ContextValues,
+  timed: boolean,
   request: FastifyRequest,
   reply: FastifyReply,
 ): Promise<FastifyReply> {
@@ -153,7 +161,7 @@ async function serve(
   // the response closes — the request emits "close" as soon as its body has been read).
   const raw = request.raw;
   const closing: NodeJS.EventEmitter = "stream" in raw ? raw : reply.raw;
-  const ctx = new RestHandlerContext(route, request, values(request));
+  const ctx = new RestHandlerContext(route, request, values(request), timed ? new ServerTiming() : undefined);
   const onClose = () => ctx.abort(new ConnectError("the client closed the request", Code.Canceled));
   closing.on("close", onClose); // removed below: `once` would wrap it in one more closure per call
   const req = new RestCall(route, request, ctx, decode);
@@ -163,14 +171,17 @@ async function serve(
       response = (await chain(req)) as UnaryResponse;
     } catch (reason) {
       // The interceptors have logged what the server caused.
+      if (ctx.timing) timingHeader(ctx.timing, ctx.responseHeader);
       writeError(reply, reason, ctx.responseHeader);
       return reply;
     }
     try {
+      ctx.timing?.mark("chainEnd");
       const csv = write.csv !== undefined && acceptsCsv(request.headers.accept);
       const body = csv
         ? write.csv!(response.message, req.message)
         : write(response.message, isCompatible(ctx.values) ? { requestBody: req.decodedBody } : undefined);
+      if (ctx.timing) timingHeader(ctx.timing, response.header);
       copyHeaders(response.header, reply);
       if (write.csv !== undefined) reply.header("vary", "Accept");
       return reply
@@ -185,6 +196,12 @@ async function serve(
     closing.off("close", onClose);
     ctx.abort(CALL_COMPLETE); // as Connect does: the signal also fires when the call is complete
   }
+}
+
+/** The call's steps as its `Server-Timing` header, marked as written now (the body, when there is one, is built). */
+function timingHeader(timing: ServerTiming, header: Headers): void {
+  timing.mark("written");
+  header.set("server-timing", timing.header());
 }
 
 // The call's objects are instances of classes, not object literals: a literal's getters (and the
@@ -206,17 +223,21 @@ class RestHandlerContext implements HandlerContext {
   readonly requestHeader: Headers;
   readonly responseHeader = new Headers();
   readonly values: ContextValues;
+  /** SERVER_TIMING on: this call's marks (also on `values`, for the service); otherwise undefined. */
+  readonly timing: ServerTiming | undefined;
   readonly #request: FastifyRequest;
   #controller: AbortController | undefined;
   #aborted: { reason: unknown } | undefined;
   #trailer: Headers | undefined;
 
-  constructor(route: RestRoute, request: FastifyRequest, values: ContextValues) {
+  constructor(route: RestRoute, request: FastifyRequest, values: ContextValues, timing: ServerTiming | undefined) {
     this.service = route.service;
     this.method = route.rpc;
     this.requestMethod = request.method;
     this.requestHeader = webHeaders(request.headers);
     this.values = values;
+    this.timing = timing;
+    if (timing) values.set(kServerTiming, timing);
     this.#request = request;
   }
 

@@ -189,6 +189,26 @@ export async function listWebhookDeliveries(em: EntityManager, messageSid: strin
   return deliveries.map((delivery) => ({ delivery, attempts: attempts.filter((a) => a.deliveryId === delivery.id) }));
 }
 
+/**
+ * Deletes up to `limit` of an account's settled webhook calls that belong to no message (BalanceLow)
+ * created before `before`, with their attempts (retention: they follow the account's RetentionDays
+ * as its messages' calls do); how many went. A call still Pending stays whatever its age.
+ */
+export async function deleteAccountCallsWithoutMessage(tx: EntityManager, accountSid: string, before: Date, limit: number): Promise<number> {
+  const ids = await executeBound<{ id: string }>(
+    tx,
+    `select id from webhook_deliveries
+      where account_sid = ? and message_sid is null and status <> 'Pending' and created_at < ?
+      order by created_at limit ? for update skip locked`,
+    [accountSid, before, limit],
+  );
+  if (ids.length === 0) return 0;
+  const list = ids.map((r) => r.id);
+  await executeBound(tx, `delete from webhook_attempts where delivery_id = any(?::text[])`, [list]);
+  await executeBound(tx, `delete from webhook_deliveries where id = any(?::text[])`, [list]);
+  return list.length;
+}
+
 /** Deletes the webhook calls of these messages and their attempts (retention); how many calls went. */
 export async function deleteWebhookDeliveriesOfMessages(tx: EntityManager, messageSids: string[]): Promise<number> {
   await executeBound(tx, `delete from webhook_attempts where delivery_id in (select id from webhook_deliveries where message_sid = any(?::text[]))`, [

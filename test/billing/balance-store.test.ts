@@ -73,6 +73,24 @@ describe(`balances (${dbKind()})`, () => {
       ["Charge", "-0.0525", "0.1475", `MG${"0".padStart(30, "0")}`, ""],
       ["TopUp", "0.20", "0.20", null, "invoice 1"],
     ]);
+    // The batch's three charges are one Charges row; each is still an entry with an id of its own,
+    // newest first, and a page may start or end inside the row.
+    const ids = entries.map((e) => BigInt(e.id));
+    expect(ids).toEqual([...ids].sort((a, b) => (a < b ? 1 : -1)));
+    expect(new Set(ids).size).toBe(4);
+    const page = await listBalanceEntries(em(), sid, 2, 1);
+    expect(page.total).toBe(4);
+    expect(page.entries.map((e) => e.id)).toEqual([entries[1].id, entries[2].id]);
+    const rows = await em()
+      .getConnection()
+      .execute<{ type: string; n: number }[]>(
+        "select type, coalesce(cardinality(charge_ids), 1)::int as n from balance_entries where account_sid = ? order by id",
+        [sid],
+      );
+    expect(rows.map((r) => [r.type, r.n])).toEqual([
+      ["TopUp", 1],
+      ["Charges", 3],
+    ]);
   });
 
   it("charges exactly to zero, then refuses a single micro-unit", async () => {

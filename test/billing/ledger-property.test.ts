@@ -136,7 +136,7 @@ describe(`the ledger sums exactly, whatever the sequence (${dbKind()})`, () => {
         expect(balance).toBe(credits - charged + refunded);
         const entries = await executeBound<{ type: string; amount: string; balance_after: string; message_sid: string | null }>(
           t.db.orm.em.fork(),
-          "select type, amount::text as amount, balance_after::text as balance_after, message_sid from balance_entries where account_sid = ? order by id",
+          "select type, amount::text as amount, balance_after::text as balance_after, message_sid from balance_ledger where account_sid = ? order by row_id, id",
           [tn.accountSid],
         );
         let running = 0n;

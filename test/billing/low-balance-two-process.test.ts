@@ -103,7 +103,7 @@ describe.skipIf(skip)("the BalanceLow webhook across two API processes (postgres
     expect(balance < parseMoney("Threshold", "1.00")).toBe(true);
     const [{ n }] = await executeBound<{ n: number }>(
       em,
-      "select count(*)::int as n from balance_entries where account_sid = ? and type = 'Charge' and balance_after = ?::bigint",
+      "select count(*)::int as n from balance_ledger where account_sid = ? and type = 'Charge' and balance_after = ?::bigint",
       [acc.AccountSid, balance.toString()],
     );
     expect(n).toBe(1);

@@ -31,6 +31,12 @@ describe("lookupRate: sb_rate_for's rule on a card in memory", () => {
     expect(lookupRate(card, "+447700900123", T * 1000)).toBeNull();
     // A prefix is at least "+" and a digit; the destination itself is the longest one tried.
     expect(lookupRate(card, "+61", 0)).toBe(70_000n);
+    // Probing only the lengths the card has (longest first) gives the same answers.
+    const lengths = [5, 4, 3];
+    expect(lookupRate(card, "+61412345678", T * 1000 - 1, lengths)).toBe(52_500n);
+    expect(lookupRate(card, "+61412345678", T * 1000, lengths)).toBe(10_000n);
+    expect(lookupRate(card, "+61", 0, lengths)).toBe(70_000n);
+    expect(lookupRate(card, "+447700900123", T * 1000, lengths)).toBeNull();
   });
 });
 

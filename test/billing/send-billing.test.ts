@@ -177,6 +177,41 @@ describe(`prices and charges on the send (${dbKind()})`, () => {
     expect(await balance(tn)).toBe("-0.0525");
   });
 
+  it("sends of several accounts at once, one whose balance covers only some: each charged exactly, only what does not fit refused, never a deadlock", async () => {
+    // The group commit puts sends of several accounts in one statement, and on PostgreSQL several
+    // statements run at once: an account covered in full is charged by the statement's update, the
+    // short one's sends by sb_charge in order, after the same locks in account order.
+    const short = await tenant({ mode: "Prepaid", topUp: "0.2625" }); // exactly 5 sends of 0.0525
+    const postpaid = await tenant({ mode: "Postpaid" });
+    const rich = await tenant({ mode: "Prepaid", topUp: "100" });
+    const order = Array.from({ length: 20 }, () => [short, postpaid, rich]).flat();
+    const answers = await Promise.all(order.map((tn) => send(tn, {})));
+    const codes = (tn: Tenant) =>
+      answers.filter((_, i) => order[i] === tn).map((r) => (r.statusCode === 200 ? "200" : `${r.statusCode} ${r.json().ResponseStatus.ErrorCode}`));
+    expect(
+      codes(short).filter((c) => c === "200"),
+      JSON.stringify(codes(short)),
+    ).toHaveLength(5);
+    expect(
+      codes(short).filter((c) => c === "402 InsufficientFunds"),
+      JSON.stringify(codes(short)),
+    ).toHaveLength(15);
+    expect(codes(postpaid)).toEqual(Array(20).fill("200"));
+    expect(codes(rich)).toEqual(Array(20).fill("200"));
+    expect(await balance(short)).toBe("0.00");
+    expect(await balance(postpaid)).toBe("-1.05");
+    expect(await balance(rich)).toBe("98.95");
+    expect([await stored(short), await stored(postpaid), await stored(rich)]).toEqual([5, 20, 20]);
+    // One ledger entry per charge, each with its own id, the balances after them stepping by the price.
+    const ledger = await listBalanceEntries(em(), rich.accountSid, 100, 0);
+    expect(ledger.total).toBe(21);
+    const charges = ledger.entries.filter((e) => e.type === "Charge");
+    expect(new Set(charges.map((e) => e.id)).size).toBe(20);
+    expect(charges.map((e) => formatMoney(e.balanceAfter)).sort()).toEqual(
+      Array.from({ length: 20 }, (_, k) => formatMoney(100_000_000n - 52_500n * BigInt(k + 1))).sort(),
+    );
+  });
+
   it("a batch refuses only the items that do not fit, in order", async () => {
     const tn = await tenant({ mode: "Prepaid", topUp: "0.13" });
     const res = await t.app.inject({

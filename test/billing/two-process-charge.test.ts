@@ -79,7 +79,7 @@ describe.skipIf(skip)("the charge across two API processes (postgres)", () => {
     expect(stored.every((m) => BigInt(m.price) === PRICE)).toBe(true);
     const entries = await executeBound<{ type: string; amount: string; message_sid: string | null }>(
       em,
-      "select type, amount::text as amount, message_sid from balance_entries where account_sid = ?",
+      "select type, amount::text as amount, message_sid from balance_ledger where account_sid = ?",
       [accountSid],
     );
     const charges = entries.filter((e) => e.type === "Charge");

@@ -12,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { MessagingService } from "../../gen/switchboard/v2/messaging_pb.js";
 import { ManualClock } from "../../src/common/clock.js";
 import { createRetentionPurge } from "../../src/delivery/retention.js";
+import { enqueueWebhook } from "../../src/webhooks/outbox.js";
 import { redactExpiredTexts } from "../../src/messaging/message-retention-store.js";
 import { startReceiver, type Receiver } from "../support/webhook-receiver.js";
 import { createTestOrm, dbKind, type TestOrm } from "../support/db.js";
@@ -185,6 +186,37 @@ describe(`retention settings (${dbKind()})`, () => {
     t.clock.advance(20 * DAY);
     expect(await t.engine!.retention.pass()).toMatchObject({ purged: 1 });
     expect(await alive(longer)).toBe(false);
+  });
+
+  it("an account's webhook calls of no message (BalanceLow) go after its RetentionDays once settled; a Pending one stays", { timeout: 60_000 }, async () => {
+    t = await rig(null);
+    const [kept, purged] = [await createTenant(t.app), await createTenant(t.app)];
+    await setAccount(t, purged.accountSid, { RetentionDays: 5 });
+    const call = (accountSid: string) =>
+      t.db.orm.em.fork().transactional((tx) =>
+        enqueueWebhook(tx, {
+          accountSid,
+          messageSid: null,
+          eventType: "BalanceLow",
+          url: "https://example.com/low",
+          method: "POST",
+          payload: { Type: "BalanceLow" },
+          now: t.clock.now(),
+        }),
+      );
+    const settled = await call(purged.accountSid);
+    const pending = await call(purged.accountSid);
+    const other = await call(kept.accountSid);
+    await t.db.orm.em.fork().execute("update webhook_deliveries set status = 'Delivered' where id in (?, ?)", [settled, other]);
+    const ids = async () =>
+      (await t.db.orm.em.fork().execute<{ id: string }[]>("select id from webhook_deliveries where message_sid is null order by id")).map((r) => r.id).sort();
+    t.clock.advance(4 * DAY);
+    await t.engine!.retention.pass();
+    expect(await ids()).toEqual([settled, pending, other].sort());
+    t.clock.advance(2 * DAY);
+    expect(await t.engine!.retention.pass()).toMatchObject({ webhooks: 1 });
+    // The account without RetentionDays (and no MESSAGE_RETENTION_DAYS) keeps its call; the Pending one stays.
+    expect(await ids()).toEqual([pending, other].sort());
   });
 
   it("GET shows the settings; bad values get 400 naming the field", async () => {

@@ -3,8 +3,11 @@
 -- a Prepaid account's balance may go down to -credit_limit (null: 0), a Postpaid account's to
 -- -credit_limit when it has one and without limit when not. A send that does not fit is refused
 -- and changes nothing; the ones after it are still tried (a batch refuses only what does not fit).
--- Each charge writes a ledger entry (type Charge, the amount negative, the balance after it, the
--- message). A zero amount is accepted and writes nothing.
+-- Each charge is a ledger entry (type Charge, the amount negative, the balance after it, the
+-- message), with an id of its own from the ledger's sequence; an account's charges of one call are
+-- one row: a single charge a Charge row, several a Charges row holding them as arrays (the view
+-- balance_ledger shows each as its entry), so a batch of the send path writes one ledger row per
+-- account, not one per send. A zero amount is accepted and writes nothing.
 -- Exact under any concurrency: the balance rows are locked first, in account order (so two calls
 -- never wait for each other in a cycle), and read once each under that lock; the checks run in
 -- memory in send order, then each account's row is updated once and the entries inserted in one
@@ -26,6 +29,11 @@ declare
   crossed boolean;
   ok boolean[] := array_fill(false, array[n]);
   after bigint[] := array_fill(null::bigint, array[n]);
+  -- The account's entries of this call (Charge or Charges row).
+  ids bigint[];
+  sids varchar(32)[];
+  amounts bigint[];
+  balances bigint[];
 begin
   if n = 0 then
     return;
@@ -45,6 +53,10 @@ begin
     -- null: no floor (Postpaid without a credit limit).
     lowest := case when acct.billing_mode = 'Postpaid' and acct.credit_limit is null then null else -coalesce(acct.credit_limit, 0) end;
     taken := 0;
+    ids := '{}';
+    sids := '{}';
+    amounts := '{}';
+    balances := '{}';
     for i in 1 .. n loop
       continue when p_accounts[i] <> acct.account_sid;
       if p_amounts[i] = 0 or lowest is null or bal - p_amounts[i] >= lowest then
@@ -52,6 +64,12 @@ begin
         taken := taken + p_amounts[i];
         ok[i] := true;
         after[i] := bal;
+        if p_amounts[i] <> 0 then
+          ids := ids || nextval('balance_entries_id_seq');
+          sids := sids || p_message_sids[i]::varchar(32);
+          amounts := amounts || -p_amounts[i];
+          balances := balances || bal;
+        end if;
       end if;
     end loop;
     -- Low balance (docs/billing.md#low-balance): an armed account (Above) with a threshold and a
@@ -67,12 +85,16 @@ begin
     elsif taken <> 0 then
       update account_balances ab set balance = bal, updated_at = p_now where ab.account_sid = acct.account_sid;
     end if;
+    if cardinality(ids) = 1 then
+      insert into balance_entries (id, account_sid, type, amount, balance_after, message_sid, reference, created_at)
+        values (ids[1], acct.account_sid, 'Charge', amounts[1], balances[1], sids[1], '', p_now);
+    elsif cardinality(ids) > 1 then
+      -- The row's id is its last charge's, so the rows' order (the primary key) is the charges'.
+      insert into balance_entries (id, account_sid, type, amount, balance_after, message_sid, reference, created_at,
+                                   charge_ids, charge_message_sids, charge_amounts, charge_balances)
+        values (ids[cardinality(ids)], acct.account_sid, 'Charges', -taken, bal, null, '', p_now, ids, sids, amounts, balances);
+    end if;
   end loop;
-  insert into balance_entries (account_sid, type, amount, balance_after, message_sid, reference, created_at)
-    select p_accounts[k], 'Charge', -p_amounts[k], after[k], p_message_sids[k], '', p_now
-      from generate_subscripts(p_accounts, 1) as k
-     where ok[k] and p_amounts[k] <> 0
-     order by k;
   return query select k, ok[k], after[k] from generate_subscripts(p_accounts, 1) as k order by k;
 end
 $fn$;
