@@ -13,15 +13,14 @@ import { MessagingService } from "../../gen/switchboard/v2/messaging_pb.js";
 import type { Account } from "../accounts/account.entity.js";
 import { kAccount } from "../accounts/account-context.js";
 import { readAccountFresh } from "../accounts/account-store.js";
-import { hashToken, secretsEqual } from "../accounts/auth.js";
 import type { AuthFailureGuard } from "../accounts/auth-failures.js";
-import { findSmppCredentialsBySystemId, type SmppCredentialRecord } from "../accounts/smpp-store.js";
-import { cidrMatcher } from "../common/cidr.js";
+import type { SmppCredentialRecord } from "../accounts/smpp-store.js";
 import type { Clock } from "../common/clock.js";
 import { kClientAddress, kEm } from "../common/context.js";
 import { apiError } from "../common/errors.js";
 import { addSmppReceiptRow } from "../delivery/smpp-outbox-store.js";
 import { PartJoiner } from "./part-joiner.js";
+import { checkBind } from "./smpp-bind.js";
 import {
   type BindMode,
   type BindPdu,
@@ -263,35 +262,12 @@ export class SmppSession {
 
   /** Checks a bind's credentials, address and room; the status to answer with. */
   private async bind(pdu: BindPdu): Promise<number> {
-    const guard = this.deps.failures;
-    const ip = this.socket.remoteAddress ?? "unknown";
-    const em = this.deps.orm.em.fork();
-    const creds = await findSmppCredentialsBySystemId(em, pdu.systemId);
-    // The same failed-guess limits as the API (accounts/auth-failures.ts): past them, nothing is checked.
-    try {
-      guard?.admit(ip, creds?.accountSid);
-    } catch {
-      return status("ESME_RBINDFAIL");
+    const check = await checkBind(this.deps, this.socket.remoteAddress ?? "unknown", pdu);
+    if (!check.ok) {
+      this.deps.log.info({ address: this.address, systemId: pdu.systemId }, `SMPP bind refused: ${check.why ?? "refused"}`);
+      return check.status;
     }
-    let attempt: Awaited<ReturnType<AuthFailureGuard["attempt"]>> | undefined;
-    try {
-      attempt = await guard?.attempt(ip, creds?.accountSid);
-    } catch {
-      return status("ESME_RBINDFAIL");
-    }
-    // An unknown system_id gets the wrong password's answer: a guess learns neither.
-    if (!creds || !secretsEqual(hashToken(pdu.password), creds.passwordHash)) {
-      this.deps.log.info({ address: this.address, systemId: pdu.systemId }, "SMPP bind refused: wrong system_id or password");
-      return status("ESME_RINVPASWD");
-    }
-    attempt?.succeeded();
-    guard?.trust(ip, creds.accountSid);
-    if (!cidrMatcher(creds.allowedAddresses)(ip)) {
-      this.deps.log.info({ address: this.address, systemId: pdu.systemId }, "SMPP bind refused: address not allowed");
-      return status("ESME_RBINDFAIL");
-    }
-    const account = await readAccountFresh(em, creds.accountSid);
-    if (!account) return status("ESME_RBINDFAIL");
+    const { creds, account } = check;
     this.account = { value: account, at: performance.now() };
     const bound: BoundAs = {
       bindId: `SB${this.deps.clock.now().getTime().toString(36)}${Math.random().toString(36).slice(2, 12)}`.slice(0, 32),
