@@ -10,7 +10,7 @@
  *   2 domain   src/accounts, addresses, numbers, leases, messaging, mail, webhooks, admin, optouts, limits, billing, senderids
  *   3 delivery src/delivery/ (owns the Carrier interface and segment tracking)
  *   4 carriers src/carriers/
- *   5 edge     src/http, rpc, rest, openapi, ops, console
+ *   5 edge     src/http, rpc, rest, openapi, ops, console, smpp-server
  *   6 top      src/app.ts, main.ts, worker.ts, first-start.ts, bootstrap.ts, entities.ts (the ORM's entity list), src/cli/
  */
 const common = '^src/(common/|config\\.ts$|config/)';
@@ -18,7 +18,7 @@ const db = '^src/db/';
 const domain = '^src/(accounts|addresses|numbers|leases|messaging|mail|webhooks|admin|optouts|limits|billing|senderids)/';
 const delivery = '^src/delivery/';
 const carriers = '^src/carriers/';
-const edge = '^src/(http|rpc|rest|openapi|ops|console)/';
+const edge = '^src/(http|rpc|rest|openapi|ops|console|smpp-server)/';
 const top = '^src/(app|main|worker|first-start|bootstrap|entities)\\.ts$|^src/cli/';
 
 /** The higher layers' patterns as one path pattern. */

@@ -62,6 +62,14 @@ import { createReadGate, gateReads } from "./rpc/read-gate.js";
 import type { RetentionPurge } from "./delivery/retention.js";
 import { markRequestRead } from "./rpc/rpc-read-errors.js";
 import { serviceWithJsonRules } from "./rpc/rpc-json.js";
+import { createSmppServer, type SmppServer } from "./smpp-server/smpp-server.js";
+
+declare module "fastify" {
+  interface FastifyInstance {
+    /** The SMPP server (docs/smpp-server.md), when SMPP_SERVER_PORT or SMPP_SERVER_TLS_PORT is set: main listens on it, app.close() ends its binds. */
+    smppServer?: SmppServer;
+  }
+}
 
 /** Everything buildApp needs; nothing is read from globals. */
 export interface AppDeps {
@@ -80,6 +88,8 @@ export interface AppDeps {
         | "senderIdRegistration"
         | "billing"
         | "serverTiming"
+        | "smppServer"
+        | "host"
       >
     >;
   clock?: Clock;
@@ -238,6 +248,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     carriers: deps.router ? () => deps.router!.links() : undefined,
     limitCounters: deps.limitCounters,
     sendCounters: deps.sendCounters,
+    // Made below, once the services are: read at scrape time.
+    smppServer: () => app.smppServer?.stats(),
   });
   const app = fastify({
     // HTTP/1.1 and h2c on one port, with the connection limits and a graceful close (src/http/polyglot-server.ts).
@@ -269,6 +281,23 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     // In this process's memory, like the send rate: N API processes allow N times the failures.
     failures: createAuthFailureGuard(deps.config.authFailures ?? DEFAULT_AUTH_FAILURE_LIMITS, deps.clock ?? systemClock),
   };
+
+  if (deps.config.smppServer) {
+    // The served MessagingService itself: a submit_sm is the SendMessage REST calls (the one send pipeline).
+    const messaging = services.find((s) => s.service.typeName === MessagingService.typeName)!.impl as ServiceImpl<typeof MessagingService>;
+    const smpp = createSmppServer({
+      orm: deps.orm,
+      clock: deps.clock ?? systemClock,
+      messaging,
+      failures: edgeDeps.failures,
+      config: deps.config.smppServer,
+      host: deps.config.host,
+      log: app.log,
+    });
+    app.decorate("smppServer", smpp);
+    // Before the HTTP port closes: binds end cleanly (answered, unbound) while the database is there.
+    app.addHook("preClose", () => smpp.close());
+  }
 
   const interceptors = createInterceptors(edgeDeps, ops.interceptor);
   const jsonOptions = { ignoreUnknownFields: true, alwaysEmitImplicit: true };

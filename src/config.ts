@@ -189,6 +189,8 @@ export interface Config {
   kannel: KannelConfig;
   /** The SMPP carrier's settings (CARRIER=smpp); undefined with another carrier. */
   smpp?: SmppConfig;
+  /** The SMPP server's ports (docs/smpp-server.md); undefined when SMPP_SERVER_PORT and SMPP_SERVER_TLS_PORT are unset. */
+  smppServer?: SmppServerConfig;
   /** How long a dispatcher's claim on a message lasts; a crashed dispatcher's claims expire after it, ms. */
   dispatchClaimMs: number;
   /** DELIVERY: "on" runs the delivery engine's loops beside the API; "off" leaves them to `npm run worker` processes. */
@@ -201,6 +203,17 @@ export interface Config {
   destinations: DestinationConfig;
   /** The currency and the default rate card (docs/billing.md). */
   billing: BillingConfig;
+}
+
+/** The SMPP server's ports (docs/smpp-server.md): plain, TLS, or both. */
+export interface SmppServerConfig {
+  /** SMPP_SERVER_PORT: plain TCP; undefined: none. */
+  port?: number;
+  /** SMPP_SERVER_TLS_PORT: TLS; undefined: none. */
+  tlsPort?: number;
+  /** PEM files of the TLS port's certificate chain and key. */
+  tlsCertFile?: string;
+  tlsKeyFile?: string;
 }
 
 /** The purge worker's settings. */
@@ -393,6 +406,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     problems.push(`HEADERS_TIMEOUT_MS (${v.HEADERS_TIMEOUT_MS}) must not be longer than REQUEST_TIMEOUT_MS (${v.REQUEST_TIMEOUT_MS})`);
   }
   if (v.DELIVERY === "off" && databaseKind(databaseUrl) !== "postgres") problems.push(DELIVERY_OFF_NEEDS_POSTGRES);
+  if (v.SMPP_SERVER_TLS_PORT !== undefined && (v.SMPP_SERVER_TLS_CERT === undefined || v.SMPP_SERVER_TLS_KEY === undefined)) {
+    problems.push("SMPP_SERVER_TLS_PORT needs SMPP_SERVER_TLS_CERT and SMPP_SERVER_TLS_KEY (PEM files of the certificate chain and its private key)");
+  }
   if (problems.length > 0) throw new ConfigError(problems);
   const sendRateLimit = v.SEND_RATE_LIMIT;
   return {
@@ -431,6 +447,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       tps: v.KANNEL_TPS,
     },
     smpp,
+    smppServer:
+      v.SMPP_SERVER_PORT === undefined && v.SMPP_SERVER_TLS_PORT === undefined
+        ? undefined
+        : { port: v.SMPP_SERVER_PORT, tlsPort: v.SMPP_SERVER_TLS_PORT, tlsCertFile: v.SMPP_SERVER_TLS_CERT, tlsKeyFile: v.SMPP_SERVER_TLS_KEY },
     dispatchClaimMs: v.DISPATCH_CLAIM_SECONDS,
     delivery: v.DELIVERY,
     receiptTimeoutMs: v.RECEIPT_TIMEOUT_HOURS,

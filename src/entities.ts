@@ -23,6 +23,8 @@ import { ServiceSendOutboxRow } from "./messaging/service-send-outbox.entity.js"
 import { RateCardRow, RateImportRow, RateRow } from "./billing/rate-card.entity.js";
 import { AccountBalance, BalanceEntry } from "./billing/balance.entity.js";
 import { UsageDay, UsagePending, UsageRollup } from "./billing/usage.entity.js";
+import { SmppBind, SmppCredential } from "./accounts/smpp-credential.entity.js";
+import { SmppOutboxRow } from "./delivery/smpp-outbox.entity.js";
 
 /**
  * Every entity, listed explicitly (no folder discovery), in foreign-key order: one per table the
@@ -59,4 +61,7 @@ export const entities = [
   UsageDay,
   UsageRollup,
   UsagePending,
+  SmppCredential,
+  SmppBind,
+  SmppOutboxRow,
 ];

@@ -66,6 +66,8 @@ async function main(): Promise<void> {
   // Listening first: after a crash, the dispatcher's wait for the carrier's reports on unconfirmed
   // submissions (Dispatcher) must run while those reports can be heard.
   await app.listen({ port: config.port, host: config.host });
+  // The SMPP server's ports (SMPP_SERVER_PORT, SMPP_SERVER_TLS_PORT), when set; app.close() ends its binds.
+  await app.smppServer?.listen();
   // DELIVERY=off: the carrier still starts (its reports and replies that reach this process, such as
   // Kannel's callbacks on this port, are applied here), but the loops run in `npm run worker`.
   await engine.start({ loops: delivers });

@@ -13,6 +13,7 @@ import { Numbers } from "./pages/numbers";
 import { Accounts } from "./pages/accounts";
 import { Carriers } from "./pages/carriers";
 import { Usage } from "./pages/usage";
+import { Smpp } from "./pages/smpp";
 import "uplot/dist/uPlot.min.css";
 import "./style.css";
 
@@ -25,6 +26,7 @@ const PAGES = [
   { path: "accounts", title: "Accounts" },
   { path: "usage", title: "Usage" },
   { path: "carriers", title: "Carriers and routes" },
+  { path: "smpp", title: "SMPP" },
 ] as const;
 
 function useHash(): string[] {
@@ -90,6 +92,8 @@ function Page(props: { parts: string[] }) {
       return <Usage accountSid={arg} />;
     case "carriers":
       return <Carriers />;
+    case "smpp":
+      return <Smpp />;
     default:
       return <Overview />;
   }

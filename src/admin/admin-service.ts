@@ -55,6 +55,7 @@ import { createSenderIdReview } from "./sender-id-review.js";
 import { createOperatorViews, toWebhookDeliveryPb } from "./operator-views.js";
 import { createRateCardAdmin } from "./rate-card-admin.js";
 import { createOperatorUsage } from "./operator-usage.js";
+import { createSmppAdmin } from "./smpp-admin.js";
 import { quotaUsedToday } from "../limits/account-limits.js";
 import { redactionOf, segmentsStoredSince } from "../messaging/message-operator-store.js";
 import type { SharedAllowance } from "../limits/shared-allowance.js";
@@ -173,6 +174,7 @@ export function createAdminService(
     ...createCarrierAdmin({ clock: deps.clock, em: requireAdmin, carrierLinks: deps.carrierLinks, routingChanged: deps.routingChanged }),
     ...createRateCardAdmin({ clock: deps.clock, em: requireAdmin }),
     ...createBalanceAdmin({ clock: deps.clock, currency, em: requireAdmin }),
+    ...createSmppAdmin({ clock: deps.clock, em: requireAdmin }),
 
     async getCarrierStatus(_req: unknown, ctx: HandlerContext) {
       requireAdmin(ctx);

@@ -21,7 +21,32 @@ export interface ErrorSpec {
   when: string;
   /** A realistic message, for the OpenAPI example of its status. */
   example?: string;
+  /**
+   * The SMPP command_status the SMPP server answers it with (docs/smpp-server.md#error-mapping);
+   * absent: SMPP_DEFAULT_STATUS (or ESME_RSYSERR for a 5xx).
+   */
+  smpp?: SmppStatus;
 }
+
+/** The SMPP 3.4 command_status names the error table uses (their numbers are the `smpp` package's). */
+export type SmppStatus =
+  | "ESME_RINVMSGLEN"
+  | "ESME_RINVCMDLEN"
+  | "ESME_RSYSERR"
+  | "ESME_RINVSRCADR"
+  | "ESME_RINVDSTADR"
+  | "ESME_RINVMSGID"
+  | "ESME_RINVPASWD"
+  | "ESME_RCANCELFAIL"
+  | "ESME_RSUBMITFAIL"
+  | "ESME_RTHROTTLED"
+  | "ESME_RINVSCHED"
+  | "ESME_RINVEXPIRY"
+  | "ESME_RX_T_APPN"
+  | "ESME_RX_P_APPN";
+
+/** What a refusal without its own SMPP status is answered with: the generic submit failure. */
+export const SMPP_DEFAULT_STATUS: SmppStatus = "ESME_RSUBMITFAIL";
 
 /**
  * The one error table: every stable PascalCase ErrorCode of the API, its HTTP status, its
@@ -30,12 +55,19 @@ export interface ErrorSpec {
  * (scripts/errors-doc.ts). Order is the documented order.
  */
 export const ERRORS = {
-  Unauthorized: { http: 401, grpc: Code.Unauthenticated, when: "missing or wrong credentials", example: "The AccountSid or token is wrong." },
+  Unauthorized: {
+    http: 401,
+    grpc: Code.Unauthenticated,
+    when: "missing or wrong credentials",
+    example: "The AccountSid or token is wrong.",
+    smpp: "ESME_RINVPASWD",
+  },
   NotFound: {
     http: 404,
     grpc: Code.NotFound,
     when: "unknown path (the message quotes at most its first 200 characters), or a Sid that is malformed, unknown or another account's",
     example: "Message MG0123456789ABCDEFGHIJKLMNOPQRST was not found.",
+    smpp: "ESME_RINVMSGID",
   },
   MethodNotAllowed: {
     http: 405,
@@ -60,6 +92,7 @@ export const ERRORS = {
     grpc: Code.ResourceExhausted,
     when: "body over `BODY_LIMIT_BYTES` (1 MiB); see [Request size](api.md#request-size)",
     example: "The request body is larger than the limit of 1048576 bytes.",
+    smpp: "ESME_RINVMSGLEN",
   },
   RequestTimeout: {
     http: 408,
@@ -75,24 +108,32 @@ export const ERRORS = {
   },
   MissingParameter: { http: 400, grpc: Code.InvalidArgument, when: "a required field is missing or blank" },
   InvalidParameter: { http: 400, grpc: Code.InvalidArgument, when: "a field of the wrong JSON type, out of range, or not allowed" },
-  InvalidSenderId: { http: 400, grpc: Code.InvalidArgument, when: "`From`/`ForwardFromSms` breaks the sender ID rules" },
-  SenderNotOwned: { http: 400, grpc: Code.InvalidArgument, when: "E164 `From` or `ForwardFromSms` that is not one of the account's numbers" },
+  InvalidSenderId: { http: 400, grpc: Code.InvalidArgument, when: "`From`/`ForwardFromSms` breaks the sender ID rules", smpp: "ESME_RINVSRCADR" },
+  SenderNotOwned: {
+    http: 400,
+    grpc: Code.InvalidArgument,
+    when: "E164 `From` or `ForwardFromSms` that is not one of the account's numbers",
+    smpp: "ESME_RINVSRCADR",
+  },
   SenderIdNotRegistered: {
     http: 400,
     grpc: Code.FailedPrecondition,
     when: "alphanumeric `From` (or, for a forwarded reply, `ForwardFromSms`) to a country where `SENDER_ID_REGISTRATION` is `require` (AU by default) that is not a sender ID Registered to the account for that country (letter case aside); a reply forwarded from one is kept `Failed` with this ErrorCode; see [Sender IDs](api.md#sender-ids)",
     example:
       'From "ACMEBANK" is not a sender ID registered to this account for AU, where registration is required; apply for it (POST /v2/Accounts/{AccountSid}/SenderIds) and send once the operator has registered it, or use one of your numbers.',
+    smpp: "ESME_RINVSRCADR",
   },
   InvalidRecipient: {
     http: 400,
     grpc: Code.InvalidArgument,
     when: "`To`/`ForwardToSms` is not a valid E164 number in its one spelling (no trunk prefix after the country code, no spaces)",
+    smpp: "ESME_RINVDSTADR",
   },
   DestinationNotAllowed: {
     http: 400,
     grpc: Code.InvalidArgument,
     when: "`To` (or `ForwardToSms`) is a destination the account may not send to: a country outside its `AllowedCountries` (or `DEFAULT_ALLOWED_COUNTRIES`), a prefix in `BLOCKED_PREFIXES`, a premium-rate, shared-cost or other special-service number (unless `ALLOW_PREMIUM_DESTINATIONS`), or one of this deployment's own numbers (a pool number or any account's number: a reply forwarded there would come back and be forwarded again without end); see [Destination permissions](api.md#destination-permissions)",
+    smpp: "ESME_RINVDSTADR",
   },
   RecipientOptedOut: {
     http: 400,
@@ -100,25 +141,29 @@ export const ERRORS = {
     when: "`To` has opted out of the account's messages (texted STOP, or added through `/OptOuts`); a queued message to it when the STOP came ends `Failed` with this ErrorCode; see [Opt-out](api.md#opt-out-stop-start-help)",
     example:
       "To +61412345678 has opted out of this account's messages (it texted STOP); it must text START, or be removed from the account's OptOuts, before it can be sent to.",
+    smpp: "ESME_RX_P_APPN",
   },
   InvalidSchedule: {
     http: 400,
     grpc: Code.InvalidArgument,
     when: "`Schedule` more than 14 days ahead",
     example: "Schedule is more than 14 days in the future.",
+    smpp: "ESME_RINVSCHED",
   },
-  ScheduleInPast: { http: 400, grpc: Code.InvalidArgument, when: "`Schedule` 1 hour or more in the past" },
-  TextTooLong: { http: 400, grpc: Code.InvalidArgument, when: "`Text` over 1600 characters" },
-  SmsNotEnabled: { http: 400, grpc: Code.FailedPrecondition, when: "account or property not enabled for SMS" },
+  ScheduleInPast: { http: 400, grpc: Code.InvalidArgument, when: "`Schedule` 1 hour or more in the past", smpp: "ESME_RINVSCHED" },
+  TextTooLong: { http: 400, grpc: Code.InvalidArgument, when: "`Text` over 1600 characters", smpp: "ESME_RINVMSGLEN" },
+  SmsNotEnabled: { http: 400, grpc: Code.FailedPrecondition, when: "account or property not enabled for SMS", smpp: "ESME_RX_P_APPN" },
   LeaseLimitReached: {
     http: 400,
     grpc: Code.FailedPrecondition,
     when: "the account already holds 5 live leases to the recipient (other accounts' leases do not count)",
+    smpp: "ESME_RX_T_APPN",
   },
   NoLeasedNumberAvailable: {
     http: 400,
     grpc: Code.FailedPrecondition,
     when: "no pool number is free for the recipient (each is leased to it already, by any account)",
+    smpp: "ESME_RX_T_APPN",
   },
   InvalidWebhookUri: { http: 400, grpc: Code.InvalidArgument, when: "not absolute http(s), or a private target" },
   InvalidWebhookMethod: { http: 400, grpc: Code.InvalidArgument, when: "not POST or GET" },
@@ -135,7 +180,7 @@ export const ERRORS = {
     grpc: Code.Aborted,
     when: "operator review of an address that another review already decided otherwise (the same decision again is a 200 that changes nothing)",
   },
-  MessageNotCancelable: { http: 400, grpc: Code.FailedPrecondition, when: "cancel of a message that is not Scheduled" },
+  MessageNotCancelable: { http: 400, grpc: Code.FailedPrecondition, when: "cancel of a message that is not Scheduled", smpp: "ESME_RCANCELFAIL" },
   NumberExists: {
     http: 409,
     grpc: Code.AlreadyExists,
@@ -161,6 +206,11 @@ export const ERRORS = {
     grpc: Code.Aborted,
     when: "operator removes a carrier a route still names (replace the route table without it first)",
   },
+  SmppSystemIdTaken: {
+    http: 409,
+    grpc: Code.AlreadyExists,
+    when: "operator sets an account's SMPP credentials with a `SystemId` another account holds (also when two set it at once: one 200, the other this)",
+  },
   WebhookNotFailed: {
     http: 409,
     grpc: Code.Aborted,
@@ -176,6 +226,7 @@ export const ERRORS = {
     grpc: Code.ResourceExhausted,
     when: "an account's sends over `SEND_RATE_LIMIT` (`Retry-After` says when to retry), an account's reads over `READ_CONCURRENCY_PER_ACCOUNT` running plus `READ_QUEUE_PER_ACCOUNT` waiting, too many failed authentications from the client's address or for the account (`Retry-After`; the credentials are not checked), or too many pipelined requests on one HTTP/1.1 connection; see [Limits](api.md#limits)",
     example: "Too many messages: account AC0123456789ABCDEFGHIJKLMNOPQRST may send 50 per second, in bursts of up to 500. Retry after 1 second.",
+    smpp: "ESME_RTHROTTLED",
   },
   InsufficientFunds: {
     http: 402,
@@ -183,6 +234,7 @@ export const ERRORS = {
     when: "a send whose price the account's balance, with its `CreditLimit`, cannot cover (a `Prepaid` account, or a `Postpaid` one with a `CreditLimit`); nothing is stored or charged, and in a batch only the items that do not fit are refused, in order; see [Billing](billing.md#the-charge-on-the-send)",
     example:
       "The account's balance (with its credit limit) cannot cover this message's price of 0.105: nothing was stored or charged. Top up the balance, then send again.",
+    smpp: "ESME_RSUBMITFAIL",
   },
   QuotaExceeded: {
     http: 429,
@@ -190,14 +242,22 @@ export const ERRORS = {
     when: "a send that would take the account past its `DailySegmentQuota` (segments per UTC day); `Retry-After` says the seconds until the next UTC midnight; see [Limits](api.md#limits)",
     example:
       "Daily quota reached: account AC0123456789ABCDEFGHIJKLMNOPQRST may send 100 segments per UTC day; this request needs 3. Retry after 3600 seconds (the next UTC midnight).",
+    smpp: "ESME_RTHROTTLED",
   },
   ServiceUnavailable: {
     http: 503,
     grpc: Code.Unavailable,
     when: "a dependency is down, and the message names which: the database, the shared limits' Redis, or the process's database connection pool (every connection busy); or a read ran past `READ_STATEMENT_TIMEOUT_MS`",
     example: "The service is temporarily unavailable: its database cannot be reached. Try again shortly.",
+    smpp: "ESME_RX_T_APPN",
   },
-  InternalError: { http: 500, grpc: Code.Internal, when: "a bug; no detail is returned, the log has it", example: "An internal error occurred." },
+  InternalError: {
+    http: 500,
+    grpc: Code.Internal,
+    when: "a bug; no detail is returned, the log has it",
+    example: "An internal error occurred.",
+    smpp: "ESME_RSYSERR",
+  },
 } as const satisfies Record<string, ErrorSpec>;
 
 /**
@@ -215,6 +275,12 @@ export const NO_ROUTE = "NoRoute";
 
 /** Stable PascalCase error codes of the API: the keys of the error table. */
 export type ErrorCode = keyof typeof ERRORS;
+
+/** The SMPP command_status the SMPP server answers an ErrorCode with: its table entry's, else the default of its kind. */
+export function smppStatusOf(code: ErrorCode): SmppStatus {
+  const spec: ErrorSpec = ERRORS[code];
+  return spec.smpp ?? (spec.http >= 500 ? "ESME_RSYSERR" : SMPP_DEFAULT_STATUS);
+}
 
 /** One field problem: the request field (as the client spelled it), its code and a fix-it message. */
 export interface FieldProblem {
@@ -290,6 +356,12 @@ export function carrierExists(name: string): ConnectError {
   ]);
 }
 
+/** 409 SmppSystemIdTaken: another account's SMPP credentials have that SystemId. */
+export function smppSystemIdTaken(systemId: string): ConnectError {
+  const message = `SystemId ${quoted(systemId)} is another account's; each account's SMPP SystemId is its own.`;
+  return apiError("SmppSystemIdTaken", message, [{ field: "SystemId", code: "SmppSystemIdTaken", message }]);
+}
+
 /** 409 AddressNotPending: a review of an address another review (or this one earlier) already decided otherwise. */
 export function addressNotPending(sid: string, status: string): ConnectError {
   return apiError(
@@ -330,6 +402,7 @@ const CONSTRAINT_ERRORS: Record<string, (v: ConstraintViolation) => ConnectError
   numbers_address_sid_fkey: (v) => (v.side === "referencing" ? addressNotOfAccount(v.key ?? "") : addressInUse(v.key ?? "")),
   numbers_number_key: (v) => numberExists(v.key ?? ""),
   carriers_name_key: (v) => carrierExists(v.key ?? ""),
+  smpp_credentials_system_id_key: (v) => smppSystemIdTaken(v.key ?? ""),
 };
 
 /** The documented 4xx for a database constraint violation, or undefined when none is mapped (a bug). */

@@ -10,6 +10,7 @@ export const CONFIG_DOCS: Record<Group, string> = {
   service: "docs/configuration.md",
   kannel: "docs/carriers.md",
   smpp: "docs/carriers.md",
+  "smpp-server": "docs/smpp-server.md",
 };
 
 export const configDocBegin = (group: Group) =>

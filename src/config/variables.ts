@@ -25,7 +25,7 @@ import {
 } from "./kinds.js";
 
 /** Which generated table a variable is documented in. */
-export type Group = "service" | "kannel" | "smpp";
+export type Group = "service" | "kannel" | "smpp" | "smpp-server";
 
 export interface Variable<T = unknown> {
   kind: Kind<T>;
@@ -281,6 +281,19 @@ export const VARIABLES = {
   SMPP_ENQUIRE_LINK_SECONDS: v(duration(30, 1, "seconds"), "smpp", "keepalive interval; no answer within 30 s drops and rebuilds the link"),
   SMPP_COUNTRY: v(country(), "smpp", "ISO country for national numbers (TON 2) the SMSC sends, e.g. `GB`"),
   SMPP_TLS_CA: v(optionalText("—"), "smpp", "PEM file of the CA that signed the SMSC's certificate, if not a public one"),
+
+  SMPP_SERVER_PORT: v(
+    whole(undefined, 0, 65535, "a port number"),
+    "smpp-server",
+    "the SMPP server's port, where customers' SMPP clients bind ([smpp-server.md](smpp-server.md)); unset: no SMPP server",
+  ),
+  SMPP_SERVER_TLS_PORT: v(
+    whole(undefined, 0, 65535, "a port number"),
+    "smpp-server",
+    "the SMPP server's TLS port (needs `SMPP_SERVER_TLS_CERT` and `SMPP_SERVER_TLS_KEY`); unset: no TLS port",
+  ),
+  SMPP_SERVER_TLS_CERT: v(optionalText("—"), "smpp-server", "PEM file of the TLS port's certificate chain"),
+  SMPP_SERVER_TLS_KEY: v(optionalText("—"), "smpp-server", "PEM file of the TLS port's private key"),
 } satisfies Record<string, Variable<any>>;
 
 export type VariableName = keyof typeof VARIABLES;

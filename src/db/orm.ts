@@ -40,6 +40,8 @@ import { Migration20261205020000 } from "./migrations/Migration20261205020000.js
 import { Migration20261205100000 } from "./migrations/Migration20261205100000.js";
 import { Migration20261205710000 } from "./migrations/Migration20261205710000.js";
 import { Migration20261205800000 } from "./migrations/Migration20261205800000.js";
+import { Migration20261206000000 } from "./migrations/Migration20261206000000.js";
+import { Migration20261206010000 } from "./migrations/Migration20261206010000.js";
 import { applyRepeatableSql } from "./repeatable-sql.js";
 import { DEFAULT_POOL_MAX, databaseKind } from "../config.js";
 
@@ -82,6 +84,8 @@ export const migrations = [
   { name: "Migration20261205100000", class: Migration20261205100000 },
   { name: "Migration20261205710000", class: Migration20261205710000 },
   { name: "Migration20261205800000", class: Migration20261205800000 },
+  { name: "Migration20261206000000", class: Migration20261206000000 },
+  { name: "Migration20261206010000", class: Migration20261206010000 },
 ];
 
 /** Options of createOrm. */

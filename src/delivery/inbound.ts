@@ -13,6 +13,7 @@ import { NO_REPLY_EMAIL } from "../config.js";
 import { enqueueEmail } from "../mail/mail-outbox.js";
 import { enqueueWebhook } from "../webhooks/outbox.js";
 import { insertUnmatchedInbound } from "./unmatched-inbound-store.js";
+import { queueSmppReply } from "./smpp-outbox-store.js";
 import { applyKeyword, applyKeywordToOwnedNumber, type KeywordOutcome } from "./inbound-keywords.js";
 
 /** The no-reply sender of forwarded e-mails; it lives with the mail sender rules (mail/mail-from.ts). */
@@ -144,6 +145,8 @@ export async function receiveInbound(em: EntityManager, received: InboundSms, no
       receivedAt: sms.at,
       errorCode: "",
     });
+    // For the account's SMPP binds as a deliver_sm, when it chose SMPP for its replies (in this transaction: never lost).
+    await queueSmppReply(tx, { accountSid: lease.account_sid, messageSid: sid, now });
     // Not from one of our own numbers: whatever answers there is this service.
     const keyword = lease.recipient_ours
       ? undefined

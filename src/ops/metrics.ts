@@ -48,6 +48,19 @@ export interface MetricsOptions {
   limitCounters?: LimitCounters;
   /** What the send pipeline counted in this process. */
   sendCounters?: SendCounters;
+  /** The SMPP server's binds and submit_sm counts in this process (src/smpp-server/), read at scrape time. */
+  smppServer?: () => SmppServerStats | undefined;
+}
+
+/**
+ * What the SMPP server reports (docs/smpp-server.md): declared here so that the metrics read it
+ * without importing the server; smpp-server.ts's stats() returns this shape.
+ */
+export interface SmppServerStats {
+  /** Binds open on this process, by account and mode (Transmitter, Receiver, Transceiver). */
+  binds: { account: string; mode: string; count: number }[];
+  /** submit_sm this process answered since it started, by account and outcome (accepted or refused). */
+  submits: { account: string; outcome: "accepted" | "refused"; count: number }[];
 }
 
 /** Creates the registry with the HTTP, queue and process metrics (docs/operations.md#metrics). */
@@ -183,7 +196,28 @@ export function createMetrics(opts: MetricsOptions): Metrics {
       seenUnregistered.set(country, n);
     }
   }
+  const smppBinds = new Gauge({
+    name: "switchboard_smpp_binds",
+    help: "SMPP binds open on this process, by account and mode (read at scrape time).",
+    labelNames: ["account", "mode"] as const,
+    registers,
+  });
+  const smppSubmits = new Gauge({
+    name: "switchboard_smpp_submits",
+    help: "submit_sm this process's SMPP server answered since it started, by account and outcome (accepted, refused); its rate is the account's submit_sm rate.",
+    labelNames: ["account", "outcome"] as const,
+    registers,
+  });
   if (opts.processMetrics !== false) collectDefaultMetrics({ register: registry });
+
+  function readSmpp(): void {
+    const stats = opts.smppServer?.();
+    if (!stats) return;
+    // Binds come and go: only the open ones are shown.
+    smppBinds.reset();
+    for (const b of stats.binds) smppBinds.set({ account: b.account, mode: b.mode }, b.count);
+    for (const s of stats.submits) smppSubmits.set({ account: s.account, outcome: s.outcome }, s.count);
+  }
 
   function readLimits(): void {
     if (!opts.limitCounters) return;
@@ -252,6 +286,7 @@ export function createMetrics(opts: MetricsOptions): Metrics {
       readCarrier();
       readRetention();
       readLimits();
+      readSmpp();
       readSendCounters();
       await readGauges();
       return registry.metrics();

@@ -65,6 +65,8 @@ export interface ObservabilityDeps {
   limitCounters?: LimitCounters;
   /** What the send pipeline counted in this process. */
   sendCounters?: SendCounters;
+  /** The SMPP server's binds and submit_sm counts, when it runs. */
+  smppServer?: () => import("./metrics.js").SmppServerStats | undefined;
 }
 
 /** The pieces buildApp wires in: Fastify server options, the plugin, and the transports' hooks. */
@@ -155,6 +157,7 @@ export function createObservability(deps: ObservabilityDeps): Observability {
     carriers: deps.carriers,
     limitCounters: deps.limitCounters,
     sendCounters: deps.sendCounters,
+    smppServer: deps.smppServer,
   });
   // On the request object itself (not in a WeakMap/WeakSet: an entry per request is garbage-collector work).
   const records = (request: FastifyRequest) => (request as RecordedRequest)[kRecord];

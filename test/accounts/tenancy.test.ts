@@ -317,16 +317,16 @@ describe("tenant isolation matrix", () => {
   /** Both directions: A attacks B, B attacks A. */
   const allCells = () => (memo ??= [...matrix(a, b), ...matrix(b, a)]);
 
-  it("is generated from every route and method: 45 cells per direction for the 20 account methods, 40 operator cells", () => {
+  it("is generated from every route and method: 45 cells per direction for the 20 account methods, 43 operator cells", () => {
     const ab = matrix(a, b);
     const ba = matrix(b, a);
-    expect(methods).toHaveLength(60);
+    expect(methods).toHaveLength(63);
     expect(ab.filter((c) => !isOperatorService(c.method.service))).toHaveLength(45);
-    expect(ab.filter((c) => isOperatorService(c.method.service))).toHaveLength(40);
+    expect(ab.filter((c) => isOperatorService(c.method.service))).toHaveLength(43);
     // Every method appears, each account method with each resource field it has.
     expect(new Set(ab.map((c) => c.method.name))).toStrictEqual(new Set(methods.map((m) => m.name)));
     expect(ba).toHaveLength(ab.length);
-    expect(allCells().length * TRANSPORTS.length).toBe(850);
+    expect(allCells().length * TRANSPORTS.length).toBe(880);
   });
 
   it("every cell on every transport is refused as documented, shows nothing of the other tenant's, and writes nothing", async () => {
@@ -345,7 +345,7 @@ describe("tenant isolation matrix", () => {
       }
     }
     expect(failures).toStrictEqual([]);
-    expect(attempts).toBe(850);
+    expect(attempts).toBe(880);
     expect(await dbRows(t.db.orm)).toStrictEqual(rowsBefore);
     console.log(
       `[tenancy] isolation matrix (${dbKind()}): ${cells.length} cells × ${TRANSPORTS.length} transports = ${attempts} attempts, all refused as documented, database unchanged`,

@@ -353,6 +353,37 @@ describe("operator flow", () => {
     ]);
   });
 
+  it("set-smpp-credentials (PUT), get-smpp-credentials and list-smpp-binds: the password never printed", { timeout: SLOW }, async () => {
+    const set = await cli([
+      "set-smpp-credentials",
+      account.AccountSid,
+      "--system-id",
+      "cli-acme",
+      "--password",
+      "s3cret",
+      "--property-sid",
+      propertySid,
+      "--allowed-addresses",
+      "203.0.113.0/24",
+      "--allowed-addresses",
+      "10.1.0.0/16",
+      "--deliver-replies",
+    ]);
+    expect(set.code, set.stderr).toBe(0);
+    expect(set.stdout).not.toContain("s3cret");
+    expect(JSON.parse(set.stdout)).toEqual({
+      AccountSid: account.AccountSid,
+      SystemId: "cli-acme",
+      PropertySid: propertySid,
+      MaxBinds: 4,
+      AllowedAddresses: ["203.0.113.0/24", "10.1.0.0/16"],
+      DeliverReplies: true,
+      Updated: Math.floor(t.clock.now().getTime() / 1000),
+    });
+    expect(await ok(["get-smpp-credentials", account.AccountSid])).toMatchObject({ SystemId: "cli-acme", DeliverReplies: true });
+    expect(await ok(["list-smpp-binds"])).toEqual({ Binds: [] });
+  });
+
   it("list-emails pages with integer options", { timeout: SLOW }, async () => {
     expect(await ok(["list-emails", "--results-count", "5", "--results-skip", "0"])).toEqual({ Emails: [], TotalCount: 0 });
   });

@@ -17,7 +17,7 @@ describe("configuration", () => {
       const committed = readFileSync(join(ROOT, page), "utf8");
       expect(committed, page).toBe(withConfigTables(committed, page));
     }
-    const documented = (["service", "kannel", "smpp"] as const).map(configTableMarkdown).join("\n");
+    const documented = (["service", "kannel", "smpp", "smpp-server"] as const).map(configTableMarkdown).join("\n");
     for (const name of Object.keys(VARIABLES)) expect(documented).toContain(`| \`${name}\` |`);
   });
 

@@ -410,6 +410,41 @@ describe.skipIf(without("chromium"))(`the operator console in headless Chromium 
     expect(await costOf()).toBe("");
   }, 60_000);
 
+  it("SMPP: the open binds, and an account's SMPP credentials set from the page, as the API then reads them (without the password)", async () => {
+    // Set once through the API (an account without any is a 404, which the browser would log).
+    const set = await api("PUT", `/admin/v1/Accounts/${tenant.accountSid}/Smpp`, `Bearer ${ADMIN_TOKEN}`, {
+      SystemId: "first",
+      Password: "pw1234",
+      PropertySid: tenant.propertySid,
+      MaxBinds: 2,
+    });
+    expect(set.statusCode, set.body).toBe(200);
+    await open("SMPP", "SMPP");
+    await page.getByText("No SMPP bind is open.").waitFor();
+    await page.getByLabel("AccountSid").fill(tenant.accountSid);
+    await page.getByRole("button", { name: "Show" }).click();
+    await page.getByRole("heading", { name: new RegExp(`^Credentials of ${tenant.accountSid}`) }).waitFor();
+    expect(await page.getByLabel("System ID (1 to 15 characters, unique)").inputValue()).toBe("first");
+    await page.getByLabel("Most binds at once (1 to 100); empty for 4").fill("");
+    await page.getByLabel("System ID (1 to 15 characters, unique)").fill("console");
+    await page.getByLabel("Password (1 to 8 characters; required: a save sets it again)").fill("pw5678");
+    await page.getByLabel("PropertySid its sends are made for").fill(tenant.propertySid);
+    await page.getByLabel("Allowed addresses (CIDRs, space-separated); empty for any").fill("10.0.0.0/8 127.0.0.1");
+    await checkAccessibility(page, "smpp");
+    await shoot("smpp");
+    await page.getByRole("button", { name: "Save SMPP credentials" }).click();
+    await announced(`SMPP credentials of ${tenant.accountSid} saved.`);
+    const res = await api("GET", `/admin/v1/Accounts/${tenant.accountSid}/Smpp`, `Bearer ${ADMIN_TOKEN}`);
+    expect(res.json()).toMatchObject({
+      SystemId: "console",
+      PropertySid: tenant.propertySid,
+      MaxBinds: 4,
+      AllowedAddresses: ["10.0.0.0/8", "127.0.0.1/32"],
+      DeliverReplies: false,
+    });
+    expect(res.body).not.toContain("pw5678");
+  }, 60_000);
+
   it("fits a phone's screen", async () => {
     await page.setViewportSize({ width: 390, height: 844 });
     await open("Messages", "Messages");

@@ -168,7 +168,7 @@ describe("GET /openapi.json", () => {
   });
 
   it("documents every REST route with its method, operationId, tag and security", () => {
-    expect(routes.length).toBe(60); // 27 + GET /admin/v1/Carrier (SMPP link state) + POST /admin/v1/Accounts/{AccountSid}/CancelQueued + the six carrier and route methods + the three OptOuts routes + the console's five operator views (issue 34) + GET /admin/v1/Leases + the five rate card methods (issue 43) + the three SenderIds routes and the operator's two (issue 45) + the ledger's two: GET /v2/Accounts/{AccountSid}/BalanceEntries and the operator's POST (issue 43) + GetBalance, GetUsage and the operator's GetUsage (issue 43) + the operator's read of an account's ledger, GET /admin/v1/Accounts/{AccountSid}/BalanceEntries (issue 43, the console)
+    expect(routes.length).toBe(63); // 27 + GET /admin/v1/Carrier (SMPP link state) + POST /admin/v1/Accounts/{AccountSid}/CancelQueued + the six carrier and route methods + the three OptOuts routes + the console's five operator views (issue 34) + GET /admin/v1/Leases + the five rate card methods (issue 43) + the three SenderIds routes and the operator's two (issue 45) + the ledger's two: GET /v2/Accounts/{AccountSid}/BalanceEntries and the operator's POST (issue 43) + GetBalance, GetUsage and the operator's GetUsage (issue 43) + the operator's read of an account's ledger, GET /admin/v1/Accounts/{AccountSid}/BalanceEntries (issue 43, the console) + the SMPP server's PUT and GET /admin/v1/Accounts/{AccountSid}/Smpp and GET /admin/v1/SmppBinds (issue 44)
     let documented = 0;
     for (const item of Object.values(doc.paths)) documented += Object.keys(item).length;
     expect(documented).toBe(routes.length);

@@ -1,0 +1,155 @@
+/**
+ * Receipts and replies as deliver_sm (issue 44, docs/smpp-server.md#receipts-and-replies), with
+ * Perl's Net::SMPP as the customer: on a transceiver, on a receiver beside a transmitter, and
+ * store-and-forward: produced while no bind is open, they reach the next bind on another process;
+ * rows claimed by a process that died are delivered once the claim ends.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ADMIN_TOKEN, createTenant, createTestApp, drainDeliveries, simulatorInbound, type Tenant, type TestApp } from "../support/harness.js";
+import { claimSmppOutbox } from "../../src/delivery/smpp-outbox-store.js";
+import { executeBound } from "../../src/db/bound-sql.js";
+import { gsmHex, startEsme, type TestEsme } from "./esme.js";
+
+let t: TestApp;
+let port: number;
+let a: Tenant;
+const esmes: TestEsme[] = [];
+const TO = "61412345678";
+
+async function bound(app: TestApp["app"], mode: string): Promise<TestEsme> {
+  const e = await startEsme((app === t.app ? port : otherPort)!);
+  esmes.push(e);
+  e.send(`bind ${mode} acme pw1234`);
+  expect((await e.next("bind_resp")).f.status).toBe("0");
+  return e;
+}
+
+let other: TestApp | undefined;
+let otherPort: number | undefined;
+
+beforeAll(async () => {
+  t = await createTestApp({ engine: true, config: { smppServer: { port: 0 }, host: "127.0.0.1" } });
+  port = (await t.app.smppServer!.listen()).port!;
+  a = await createTenant(t.app);
+  const res = await t.app.inject({
+    method: "PUT",
+    url: `/admin/v1/Accounts/${a.accountSid}/Smpp`,
+    headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+    payload: { SystemId: "acme", Password: "pw1234", PropertySid: a.propertySid, DeliverReplies: true, MaxBinds: 50 },
+  });
+  expect(res.statusCode).toBe(200);
+});
+
+afterAll(async () => {
+  for (const e of esmes) await e.stop();
+  await other?.close();
+  await t.close();
+});
+
+async function submitted(e: TestEsme, tag: string, extra = "rd=1"): Promise<string> {
+  e.send(`submit ${tag} src=${a.ownedNumber.slice(1)} dst=${TO} ${extra} sm=${gsmHex(`receipt ${tag}`)}`);
+  const resp = await e.next("submit_resp", (x) => x.f.tag === tag);
+  expect(resp.f.status).toBe("0");
+  return resp.f.id!;
+}
+
+async function outboxRows(): Promise<number> {
+  const rows = await executeBound<{ n: string | number }>(t.db.orm.em.fork(), "select count(*) as n from smpp_outbox", []);
+  return Number(rows[0]!.n);
+}
+
+describe("receipts", () => {
+  it("on a transceiver: deliver_sm with esm_class 0x04, the customary text, receipted_message_id and message_state; deleted once answered", async () => {
+    const e = await bound(t.app, "transceiver");
+    const sid = await submitted(e, "r1");
+    await drainDeliveries(t);
+    const d = await e.next("deliver", (x) => x.f.rmi === sid);
+    expect(d.f).toMatchObject({ esm: "4", dc: "0", src: TO, dst: a.ownedNumber.slice(1), rmi: sid, state: "2" });
+    const text = Buffer.from(d.f.sm!, "hex").toString("latin1");
+    expect(text).toMatch(new RegExp(`^id:${sid} sub:001 dlvrd:001 submit date:\\d{10} done date:\\d{10} stat:DELIVRD err:000 text:receipt r1$`));
+    await expect.poll(outboxRows).toBe(0);
+    e.send("unbind");
+    await e.next("unbind_resp");
+  });
+
+  it("registered_delivery 0 asks for none; a transmitter's receipt goes to the receiver bind beside it", async () => {
+    const tx = await bound(t.app, "transmitter");
+    const rx = await bound(t.app, "receiver");
+    const none = await submitted(tx, "r0", "rd=0");
+    const sid = await submitted(tx, "r2");
+    await drainDeliveries(t);
+    const d = await rx.next("deliver", (x) => x.f.rmi === sid);
+    expect(d.f.state).toBe("2");
+    expect(rx.events.some((x) => x.kind === "deliver" && x.f.rmi === none)).toBe(false);
+    expect(tx.events.some((x) => x.kind === "deliver")).toBe(false);
+    for (const e of [tx, rx]) {
+      e.send("unbind");
+      await e.next("unbind_resp");
+    }
+  });
+
+  it("a receipt the client refuses (deliver_sm_resp with an error) comes again", async () => {
+    const e = await bound(t.app, "transceiver");
+    e.send("deliverstatus 8");
+    const sid = await submitted(e, "r3");
+    await drainDeliveries(t);
+    await e.next("deliver", (x) => x.f.rmi === sid);
+    await e.next("deliver", (x) => x.f.rmi === sid, 10_000);
+    e.send("unbind");
+    await e.next("unbind_resp");
+  });
+});
+
+describe("store-and-forward", () => {
+  it("receipts produced while unbound reach the next bind, on another process; rows a dead process claimed come once its claim ends", async () => {
+    const e = await bound(t.app, "transmitter");
+    const first = await submitted(e, "s1");
+    const second = await submitted(e, "s2");
+    e.send("unbind");
+    await e.next("unbind_resp");
+    await drainDeliveries(t);
+    expect(await outboxRows()).toBe(2);
+    // A process that claimed both and died (its claim stays until it ends).
+    const claimed = await claimSmppOutbox(t.db.orm.em.fork(), [a.accountSid], t.clock.now(), 10);
+    expect(claimed.map((c) => c.messageSid).sort()).toStrictEqual([first, second].sort());
+    // Another process on the same database: its own SMPP server.
+    other = await createTestApp({ db: t.db, clock: t.clock, config: { smppServer: { port: 0 }, host: "127.0.0.1" } });
+    otherPort = (await other.app.smppServer!.listen()).port!;
+    const rx = await bound(other.app, "receiver");
+    // Still claimed: nothing yet.
+    await new Promise((r) => setTimeout(r, 1500));
+    expect(rx.events.filter((x) => x.kind === "deliver")).toStrictEqual([]);
+    t.clock.advance(31_000);
+    const got = await Promise.all([first, second].map((sid) => rx.next("deliver", (x) => x.f.rmi === sid)));
+    expect(got.map((g) => g.f.state)).toStrictEqual(["2", "2"]);
+    await expect.poll(outboxRows).toBe(0);
+    rx.send("unbind");
+    await rx.next("unbind_resp");
+  });
+});
+
+describe("replies", () => {
+  it("a reply to a leased number arrives as an ordinary deliver_sm when the account chose SMPP for replies", async () => {
+    const pool = "+61400000777";
+    const res = await t.app.inject({
+      method: "POST",
+      url: "/admin/v1/Numbers",
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+      payload: { Number: pool },
+    });
+    expect(res.statusCode).toBe(200);
+    const e = await bound(t.app, "transceiver");
+    e.send(`submit l1 ton=0 src= dst=${TO} sm=${gsmHex("reply to me")}`);
+    expect((await e.next("submit_resp", (x) => x.f.tag === "l1")).f.status).toBe("0");
+    await drainDeliveries(t);
+    await simulatorInbound(t.app, `+${TO}`, pool, "Yes please 👍");
+    const d = await e.next("deliver", (x) => x.f.esm === "0");
+    expect(d.f).toMatchObject({ src: TO, ston: "1", dst: pool.slice(1), dc: "8", rmi: "", state: "" });
+    const le = Buffer.from(d.f.sm!, "hex");
+    le.swap16();
+    expect(le.toString("utf16le")).toBe("Yes please 👍");
+    await expect.poll(outboxRows).toBe(0);
+    e.send("unbind");
+    await e.next("unbind_resp");
+  });
+});
