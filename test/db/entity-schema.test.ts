@@ -9,7 +9,15 @@ function column(table: string, name: string, type: string, c: { nullable: boolea
 }
 
 /** PostgreSQL's own name for a type (information_schema's udt_name) in the entities' spelling. */
-const DB_TYPES: Record<string, string> = { int2: "smallint", int4: "integer", int8: "bigint", bool: "boolean", _text: "text[]", _int8: "bigint[]", float8: "double precision" };
+const DB_TYPES: Record<string, string> = {
+  int2: "smallint",
+  int4: "integer",
+  int8: "bigint",
+  bool: "boolean",
+  _text: "text[]",
+  _int8: "bigint[]",
+  float8: "double precision",
+};
 /** The entities' aliases of the same types. */
 const ENTITY_TYPES: Record<string, string> = {
   bigserial: "bigint",
