@@ -11,8 +11,8 @@ export const SmppCredentialEntity = defineEntity({
     accountSid: p.string().length(32).primary(),
     // The bind's system_id, unique across accounts.
     systemId: p.string().length(15),
-    // sha256 hex of the password, as the account tokens are hashed (accounts/auth.ts hashToken).
-    passwordHash: p.string().length(64),
+    // A salted scrypt hash of the password (accounts/password-hash.ts), never the password.
+    passwordHash: p.text(),
     // The account's property its submit_sm sends are made for.
     propertySid: p.string().length(32),
     maxBinds: p.integer(),

@@ -11,7 +11,7 @@ import {
   SmppCredentialsSchema,
 } from "../../gen/switchboard/admin/v1/admin_pb.js";
 import { findProperty } from "../accounts/account-store.js";
-import { hashToken } from "../accounts/auth.js";
+import { hashPassword } from "../accounts/password-hash.js";
 import { findSmppCredentials, listSmppBinds, SMPP_BIND_STALE_MS, type SmppCredentialRecord, upsertSmppCredentials } from "../accounts/smpp-store.js";
 import { parseCidr } from "../common/cidr.js";
 import { type Clock, unixSeconds } from "../common/clock.js";
@@ -105,7 +105,7 @@ export function createSmppAdmin(deps: {
       const record: SmppCredentialRecord = {
         accountSid: account.sid,
         systemId: req.systemId,
-        passwordHash: hashToken(req.password),
+        passwordHash: await hashPassword(req.password),
         propertySid: req.propertySid,
         maxBinds,
         allowedAddresses: allowed,

@@ -6,8 +6,8 @@
 import type { MikroORM } from "@mikro-orm/sql";
 import type { Account } from "../accounts/account.entity.js";
 import { readAccountFresh } from "../accounts/account-store.js";
-import { hashToken, secretsEqual } from "../accounts/auth.js";
 import type { AuthFailureGuard } from "../accounts/auth-failures.js";
+import { passwordMatches } from "../accounts/password-hash.js";
 import { findSmppCredentialsBySystemId, type SmppCredentialRecord } from "../accounts/smpp-store.js";
 import { cidrMatcher } from "../common/cidr.js";
 import { status } from "./smpp-pdu.js";
@@ -33,7 +33,7 @@ export async function checkBind(
     return { ok: false, status: status("ESME_RBINDFAIL"), why: "too many failed binds" };
   }
   // An unknown system_id gets the wrong password's answer: a guess learns neither.
-  if (!creds || !secretsEqual(hashToken(bind.password), creds.passwordHash)) {
+  if (!(await passwordMatches(bind.password, creds?.passwordHash)) || !creds) {
     return { ok: false, status: status("ESME_RINVPASWD"), why: "wrong system_id or password" };
   }
   attempt?.succeeded();

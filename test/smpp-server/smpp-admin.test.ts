@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ADMIN_TOKEN, createTenant, createTestApp, type Tenant, type TestApp } from "../support/harness.js";
 import { executeBound } from "../../src/db/bound-sql.js";
-import { hashToken } from "../../src/accounts/auth.js";
+import { passwordMatches } from "../../src/accounts/password-hash.js";
 import { openSmppBind } from "../../src/accounts/smpp-store.js";
 
 let t: TestApp;
@@ -25,7 +25,7 @@ function put(accountSid: string, body: object) {
 }
 
 describe("SMPP credentials", () => {
-  it("are set with PUT and read with GET, without the password; MaxBinds defaults to 4; the hash is the tokens' hash", async () => {
+  it("are set with PUT and read with GET, without the password; MaxBinds defaults to 4; the password stored as a salted scrypt hash", async () => {
     const res = await put(a.accountSid, { SystemId: "acme", Password: "s3cret", PropertySid: a.propertySid, AllowedAddresses: ["127.0.0.1", "10.0.0.0/8"] });
     expect(res.statusCode).toBe(200);
     const body = res.json();
@@ -45,7 +45,12 @@ describe("SMPP credentials", () => {
     const rows = await executeBound<{ password_hash: string }>(t.db.orm.em.fork(), "select password_hash from smpp_credentials where account_sid = ?", [
       a.accountSid,
     ]);
-    expect(rows).toStrictEqual([{ password_hash: hashToken("s3cret") }]);
+    // A salted scrypt hash (accounts/password-hash.ts): never the password, and it checks.
+    expect(rows).toHaveLength(1);
+    expect(rows[0].password_hash).toMatch(/^scrypt\$16384\$[\w-]{22}\$[\w-]{43}$/);
+    expect(rows[0].password_hash).not.toContain("s3cret");
+    expect(await passwordMatches("s3cret", rows[0].password_hash)).toBe(true);
+    expect(await passwordMatches("s3cre", rows[0].password_hash)).toBe(false);
   });
 
   it("a PUT replaces them (DeliverReplies, MaxBinds)", async () => {

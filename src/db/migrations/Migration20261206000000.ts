@@ -14,7 +14,7 @@ export class Migration20261206000000 extends Migration {
 create table smpp_credentials (
   account_sid varchar(32) primary key references accounts (sid) on delete cascade,
   system_id varchar(15) not null unique,
-  password_hash varchar(64) not null,
+  password_hash text not null,
   property_sid varchar(32) not null references properties (sid) on delete cascade,
   max_binds int not null,
   allowed_addresses text[] not null default '{}',
