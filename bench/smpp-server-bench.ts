@@ -60,7 +60,7 @@ export interface SmppServerSetup {
 // The clients
 
 /** One bind: submit_sm to a recipient (digits, no +), answered through `done` with the command_status. */
-interface Bind {
+export interface Bind {
   submit(toDigits: string, done: (status: number, messageId: () => string) => void): void;
   close(): Promise<void>;
 }
@@ -110,7 +110,7 @@ export const randomDigits = () => String(10000 + Math.floor(Math.random() * 9000
  * destination TON 1 NPI 1 and +4477009 with five digits written in per send (at `toOffset`),
  * esm_class, protocol_id, priority 0, no schedule or validity, registered_delivery 0, data_coding 0.
  */
-function submitTemplate(): { template: Buffer; toOffset: number } {
+export function submitTemplate(): { template: Buffer; toOffset: number } {
   const head = Buffer.concat([cstr(""), Buffer.from([TON_INTERNATIONAL, NPI_ISDN]), cstr(FROM_DIGITS), Buffer.from([TON_INTERNATIONAL, NPI_ISDN])]);
   const body = Buffer.concat([
     head,
@@ -264,15 +264,20 @@ export function statusName(status: number): string {
   return STATUS_NAMES.get(status) ?? `0x${status.toString(16).padStart(8, "0")}`;
 }
 
+/** A transmitter bind to the SMPP server on 127.0.0.1:`port` with the given client. */
+export function openClientBind(client: SmppServerBenchSettings["client"], port: number, systemId: string, password: string): Promise<Bind> {
+  return (client === "raw" ? rawBind : packageBind)(port, systemId, password);
+}
+
 function openBind(s: SmppServerSetup): Promise<Bind> {
-  return (s.settings.client === "raw" ? rawBind : packageBind)(s.port, SYSTEM_ID, PASSWORD);
+  return openClientBind(s.settings.client, s.port, SYSTEM_ID, PASSWORD);
 }
 
 // ---------------------------------------------------------------------------------------------
 // The load
 
 /** One drive of the binds: what came back. */
-interface Drive {
+export interface Drive {
   result: LoadResult;
   /** submit_sm_resp with command_status 0. */
   ok: number;
@@ -298,7 +303,7 @@ const ANSWER_WAIT_MS = 10_000;
  * counted, answered or not (one not answered within ANSWER_WAIT_MS after the end is an error), and
  * the run lasts until its last answer: so the OK answers are exactly the messages the run stored.
  */
-async function drive(binds: Bind[], window: number, seconds: number): Promise<Drive> {
+export async function drive(binds: Bind[], window: number, seconds: number): Promise<Drive> {
   const latencies: number[] = [];
   const perSecond: number[] = [];
   const refused = new Map<string, number>();
