@@ -429,17 +429,17 @@ export async function smppServerRun(s: SmppServerSetup, load: LoadSettings, warm
     await drive(binds, s.settings.window, warm.seconds);
     await drainQueue(t);
     const before = await countStored(t);
-    let d: Drive | undefined;
-    const m = await measureLoad(t, [t.servicePid], true, async () => (d = await drive(binds, s.settings.window, load.seconds)).result);
+    const measured: { drive?: Drive } = {};
+    const m = await measureLoad(t, [t.servicePid], true, async () => (measured.drive = await drive(binds, s.settings.window, load.seconds)).result);
     await sleep(500);
     const stored = (await countStored(t)) - before;
-    const run = d!;
+    const run = measured.drive!;
     // Every OK answer a stored message, and no stored message without its OK answer.
     if (stored !== run.ok) m.result.errors += Math.abs(stored - run.ok);
     const refusals = [...run.refused].map(([name, n]) => `${n} ${name}`).join(", ");
     const seconds = run.perSecond.length ? `${Math.min(...run.perSecond)}–${Math.max(...run.perSecond)} OK per whole second` : "";
     t.log(
-      `  smpp-server: ${run.ok} submit_sm_resp 0 in ${run.result.seconds.toFixed(2)} s${refusals ? `, refused: ${refusals}` : ""}; ${seconds}; client CPU ${run.clientCpuUs} µs/submit_sm (${s.settings.client}); stored ${stored}`,
+      `  smpp-server: ${run.ok} submit_sm_resp 0 in ${run.result.seconds.toFixed(2)} s${refusals ? `, refused: ${refusals}` : ""}; OK per second ${run.perSecond.join(" ")}; p50 ${run.result.p50Ms.toFixed(2)} ms, p99 ${run.result.p99Ms.toFixed(2)} ms; client CPU ${run.clientCpuUs} µs/submit_sm (${s.settings.client}); stored ${stored}`,
     );
     return {
       ...m,
