@@ -536,7 +536,17 @@ async function main(): Promise<void> {
     const servicePid = service.proc.pid!;
     const barePid = bare.proc.pid!;
 
-    const results: Record<string, Measured[]> = { kannel: [], rest: [], prepaid: [], "smpp-server": [], grpc: [], bare: [], floor: [], "floor-h2": [], "floor-connect": [] };
+    const results: Record<string, Measured[]> = {
+      kannel: [],
+      rest: [],
+      prepaid: [],
+      "smpp-server": [],
+      grpc: [],
+      bare: [],
+      floor: [],
+      "floor-h2": [],
+      "floor-connect": [],
+    };
     const pick = (key: string) => (results[key].length ? median(results[key], (r) => r.result.rps) : undefined);
     const runs: { key: string; go: () => Promise<Measured> }[] = [];
     if (kannel) {

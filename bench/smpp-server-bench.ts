@@ -138,7 +138,7 @@ async function rawBind(port: number, systemId: string, password: string): Promis
   let closed = false;
   let pending: Buffer[] = [];
   let flushQueued = false;
-  let buf = Buffer.alloc(0);
+  let buf: Buffer = Buffer.alloc(0);
   const next = () => (sequence = sequence >= 0x7fffffff ? 1 : sequence + 1);
   const flush = () => {
     flushQueued = false;
@@ -389,7 +389,13 @@ async function openBinds(s: SmppServerSetup): Promise<Bind[]> {
  * opens) through the operator API, then binds once and sends one submit_sm (to +447700912345),
  * which must be answered 0 with a MessageSid that is a stored message of the account.
  */
-export async function prepareSmppServer(base: string, adminToken: string, target: BenchTarget, port: number, settings: SmppServerBenchSettings): Promise<SmppServerSetup> {
+export async function prepareSmppServer(
+  base: string,
+  adminToken: string,
+  target: BenchTarget,
+  port: number,
+  settings: SmppServerBenchSettings,
+): Promise<SmppServerSetup> {
   const call = adminCall(base, adminToken);
   await call(
     `/admin/v1/Accounts/${target.accountSid}/Smpp`,

@@ -92,8 +92,10 @@ describe("the SMPP server bench's clients", () => {
       await Promise.all(binds.map((b) => b.close()));
       expect(s.submits.length).toBe(d.result.requests);
       expect(d.result.requests).toBeGreaterThan(20);
-      // 7 over two binds: 4 and 3; the stand-in counts per connection.
-      expect(s.maxOutstanding).toBe(4);
+      // 7 over two binds: 4 and 3, never more; the stand-in counts per connection (the package
+      // writes each PDU on its own, so the stand-in may answer one before it reads the fourth).
+      expect(s.maxOutstanding).toBeLessThanOrEqual(4);
+      expect(s.maxOutstanding).toBeGreaterThanOrEqual(3);
       const throttled = Math.floor(s.submits.length / 10);
       expect(d.refused.get("ESME_RTHROTTLED") ?? 0).toBe(throttled);
       expect(d.ok).toBe(s.submits.length - throttled);
