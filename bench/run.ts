@@ -613,7 +613,11 @@ async function main(): Promise<void> {
     runs.push(...(await grpcFloorRuns({ only: SETTINGS.only, ...floorRun })));
     for (let round = 0; round < SETTINGS.rounds; round++) {
       for (const r of runs) {
-        log(`round ${round + 1}/${SETTINGS.rounds}: ${r.key} (${SETTINGS.warmup} s warm-up + ${SETTINGS.seconds} s, ${SETTINGS.connections} connections)`);
+        const width =
+          r.key === "smpp-server" && smppServer
+            ? `window ${smppServer.settings.window} over ${smppServer.settings.binds} bind(s)`
+            : `${SETTINGS.connections} connections`;
+        log(`round ${round + 1}/${SETTINGS.rounds}: ${r.key} (${SETTINGS.warmup} s warm-up + ${SETTINGS.seconds} s, ${width})`);
         await checkpoint(target);
         const out = await r.go();
         log(
