@@ -17,6 +17,7 @@ import { MessagingService, SendMessageRequestSchema } from "../gen/switchboard/v
 import { freePort, startKannel, type RunningKannel } from "../test/support/kannel.js";
 import { BUILT_MAIN, buildService, npmStartFlags } from "../test/support/service.js";
 import { preparePrepaid } from "./billing-bench.js";
+import { prepareSmppServer, smppServerRun, smppServerSettings } from "./smpp-server-bench.js";
 import { dispatchFloors, type FloorRun, floorRows } from "./dispatch-floor.js";
 import { GRPC_FLOORS, grpcFloorRuns } from "./grpc-floor-runs.js";
 import { grpcFrame, h2load, type HttpRequestSpec, type LoadResult, type LoadSettings, VARY, wrk } from "./load.js";
@@ -65,7 +66,7 @@ const SETTINGS = {
   nodeFlags: (env.BENCH_NODE_FLAGS ?? "").split(" ").filter(Boolean),
   /** Write the results into docs/benchmarks.md (0 to only print). */
   write: env.BENCH_WRITE !== "0",
-  /** Which runs: any of idle,kannel,rest,prepaid,grpc,bare,floor,dispatch,dispatch-routes,soak (prepaid, soak and dispatch-routes are not in the default set); or smpp alone (bench/smpp.ts); or smpp-tps alone (a carrier's Tps over three worker processes, bench/smpp.ts); or read-flood and/or webhook-flood (bench/hostile.ts); or rapid-reset alone (bench/rapid-reset-run.ts); or purge alone (bench/purge.ts); or life alone (bench/life.ts); or growth alone (bench/growth.ts); or split alone (bench/split.ts); or latency alone (open-loop latency at fixed rates, bench/latency.ts, its settings BENCH_LATENCY_*). */
+  /** Which runs: any of idle,kannel,rest,prepaid,smpp-server,grpc,bare,floor,dispatch,dispatch-routes,soak (prepaid, smpp-server, soak and dispatch-routes are not in the default set; smpp-server is the SMPP server's submit_sm in the rest rounds, bench/smpp-server-bench.ts); or smpp alone (bench/smpp.ts); or smpp-tps alone (a carrier's Tps over three worker processes, bench/smpp.ts); or read-flood and/or webhook-flood (bench/hostile.ts); or rapid-reset alone (bench/rapid-reset-run.ts); or purge alone (bench/purge.ts); or life alone (bench/life.ts); or growth alone (bench/growth.ts); or split alone (bench/split.ts); or latency alone (open-loop latency at fixed rates, bench/latency.ts, its settings BENCH_LATENCY_*). */
   only: new Set((env.BENCH_ONLY ?? "idle,kannel,rest,grpc,bare,floor,dispatch").split(",").map((s) => s.trim())),
   /** Seconds after /readyz first answers at which the idle service's resident set is read. */
   idleSeconds: num("BENCH_IDLE_SECONDS", 20),
@@ -399,8 +400,10 @@ async function main(): Promise<void> {
     const warm: LoadSettings = { ...load, seconds: SETTINGS.warmup };
 
     // Switchboard as `npm start` runs it (dist/src/main.js: HTTP API and delivery engine with the
-    // simulator carrier in one process), on PostgreSQL.
+    // simulator carrier in one process), on PostgreSQL; with `smpp-server`, its SMPP server on too.
     const port = await freePort();
+    const smppSettings = SETTINGS.only.has("smpp-server") ? smppServerSettings(env) : undefined;
+    const smppPort = smppSettings ? await freePort() : undefined;
     const base = `http://127.0.0.1:${port}`;
     service = startChild("switchboard", SERVICE_ARGS, {
       DATABASE_URL: dbUrl.toString(),
@@ -413,6 +416,9 @@ async function main(): Promise<void> {
       // the throughput test measures sending, so the limiter is off (docs/benchmarks.md says so),
       // or on and set far above the load (BENCH_SHARED_LIMITS: what the shared buckets cost).
       ...rateLimitEnv(),
+      // The SMPP server's submit_sm run (issue 44): it goes through the same send pipeline, so the
+      // same SEND_RATE_LIMIT=off keeps it from being answered ESME_RTHROTTLED.
+      ...(smppPort !== undefined ? { SMPP_SERVER_PORT: String(smppPort) } : {}),
     });
     await waitHttp(`${base}/readyz`, "Switchboard", service);
     log(`Switchboard listening on ${base} (pid ${service.proc.pid})`);
@@ -530,7 +536,17 @@ async function main(): Promise<void> {
     const servicePid = service.proc.pid!;
     const barePid = bare.proc.pid!;
 
-    const results: Record<string, Measured[]> = { kannel: [], rest: [], prepaid: [], grpc: [], bare: [], floor: [], "floor-h2": [], "floor-connect": [] };
+    const results: Record<string, Measured[]> = {
+      kannel: [],
+      rest: [],
+      prepaid: [],
+      "smpp-server": [],
+      grpc: [],
+      bare: [],
+      floor: [],
+      "floor-h2": [],
+      "floor-connect": [],
+    };
     const pick = (key: string) => (results[key].length ? median(results[key], (r) => r.result.rps) : undefined);
     const runs: { key: string; go: () => Promise<Measured> }[] = [];
     if (kannel) {
@@ -551,6 +567,9 @@ async function main(): Promise<void> {
     // The prepaid account on a 100,000-rate card, in the same rounds as `rest` (bench/billing-bench.ts).
     const prepaid = SETTINGS.only.has("prepaid") ? await preparePrepaid(base, ADMIN_TOKEN, target) : undefined;
     if (prepaid) runs.push({ key: "prepaid", go: () => restRun(prepaid.target, prepaid.request, load, warm) });
+    // The SMPP server's submit_sm, the bench account bound as a transmitter, in the same rounds as `rest` (bench/smpp-server-bench.ts).
+    const smppServer = smppSettings ? await prepareSmppServer(base, ADMIN_TOKEN, target, smppPort!, smppSettings) : undefined;
+    if (smppServer) runs.push({ key: "smpp-server", go: () => smppServerRun(smppServer, load, warm) });
     // The bare server's two routes: one INSERT per request, and group commit (the floor).
     for (const [key, req] of [
       ["bare", bareReq],
@@ -594,7 +613,11 @@ async function main(): Promise<void> {
     runs.push(...(await grpcFloorRuns({ only: SETTINGS.only, ...floorRun })));
     for (let round = 0; round < SETTINGS.rounds; round++) {
       for (const r of runs) {
-        log(`round ${round + 1}/${SETTINGS.rounds}: ${r.key} (${SETTINGS.warmup} s warm-up + ${SETTINGS.seconds} s, ${SETTINGS.connections} connections)`);
+        const width =
+          r.key === "smpp-server" && smppServer
+            ? `window ${smppServer.settings.window} over ${smppServer.settings.binds} bind(s)`
+            : `${SETTINGS.connections} connections`;
+        log(`round ${round + 1}/${SETTINGS.rounds}: ${r.key} (${SETTINGS.warmup} s warm-up + ${SETTINGS.seconds} s, ${width})`);
         await checkpoint(target);
         const out = await r.go();
         log(
@@ -670,10 +693,19 @@ async function main(): Promise<void> {
       ...(prepaid
         ? [{ name: `Switchboard REST Send SMS, Prepaid, priced by a ${f0(prepaid.rates)}-rate card`, ...(pick("prepaid") ?? { note: "not run" }) }]
         : []),
+      ...(smppServer
+        ? [
+            {
+              name: `Switchboard SMPP submit_sm, window ${smppServer.settings.window} over ${smppServer.settings.binds} transmitter bind(s)`,
+              ...(pick("smpp-server") ?? { note: "not run" }),
+            },
+          ]
+        : []),
     ];
     const report = renderReport({
       rows,
       prepaid: prepaid && { importSeconds: prepaid.importSeconds, rates: prepaid.rates, result: pick("prepaid")?.result },
+      smppServer: smppServer && { window: smppServer.settings.window, result: pick("smpp-server")?.result },
       kannel: k?.result,
       dispatch,
       dispatchRoutes,
@@ -704,6 +736,7 @@ const f2 = (n: number) => (Number.isFinite(n) ? n.toFixed(2) : "—");
 function renderReport(r: {
   rows: Row[];
   prepaid?: { importSeconds: number; rates: number; result?: LoadResult };
+  smppServer?: { window: number; result?: LoadResult };
   kannel?: LoadResult;
   dispatch?: DispatchRun;
   dispatchRoutes?: DispatchRun;
@@ -794,6 +827,16 @@ function renderReport(r: {
       );
     }
   }
+  if (r.smppServer?.result && rest) {
+    // Answers that stored a message per second: submit_sm_resp 0 against REST's 200s.
+    const stored = (x: LoadResult) => (x.requests - x.errors) / x.seconds;
+    const s = r.smppServer.result;
+    const ratio = stored(s) / stored(rest);
+    t.push(
+      `| SMPP submit_sm (window ${r.smppServer.window}) ≥ 1.0 × REST | ${f2(ratio)} × (${f0(stored(s))} against ${f0(stored(rest))} stored/s) | ${verdict(ratio >= 1, `${((1 - ratio) * 100).toFixed(0)} % below REST`)} |`,
+    );
+    t.push(`| SMPP submit_sm errors = 0 (refused, unanswered, or stored ≠ OK) | ${s.errors} | ${verdict(s.errors === 0, `${s.errors} errors`)} |`);
+  }
   if (grpc && rest) {
     const ratio = grpc.rps / rest.rps;
     t.push(`| gRPC ≥ REST | ${f2(ratio)} × REST | ${verdict(ratio >= 1, `${((1 - ratio) * 100).toFixed(0)} % below REST`)} |`);
@@ -836,7 +879,7 @@ function renderReport(r: {
       .map(([k, v]) => `${k}=${v}`)
       .join(
         ", ",
-      )} (see below); Kannel: bearerbox + smsbox + fakesmsc, store-type = spool, log level 2 (warning); each send is From ${SMS.from}, To ${SMS.to.replace(VARY, "NNNNN")} (random digits per request; gRPC: ${SMS.fixedTo}), Text "${SMS.text}"`,
+      )}${r.smppServer ? ", SMPP_SERVER_PORT set (its SMPP server on; the client binds from the bench process)" : ""} (see below); Kannel: bearerbox + smsbox + fakesmsc, store-type = spool, log level 2 (warning); each send is From ${SMS.from}, To ${SMS.to.replace(VARY, "NNNNN")} (random digits per request; gRPC: ${SMS.fixedTo}), Text "${SMS.text}"`,
   ].join("\n");
   const full = `${machine}\n\n${table}\n\n${targets}\n`;
   return { table, targets, full };
