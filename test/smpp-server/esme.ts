@@ -2,6 +2,9 @@ import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
 import { once } from "node:events";
 import { fileURLToPath } from "node:url";
 import { createInterface } from "node:readline";
+import type { FastifyInstance } from "fastify";
+import { expect } from "vitest";
+import { ADMIN_TOKEN } from "../support/harness.js";
 
 const SCRIPT = fileURLToPath(new URL("./esme.pl", import.meta.url));
 
@@ -81,4 +84,10 @@ export function ucs2Hex(text: string): string {
   const le = Buffer.from(text, "utf16le");
   le.swap16();
   return le.toString("hex");
+}
+
+/** Sets an account's SMPP credentials through the operator API (PUT …/Smpp), expecting 200. */
+export async function setSmppCredentials(app: FastifyInstance, accountSid: string, payload: Record<string, unknown>): Promise<void> {
+  const res = await app.inject({ method: "PUT", url: `/admin/v1/Accounts/${accountSid}/Smpp`, headers: { authorization: `Bearer ${ADMIN_TOKEN}` }, payload });
+  expect(res.statusCode, res.body).toBe(200);
 }

@@ -8,6 +8,7 @@ import { once } from "node:events";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ADMIN_TOKEN, createTenant, createTestApp, drainDeliveries, type Tenant, type TestApp } from "../support/harness.js";
 import { type KannelCustomer, startKannelCustomer } from "./kannel-customer.js";
+import { setSmppCredentials } from "./esme.js";
 
 let t: TestApp;
 let a: Tenant;
@@ -20,13 +21,7 @@ beforeAll(async () => {
   t = await createTestApp({ engine: true, config: { smppServer: { port: 0 }, host: "127.0.0.1" } });
   const port = (await t.app.smppServer!.listen()).port!;
   a = await createTenant(t.app);
-  const res = await t.app.inject({
-    method: "PUT",
-    url: `/admin/v1/Accounts/${a.accountSid}/Smpp`,
-    headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
-    payload: { SystemId: "kannel", Password: "pw1234", PropertySid: a.propertySid },
-  });
-  expect(res.statusCode).toBe(200);
+  await setSmppCredentials(t.app, a.accountSid, { SystemId: "kannel", Password: "pw1234", PropertySid: a.propertySid });
   dlrServer = createServer((req, reply) => {
     dlrs.push(new URL(req.url ?? "/", "http://x").searchParams);
     reply.end("ok");

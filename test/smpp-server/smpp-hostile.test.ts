@@ -10,7 +10,7 @@ import { once } from "node:events";
 import smpp from "smpp";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ADMIN_TOKEN, createTenant, createTestApp, type Tenant, type TestApp } from "../support/harness.js";
-import { gsmHex, startEsme, type TestEsme } from "./esme.js";
+import { gsmHex, setSmppCredentials, startEsme, type TestEsme } from "./esme.js";
 
 let t: TestApp;
 let port: number;
@@ -59,13 +59,7 @@ beforeAll(async () => {
   });
   port = (await t.app.smppServer!.listen()).port!;
   a = await createTenant(t.app);
-  const res = await t.app.inject({
-    method: "PUT",
-    url: `/admin/v1/Accounts/${a.accountSid}/Smpp`,
-    headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
-    payload: { SystemId: "acme", Password: "pw1234", PropertySid: a.propertySid, MaxBinds: 50 },
-  });
-  expect(res.statusCode).toBe(200);
+  await setSmppCredentials(t.app, a.accountSid, { SystemId: "acme", Password: "pw1234", PropertySid: a.propertySid, MaxBinds: 50 });
 });
 
 afterAll(async () => {
@@ -183,13 +177,7 @@ describe("limits", () => {
 describe("bind floods", () => {
   it("40 binds at once on two processes for an account with MaxBinds 3: exactly 3 succeed, the rest ESME_RBINDFAIL; another account still binds", async () => {
     const f = await createTenant(t.app);
-    const set = await t.app.inject({
-      method: "PUT",
-      url: `/admin/v1/Accounts/${f.accountSid}/Smpp`,
-      headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
-      payload: { SystemId: "flood", Password: "pw1234", PropertySid: f.propertySid, MaxBinds: 3 },
-    });
-    expect(set.statusCode).toBe(200);
+    await setSmppCredentials(t.app, f.accountSid, { SystemId: "flood", Password: "pw1234", PropertySid: f.propertySid, MaxBinds: 3 });
     const other = await createTestApp({ db: t.db, clock: t.clock, config: { smppServer: { port: 0 }, host: "127.0.0.1" } });
     try {
       const otherPort = (await other.app.smppServer!.listen()).port!;

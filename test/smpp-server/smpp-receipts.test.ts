@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ADMIN_TOKEN, createTenant, createTestApp, drainDeliveries, simulatorInbound, type Tenant, type TestApp } from "../support/harness.js";
 import { claimSmppOutbox } from "../../src/delivery/smpp-outbox-store.js";
 import { executeBound } from "../../src/db/bound-sql.js";
-import { gsmHex, startEsme, type TestEsme } from "./esme.js";
+import { gsmHex, setSmppCredentials, startEsme, type TestEsme } from "./esme.js";
 
 let t: TestApp;
 let port: number;
@@ -31,13 +31,7 @@ beforeAll(async () => {
   t = await createTestApp({ engine: true, config: { smppServer: { port: 0 }, host: "127.0.0.1" } });
   port = (await t.app.smppServer!.listen()).port!;
   a = await createTenant(t.app);
-  const res = await t.app.inject({
-    method: "PUT",
-    url: `/admin/v1/Accounts/${a.accountSid}/Smpp`,
-    headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
-    payload: { SystemId: "acme", Password: "pw1234", PropertySid: a.propertySid, DeliverReplies: true, MaxBinds: 50 },
-  });
-  expect(res.statusCode).toBe(200);
+  await setSmppCredentials(t.app, a.accountSid, { SystemId: "acme", Password: "pw1234", PropertySid: a.propertySid, DeliverReplies: true, MaxBinds: 50 });
 });
 
 afterAll(async () => {

@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ADMIN_TOKEN, admin, createTenant, createTestApp, type Tenant, type TestApp } from "../support/harness.js";
-import { gsmHex, startEsme, type TestEsme, ucs2Hex } from "./esme.js";
+import { gsmHex, setSmppCredentials, startEsme, type TestEsme, ucs2Hex } from "./esme.js";
 
 let t: TestApp;
 let port: number;
@@ -36,13 +36,7 @@ beforeAll(async () => {
   t = await createTestApp({ engine: true, config: { smppServer: { port: 0 }, host: "127.0.0.1" } });
   port = (await t.app.smppServer!.listen()).port!;
   a = await createTenant(t.app);
-  const res = await t.app.inject({
-    method: "PUT",
-    url: `/admin/v1/Accounts/${a.accountSid}/Smpp`,
-    headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
-    payload: { SystemId: "acme", Password: "pw1234", PropertySid: a.propertySid, MaxBinds: 100 },
-  });
-  expect(res.statusCode).toBe(200);
+  await setSmppCredentials(t.app, a.accountSid, { SystemId: "acme", Password: "pw1234", PropertySid: a.propertySid, MaxBinds: 100 });
 });
 
 afterAll(async () => {
@@ -78,13 +72,7 @@ describe("binds", () => {
 
   it("beyond MaxBinds (3) a bind is ESME_RBINDFAIL, and ListSmppBinds shows the open ones", async () => {
     const c = await createTenant(t.app);
-    const set = await t.app.inject({
-      method: "PUT",
-      url: `/admin/v1/Accounts/${c.accountSid}/Smpp`,
-      headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
-      payload: { SystemId: "three", Password: "pw1234", PropertySid: c.propertySid, MaxBinds: 3 },
-    });
-    expect(set.statusCode).toBe(200);
+    await setSmppCredentials(t.app, c.accountSid, { SystemId: "three", Password: "pw1234", PropertySid: c.propertySid, MaxBinds: 3 });
     const open = [await bound("transceiver", "three"), await bound("transmitter", "three"), await bound("receiver", "three")];
     const extra = await esme();
     extra.send("bind transceiver three pw1234");
