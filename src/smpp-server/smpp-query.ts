@@ -3,6 +3,7 @@
  * message_state TLV and `stat:` word.
  */
 import { smppAbsoluteTime } from "./smpp-time.js";
+import { SMPP_STATE_WORDS } from "../common/smpp-states.js";
 
 /** SMPP message_state values. */
 export const MESSAGE_STATE = { ENROUTE: 1, DELIVERED: 2, EXPIRED: 3, DELETED: 4, UNDELIVERABLE: 5, ACCEPTED: 6, UNKNOWN: 7, REJECTED: 8 } as const;
@@ -26,16 +27,7 @@ export function messageStateOf(status: string, errorCode: string): number {
 }
 
 /** The receipt text's `stat:` word of a message_state. */
-export const STAT_WORD: Record<number, string> = {
-  1: "ENROUTE",
-  2: "DELIVRD",
-  3: "EXPIRED",
-  4: "DELETED",
-  5: "UNDELIV",
-  6: "ACCEPTD",
-  7: "UNKNOWN",
-  8: "REJECTD",
-};
+export const STAT_WORD = SMPP_STATE_WORDS;
 
 /** The fields of a query_sm_resp for a message record. */
 export function queryAnswer(record: { messageSid?: string; status?: string; errorCode?: string; delivered?: bigint }): Record<string, unknown> {

@@ -2,6 +2,7 @@ import { SegmentedMessage } from "sms-segments-calculator";
 import smpp from "smpp";
 import { parsePhoneNumberFromString, type CountryCode } from "libphonenumber-js";
 import { textEncoding } from "../../common/sms-text.js";
+import { SMPP_STATE_WORDS } from "../../common/smpp-states.js";
 
 /** SMPP 3.4 command statuses this carrier acts on. */
 export const STATUS = {
@@ -90,17 +91,8 @@ export function parseReceiptText(text: string): ReceiptText | undefined {
   return { id: id[1]!, stat: stat[1]!.toUpperCase(), err: /(?:^|\s)err:(\S+)/i.exec(text)?.[1] ?? "" };
 }
 
-/** The message_state TLV's values (SMPP 3.4 5.3.2.35) by name, for the final ones. */
-const MESSAGE_STATES: Record<number, string> = {
-  1: "ENROUTE",
-  2: "DELIVRD",
-  3: "EXPIRED",
-  4: "DELETED",
-  5: "UNDELIV",
-  6: "ACCEPTD",
-  7: "UNKNOWN",
-  8: "REJECTD",
-};
+/** The message_state TLV's values (SMPP 3.4 5.3.2.35) by name. */
+const MESSAGE_STATES = SMPP_STATE_WORDS;
 
 /** What a receipt's state means: Delivered, Failed, or null while the message is still on its way. */
 export function receiptOutcome(stat: string | number): "Delivered" | "Failed" | null {
