@@ -3,7 +3,6 @@
  * docs/smpp-server.md#setup): a client binds and submits over TLS, the `smpp` package's client
  * checking the server's certificate; a plain-text client on the TLS port gets nothing.
  */
-import { execFileSync } from "node:child_process";
 import { mkdtempSync, readFileSync } from "node:fs";
 import { connect } from "node:net";
 import { once } from "node:events";
@@ -13,6 +12,7 @@ import smpp, { type PDU } from "smpp";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ADMIN_TOKEN, createTenant, createTestApp, type Tenant, type TestApp } from "../support/harness.js";
 import { loadConfig } from "../../src/config.js";
+import { selfSignedCert } from "../support/tls.js";
 
 let t: TestApp;
 let tlsPort: number;
@@ -21,27 +21,7 @@ let cert: string;
 
 beforeAll(async () => {
   const dir = mkdtempSync(join(tmpdir(), "sb-smpp-tls-"));
-  execFileSync(
-    "openssl",
-    [
-      "req",
-      "-x509",
-      "-newkey",
-      "rsa:2048",
-      "-nodes",
-      "-days",
-      "1",
-      "-subj",
-      "/CN=localhost",
-      "-addext",
-      "subjectAltName=DNS:localhost",
-      "-keyout",
-      join(dir, "key.pem"),
-      "-out",
-      join(dir, "cert.pem"),
-    ],
-    { stdio: "ignore" },
-  );
+  selfSignedCert(dir);
   cert = readFileSync(join(dir, "cert.pem"), "utf8");
   const smppServer = loadConfig({
     SMPP_SERVER_TLS_PORT: "0",

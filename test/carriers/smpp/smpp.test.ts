@@ -3,7 +3,7 @@
  * (test/carriers/smpp/smsc.pl), over TCP and through stunnel4 for smpps://. The delivery engine runs its
  * loops on the real clock; webhooks go to a real HTTP receiver.
  */
-import { execFileSync, spawn, type ChildProcess } from "node:child_process";
+import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -15,6 +15,7 @@ import { createSmppCarrier, type SmppCarrier } from "../../../src/carriers/smpp/
 import { ADMIN_TOKEN, type Tenant } from "../../support/harness.js";
 import { createTestOrm, type TestOrm } from "../../support/db.js";
 import { freePort } from "../../support/kannel.js";
+import { selfSignedCert } from "../../support/tls.js";
 import { acceptedSubmits, type SmscEvent, startSmsc, type TestSmsc } from "./smsc.js";
 import { gsmHex, SMPP_DEFAULTS, type SmppWorld, startSmppWorld, waitFor } from "./world.js";
 
@@ -313,27 +314,7 @@ describe("SMPP binds: bad credentials and smpps:// through stunnel4", { timeout:
     const smsc = await startSmsc();
     let stunnel: ChildProcess | undefined;
     try {
-      execFileSync(
-        "openssl",
-        [
-          "req",
-          "-x509",
-          "-newkey",
-          "rsa:2048",
-          "-nodes",
-          "-days",
-          "1",
-          "-subj",
-          "/CN=localhost",
-          "-addext",
-          "subjectAltName=DNS:localhost",
-          "-keyout",
-          join(dir, "key.pem"),
-          "-out",
-          join(dir, "cert.pem"),
-        ],
-        { stdio: "ignore" },
-      );
+      selfSignedCert(dir);
       const port = await freePort();
       writeFileSync(
         join(dir, "stunnel.conf"),
