@@ -30,7 +30,8 @@ import type { DestinationConfig, SenderIdMode } from "../config.js";
 import { type AccountLimitFields, type AdmitLimits, type Admitted, NOT_CHARGED } from "../limits/account-limits.js";
 import { insertMessages } from "./message-send-store.js";
 import { deleteServiceSend, insertServiceSend, type QueuedServiceSend, takeServiceSend } from "./service-send-outbox-store.js";
-import { DEFAULT_SENDER_ID_REGISTRATIONS, destinationChecked, NO_DESTINATION_LIMITS, NO_OPTIONS, type SendJudge, type SendOutcome } from "./send-pipeline.js";
+import { DEFAULT_SENDER_ID_REGISTRATIONS, destinationChecked, NO_DESTINATION_LIMITS, NO_OPTIONS } from "./send-defaults.js";
+import type { SendJudge, SendOutcome } from "./send-pipeline.js";
 import { goesOutLeased, senderIdCheck, type ValidSend } from "./send-rules.js";
 import { messageRow, type SendItem } from "./send-steps.js";
 

@@ -11,7 +11,8 @@ import type { Clock } from "../common/clock.js";
 import { textEncoding } from "../common/sms-text.js";
 import { claimSmppOutbox, deleteSmppOutboxRow, purgeSmppOutbox, releaseSmppOutboxRow, type SmppOutboxItem } from "../delivery/smpp-outbox-store.js";
 import { MESSAGE_STATE, messageStateOf, STAT_WORD } from "./smpp-query.js";
-import type { SmppLog, SmppSession } from "./smpp-session.js";
+import type { SmppSession } from "./smpp-session.js";
+import type { SmppLog } from "./smpp-session-settings.js";
 import { receiptDate } from "./smpp-time.js";
 
 /** How often the outbox is looked at while binds receive. */

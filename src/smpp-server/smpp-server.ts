@@ -16,7 +16,8 @@ import type { AuthFailureGuard } from "../accounts/auth-failures.js";
 import { closeSmppBind, heartbeatSmppBinds, openSmppBind, SMPP_BIND_HEARTBEAT_MS, SMPP_BIND_STALE_MS } from "../accounts/smpp-store.js";
 import type { Clock } from "../common/clock.js";
 import type { SmppServerConfig } from "../config.js";
-import { DEFAULT_WINDOW, SmppSession, type SmppLog } from "./smpp-session.js";
+import { SmppSession } from "./smpp-session.js";
+import { DEFAULT_WINDOW, type SmppLog } from "./smpp-session-settings.js";
 import { createSmppForwarder } from "./smpp-forwarder.js";
 
 /** Connections one server port takes at once (bound or not); more are refused by the kernel's backlog. */

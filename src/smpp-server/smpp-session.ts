@@ -22,7 +22,6 @@ import { addSmppReceiptRow } from "../delivery/smpp-outbox-store.js";
 import { PartJoiner } from "./part-joiner.js";
 import { checkBind } from "./smpp-bind.js";
 import {
-  type BindMode,
   type BindPdu,
   COMMAND,
   type CancelSmPdu,
@@ -41,23 +40,7 @@ import {
 import { commandStatusOf, sendRequestOf } from "./smpp-submit.js";
 import { decodeText, textPartOf } from "./smpp-text.js";
 import { queryAnswer } from "./smpp-query.js";
-
-/** The system_id the server answers binds with. */
-export const SERVER_SYSTEM_ID = "Switchboard";
-/** Requests a bind may have in flight (sent, not yet answered; held parts included). */
-export const DEFAULT_WINDOW = 100;
-/** A connection that has not bound within this long is closed. */
-export const BIND_TIMEOUT_MS = 30_000;
-/** How long a deliver_sm waits for its deliver_sm_resp (under the outbox's claim of 30 s). */
-export const DELIVER_TIMEOUT_MS = 20_000;
-/** How long a verified account is used before it is read again (as the API's account cache). */
-const ACCOUNT_TTL_MS = 2000;
-
-/** What a session logs with (pino's shape); never a password. */
-export interface SmppLog {
-  info(obj: object, msg: string): void;
-  warn(obj: object, msg: string): void;
-}
+import { ACCOUNT_TTL_MS, BIND_TIMEOUT_MS, type BoundAs, DELIVER_TIMEOUT_MS, SERVER_SYSTEM_ID, type SmppLog } from "./smpp-session-settings.js";
 
 /** The server's side of a session: the shared parts, and the bind table across processes. */
 export interface SessionDeps {
@@ -74,16 +57,6 @@ export interface SessionDeps {
   closeBind(session: SmppSession): void;
   /** Counts a submit_sm answered (each part of a long text counts), for /metrics. */
   onSubmitAnswered?(accountSid: string, accepted: boolean): void;
-}
-
-/** An open bind of the session. */
-export interface BoundAs {
-  bindId: string;
-  mode: BindMode;
-  accountSid: string;
-  systemId: string;
-  propertySid: string;
-  since: Date;
 }
 
 /** A request waiting for its answer: its sequence_number and its PDU. */

@@ -65,7 +65,8 @@ export async function startEsme(port: number): Promise<TestEsme> {
       });
     },
     async stop() {
-      if (proc.exitCode !== null) return;
+      // Exited already (a code, or a signal such as an earlier stop): "exit" will not come again.
+      if (proc.exitCode !== null || proc.signalCode !== null) return;
       proc.kill("SIGKILL");
       await once(proc, "exit");
     },

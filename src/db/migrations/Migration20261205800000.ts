@@ -32,10 +32,11 @@ select e.id as row_id, c.id, e.account_sid, 'Charge'::text as type, c.amount, c.
   }
 
   override down(): void {
+    // Schema only: a Charges row written meanwhile keeps its total (amount, balance_after) and loses
+    // its arrays; the old check is added NOT VALID so that such a row does not stop the way back.
     this.addSql(`drop view if exists balance_ledger`);
-    this.addSql(`delete from balance_entries where type = 'Charges'`);
     this.addSql(`alter table balance_entries drop constraint balance_entries_type_check`);
-    this.addSql(`alter table balance_entries add constraint balance_entries_type_check check (type in ('Charge', 'Refund', 'TopUp', 'Adjustment'))`);
+    this.addSql(`alter table balance_entries add constraint balance_entries_type_check check (type in ('Charge', 'Refund', 'TopUp', 'Adjustment')) not valid`);
     this.addSql(`alter table balance_entries drop column charge_ids, drop column charge_message_sids, drop column charge_amounts, drop column charge_balances`);
   }
 }
