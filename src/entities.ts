@@ -24,7 +24,7 @@ import { RateCardRow, RateImportRow, RateRow } from "./billing/rate-card.entity.
 import { AccountBalance, BalanceEntry } from "./billing/balance.entity.js";
 import { UsageDay, UsagePending, UsageRollup } from "./billing/usage.entity.js";
 import { SmppBind, SmppCredential } from "./accounts/smpp-credential.entity.js";
-import { SmppOutboxRow } from "./delivery/smpp-outbox.entity.js";
+import { SmppOutboxRow } from "./messaging/smpp-outbox.entity.js";
 
 /**
  * Every entity, listed explicitly (no folder discovery), in foreign-key order: one per table the

@@ -17,6 +17,13 @@ export const kEm = createContextKey<(() => EntityManager) | undefined>(undefined
  */
 export const kClientAddress = createContextKey<string | undefined>(undefined, { description: "client address" });
 
+/**
+ * A submit_sm's registered_delivery (1: a receipt on any final state, 2: only on failure), for a
+ * receipt to the account's SMPP binds; set by the SMPP server. Its outbox row is written in the
+ * transaction that stores the message (messaging/send-pipeline.ts).
+ */
+export const kSmppReceipt = createContextKey<1 | 2 | undefined>(undefined, { description: "SMPP receipt requested" });
+
 /** The client's Idempotency-Key header, if any; set by the edge. */
 export const kIdempotencyKey = createContextKey<string | undefined>(undefined, { description: "Idempotency-Key" });
 

@@ -13,7 +13,7 @@ import { NO_REPLY_EMAIL } from "../config.js";
 import { enqueueEmail } from "../mail/mail-outbox.js";
 import { enqueueWebhook } from "../webhooks/outbox.js";
 import { insertUnmatchedInbound } from "./unmatched-inbound-store.js";
-import { queueSmppReply } from "./smpp-outbox-store.js";
+import { queueSmppReply } from "../messaging/smpp-outbox-store.js";
 import { applyKeyword, applyKeywordToOwnedNumber, type KeywordOutcome } from "./inbound-keywords.js";
 
 /** The no-reply sender of forwarded e-mails; it lives with the mail sender rules (mail/mail-from.ts). */

@@ -22,7 +22,7 @@ import { recheckCredentials, wrongCredentials } from "../accounts/auth.js";
 import { findProperty } from "../accounts/account-store.js";
 import type { Property } from "../accounts/property.entity.js";
 import { unixSeconds } from "../common/clock.js";
-import { kIdempotencyKey, requestEm } from "../common/context.js";
+import { kIdempotencyKey, kSmppReceipt, requestEm } from "../common/context.js";
 import { kServerTiming } from "../common/server-timing.js";
 import { requireAccount } from "../accounts/account-context.js";
 import { fieldError, fieldErrors, notFound, apiError, toResponseStatus } from "../common/errors.js";
@@ -107,7 +107,11 @@ export function createMessagingService(deps: MessagingDeps): ServiceImpl<typeof 
 
   return {
     async sendMessage(req: SendMessageRequest, ctx: HandlerContext) {
-      return pipeline.send(requireAccount(ctx), req.propertySid, req, { idemKey: ctx.values.get(kIdempotencyKey), timing: ctx.values.get(kServerTiming) });
+      return pipeline.send(requireAccount(ctx), req.propertySid, req, {
+        idemKey: ctx.values.get(kIdempotencyKey),
+        timing: ctx.values.get(kServerTiming),
+        smppReceipt: ctx.values.get(kSmppReceipt),
+      });
     },
 
     async sendBatch(req: SendBatchRequest, ctx: HandlerContext): Promise<SendBatchResponse> {

@@ -37,21 +37,20 @@ import { goesOutLeased, segmentsOf, senderIdCheck, validateSend, type ValidSend 
 import {
   accessRefusal,
   addToBatch,
-  claimedRow,
   emptyBatch,
   factsSpec,
   IDEMPOTENCY_TTL_MS,
-  messageRow,
   recordFacts,
   ruleRefusal,
   SEND_RULES,
   type SendItem,
   sendOf,
   type SendRules,
-  sentMessage,
 } from "./send-steps.js";
+import { claimedRow, messageRow, sentMessage } from "./send-rows.js";
 import { type AcceptClaims, type MaybeClaimed, storeClaimed } from "./claim-at-accept.js";
 import { chargeJudged, refundUnleased } from "./send-charge.js";
+import { addSmppReceiptRows } from "./smpp-outbox-store.js";
 import type { SendCounters } from "./send-counters.js";
 
 /**
@@ -75,7 +74,7 @@ import type { SendCounters } from "./send-counters.js";
  *               recipient not ours, the recipient not opted out (steps 4, 5 and 8 are built from
  *               the rules' entries: each brings its fact's SQL and its lookup key)
  *  9. lease     a leased sender allocated (leases/lease-allocator.ts)
- * 10. store     the message, and its key, inserted; a send due now stored already claimed when
+ * 10. store     the message, its key and its SMPP receipt's outbox row inserted; a send due now stored already claimed when
  *               this process's dispatcher has room for it (claim-at-accept.ts, decided before the
  *               statement)
  * 11. dispatch  the messages stored claimed handed to the dispatcher; for the others due now, the
@@ -85,7 +84,7 @@ import type { SendCounters } from "./send-counters.js";
  * (service-sends.ts, after the reply's transaction), run the same steps: admit with the account's
  * own limits, validate (the destination permissions), then 4 to 11 in a transaction of their own.
  *
- * A send with no key, no leased sender and no reply to forward (most) has steps 4 to 10 in one
+ * A send with no key, no leased sender, no reply to forward and no SMPP receipt (most) has steps 4 to 10 in one
  * statement: the rules say, before it runs, which value each fact must have (send-steps.ts
  * addToBatch), and it stores the send where its facts are those values (a compare-and-set, the
  * guard against a change racing the send: the rules are judged once). A stored send is answered
@@ -139,7 +138,7 @@ export interface SendPipeline {
     account: SendItem["account"],
     propertySid: string,
     req: SendMessageRequest,
-    opts?: { idemKey?: string; admitted?: Admitted; timing?: ServerTiming },
+    opts?: { idemKey?: string; admitted?: Admitted; timing?: ServerTiming; smppReceipt?: 1 | 2 },
   ): Promise<MessagePb>;
   /**
    * A batch under one Idempotency-Key, in one transaction of its own: the key (claimed first),
@@ -222,6 +221,7 @@ export function createSendPipeline(deps: SendPipelineDeps): SendPipeline {
         // A malformed Sid cannot name a property: 404 without asking the database.
         if (!isSid(propertySid, "PR")) throw notFound("Property", propertySid);
         const item = validate(account, propertySid, req, deps.clock.now(), opts.idemKey);
+        if (opts.smppReceipt) item.smppReceipt = opts.smppReceipt;
         if (timing) {
           item.timing = timing;
           timing.mark("submitted");
@@ -280,9 +280,9 @@ export function createSendPipeline(deps: SendPipelineDeps): SendPipeline {
 const ok = <O>(value: O): ItemOutcome<O> => ({ ok: true, value });
 const fail = <O>(error: unknown): ItemOutcome<O> => ({ ok: false, error });
 
-/** Whether the facts statement stores the send itself: no key to settle, no lease to allocate, no refusal to keep. */
+/** Whether the facts statement stores the send itself: no key to settle, no lease to allocate, no refusal to keep, no SMPP receipt to record. */
 function storedByStatement(item: SendItem): boolean {
-  return item.idemKey === undefined && !item.leased && item.forward === undefined;
+  return item.idemKey === undefined && !item.leased && item.forward === undefined && item.smppReceipt === undefined;
 }
 
 /** Steps 4 to 10 for a batch gathered by step 3: one statement, or one transaction when some send needs more. */
@@ -377,6 +377,16 @@ export function sendJudge(rules: SendRules, counters?: SendCounters): SendJudge 
       });
       await insertMessages(tx, rows);
       await storeKeys(tx, items, toStore, outcomes);
+      // In the message's transaction: once the client has the MessageSid, its receipt is on record.
+      await addSmppReceiptRows(
+        tx,
+        toStore.flatMap((i) => {
+          const item = items[i];
+          return item.smppReceipt && outcomes[i].ok
+            ? [{ accountSid: item.account.sid, messageSid: item.sid, registeredDelivery: item.smppReceipt, now: item.now }]
+            : [];
+        }),
+      );
 
       if (counters) countLabelled(counters, items, facts, outcomes);
       for (const { index, first } of repeats) {

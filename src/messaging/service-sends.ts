@@ -33,7 +33,8 @@ import { deleteServiceSend, insertServiceSend, type QueuedServiceSend, takeServi
 import { DEFAULT_SENDER_ID_REGISTRATIONS, destinationChecked, NO_DESTINATION_LIMITS, NO_OPTIONS } from "./send-defaults.js";
 import type { SendJudge, SendOutcome } from "./send-pipeline.js";
 import { goesOutLeased, senderIdCheck, type ValidSend } from "./send-rules.js";
-import { messageRow, type SendItem } from "./send-steps.js";
+import { messageRow } from "./send-rows.js";
+import type { SendItem } from "./send-steps.js";
 
 /** What the service's sends need: the database, the admit step's limits (undefined: none) and the deployment's rules. */
 export interface ServiceSendDeps {

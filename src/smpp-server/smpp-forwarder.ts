@@ -9,7 +9,7 @@ import type { MikroORM } from "@mikro-orm/sql";
 import smpp from "smpp";
 import type { Clock } from "../common/clock.js";
 import { textEncoding } from "../common/sms-text.js";
-import { claimSmppOutbox, deleteSmppOutboxRow, purgeSmppOutbox, releaseSmppOutboxRow, type SmppOutboxItem } from "../delivery/smpp-outbox-store.js";
+import { claimSmppOutbox, deleteSmppOutboxRow, purgeSmppOutbox, releaseSmppOutboxRow, type SmppOutboxItem } from "../messaging/smpp-outbox-store.js";
 import { MESSAGE_STATE, messageStateOf, STAT_WORD } from "./smpp-query.js";
 import type { SmppSession } from "./smpp-session.js";
 import type { SmppLog } from "./smpp-session-settings.js";

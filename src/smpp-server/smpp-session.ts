@@ -16,9 +16,8 @@ import { readAccountFresh } from "../accounts/account-store.js";
 import type { AuthFailureGuard } from "../accounts/auth-failures.js";
 import type { SmppCredentialRecord } from "../accounts/smpp-store.js";
 import type { Clock } from "../common/clock.js";
-import { kClientAddress, kEm } from "../common/context.js";
+import { kClientAddress, kEm, kSmppReceipt } from "../common/context.js";
 import { apiError } from "../common/errors.js";
-import { addSmppReceiptRow } from "../delivery/smpp-outbox-store.js";
 import { PartJoiner } from "./part-joiner.js";
 import { checkBind } from "./smpp-bind.js";
 import {
@@ -329,18 +328,11 @@ export class SmppSession {
     try {
       const account = await this.boundAccount();
       const req = sendRequestOf(pdu, decodeText(bytes, pdu.dataCoding), this.bound!.propertySid, this.deps.clock.now());
-      const message = await this.deps.messaging.sendMessage(req, this.context(MessagingService.method.sendMessage, account));
+      const ctx = this.context(MessagingService.method.sendMessage, account);
+      // The receipt's outbox row is stored with the message: once the client has the MessageSid, its receipt is on record.
       const registered = pdu.registeredDelivery & 0x03;
-      if (registered === 1 || registered === 2) {
-        // Before the answer: once the client has the MessageSid, its receipt is on record. The
-        // message is stored either way; a failure here costs its receipt, not a duplicate send.
-        await addSmppReceiptRow(this.deps.orm.em.fork(), {
-          accountSid: account.sid,
-          messageSid: message.messageSid!,
-          registeredDelivery: registered,
-          now: this.deps.clock.now(),
-        }).catch((err: unknown) => this.deps.log.warn({ err, messageSid: message.messageSid }, "SMPP receipt not recorded"));
-      }
+      if (registered === 1 || registered === 2) ctx.values.set(kSmppReceipt, registered);
+      const message = await this.deps.messaging.sendMessage(req, ctx);
       this.done(waiters, "submit_sm_resp", 0, { message_id: message.messageSid });
     } catch (err) {
       this.done(waiters, "submit_sm_resp", commandStatusOf(err));

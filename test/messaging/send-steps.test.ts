@@ -10,12 +10,12 @@ import {
   addToBatch,
   emptyBatch,
   factsSpec,
-  messageRow,
   RULES,
   ruleRefusal,
   SEND_RULES,
   type SendItem,
 } from "../../src/messaging/send-steps.js";
+import { messageRow } from "../../src/messaging/send-rows.js";
 
 // The rules that need data, as pure functions of a send and its facts (the statement that reads
 // the facts and stores by them is tested in send.test.ts and test/db/).

@@ -6,7 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ADMIN_TOKEN, createTenant, createTestApp, drainDeliveries, simulatorInbound, type Tenant, type TestApp } from "../support/harness.js";
-import { claimSmppOutbox } from "../../src/delivery/smpp-outbox-store.js";
+import { claimSmppOutbox } from "../../src/messaging/smpp-outbox-store.js";
 import { executeBound } from "../../src/db/bound-sql.js";
 import { gsmHex, setSmppCredentials, startEsme, type TestEsme } from "./esme.js";
 
@@ -64,6 +64,26 @@ describe("receipts", () => {
     await expect.poll(outboxRows).toBe(0);
     e.send("unbind");
     await e.next("unbind_resp");
+  });
+
+  it("the receipt's row is stored in the message's transaction: when it cannot be written, the submit_sm is refused and no message is stored", async () => {
+    const em = t.db.orm.em.fork();
+    await em.execute(
+      `create function sb_test_refuse_receipt() returns trigger language plpgsql as $$ begin raise exception 'receipt refused by the test'; end $$`,
+    );
+    await em.execute(`create trigger sb_test_refuse_receipt before insert on smpp_outbox for each row execute function sb_test_refuse_receipt()`);
+    try {
+      const e = await bound(t.app, "transceiver");
+      e.send(`submit x1 src=${a.ownedNumber.slice(1)} dst=${TO} rd=1 sm=${gsmHex("no receipt, no message")}`);
+      expect((await e.next("submit_resp", (x) => x.f.tag === "x1")).f.status).toBe(String(0x08));
+      const stored = await executeBound<{ n: string | number }>(em, "select count(*) as n from messages where text = ?", ["no receipt, no message"]);
+      expect(Number(stored[0]!.n)).toBe(0);
+      e.send("unbind");
+      await e.next("unbind_resp");
+    } finally {
+      await em.execute(`drop trigger sb_test_refuse_receipt on smpp_outbox`);
+      await em.execute(`drop function sb_test_refuse_receipt()`);
+    }
   });
 
   it("registered_delivery 0 asks for none; a transmitter's receipt goes to the receiver bind beside it", async () => {

@@ -3,27 +3,36 @@
  * waiting for an account's SMPP receiver and transceiver binds, on whichever process holds them.
  */
 import type { EntityManager } from "@mikro-orm/sql";
-import { executeBound } from "../db/bound-sql.js";
+import { bindByName, executeBound } from "../db/bound-sql.js";
 
 /** How long receipts and replies wait for a bind, counted from their row: 72 hours. */
 export const SMPP_OUTBOX_KEEP_MS = 72 * 3600_000;
 /** How long a process's claim on a row lasts; a process killed with it leaves it to another after this. */
 export const SMPP_OUTBOX_CLAIM_MS = 30_000;
 
+/** A message sent by submit_sm that asked for a receipt (registered_delivery 1: on any final state; 2: only on failure). */
+export interface SmppReceiptRow {
+  accountSid: string;
+  messageSid: string;
+  registeredDelivery: number;
+  now: Date;
+}
+
+const RECEIPT_FIELDS = ["accountSid", "messageSid", "registeredDelivery", "now"] as const satisfies readonly (keyof SmppReceiptRow)[];
+
 /**
- * Records that a message sent by submit_sm asked for a receipt (registered_delivery 1: on any
- * final state; 2: only on failure). Due once the message is Delivered or Failed.
+ * Records the receipts these messages asked for, in the transaction that stores them (send-pipeline.ts):
+ * each is due once its message is Delivered or Failed (the claim reads the message).
  */
-export async function addSmppReceiptRow(
-  em: EntityManager,
-  row: { accountSid: string; messageSid: string; registeredDelivery: number; now: Date },
-): Promise<void> {
-  await executeBound(em, `insert into smpp_outbox (account_sid, message_sid, kind, registered_delivery, created_at) values (?, ?, 'Receipt', ?, ?)`, [
-    row.accountSid,
-    row.messageSid,
-    row.registeredDelivery,
-    row.now,
-  ]);
+export async function addSmppReceiptRows(em: EntityManager, rows: readonly SmppReceiptRow[]): Promise<void> {
+  if (rows.length === 0) return;
+  await executeBound(
+    em,
+    `insert into smpp_outbox (account_sid, message_sid, kind, registered_delivery, created_at)
+     select account_sid, message_sid, 'Receipt', registered_delivery, created_at
+       from unnest(?::text[], ?::text[], ?::smallint[], ?::timestamptz[]) as r(account_sid, message_sid, registered_delivery, created_at)`,
+    bindByName(RECEIPT_FIELDS, rows),
+  );
 }
 
 /**
