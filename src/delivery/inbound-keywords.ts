@@ -27,7 +27,7 @@ export interface KeywordSms {
   /** The number it texted (the answer's sender). */
   to: string;
   text: string;
-  /** The stored inbound message the answer replies to; null when it was not stored as a message (an SMS to an owned number). */
+  /** The stored inbound message the answer replies to; null when it was not stored as a message (an SMS to an owned number kept in unmatched_inbound). */
   inboundSid: string | null;
   now: Date;
 }
@@ -84,7 +84,7 @@ export async function applyKeyword(tx: EntityManager, sms: KeywordSms, log?: Log
 
 /**
  * A keyword texted to one of an account's own numbers (no lease: the SMS itself is kept apart, in
- * unmatched_inbound, as any SMS to an owned number). The answer is stored in the account's oldest
+ * unmatched_inbound, as any SMS to an owned number of an account without SMPP DeliverReplies). The answer is stored in the account's oldest
  * property; an account without a property gets the list change and no answer (logged).
  */
 export async function applyKeywordToOwnedNumber(

@@ -5,8 +5,11 @@ import { unixSeconds } from "../common/clock.js";
 import { canonicalE164 } from "../common/phone.js";
 import { newSid } from "../common/sid.js";
 import { storableText } from "../common/string-guard.js";
+import { findSmppCredentials } from "../accounts/smpp-store.js";
 import { findLiveLeaseMatch, wasEverLeased } from "../leases/lease-store.js";
 import { insertInboundMessage } from "../messaging/message-store.js";
+import { findNumber } from "../numbers/number-store.js";
+import { keywordOf } from "../optouts/keywords.js";
 import { answerKeyword, forwardReply, queueServiceSend, type ReplyForward, type ServiceSendDeps, type ServiceSendOutcome } from "../messaging/service-sends.js";
 import { textEncoding } from "../common/sms-text.js";
 import { NO_REPLY_EMAIL } from "../config.js";
@@ -96,9 +99,10 @@ export async function sendAfterCommit(deps: ServiceSendDeps, result: InboundResu
  * (from = the lease's recipient, to = the leased pool number) and, in the same transaction,
  * queues what the outbound message asked for: the Response webhook and a forwarded e-mail (through
  * the mail outbox); a forwarded SMS is written to the service sends' outbox and returned
- * (pendingForward) for sendAfterCommit. A reply that matches
- * no live lease (none, expired or released) belongs to no account: it is kept in
- * unmatched_inbound for the operator and not forwarded. A reply from one of the deployment's own
+ * (pendingForward) for sendAfterCommit. An SMS that matches
+ * no live lease (none, expired or released) is kept in unmatched_inbound for the operator and not
+ * forwarded, but one to an account's own number when that account chose SMPP for its replies, which
+ * is stored as its Received message for its binds (receiveForSmppBinds). A reply from one of the deployment's own
  * numbers is stored (and its Response webhook queued) but never forwarded, by SMS or e-mail:
  * whatever answers there is this service, and a forward could come back again without end.
  * A keyword (STOP, START, HELP) that reaches an account, as a reply to its lease or an SMS to one
@@ -116,6 +120,11 @@ export async function receiveInbound(em: EntityManager, received: InboundSms, no
   return em.transactional(async (tx) => {
     const lease = await findLiveLeaseMatch(tx, sms.to, sms.from, sms.at);
     if (!lease) {
+      const owned = await receiveForSmppBinds(tx, sms, now, fromNumber, opts.log);
+      if (owned) {
+        const answer = owned.keyword?.answer ? await queueServiceSend(tx, { answer: owned.keyword.answer }, now) : undefined;
+        return { messageSid: owned.sid, inReplyTo: "", ...(owned.keyword ? { keyword: owned.keyword } : {}), ...(answer ? { outbox: { answer } } : {}) };
+      }
       const reason = (await wasEverLeased(tx, sms.to, sms.from)) ? "LeaseEnded" : "NoLease";
       await insertUnmatchedInbound(tx, { sender: sms.from, recipient: sms.to, text: sms.text, receivedAt: sms.at, reason });
       // An SMS to one of an account's own numbers reaches that account: a keyword acts and is answered,
@@ -124,29 +133,7 @@ export async function receiveInbound(em: EntityManager, received: InboundSms, no
       const answer = keyword?.answer ? await queueServiceSend(tx, { answer: keyword.answer }, now) : undefined;
       return { messageSid: "", inReplyTo: "", ...(keyword ? { keyword } : {}), ...(answer ? { outbox: { answer } } : {}) };
     }
-    const sid = newSid("MG");
-    const { encoding, numSegments } = textEncoding(sms.text || " ");
-    await insertInboundMessage(tx, {
-      sid,
-      accountSid: lease.account_sid,
-      propertySid: lease.property_sid,
-      direction: "Receive",
-      status: "Received",
-      senderKind: "",
-      sender: sms.from,
-      recipient: sms.to,
-      text: sms.text,
-      encoding,
-      numSegments,
-      leaseSid: null,
-      inReplyTo: lease.message_sid,
-      sendAt: sms.at,
-      createdAt: now,
-      receivedAt: sms.at,
-      errorCode: "",
-    });
-    // For the account's SMPP binds as a deliver_sm, when it chose SMPP for its replies (in this transaction: never lost).
-    await queueSmppReply(tx, { accountSid: lease.account_sid, messageSid: sid, now });
+    const sid = await storeReceived(tx, sms, { accountSid: lease.account_sid, propertySid: lease.property_sid, inReplyTo: lease.message_sid }, now);
     // Not from one of our own numbers: whatever answers there is this service.
     const keyword = lease.recipient_ours
       ? undefined
@@ -232,4 +219,69 @@ export async function receiveInbound(em: EntityManager, received: InboundSms, no
       ...(outbox.forward || outbox.answer ? { outbox } : {}),
     };
   });
+}
+
+/**
+ * Stores an inbound SMS as a Received message of the account and queues it for the account's SMPP
+ * binds as a deliver_sm when it chose SMPP for its replies (in this transaction: never lost).
+ */
+async function storeReceived(
+  tx: EntityManager,
+  sms: InboundSms,
+  to: { accountSid: string; propertySid: string; inReplyTo: string | null },
+  now: Date,
+): Promise<string> {
+  const sid = newSid("MG");
+  const { encoding, numSegments } = textEncoding(sms.text || " ");
+  await insertInboundMessage(tx, {
+    sid,
+    accountSid: to.accountSid,
+    propertySid: to.propertySid,
+    direction: "Receive",
+    status: "Received",
+    senderKind: "",
+    sender: sms.from,
+    recipient: sms.to,
+    text: sms.text,
+    encoding,
+    numSegments,
+    leaseSid: null,
+    inReplyTo: to.inReplyTo,
+    sendAt: sms.at,
+    createdAt: now,
+    receivedAt: sms.at,
+    errorCode: "",
+  });
+  await queueSmppReply(tx, { accountSid: to.accountSid, messageSid: sid, now });
+  return sid;
+}
+
+/**
+ * An SMS to one of an account's own numbers, when the account chose SMPP for its replies (its
+ * credentials' DeliverReplies): it reaches that account, so it is stored as a Received message of
+ * the credentials' property (the one the binds send from, where their messages are read) and queued
+ * for the binds, not kept in unmatched_inbound. A keyword acts as it does on any owned number, and
+ * its answer, in the same property, replies to the stored message. Undefined, with nothing written:
+ * no account owns the number or it has no SMPP DeliverReplies, and the SMS stays unmatched.
+ */
+async function receiveForSmppBinds(
+  tx: EntityManager,
+  sms: InboundSms,
+  now: Date,
+  fromNumber: boolean,
+  log?: Logger,
+): Promise<{ sid: string; keyword?: KeywordOutcome } | undefined> {
+  const number = await findNumber(tx, sms.to);
+  if (!number?.accountSid) return undefined;
+  const credentials = await findSmppCredentials(tx, number.accountSid);
+  if (!credentials?.deliverReplies) return undefined;
+  const { accountSid, propertySid } = credentials;
+  const sid = await storeReceived(tx, sms, { accountSid, propertySid, inReplyTo: null }, now);
+  // An alphanumeric sender can be neither opted out nor answered; one of our own numbers: whatever
+  // answers there is this service (as for a leased reply).
+  const keyword =
+    fromNumber && keywordOf(sms.text) !== undefined && !(await findNumber(tx, sms.from))
+      ? await applyKeyword(tx, { accountSid, propertySid, from: sms.from, to: sms.to, text: sms.text, inboundSid: sid, now }, log)
+      : undefined;
+  return { sid, ...(keyword ? { keyword } : {}) };
 }

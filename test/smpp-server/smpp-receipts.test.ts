@@ -5,7 +5,7 @@
  * rows claimed by a process that died are delivered once the claim ends.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ADMIN_TOKEN, createTenant, createTestApp, drainDeliveries, simulatorInbound, type Tenant, type TestApp } from "../support/harness.js";
+import { admin, ADMIN_TOKEN, createTenant, createTestApp, drainDeliveries, simulatorInbound, type Tenant, type TestApp } from "../support/harness.js";
 import { claimSmppOutbox } from "../../src/messaging/smpp-outbox-store.js";
 import { executeBound } from "../../src/db/bound-sql.js";
 import { gsmHex, setSmppCredentials, startEsme, type TestEsme } from "./esme.js";
@@ -16,10 +16,10 @@ let a: Tenant;
 const esmes: TestEsme[] = [];
 const TO = "61412345678";
 
-async function bound(app: TestApp["app"], mode: string): Promise<TestEsme> {
+async function bound(app: TestApp["app"], mode: string, systemId = "acme"): Promise<TestEsme> {
   const e = await startEsme((app === t.app ? port : otherPort)!);
   esmes.push(e);
-  e.send(`bind ${mode} acme pw1234`);
+  e.send(`bind ${mode} ${systemId} pw1234`);
   expect((await e.next("bind_resp")).f.status).toBe("0");
   return e;
 }
@@ -51,6 +51,20 @@ async function outboxRows(): Promise<number> {
   const rows = await executeBound<{ n: string | number }>(t.db.orm.em.fork(), "select count(*) as n from smpp_outbox", []);
   return Number(rows[0]!.n);
 }
+
+/** What the database holds: statements the REST API has no view for. */
+function query<R extends object>(sql: string, params: unknown[]): Promise<R[]> {
+  return executeBound<R>(t.db.orm.em.fork(), sql, params);
+}
+
+/** A GET of the REST API as the tenant, expecting 200. */
+async function restGet(who: Tenant, url: string): Promise<any> {
+  const res = await t.app.inject({ method: "GET", url, headers: { authorization: who.auth } });
+  expect(res.statusCode, res.body).toBe(200);
+  return res.json();
+}
+
+const secondsOf = (d: Date) => Math.floor(d.getTime() / 1000);
 
 describe("receipts", () => {
   it("on a transceiver: deliver_sm with esm_class 0x04, the customary text, receipted_message_id and message_state; deleted once answered", async () => {
@@ -165,5 +179,151 @@ describe("replies", () => {
     await expect.poll(outboxRows).toBe(0);
     e.send("unbind");
     await e.next("unbind_resp");
+  });
+
+  describe("to the account's owned number", () => {
+    // An account whose SMPP credentials name its second property: what they receive is stored there,
+    // not in its first (oldest) one.
+    let b: Tenant;
+    let smppProperty: string;
+    const handset = "+61412345679";
+
+    beforeAll(async () => {
+      b = await createTenant(t.app);
+      smppProperty = (await admin(t.app, `/admin/v1/Accounts/${b.accountSid}/Properties`, { Name: "SMPP", SmsEnabled: true })).PropertySid;
+      await setSmppCredentials(t.app, b.accountSid, { SystemId: "bravo", Password: "pw1234", PropertySid: smppProperty, DeliverReplies: true });
+    });
+
+    /** The Received message as GET /v2/Messages/{MessageSid} answers it. */
+    function receivedRecord(sid: string, from: string, text: string, encoding: string, at: number): Record<string, unknown> {
+      return {
+        MessageSid: sid,
+        AccountSid: b.accountSid,
+        PropertySid: smppProperty,
+        From: from,
+        To: b.ownedNumber,
+        Text: text,
+        Direction: "Receive",
+        Status: "Received",
+        NumSegments: 1,
+        Encoding: encoding,
+        SmartEncoded: false,
+        Price: "",
+        PriceUnit: "AUD",
+        DeliveryReceipt: false,
+        Schedule: 0,
+        Created: at,
+        Submitted: 0,
+        Delivered: 0,
+        Received: at,
+        ErrorCode: "",
+        CarrierError: "",
+        Redacted: false,
+        Carrier: "",
+      };
+    }
+
+    it("arrives as an ordinary deliver_sm and is a Received message of the credentials' property, not unmatched", async () => {
+      const e = await bound(t.app, "transceiver", "bravo");
+      const at = secondsOf(t.clock.now());
+      const text = "Is the table for two still free at 8?";
+      const inbound = await simulatorInbound(t.app, handset, b.ownedNumber, text);
+      expect(inbound).toStrictEqual({ MessageSid: expect.stringMatching(/^MG[0-9A-Z]{30}$/), InReplyTo: "" });
+      const d = await e.next("deliver", (x) => x.f.esm === "0");
+      expect(d.f).toStrictEqual({
+        seq: d.f.seq,
+        esm: "0",
+        dc: "0",
+        src: handset.slice(1),
+        ston: "1",
+        dst: b.ownedNumber.slice(1),
+        sm: d.f.sm,
+        rmi: "",
+        state: "",
+      });
+      expect(Buffer.from(d.f.sm!, "hex").toString("latin1")).toBe(text);
+      await expect.poll(outboxRows).toBe(0);
+
+      expect(await restGet(b, `/v2/Messages/${inbound.MessageSid}`)).toStrictEqual(receivedRecord(inbound.MessageSid, handset, text, "GSM7", at));
+      expect((await restGet(b, `/v2/Properties/${smppProperty}/Messages?Direction=Receive`)).Messages.map((m: any) => m.MessageSid)).toStrictEqual([
+        inbound.MessageSid,
+      ]);
+      expect(await restGet(b, `/v2/Properties/${b.propertySid}/Messages`)).toStrictEqual({ Messages: [], TotalCount: 0 });
+      const stored = await query("select lease_sid, in_reply_to from messages where sid = ?", [inbound.MessageSid]);
+      expect(stored).toStrictEqual([{ lease_sid: null, in_reply_to: null }]);
+      expect(await query("select sender from unmatched_inbound where recipient = ?", [b.ownedNumber])).toStrictEqual([]);
+      e.send("unbind");
+      await e.next("unbind_resp");
+    });
+
+    it("with no bind open it waits in smpp_outbox and arrives when a receiver binds", async () => {
+      const text = "Still open? ☕";
+      const inbound = await simulatorInbound(t.app, handset, b.ownedNumber, text);
+      const waiting = () => query("select account_sid, message_sid, kind from smpp_outbox", []);
+      expect(await waiting()).toStrictEqual([{ account_sid: b.accountSid, message_sid: inbound.MessageSid, kind: "Reply" }]);
+      // The forwarder looks every second: no bind, so it stays.
+      await new Promise((r) => setTimeout(r, 1500));
+      expect(await waiting()).toHaveLength(1);
+      const rx = await bound(t.app, "receiver", "bravo");
+      const d = await rx.next("deliver", (x) => x.f.esm === "0");
+      expect(d.f).toMatchObject({ esm: "0", dc: "8", src: handset.slice(1), ston: "1", dst: b.ownedNumber.slice(1), rmi: "", state: "" });
+      const be = Buffer.from(d.f.sm!, "hex");
+      be.swap16();
+      expect(be.toString("utf16le")).toBe(text);
+      await expect.poll(outboxRows).toBe(0);
+      rx.send("unbind");
+      await rx.next("unbind_resp");
+    });
+
+    it("a STOP opts the handset out and is answered from the credentials' property in reply to the stored STOP", async () => {
+      const stopper = "+61412345680";
+      const e = await bound(t.app, "transceiver", "bravo");
+      const at = secondsOf(t.clock.now());
+      const inbound = await simulatorInbound(t.app, stopper, b.ownedNumber, "STOP");
+      expect(inbound.InReplyTo).toBe("");
+      const d = await e.next("deliver", (x) => x.f.esm === "0");
+      expect(d.f).toMatchObject({ src: stopper.slice(1), dst: b.ownedNumber.slice(1), dc: "0" });
+      expect(Buffer.from(d.f.sm!, "hex").toString("latin1")).toBe("STOP");
+      await expect.poll(outboxRows).toBe(0);
+      expect(await restGet(b, `/v2/Messages/${inbound.MessageSid}`)).toStrictEqual(receivedRecord(inbound.MessageSid, stopper, "STOP", "GSM7", at));
+      expect(await restGet(b, `/v2/Accounts/${b.accountSid}/OptOuts`)).toStrictEqual({
+        OptOuts: [{ Number: stopper, Source: "Keyword", Created: at }],
+        TotalCount: 1,
+      });
+      await drainDeliveries(t);
+      const answers = await query<{ sid: string }>(
+        "select sid, account_sid, property_sid, direction, status, sender, recipient, text, in_reply_to from messages where in_reply_to = ?",
+        [inbound.MessageSid],
+      );
+      expect(answers).toStrictEqual([
+        {
+          sid: expect.stringMatching(/^MG[0-9A-Z]{30}$/),
+          account_sid: b.accountSid,
+          property_sid: smppProperty,
+          direction: "Transmit",
+          status: "Delivered",
+          sender: b.ownedNumber,
+          recipient: stopper,
+          text: "You have been unsubscribed from Tenant and will get no more messages from it. Reply START to subscribe again.",
+          in_reply_to: inbound.MessageSid,
+        },
+      ]);
+      expect(await restGet(b, `/v2/Messages/${answers[0]!.sid}`)).toMatchObject({ PropertySid: smppProperty, Direction: "Transmit", To: stopper });
+      expect(await query("select sender from unmatched_inbound where recipient = ?", [b.ownedNumber])).toStrictEqual([]);
+      e.send("unbind");
+      await e.next("unbind_resp");
+    });
+
+    it("an account without DeliverReplies: kept in unmatched_inbound as before, no message and no outbox row", async () => {
+      const c = await createTenant(t.app);
+      await setSmppCredentials(t.app, c.accountSid, { SystemId: "charlie", Password: "pw1234", PropertySid: c.propertySid, DeliverReplies: false });
+      const inbound = await simulatorInbound(t.app, handset, c.ownedNumber, "Hello there");
+      expect(inbound).toStrictEqual({ MessageSid: "", InReplyTo: "" });
+      expect(await query("select sender, recipient, text, reason from unmatched_inbound where recipient = ?", [c.ownedNumber])).toStrictEqual([
+        { sender: handset, recipient: c.ownedNumber, text: "Hello there", reason: "NoLease" },
+      ]);
+      expect(await query("select sid from messages where account_sid = ?", [c.accountSid])).toStrictEqual([]);
+      expect(await query("select id from smpp_outbox where account_sid = ?", [c.accountSid])).toStrictEqual([]);
+    });
   });
 });
