@@ -26,8 +26,7 @@ alter table account_balances
   }
 
   override down(): void {
-    this.addSql(`delete from webhook_deliveries where message_sid is null`);
-    this.addSql(`alter table webhook_deliveries alter column message_sid set not null`);
+    // message_sid stays nullable: making it not null again would mean deleting the BalanceLow calls (data, not schema).
     this.addSql(`drop index if exists account_balances_low_balance_pending_idx`);
     this.addSql(`alter table account_balances drop column low_balance_state, drop column low_balance_balance, drop column low_balance_at`);
   }
