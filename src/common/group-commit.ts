@@ -29,6 +29,13 @@ export interface GroupCommitOptions<I, O> {
    * the next turn of the event loop). For work nobody waits on, such as delivery reports.
    */
   lingerMs?: number;
+  /**
+   * An item's exclusive key (undefined: none). Items with the same key never run in two batches
+   * at once: while a batch holds a key, its items wait for the next batch, which then takes them
+   * all. For items whose batches would queue on one row lock anyway (an account's balance): the
+   * second batch would wait for the first's commit while holding a connection, smaller.
+   */
+  exclusive?: (item: I) => string | undefined;
 }
 
 /** A group committer. */
@@ -87,8 +94,51 @@ export function createGroupCommit<I, O>(opts: GroupCommitOptions<I, O>): GroupCo
     batch.forEach((w, i) => settle(w, outcomes[i]));
   }
 
+  const exclusive = opts.exclusive;
+  /** The exclusive keys the running batches hold. */
+  const held = new Set<string>();
+
+  /**
+   * The next batch when items have exclusive keys, and the keys it holds: the waiting items, in
+   * order, whose key no running batch holds (up to maxBatch); the others stay queued, in order.
+   * Empty when every waiting item is held.
+   */
+  function takeFree(): { batch: Waiting<I, O>[]; keys: string[] } {
+    const batch: Waiting<I, O>[] = [];
+    const rest: Waiting<I, O>[] = [];
+    const keys = new Set<string>();
+    for (let i = head; i < queue.length; i++) {
+      const w = queue[i];
+      const key = batch.length < maxBatch ? exclusive!(w.item) : undefined;
+      if (batch.length < maxBatch && (key === undefined || !held.has(key))) {
+        batch.push(w);
+        if (key !== undefined) keys.add(key);
+      } else rest.push(w);
+    }
+    queue = rest;
+    head = 0;
+    for (const k of keys) held.add(k);
+    return { batch, keys: [...keys] };
+  }
+
+  function runExclusive(): void {
+    while (inFlight < maxInFlight && queue.length > head) {
+      const { batch, keys } = takeFree();
+      if (batch.length === 0) return;
+      inFlight++;
+      running += batch.length;
+      void runBatch(batch).finally(() => {
+        inFlight--;
+        running -= batch.length;
+        for (const k of keys) held.delete(k);
+        if (queue.length > head) schedule();
+      });
+    }
+  }
+
   function flush(): void {
     scheduled = false;
+    if (exclusive) return runExclusive();
     while (inFlight < maxInFlight && queue.length > head) {
       const end = Math.min(queue.length, head + maxBatch);
       const batch = head === 0 && end === queue.length ? queue : queue.slice(head, end);

@@ -167,6 +167,9 @@ export function createSendPipeline(deps: SendPipelineDeps): SendPipeline {
     return outcomes;
   };
   const gather = createGroupCommit<SendItem, SendOutcome>({
+    // A priced account's sends lock its balance row until their commit: its next batch would only
+    // wait for that commit, so its sends wait out of the statement and go together (a larger batch).
+    exclusive: (item) => ((item.account.rateCard ?? item.defaultRateCard) == null ? undefined : item.account.sid),
     run: (items) => {
       markBatch(items, "batch");
       return claims ? storeClaimed(claims, items, statement) : statement(items);

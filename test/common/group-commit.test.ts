@@ -42,6 +42,29 @@ describe("group commit", () => {
     expect(gc.pending()).toBe(0);
   });
 
+  it("never runs items of one exclusive key in two batches at once: they wait, in order, and go together in the next", async () => {
+    const c = controlled();
+    const gc = createGroupCommit({ run: c.run, maxBatch: 10, maxInFlight: 2, exclusive: (i: number) => (i % 2 === 0 ? "even" : undefined) });
+    const first = [0, 1, 2].map((i) => gc.submit(i));
+    await turn();
+    expect(c.batches).toEqual([[0, 1, 2]]);
+    const later = [4, 5, 6, 7].map((i) => gc.submit(i));
+    await turn();
+    // "even" is held by the running batch: only the items without a key go now.
+    expect(c.batches.slice(1)).toEqual([[5, 7]]);
+    expect(gc.pending()).toBe(7);
+    c.ends[1]();
+    await turn();
+    expect(c.batches).toHaveLength(2);
+    c.ends[0]();
+    await turn();
+    await turn();
+    expect(c.batches.slice(2)).toEqual([[4, 6]]);
+    c.ends[2]();
+    expect(await Promise.all([...first, ...later])).toEqual([0, 10, 20, 40, 50, 60, 70]);
+    expect(gc.pending()).toBe(0);
+  });
+
   it("keeps order and loses nothing when thousands wait (the queue is taken from its head)", async () => {
     const seen: number[] = [];
     const gc = createGroupCommit({
