@@ -21,6 +21,7 @@ import { createDeliveryEngine, type DeliveryEngine } from "../../src/delivery/en
 import { NO_REPLY_EMAIL } from "../../src/delivery/inbound.js";
 import { createTestOrm, type TestOrm } from "../support/db.js";
 import { ADMIN_TOKEN, addPoolNumbers, createTenant, type Tenant, simulatorInbound } from "../support/harness.js";
+import { receivedRecord } from "../support/records.js";
 
 const T0 = new Date("2026-11-22T12:00:00Z");
 const DAY = 86_400_000;
@@ -420,31 +421,18 @@ describe("a reply to a leased sender with every forward set", () => {
 
       // Stored in the tenant's property as a Received message.
       const rec = await record(r, inbound.MessageSid);
-      expect(rec).toStrictEqual({
-        MessageSid: inbound.MessageSid,
-        AccountSid: r.tenant.accountSid,
-        PropertySid: r.tenant.propertySid,
-        From: recipient,
-        To: out.From,
-        Text: text,
-        Direction: "Receive",
-        Status: "Received",
-        NumSegments: 1,
-        Encoding: variant.method ? "UCS2" : "GSM7",
-        SmartEncoded: false,
-        Price: "",
-        PriceUnit: "AUD",
-        DeliveryReceipt: false,
-        Schedule: 0,
-        Created: at,
-        Submitted: 0,
-        Delivered: 0,
-        Received: at,
-        ErrorCode: "",
-        CarrierError: "",
-        Redacted: false,
-        Carrier: "",
-      });
+      expect(rec).toStrictEqual(
+        receivedRecord({
+          sid: inbound.MessageSid,
+          accountSid: r.tenant.accountSid,
+          propertySid: r.tenant.propertySid,
+          from: recipient,
+          to: out.From,
+          text,
+          encoding: variant.method ? "UCS2" : "GSM7",
+          at,
+        }),
+      );
       const received = await listByDirection(r, "Receive");
       expect(received.Messages.filter((m) => m.From === recipient)).toStrictEqual([rec]);
 

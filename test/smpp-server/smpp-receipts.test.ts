@@ -9,6 +9,7 @@ import { admin, ADMIN_TOKEN, createTenant, createTestApp, drainDeliveries, simul
 import { claimSmppOutbox } from "../../src/messaging/smpp-outbox-store.js";
 import { executeBound } from "../../src/db/bound-sql.js";
 import { gsmHex, setSmppCredentials, startEsme, type TestEsme } from "./esme.js";
+import { receivedRecord } from "../support/records.js";
 
 let t: TestApp;
 let port: number;
@@ -195,33 +196,8 @@ describe("replies", () => {
     });
 
     /** The Received message as GET /v2/Messages/{MessageSid} answers it. */
-    function receivedRecord(sid: string, from: string, text: string, encoding: string, at: number): Record<string, unknown> {
-      return {
-        MessageSid: sid,
-        AccountSid: b.accountSid,
-        PropertySid: smppProperty,
-        From: from,
-        To: b.ownedNumber,
-        Text: text,
-        Direction: "Receive",
-        Status: "Received",
-        NumSegments: 1,
-        Encoding: encoding,
-        SmartEncoded: false,
-        Price: "",
-        PriceUnit: "AUD",
-        DeliveryReceipt: false,
-        Schedule: 0,
-        Created: at,
-        Submitted: 0,
-        Delivered: 0,
-        Received: at,
-        ErrorCode: "",
-        CarrierError: "",
-        Redacted: false,
-        Carrier: "",
-      };
-    }
+    const receivedRecordOf = (sid: string, from: string, text: string, encoding: string, at: number) =>
+      receivedRecord({ sid, accountSid: b.accountSid, propertySid: smppProperty, from, to: b.ownedNumber, text, encoding, at });
 
     it("arrives as an ordinary deliver_sm and is a Received message of the credentials' property, not unmatched", async () => {
       const e = await bound(t.app, "transceiver", "bravo");
@@ -244,7 +220,7 @@ describe("replies", () => {
       expect(Buffer.from(d.f.sm!, "hex").toString("latin1")).toBe(text);
       await expect.poll(outboxRows).toBe(0);
 
-      expect(await restGet(b, `/v2/Messages/${inbound.MessageSid}`)).toStrictEqual(receivedRecord(inbound.MessageSid, handset, text, "GSM7", at));
+      expect(await restGet(b, `/v2/Messages/${inbound.MessageSid}`)).toStrictEqual(receivedRecordOf(inbound.MessageSid, handset, text, "GSM7", at));
       expect((await restGet(b, `/v2/Properties/${smppProperty}/Messages?Direction=Receive`)).Messages.map((m: any) => m.MessageSid)).toStrictEqual([
         inbound.MessageSid,
       ]);
@@ -285,7 +261,7 @@ describe("replies", () => {
       expect(d.f).toMatchObject({ src: stopper.slice(1), dst: b.ownedNumber.slice(1), dc: "0" });
       expect(Buffer.from(d.f.sm!, "hex").toString("latin1")).toBe("STOP");
       await expect.poll(outboxRows).toBe(0);
-      expect(await restGet(b, `/v2/Messages/${inbound.MessageSid}`)).toStrictEqual(receivedRecord(inbound.MessageSid, stopper, "STOP", "GSM7", at));
+      expect(await restGet(b, `/v2/Messages/${inbound.MessageSid}`)).toStrictEqual(receivedRecordOf(inbound.MessageSid, stopper, "STOP", "GSM7", at));
       expect(await restGet(b, `/v2/Accounts/${b.accountSid}/OptOuts`)).toStrictEqual({
         OptOuts: [{ Number: stopper, Source: "Keyword", Created: at }],
         TotalCount: 1,
