@@ -202,9 +202,11 @@ describe(`the outbox's row is stored once (${dbKind()})`, () => {
       expect(forwards.map((f) => f.text).sort()).toEqual(["reply 0", "reply 1", "reply 2", "reply 3", "reply 4"]);
       for (const f of forwards) expect(f.error_code).toBe("");
       expect(await outboxRows()).toBe(0);
-      // The race happened: the sweep claimed every row, and each is reported by exactly one of the two.
+      // Each row is reported by exactly one of the two. The sweep claims every row still in the
+      // outbox when its claim runs: all five as a rule, fewer on a busy machine where some
+      // receiving-process sends stored theirs first (those never raced).
       const swept = lines.map((l) => JSON.parse(l) as { msg: string; status?: string }).filter((l) => l.msg.startsWith("service send"));
-      expect(swept).toHaveLength(5);
+      expect(swept.length).toBeLessThanOrEqual(5);
       const bySweep = swept.filter((l) => l.status !== undefined).length;
       expect(bySweep + replies.filter((r) => r.forward !== undefined).length).toBe(5);
       const more = await t.app.inject({
