@@ -98,63 +98,61 @@ export function createGroupCommit<I, O>(opts: GroupCommitOptions<I, O>): GroupCo
   /** The exclusive keys the running batches hold. */
   const held = new Set<string>();
 
+  /** The next batch from the head of the queue: up to maxBatch waiting items, in order. */
+  function takeHead(): Waiting<I, O>[] {
+    const end = Math.min(queue.length, head + maxBatch);
+    const batch = head === 0 && end === queue.length ? queue : queue.slice(head, end);
+    head = end;
+    if (head === queue.length) {
+      queue = [];
+      head = 0;
+    } else if (head >= 4096 && head * 2 >= queue.length) {
+      queue = queue.slice(head);
+      head = 0;
+    }
+    return batch;
+  }
+
   /**
-   * The next batch when items have exclusive keys, and the keys it holds: the waiting items, in
-   * order, whose key no running batch holds (up to maxBatch); the others stay queued, in order.
-   * Empty when every waiting item is held.
+   * The next batch while a running batch holds exclusive keys: the waiting items, in order, whose
+   * key no running batch holds (up to maxBatch); the others stay queued, in order. Empty when
+   * every waiting item is held.
    */
-  function takeFree(): { batch: Waiting<I, O>[]; keys: string[] } {
+  function takeFree(): Waiting<I, O>[] {
     const batch: Waiting<I, O>[] = [];
     const rest: Waiting<I, O>[] = [];
-    const keys = new Set<string>();
     for (let i = head; i < queue.length; i++) {
       const w = queue[i];
       const key = batch.length < maxBatch ? exclusive!(w.item) : undefined;
-      if (batch.length < maxBatch && (key === undefined || !held.has(key))) {
-        batch.push(w);
-        if (key !== undefined) keys.add(key);
-      } else rest.push(w);
+      if (batch.length < maxBatch && (key === undefined || !held.has(key))) batch.push(w);
+      else rest.push(w);
     }
     queue = rest;
     head = 0;
-    for (const k of keys) held.add(k);
-    return { batch, keys: [...keys] };
+    return batch;
   }
 
-  function runExclusive(): void {
+  function flush(): void {
+    scheduled = false;
     while (inFlight < maxInFlight && queue.length > head) {
-      const { batch, keys } = takeFree();
+      // Nothing held (the usual case): the head of the queue, as without exclusive keys.
+      const batch = exclusive && held.size > 0 ? takeFree() : takeHead();
       if (batch.length === 0) return;
+      const keys: string[] = [];
+      if (exclusive)
+        for (const w of batch) {
+          const key = exclusive(w.item);
+          if (key !== undefined && !held.has(key)) {
+            held.add(key);
+            keys.push(key);
+          }
+        }
       inFlight++;
       running += batch.length;
       void runBatch(batch).finally(() => {
         inFlight--;
         running -= batch.length;
         for (const k of keys) held.delete(k);
-        if (queue.length > head) schedule();
-      });
-    }
-  }
-
-  function flush(): void {
-    scheduled = false;
-    if (exclusive) return runExclusive();
-    while (inFlight < maxInFlight && queue.length > head) {
-      const end = Math.min(queue.length, head + maxBatch);
-      const batch = head === 0 && end === queue.length ? queue : queue.slice(head, end);
-      head = end;
-      if (head === queue.length) {
-        queue = [];
-        head = 0;
-      } else if (head >= 4096 && head * 2 >= queue.length) {
-        queue = queue.slice(head);
-        head = 0;
-      }
-      inFlight++;
-      running += batch.length;
-      void runBatch(batch).finally(() => {
-        inFlight--;
-        running -= batch.length;
         if (queue.length > head) schedule();
       });
     }
