@@ -47,7 +47,7 @@ const SUBMITTED = {
 };
 const FINAL = {
   name: "sb_apply_plain_final_states",
-  text: "select * from sb_apply_plain_final_states($1::text[], $2::text[], $3::timestamptz[], $4::text[], $5::text[])",
+  text: "select * from sb_apply_plain_final_states($1::text[], $2::text[], $3::timestamptz[], $4::text[], $5::text[], $6::text[], $7::timestamptz[], $8::text[])",
 };
 
 /** The loop counts to run, from BENCH_FLOOR_LOOPS (a comma-separated list; default 4, the fastest of 2 and 4). */
@@ -60,11 +60,12 @@ export function floorLoops(): number[] {
 }
 
 /**
- * BENCH_FLOOR_WRITES=2: the floor leaves out the submission record (claim, then final state): the
- * ceiling of a design that writes a message one time fewer while it is delivered. Default 3.
+ * The floor's writes per message: 2 (default), the claim, then the final state with the submission,
+ * as the service writes a message whose report comes within SUBMISSION_HOLD_MS; 3
+ * (BENCH_FLOOR_WRITES=3), the submission recorded between them, as with SUBMISSION_HOLD_MS=0.
  */
 export function floorWrites(): 2 | 3 {
-  return process.env.BENCH_FLOOR_WRITES === "2" ? 2 : 3;
+  return process.env.BENCH_FLOOR_WRITES === "3" ? 3 : 2;
 }
 
 /** Inserts `count` due rows as dispatchRun does and drains them with `loops` loops of the three statements. */
@@ -103,7 +104,17 @@ export async function dispatchFloor(t: BenchTarget, dbUrl: string, count: number
           const delivered = new Date();
           await c.query({
             ...FINAL,
-            values: [sids, sids.map(() => "Delivered"), sids.map(() => delivered), sids.map(() => ""), sids.map(() => "")].map(wireValue),
+            // Two writes: the submission goes with the final state, as the service's held submissions do.
+            values: [
+              sids,
+              sids.map(() => "Delivered"),
+              sids.map(() => delivered),
+              sids.map(() => ""),
+              sids.map(() => ""),
+              sids.map(() => (writes === 2 ? randomUUID() : null)),
+              sids.map(() => (writes === 2 ? at : null)),
+              sids.map(() => null),
+            ].map(wireValue),
           });
           done += claimed.length;
         }
@@ -136,6 +147,6 @@ export async function dispatchFloors(t: BenchTarget, dbUrl: string, count: numbe
 export function floorRows(runs: FloorRun[], dispatcherRate: number | undefined): string[] {
   return runs.map(
     (r) =>
-      `| Dispatcher floor: ${floorWrites() === 3 ? "the same three statements" : "claim and final state only (BENCH_FLOOR_WRITES=2)"}, no carrier (${r.loops} loops) | ${f0(r.rate)} msg/s | | | ${r.complete ? 0 : "not drained"} | | ${f0(r.nodeCpuUs)} µs/msg | ${f0(r.dbCpuUs)} µs/msg | ${r.seconds.toFixed(2)} s to drain ${f0(r.count)}, the service stopped${dispatcherRate ? `; the dispatcher ${(dispatcherRate / r.rate).toFixed(2)} × this` : ""} |`,
+      `| Dispatcher floor: ${floorWrites() === 3 ? "claim, submission, final state (BENCH_FLOOR_WRITES=3)" : "claim, then the final state with the submission"}, no carrier (${r.loops} loops) | ${f0(r.rate)} msg/s | | | ${r.complete ? 0 : "not drained"} | | ${f0(r.nodeCpuUs)} µs/msg | ${f0(r.dbCpuUs)} µs/msg | ${r.seconds.toFixed(2)} s to drain ${f0(r.count)}, the service stopped${dispatcherRate ? `; the dispatcher ${(dispatcherRate / r.rate).toFixed(2)} × this` : ""} |`,
   );
 }

@@ -30,7 +30,8 @@ const sidArray = (from: number, to: number) =>
   `'{${Array.from({ length: to - from + 1 }, (_, i) => `MG${String(from + i).padStart(30, "0")}`).join(",")}}'::text[]`;
 const repeated = (v: string, type: string) => `'{${Array.from({ length: 100 }, () => v).join(",")}}'::${type}[]`;
 const accounts = `'{${Array.from({ length: 20 }, (_, i) => `AC${String(i + 1).padStart(30, "0")}`).join(",")}}'::text[]`;
-const FINAL = `${sidArray(294001, 294100)}, ${repeated("Delivered", "text")}, ${repeated("2026-11-25T10:00:00Z", "timestamptz")}, ${repeated('""', "text")}, ${repeated('""', "text")}`;
+const FINAL = `${sidArray(294001, 294100)}, ${repeated("Delivered", "text")}, ${repeated("2026-11-25T10:00:00Z", "timestamptz")}, ${repeated('""', "text")}, ${repeated('""', "text")}, ${repeated("r1", "text")}, ${repeated("2026-11-25T10:00:00Z", "timestamptz")}, ${repeated("default", "text")}`;
+const FINAL_TYPES = "text[], text[], timestamptz[], text[], text[], text[], timestamptz[], text[]";
 const FUNCTIONS: [string, string, string][] = [
   ["sb_claim_due", "timestamptz, timestamptz, integer, boolean", "now() + interval '1 minute', now(), 500, false"],
   ["sb_claim_fair", "timestamptz, text[], timestamptz, integer, boolean", `now() + interval '1 minute', ${accounts}, now(), 25, false`],
@@ -40,8 +41,8 @@ const FUNCTIONS: [string, string, string][] = [
     "text[], text[], timestamptz[], text[]",
     `${sidArray(296001, 296100)}, ${repeated("r1", "text")}, ${repeated("2026-11-25T10:00:00Z", "timestamptz")}, ${repeated("default", "text")}`,
   ],
-  ["sb_apply_final_states", "text[], text[], timestamptz[], text[], text[]", FINAL],
-  ["sb_apply_plain_final_states", "text[], text[], timestamptz[], text[], text[]", FINAL],
+  ["sb_apply_final_states", FINAL_TYPES, FINAL],
+  ["sb_apply_plain_final_states", FINAL_TYPES, FINAL],
 ];
 
 const server = process.env.DATABASE_URL ?? "";

@@ -10,6 +10,7 @@ import {
   DEFAULT_NO_ALPHA_COUNTRIES,
   DEFAULT_SEND_RATE_LIMIT,
   DEFAULT_SENDER_ID_REGISTRATION,
+  DEFAULT_SUBMISSION_HOLD_MS,
   type SenderIdMode,
   type Values,
   type Variable,
@@ -25,6 +26,7 @@ export {
   DEFAULT_NO_ALPHA_COUNTRIES,
   DEFAULT_SEND_RATE_LIMIT,
   DEFAULT_SENDER_ID_REGISTRATION,
+  DEFAULT_SUBMISSION_HOLD_MS,
   isKnownCountry,
   type SenderIdMode,
   WEBHOOK_CONCURRENCY,
@@ -193,6 +195,8 @@ export interface Config {
   smppServer?: SmppServerConfig;
   /** How long a dispatcher's claim on a message lasts; a crashed dispatcher's claims expire after it, ms. */
   dispatchClaimMs: number;
+  /** How long a submission the carrier accepted waits for its report, to be written with the final state, ms (SUBMISSION_HOLD_MS; 0: at once). */
+  submissionHoldMs: number;
   /** DELIVERY: "on" runs the delivery engine's loops beside the API; "off" leaves them to `npm run worker` processes. */
   delivery: "on" | "off";
   /** How long after its submission a message without a delivery report gets ErrorCode ReceiptTimeout, ms (RECEIPT_TIMEOUT_HOURS). */
@@ -452,6 +456,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
         ? undefined
         : { port: v.SMPP_SERVER_PORT, tlsPort: v.SMPP_SERVER_TLS_PORT, tlsCertFile: v.SMPP_SERVER_TLS_CERT, tlsKeyFile: v.SMPP_SERVER_TLS_KEY },
     dispatchClaimMs: v.DISPATCH_CLAIM_SECONDS,
+    submissionHoldMs: v.SUBMISSION_HOLD_MS,
     delivery: v.DELIVERY,
     receiptTimeoutMs: v.RECEIPT_TIMEOUT_HOURS,
     retention: {

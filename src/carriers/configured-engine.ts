@@ -57,6 +57,7 @@ export async function createConfiguredEngine(
     sendCounters,
     dispatcher: {
       claimMs: config.dispatchClaimMs,
+      submissionHoldMs: config.submissionHoldMs,
       shared,
       onPaced: counters ? (sid, throttled, timedOut) => counters.paced(sid, throttled, timedOut) : undefined,
     },

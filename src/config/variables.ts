@@ -51,6 +51,8 @@ export const WEBHOOK_CONCURRENCY_PER_HOST = 4;
 export const WEBHOOK_CONCURRENCY_PER_ACCOUNT = 16;
 /** Default sustained send rate, segments per second per account (SEND_RATE_LIMIT). */
 export const DEFAULT_SEND_RATE_LIMIT = 50;
+/** SUBMISSION_HOLD_MS's default (the test harness's engine too). */
+export const DEFAULT_SUBMISSION_HOLD_MS = 1000;
 /** The domain of the no-reply address, the only one a ForwardFromEmail may use by default. */
 export const DEFAULT_MAIL_FROM_DOMAINS: readonly string[] = ["switchboard.invalid"];
 /** Countries whose operators do not take alphanumeric sender IDs by default. */
@@ -203,6 +205,11 @@ export const VARIABLES = {
     duration(60, 1, "seconds"),
     "service",
     "how long a dispatcher's claim on a message lasts; a crashed dispatcher's messages are taken again after it. Keep it above the carrier's 10 s submit timeout",
+  ),
+  SUBMISSION_HOLD_MS: v(
+    whole(DEFAULT_SUBMISSION_HOLD_MS, 0),
+    "service",
+    "how long a submission the carrier accepted waits in memory for the carrier's report, so that the message's final state and its submission are written by one statement (two writes per delivered message instead of three); what no report settles in time is written alone. A crash within this time after the hand-over may send such a message again, as a crash between the carrier's answer and its record always could (see [Reliability](reliability.md#submissions-held-for-their-report)). `0`: each round's submissions are written at once",
   ),
   DELIVERY: v(
     oneOf(["on", "off"], "on"),

@@ -42,6 +42,7 @@ import { Migration20261205710000 } from "./migrations/Migration20261205710000.js
 import { Migration20261205800000 } from "./migrations/Migration20261205800000.js";
 import { Migration20261206000000 } from "./migrations/Migration20261206000000.js";
 import { Migration20261206010000 } from "./migrations/Migration20261206010000.js";
+import { Migration20261206020000 } from "./migrations/Migration20261206020000.js";
 import { applyRepeatableSql } from "./repeatable-sql.js";
 import { DEFAULT_POOL_MAX, databaseKind } from "../config.js";
 
@@ -86,6 +87,7 @@ export const migrations = [
   { name: "Migration20261205800000", class: Migration20261205800000 },
   { name: "Migration20261206000000", class: Migration20261206000000 },
   { name: "Migration20261206010000", class: Migration20261206010000 },
+  { name: "Migration20261206020000", class: Migration20261206020000 },
 ];
 
 /** Options of createOrm. */

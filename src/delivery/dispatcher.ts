@@ -15,6 +15,7 @@ import {
   scheduleRetry,
 } from "../messaging/message-store.js";
 import { createHandOff } from "./hand-off.js";
+import { createHeldSubmissions, type HeldSubmissions } from "./held-submissions.js";
 import type { AcceptClaims } from "../messaging/claim-at-accept.js";
 import { recordSegments } from "./segment-store.js";
 import type { SharedAllowance } from "../limits/shared-allowance.js";
@@ -62,6 +63,12 @@ export interface DispatcherOptions {
    * AllowedCountries at dispatch (issue 41); absent: the accounts' AllowedCountries only.
    */
   destinations?: DestinationConfig;
+  /**
+   * How long a submission the carrier accepted waits for the carrier's report, to be written with
+   * the final state by one statement, ms (default 0: written at once; the service's SUBMISSION_HOLD_MS). Not for a carrier
+   * that reports per segment: its segments' ids are written at once (delivery/held-submissions.ts).
+   */
+  submissionHoldMs?: number;
 }
 
 /** Hands due messages to the carrier; any number of dispatchers may share one database. */
@@ -85,6 +92,8 @@ export interface Dispatcher {
    * after the last round.
    */
   releaseHandOff(): Promise<number>;
+  /** The submissions waiting for their reports (the engine writes them with the final states). */
+  readonly held: HeldSubmissions;
 }
 
 /** Delay before retry n (1-based) of a temporary carrier error: 1 s doubling to at most 5 min. */
@@ -409,8 +418,11 @@ export function createDispatcher(opts: DispatcherOptions): Dispatcher {
     room: () => (databasePending() ? 0 : roundLimit()),
     onRows: () => opts.onHandOff?.(),
   });
+  const submissionHoldMs = opts.submissionHoldMs ?? 0;
+  const heldSubmissions = createHeldSubmissions({ holdMs: submissionHoldMs, record: recordSubmitted, log: opts.log });
 
   return {
+    held: heldSubmissions,
     backlogged: () => backlog || handOffFull,
     claims: handOff,
     queued() {
@@ -488,7 +500,12 @@ export function createDispatcher(opts: DispatcherOptions): Dispatcher {
         // What the carrier looks up for the whole round (the router's LeastCost costs: one statement).
         await opts.carrier.prepare?.(sms, now);
         const outcomes = await Promise.allSettled(round.map((r, j) => submitOne(r, sms[j])));
-        await recordSubmitted(outcomes.flatMap((o) => (o.status === "fulfilled" && o.value ? [o.value] : [])));
+        const accepted = outcomes.flatMap((o) => (o.status === "fulfilled" && o.value ? [o.value] : []));
+        // Written with their final states when the reports come within the hold; a carrier that
+        // reports per segment matches its receipts by the segments' ids, which are written at once.
+        const later = submissionHoldMs > 0 ? accepted.filter((d) => !d.segmentIds?.length) : [];
+        heldSubmissions.hold(later);
+        await recordSubmitted(later.length === 0 ? accepted : accepted.filter((d) => d.segmentIds?.length));
         const failed = outcomes.find((o) => o.status === "rejected");
         if (failed) throw failed.reason;
       }

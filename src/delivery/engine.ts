@@ -42,7 +42,7 @@ export interface DeliveryEngineOptions {
   log?: Logger;
   /** Poll interval when idle, ms (default 250). */
   pollMs?: number;
-  dispatcher?: Partial<Pick<DispatcherOptions, "batchSize" | "claimMs" | "retryWindowMs" | "shared" | "onPaced" | "databasePollMs">> & {
+  dispatcher?: Partial<Pick<DispatcherOptions, "batchSize" | "claimMs" | "retryWindowMs" | "shared" | "onPaced" | "databasePollMs" | "submissionHoldMs">> & {
     /**
      * Dispatcher loops run side by side (default 2): while one waits for the database, the other
      * claims or records. Claims never overlap (SKIP LOCKED and the claim deadline), as across processes.
@@ -204,8 +204,17 @@ export function createDeliveryEngine(opts: DeliveryEngineOptions): DeliveryEngin
   const reports = createGroupCommit({
     // Nobody waits on a report: 10 ms gathers the reports of a busy carrier into larger batches.
     lingerMs: 10,
-    run: (items: Parameters<typeof applyReportBatch>[1]) =>
-      applyReportBatch(opts.orm.em.fork(), items).then((outcomes) => outcomes.map((o) => ({ ok: true as const, value: o.webhook }))),
+    run: async (items: Parameters<typeof applyReportBatch>[1]) => {
+      // A submission still held for its report is written with the final state (two writes per
+      // delivered message); one whose report changed nothing stays held and is written alone.
+      const reported = items.map((r) => {
+        const held = dispatcher.held.get(r.messageSid);
+        return held ? { ...r, held } : r;
+      });
+      const outcomes = await applyReportBatch(opts.orm.em.fork(), reported);
+      dispatcher.held.settled(reported.flatMap((r, i) => (r.held && outcomes[i].changed ? [r.messageSid] : [])));
+      return outcomes.map((o) => ({ ok: true as const, value: o.webhook }));
+    },
   });
   // The carrier's Submitted reports (Kannel's type 8/4) likewise; a sid repeated in one batch is
   // recorded once (the first), as if the reports had come one after the other.
@@ -349,6 +358,8 @@ export function createDeliveryEngine(opts: DeliveryEngineOptions): DeliveryEngin
       // After the last round: what waits in the hand-off goes back to the queue, for a restart or
       // another process to send at once (a failure here leaves the claims to expire).
       await dispatcher.releaseHandOff().catch((err) => opts.log?.warn({ err }, "could not give back the hand-off's claims: they expire after the claim time"));
+      // The submissions still waiting for their reports are written before the carrier stops.
+      await dispatcher.held.flush();
       // Webhook calls already started finish (each within its timeout) and are recorded.
       await webhooks.drain();
       loops = [];

@@ -5,8 +5,11 @@ import { enqueueDeliveryReceipt } from "../webhooks/outbox.js";
 import { releaseUnsubmittedLeases } from "../leases/lease-store.js";
 import { refundMessages } from "../billing/balance-store.js";
 
-/** A final report (Delivered or Failed) and when the service heard it. */
-type Report = Omit<DeliveryReport, "status"> & { status: "Delivered" | "Failed"; now: Date };
+/**
+ * A final report (Delivered or Failed) and when the service heard it; with the submission the
+ * dispatcher held for it (held-submissions.ts), written with the final state.
+ */
+type Report = Omit<DeliveryReport, "status"> & { status: "Delivered" | "Failed"; now: Date; held?: Submission };
 
 /**
  * Moves a message to its final state (Delivered or Failed) and, when the client asked for a
@@ -122,6 +125,9 @@ function finalState(r: Report): FinalState {
     deliveredAt: r.status === "Delivered" ? r.at : null,
     errorCode: r.errorCode,
     carrierError: r.carrierError ?? "",
+    submittedAt: r.held?.at ?? null,
+    carrierRef: r.held?.carrierRef ?? null,
+    carrier: r.held?.carrier ?? null,
   };
 }
 

@@ -285,6 +285,14 @@ export interface FinalState {
   deliveredAt: Date | null;
   errorCode: string;
   carrierError: string;
+  /**
+   * The submission the dispatcher held until this report (delivery/held-submissions.ts), recorded
+   * with the final state unless one is recorded already: when the carrier took it, its reference and
+   * its name. Null: none held (recorded by sb_record_submissions, or never submitted).
+   */
+  submittedAt: Date | null;
+  carrierRef: string | null;
+  carrier: string | null;
 }
 
 /**
@@ -295,14 +303,23 @@ export interface FinalState {
 export function updateFinalStates(tx: Em, states: FinalState[]): Promise<FinalRow[]> {
   return executeBound<FinalRow>(
     tx,
-    "select * from sb_apply_final_states(?::text[], ?::text[], ?::timestamptz[], ?::text[], ?::text[])",
+    "select * from sb_apply_final_states(?::text[], ?::text[], ?::timestamptz[], ?::text[], ?::text[], ?::text[], ?::timestamptz[], ?::text[])",
     finalStateColumns(states),
     "sb_apply_final_states",
   );
 }
 
-/** The final-state functions' parameters, by FinalState field, in their order (sid, status, delivered_at, error_code, carrier_error). */
-const FINAL_STATE_PARAMS = ["messageSid", "status", "deliveredAt", "errorCode", "carrierError"] as const satisfies readonly (keyof FinalState)[];
+/** The final-state functions' parameters, by FinalState field, in their order. */
+const FINAL_STATE_PARAMS = [
+  "messageSid",
+  "status",
+  "deliveredAt",
+  "errorCode",
+  "carrierError",
+  "carrierRef",
+  "submittedAt",
+  "carrier",
+] as const satisfies readonly (keyof FinalState)[];
 
 /** A batch of final states as the final-state functions take them: one array per parameter. */
 const finalStateColumns = (states: FinalState[]) => bindByName<FinalState>(FINAL_STATE_PARAMS, states);
@@ -322,7 +339,7 @@ export interface PlainFinalRow {
 export function updatePlainFinalStates(em: Em, states: FinalState[]): Promise<PlainFinalRow[]> {
   return executeBound<PlainFinalRow>(
     em,
-    "select * from sb_apply_plain_final_states(?::text[], ?::text[], ?::timestamptz[], ?::text[], ?::text[])",
+    "select * from sb_apply_plain_final_states(?::text[], ?::text[], ?::timestamptz[], ?::text[], ?::text[], ?::text[], ?::timestamptz[], ?::text[])",
     finalStateColumns(states),
     "sb_apply_plain_final_states",
   );

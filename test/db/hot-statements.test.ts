@@ -138,12 +138,16 @@ describe(`hot statements (${dbKind()})`, () => {
     });
   }
 
-  const FINAL_ARGS = "array['MG1', 'MG2'], array['Delivered', 'Failed'], array[now(), now()], array['', 'CarrierFailed'], array['', 'x']";
-  for (const [name, types, args] of [
+  // The final states with the submissions held for their reports (carrier reference, time, carrier).
+  const FINAL_TYPES = "text[], text[], timestamptz[], text[], text[], text[], timestamptz[], text[]";
+  const FINAL_ARGS =
+    "array['MG1', 'MG2'], array['Delivered', 'Failed'], array[now(), now()], array['', 'CarrierFailed'], array['', 'x'], array['r1', 'r2'], array[now(), now()], array['A', 'B']";
+  const SUBMITTING: [string, string, string][] = [
     ["sb_record_submissions", "text[], text[], timestamptz[], text[]", "array['MG1', 'MG2'], array['r1', 'r2'], array[now(), now()], array['A', 'B']"],
-    ["sb_apply_final_states", "text[], text[], timestamptz[], text[], text[]", FINAL_ARGS],
-    ["sb_apply_plain_final_states", "text[], text[], timestamptz[], text[], text[]", FINAL_ARGS],
-  ]) {
+    ["sb_apply_final_states", FINAL_TYPES, FINAL_ARGS],
+    ["sb_apply_plain_final_states", FINAL_TYPES, FINAL_ARGS],
+  ];
+  for (const [name, types, args] of SUBMITTING) {
     it(`${name} reaches each message by its key: one primary-key probe per Sid, no sequential scan, no hash join`, async () => {
       const nodes = await functionPlan(name, types, args);
       expect(new Set(messageScans(nodes).map((s) => s.join(" ")))).toEqual(new Set(["Index Scan messages_pkey"]));
@@ -151,15 +155,13 @@ describe(`hot statements (${dbKind()})`, () => {
     });
   }
 
-  it("sb_record_submissions finds each carrier's CostCard by carriers_name_key and its rate through rates_pkey (issue 43)", async () => {
-    const nodes = await functionPlan(
-      "sb_record_submissions",
-      "text[], text[], timestamptz[], text[]",
-      "array['MG1', 'MG2'], array['r1', 'r2'], array[now(), now()], array['A', 'B']",
-    );
-    const scans = nodes.filter((n) => n["Relation Name"] === "carriers" || n["Relation Name"] === "rates").map((n) => `${n["Node Type"]} ${n["Index Name"]}`);
-    expect(new Set(scans)).toEqual(new Set(["Index Scan carriers_name_key", "Index Scan rates_pkey"]));
-  });
+  for (const [name, types, args] of SUBMITTING) {
+    it(`${name} finds each carrier's CostCard by carriers_name_key and its rate through rates_pkey (issues 43, 46)`, async () => {
+      const nodes = await functionPlan(name, types, args);
+      const scans = nodes.filter((n) => n["Relation Name"] === "carriers" || n["Relation Name"] === "rates").map((n) => `${n["Node Type"]} ${n["Index Name"]}`);
+      expect(new Set(scans)).toEqual(new Set(["Index Scan carriers_name_key", "Index Scan rates_pkey"]));
+    });
+  }
 
   it("a send batch's facts (sb_send_facts) are looked up through an index: no sequential scan, no hash or merge join", async () => {
     const nodes = await functionPlan(
@@ -221,8 +223,8 @@ describe(`hot statements (${dbKind()})`, () => {
       sb_take_tokens: [],
     };
     // Plain SQL functions the planner inlines into the statements that call them (a setting would
-    // stop that: sb_claimable, sb_sms_off, the rate lookups), and the charge and refund (their statements reach rows by key).
-    const plain = ["sb_charge", "sb_claimable", "sb_rate_for", "sb_rate_for_batch", "sb_refund", "sb_sms_off"];
+    // stop that: sb_claimable, sb_sms_off, the rate and cost lookups), and the charge and refund (their statements reach rows by key).
+    const plain = ["sb_charge", "sb_claimable", "sb_rate_for", "sb_rate_for_batch", "sb_refund", "sb_sms_off", "sb_submission_cost"];
     expect(rows.map((r) => r.proname)).toEqual([...Object.keys(settings), ...plain].sort());
     for (const r of rows) {
       if (plain.includes(r.proname)) {

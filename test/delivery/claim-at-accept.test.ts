@@ -15,7 +15,7 @@ import type { ClaimedRow } from "../../src/messaging/message-store.js";
 import { storeClaimed, type AcceptClaims, type Reservation } from "../../src/messaging/claim-at-accept.js";
 import type { SendItem } from "../../src/messaging/send-steps.js";
 import { dbKind } from "../support/db.js";
-import { createTenant, createTestApp, sendOk, type Tenant, type TestApp, type TestEngineOptions } from "../support/harness.js";
+import { createTenant, createTestApp, sendOk, SUBMISSIONS_AT_ONCE, type Tenant, type TestApp, type TestEngineOptions } from "../support/harness.js";
 import { statements } from "../support/statement-counter.js";
 
 vi.mock("../../src/db/bound-sql.js", async (original) =>
@@ -78,7 +78,11 @@ describe(`claim at accept (${dbKind()})`, () => {
     t = await createTestApp({
       now: T0,
       carrier,
-      engine: { claimAtAccept: true, ...engine, dispatcher: { claimMs: CLAIM_MS, databasePollMs: 3_600_000, ...engine.dispatcher } },
+      engine: {
+        claimAtAccept: true,
+        ...engine,
+        dispatcher: { claimMs: CLAIM_MS, databasePollMs: 3_600_000, ...SUBMISSIONS_AT_ONCE.dispatcher, ...engine.dispatcher },
+      },
     });
     return { t, tenant: await createTenant(t.app) };
   }

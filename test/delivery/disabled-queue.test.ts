@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Carrier } from "../../src/delivery/carrier.js";
 import type { SimulatorCarrier } from "../../src/carriers/simulator.js";
 import { dbKind } from "../support/db.js";
-import { ADMIN_TOKEN, admin, createTenant, createTestApp, sendOk, type Tenant, type TestApp } from "../support/harness.js";
+import { ADMIN_TOKEN, admin, createTenant, createTestApp, sendOk, SUBMISSIONS_AT_ONCE, type Tenant, type TestApp } from "../support/harness.js";
 
 const T0 = new Date("2026-11-22T12:00:00Z");
 const secs = (d: Date) => Math.floor(d.getTime() / 1000);
@@ -126,7 +126,7 @@ describe(`CancelQueued (${dbKind()})`, () => {
   let t: TestApp;
 
   beforeAll(async () => {
-    t = await createTestApp({ now: T0, engine: true, carrier: silentCarrier });
+    t = await createTestApp({ now: T0, engine: SUBMISSIONS_AT_ONCE, carrier: silentCarrier });
   });
   afterAll(() => t?.close());
 

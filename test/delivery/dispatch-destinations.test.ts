@@ -8,7 +8,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { SimulatorCarrier } from "../../src/carriers/simulator.js";
 import { dbKind } from "../support/db.js";
-import { addPoolNumbers, admin, createTenant, createTestApp, type Tenant, type TestApp } from "../support/harness.js";
+import { addPoolNumbers, admin, createTenant, createTestApp, SUBMISSIONS_AT_ONCE, type Tenant, type TestApp } from "../support/harness.js";
 
 const T0 = new Date("2026-11-22T12:00:00Z");
 const secs = (d: Date) => Math.floor(d.getTime() / 1000);
@@ -22,7 +22,7 @@ describe(`destination permissions are checked again at dispatch (${dbKind()})`, 
     t = await createTestApp({
       now: T0,
       // The dispatching process blocks +23480 (a BLOCKED_PREFIXES set after the sends were accepted).
-      engine: { destinations: { defaultAllowedCountries: [], blockedPrefixes: ["+23480"], allowPremium: true } },
+      engine: { ...SUBMISSIONS_AT_ONCE, destinations: { defaultAllowedCountries: [], blockedPrefixes: ["+23480"], allowPremium: true } },
       config: { sendRateLimit: 0 },
     });
     sim = t.carrier as SimulatorCarrier;

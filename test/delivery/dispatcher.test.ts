@@ -17,7 +17,7 @@ import { createOrm, migrateUp } from "../../src/db/orm.js";
 import { entities } from "../../src/entities.js";
 import { createDispatcher, type Dispatcher } from "../../src/delivery/dispatcher.js";
 import { dbKind, type TestOrm } from "../support/db.js";
-import { createTenant, createTestApp, type Tenant, type TestApp } from "../support/harness.js";
+import { createTenant, createTestApp, SUBMISSIONS_AT_ONCE, type Tenant, type TestApp } from "../support/harness.js";
 
 const T0 = new Date("2026-11-22T12:00:00Z");
 const FOURTEEN_DAYS_S = 14 * 86_400;
@@ -155,7 +155,7 @@ describe("scheduling on the manual clock (counting carrier)", () => {
 
   beforeAll(async () => {
     carrier = new CountingCarrier();
-    t = await createTestApp({ now: T0, carrier, engine: true });
+    t = await createTestApp({ now: T0, carrier, engine: SUBMISSIONS_AT_ONCE });
     tenant = await createTenant(t.app);
   });
   afterAll(() => t?.close());
@@ -344,7 +344,7 @@ describe("restart on the same database", () => {
     let orm2: MikroORM | undefined;
     try {
       orm1 = await db.open();
-      const t1 = await createTestApp({ db: borrowed(orm1), clock, carrier, engine: true });
+      const t1 = await createTestApp({ db: borrowed(orm1), clock, carrier, engine: SUBMISSIONS_AT_ONCE });
       const tenant = await createTenant(t1.app);
       const base = secs(T0);
       for (let i = 0; i < 50; i++) {
@@ -370,7 +370,7 @@ describe("restart on the same database", () => {
 
       // After the restart: a new app and engine on the same database.
       orm2 = await db.open();
-      const t2 = await createTestApp({ db: borrowed(orm2), clock, carrier, engine: true });
+      const t2 = await createTestApp({ db: borrowed(orm2), clock, carrier, engine: SUBMISSIONS_AT_ONCE });
       // The crashed claim holds for its minute; the rest of the due ones were all submitted.
       expect(await drain(t2.engine!.dispatcher)).toBe(0);
       clock.set((sorted[49] + 1) * 1000);

@@ -11,7 +11,7 @@ import { createReceiptSweep, SWEEP_NAME } from "../../src/delivery/receipt-timeo
 import { advanceSweepPosition, readSweepPosition } from "../../src/delivery/sweep-position-store.js";
 import { executeBound } from "../../src/db/bound-sql.js";
 import { createTestOrm, dbKind, type TestOrm } from "../support/db.js";
-import { createTenant, createTestApp, sendOk, type Tenant, type TestApp } from "../support/harness.js";
+import { createTenant, createTestApp, sendOk, SUBMISSIONS_AT_ONCE, type Tenant, type TestApp } from "../support/harness.js";
 
 const T0 = new Date("2026-11-22T12:00:00Z");
 const HOUR = 3_600_000;
@@ -45,6 +45,9 @@ describe(`a restarted simulator reports what the stopped one owed (${dbKind()})`
       const to = [recipient(), recipient(), SIMULATOR_TEST_NUMBERS.unreachable];
       const sids = [await send(first, tenant, to[0]), await send(first, tenant, to[1]), await send(first, tenant, to[2])];
       while ((await first.engine!.dispatcher.tick()) > 0);
+      // Held for their reports until the engine stops, which writes them (SUBMISSION_HOLD_MS).
+      for (const sid of sids) expect(await record(first, tenant, sid)).toMatchObject({ Status: "Processing", ErrorCode: "" });
+      await first.engine!.stop();
       for (const sid of sids) expect(await record(first, tenant, sid)).toMatchObject({ Status: "Submitted", ErrorCode: "" });
       await first.close();
 
@@ -88,7 +91,7 @@ describe(`the receipt-timeout sweep (${dbKind()})`, () => {
   let tenant: Tenant;
   beforeAll(async () => {
     carrier = new QuietCarrier();
-    t = await createTestApp({ now: T0, engine: true, carrier });
+    t = await createTestApp({ now: T0, engine: SUBMISSIONS_AT_ONCE, carrier });
     tenant = await createTenant(t.app);
   });
   afterAll(() => t?.close());

@@ -14,7 +14,7 @@ import { createTestOrm, type TestOrm } from "./db.js";
 import { type PrivateRedis, startPrivateRedis } from "./private-redis.js";
 import { openBucketStore } from "../../src/limits/limits-store.js";
 import type { BucketStore } from "../../src/limits/bucket-store.js";
-import { DEFAULT_SEND_RATE_LIMIT, defaultSendBurst } from "../../src/config.js";
+import { DEFAULT_SEND_RATE_LIMIT, DEFAULT_SUBMISSION_HOLD_MS, defaultSendBurst } from "../../src/config.js";
 import type { SendRules } from "../../src/messaging/send-steps.js";
 
 /** The operator token every test app uses. */
@@ -35,6 +35,13 @@ export interface TestApp {
 }
 
 /** Options of the delivery engine a test app may create (orm, clock and carrier come from the app). */
+/**
+ * The engine's dispatcher writing each round's submissions at once (SUBMISSION_HOLD_MS=0), for a
+ * test that reads a message's Submitted state right after a round with a carrier that has not
+ * reported (the default holds a submission up to 1 s for its report: delivery/held-submissions.ts).
+ */
+export const SUBMISSIONS_AT_ONCE = { dispatcher: { submissionHoldMs: 0 } } as const;
+
 export type TestEngineOptions = Partial<Omit<DeliveryEngineOptions, "orm" | "clock" | "carrier">> & {
   /** Run the background loops (default false: the test calls dispatcher.tick() / webhooks.tick()). */
   loops?: boolean;
@@ -106,6 +113,8 @@ export async function createTestApp(opts: TestAppOptions = {}): Promise<TestApp>
         dispatcher: {
           shared: limits,
           onPaced: (sid, throttled, timedOut) => limitCounters.paced(sid, throttled, timedOut),
+          // As `npm start` runs it: submissions wait for their reports (SUBMISSION_HOLD_MS).
+          submissionHoldMs: DEFAULT_SUBMISSION_HOLD_MS,
           ...(everywhere ? { databasePollMs: 0 } : {}),
           ...engineRest.dispatcher,
         },

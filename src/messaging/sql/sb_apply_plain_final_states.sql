@@ -13,7 +13,8 @@
 -- No bitmap or merge join setting: the plan was the same with or without each.
 -- plan_cache_mode = force_generic_plan: one plan per connection, no planning per call (PL/pgSQL
 -- would plan the first five calls anew, and again whenever the generic estimate looks dearer).
-create or replace function sb_apply_plain_final_states(p_sids text[], p_statuses text[], p_delivered_at timestamptz[], p_error_codes text[], p_carrier_errors text[])
+create or replace function sb_apply_plain_final_states(p_sids text[], p_statuses text[], p_delivered_at timestamptz[], p_error_codes text[], p_carrier_errors text[],
+    p_carrier_refs text[], p_submitted_ats timestamptz[], p_carriers text[])
   returns table (sid text, needs_webhook boolean)
   language plpgsql
   set enable_seqscan = off set enable_hashjoin = off
@@ -23,10 +24,18 @@ as $fn$
 begin
   return query
   with v as (
-    select * from unnest(p_sids, p_statuses, p_delivered_at, p_error_codes, p_carrier_errors) as v(sid, status, delivered_at, error_code, carrier_error)
+    select * from unnest(p_sids, p_statuses, p_delivered_at, p_error_codes, p_carrier_errors, p_carrier_refs, p_submitted_ats, p_carriers)
+      as v(sid, status, delivered_at, error_code, carrier_error, carrier_ref, submitted_at, carrier)
   ), changed as (
     update messages m
-       set status = v.status, delivered_at = v.delivered_at, error_code = v.error_code, carrier_error = v.carrier_error, claimed_until = null
+       set status = v.status, delivered_at = v.delivered_at, error_code = v.error_code, carrier_error = v.carrier_error, claimed_until = null,
+           -- A submission the dispatcher held until this report (src/delivery/held-submissions.ts): recorded
+           -- with the final state, as sb_record_submissions would (one write fewer); one recorded already stays.
+           submitted_at = case when v.submitted_at is null or m.submitted_at is not null then m.submitted_at else least(v.submitted_at, v.delivered_at) end,
+           carrier_ref = case when v.submitted_at is null or m.submitted_at is not null then m.carrier_ref else coalesce(v.carrier_ref, m.carrier_ref) end,
+           carrier = case when v.carrier is null or m.submitted_at is not null then m.carrier else v.carrier end,
+           cost = case when v.carrier is null or m.submitted_at is not null then m.cost
+                       else (select c.cost from sb_submission_cost(v.carrier, m.recipient::text, v.submitted_at, m.num_segments) c) end
       from v
      where m.sid = v.sid and m.direction = 'Transmit' and m.status in ('Processing', 'Submitted')
        and not (m.delivery_receipt and m.dr_webhook_uri <> '')

@@ -14,13 +14,8 @@
 -- plan_cache_mode = force_generic_plan: one plan per connection, no planning per call (PL/pgSQL
 -- would plan the first five calls anew, and again whenever the generic estimate looks dearer).
 --
--- The operator's Cost (docs/billing.md#carrier-costs-and-least-cost-routing) is written here too,
--- with the carrier: the message's segments times the rate of the carrier's CostCard for its
--- recipient in effect at the hand-over (sb_rate_for, as the send's price at accept); null when the
--- carrier has no CostCard or the card no rate, or when the product would leave the storable range
--- (src/common/money.ts MAX_MICROS; a refused update would lose the round's submissions). The carrier
--- is found by its name (carriers_name_key), one probe per row; a row without a carrier name (a
--- carrier's own Submitted report) keeps the cost it had.
+-- The operator's Cost is written here too, with the carrier (sb_submission_cost); a row without a
+-- carrier name (a carrier's own Submitted report) keeps the cost it had.
 create or replace function sb_record_submissions(p_sids text[], p_refs text[], p_ats timestamptz[], p_carriers text[])
   returns table (sid text)
   language plpgsql
@@ -34,16 +29,8 @@ begin
      set status = case when m.status = 'Processing' then 'Submitted' else m.status end,
          submitted_at = least(v.at, m.delivered_at), carrier_ref = coalesce(v.carrier_ref, m.carrier_ref),
          carrier = coalesce(v.carrier, m.carrier), claimed_until = null,
-         cost = case
-           when v.carrier is null then m.cost
-           when v.cost_card is null then null
-           else (select case when r.price_per_segment::numeric * m.num_segments <= 999999999999999999
-                             then r.price_per_segment * m.num_segments end
-                   from sb_rate_for(v.cost_card, m.recipient::text, v.at) r)
-         end
-    from (select u.sid, u.carrier_ref, u.at, u.carrier, c.cost_card::text as cost_card
-            from unnest(p_sids, p_refs, p_ats, p_carriers) as u(sid, carrier_ref, at, carrier)
-            left join carriers c on c.name = u.carrier) v
+         cost = case when v.carrier is null then m.cost else (select c.cost from sb_submission_cost(v.carrier, m.recipient::text, v.at, m.num_segments) c) end
+    from unnest(p_sids, p_refs, p_ats, p_carriers) as v(sid, carrier_ref, at, carrier)
    where m.sid = v.sid and m.direction = 'Transmit'
      and (m.status = 'Processing' or (m.status in ('Delivered', 'Failed') and m.submitted_at is null))
   returning m.sid::text;
