@@ -190,10 +190,6 @@ export function createDispatcher(opts: DispatcherOptions): Dispatcher {
             await recordSegments(tx, segmented, opts.clock.now());
           });
         }
-        // One line per message (debug only: the check keeps a busy round from paying for them).
-        if (opts.log?.isLevelEnabled("debug")) {
-          for (const d of done) opts.log.debug({ messageSid: d.messageSid, carrierRef: d.carrierRef }, "message submitted to the carrier");
-        }
         return;
       } catch (err) {
         const wait = Math.min(5000, 250 * 2 ** attempt);
@@ -501,6 +497,10 @@ export function createDispatcher(opts: DispatcherOptions): Dispatcher {
         await opts.carrier.prepare?.(sms, now);
         const outcomes = await Promise.allSettled(round.map((r, j) => submitOne(r, sms[j])));
         const accepted = outcomes.flatMap((o) => (o.status === "fulfilled" && o.value ? [o.value] : []));
+        // One line per message (debug only: the check keeps a busy round from paying for them).
+        if (opts.log?.isLevelEnabled("debug")) {
+          for (const d of accepted) opts.log.debug({ messageSid: d.messageSid, carrierRef: d.carrierRef }, "message submitted to the carrier");
+        }
         // Written with their final states when the reports come within the hold; a carrier that
         // reports per segment matches its receipts by the segments' ids, which are written at once.
         const later = submissionHoldMs > 0 ? accepted.filter((d) => !d.segmentIds?.length) : [];

@@ -11,7 +11,7 @@ import { createSimulatorCarrier } from "../../src/carriers/simulator.js";
 import { ManualClock } from "../../src/common/clock.js";
 import { createCarrierRouter, type CarrierRouter } from "../../src/delivery/carrier-router.js";
 import { createTestOrm, dbKind, type TestOrm } from "../support/db.js";
-import { ADMIN_TOKEN, createTenant, createTestApp, type Tenant, type TestApp } from "../support/harness.js";
+import { ADMIN_TOKEN, createTenant, createTestApp, submissionsWritten, type Tenant, type TestApp } from "../support/harness.js";
 
 const T0 = new Date("2026-11-22T12:00:00Z");
 
@@ -48,6 +48,7 @@ describe(`the default route while the route table is empty (${dbKind()})`, () =>
     });
     expect(res.statusCode, res.body).toBe(200);
     while ((await t.engine!.dispatcher.tick()) > 0);
+    await submissionsWritten(t);
     const rec = await t.app.inject({ method: "GET", url: `/v2/Messages/${res.json().MessageSid}`, headers: { authorization: tenant.auth } });
     return rec.json();
   }

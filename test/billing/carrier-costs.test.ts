@@ -11,7 +11,7 @@ import { createSimulatorCarrier } from "../../src/carriers/simulator.js";
 import { ManualClock } from "../../src/common/clock.js";
 import { createCarrierRouter, type CarrierRouter } from "../../src/delivery/carrier-router.js";
 import { createTestOrm, dbKind, type TestOrm } from "../support/db.js";
-import { ADMIN_TOKEN, createTenant, createTestApp, type Tenant, type TestApp } from "../support/harness.js";
+import { ADMIN_TOKEN, createTenant, createTestApp, submissionsWritten, type Tenant, type TestApp } from "../support/harness.js";
 
 const T0 = new Date("2026-11-22T12:00:00Z");
 const HOUR = 3600;
@@ -82,6 +82,7 @@ describe(`carrier costs (${dbKind()})`, () => {
     expect(res.statusCode, res.body).toBe(200);
     const sid = res.json().MessageSid;
     while ((await t.engine!.dispatcher.tick()) > 0);
+    await submissionsWritten(t);
     const record = (await t.app.inject({ method: "GET", url: `/v2/Messages/${sid}`, headers: { authorization: tenant.auth } })).json();
     return { record, timeline: await ok("GET", `/admin/v1/Messages/${sid}/Timeline`) };
   }

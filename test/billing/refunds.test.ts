@@ -20,7 +20,7 @@ import type { OutboundSms } from "../../src/delivery/carrier.js";
 import { createCarrierRouter, type CarrierRouter } from "../../src/delivery/carrier-router.js";
 import { failUnsubmitted } from "../../src/delivery/receipts.js";
 import { createTestOrm, dbKind, type TestOrm } from "../support/db.js";
-import { ADMIN_TOKEN, admin, createTenant, createTestApp, type Tenant, type TestApp } from "../support/harness.js";
+import { ADMIN_TOKEN, admin, createTenant, createTestApp, submissionsWritten, type Tenant, type TestApp } from "../support/harness.js";
 
 const T0 = new Date("2026-11-22T12:00:00Z");
 /** An Australian landline: priced 0.07 by the card, and no route takes it (the routes below are +614 and +1500555 only). */
@@ -109,6 +109,7 @@ describe(`refunds of what never reaches a carrier (${dbKind()})`, () => {
   /** The dispatcher's rounds until one claims nothing. */
   async function dispatch(): Promise<void> {
     while ((await t.engine!.dispatcher.tick()) > 0);
+    await submissionsWritten(t);
   }
   /** The balance, which is always the sum of its ledger. */
   async function balance(tn: Tenant): Promise<string> {

@@ -10,7 +10,7 @@ import { createSimulatorCarrier } from "../../src/carriers/simulator.js";
 import { ManualClock } from "../../src/common/clock.js";
 import { NO_ROUTE } from "../../src/common/errors.js";
 import { dbKind } from "../support/db.js";
-import { addPoolNumbers, createTenant, createTestApp, type Tenant, type TestApp } from "../support/harness.js";
+import { addPoolNumbers, createTenant, createTestApp, submissionsWritten, type Tenant, type TestApp } from "../support/harness.js";
 
 const T0 = new Date("2026-11-22T12:00:00Z");
 /** Recipients under +1415 have no route: the carrier refuses them with NoRoute, as the router does. */
@@ -51,6 +51,7 @@ describe(`a lease whose message never reached a carrier is released (${dbKind()}
   }
   const dispatch = async () => {
     while ((await t.engine!.dispatcher.tick()) > 0);
+    await submissionsWritten(t);
   };
   async function leaseOf(sid: string): Promise<{ sid: string; released: boolean }> {
     const rows = await t.db.orm.em.fork().execute<{ sid: string; released: boolean }[]>("select sid, released from leases where message_sid = ?", [sid]);

@@ -55,9 +55,10 @@ async function scrape(): Promise<Map<string, number>> {
   return out;
 }
 
-/** Ticks the dispatcher until a round claims nothing. */
+/** Ticks the dispatcher until a round claims nothing, then writes the submissions it holds for their reports. */
 async function drain(): Promise<void> {
   while ((await t.engine!.dispatcher.tick()) > 0);
+  await t.engine!.dispatcher.held.flush();
 }
 
 beforeAll(async () => {

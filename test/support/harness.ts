@@ -42,6 +42,19 @@ export interface TestApp {
  */
 export const SUBMISSIONS_AT_ONCE = { dispatcher: { submissionHoldMs: 0 } } as const;
 
+/**
+ * Waits until the app's dispatcher holds no submission: the carrier's reports wrote them with the
+ * final states (the simulator reports at once), or the hold ended. For a test that reads a message
+ * right after the dispatcher's rounds.
+ */
+export async function submissionsWritten(t: TestApp, timeoutMs = 5000): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  while (t.engine!.dispatcher.held.size() > 0) {
+    if (Date.now() > end) throw new Error(`the dispatcher still holds ${t.engine!.dispatcher.held.size()} submission(s) after ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+
 export type TestEngineOptions = Partial<Omit<DeliveryEngineOptions, "orm" | "clock" | "carrier">> & {
   /** Run the background loops (default false: the test calls dispatcher.tick() / webhooks.tick()). */
   loops?: boolean;
