@@ -79,7 +79,7 @@ export async function dispatchFloor(t: BenchTarget, dbUrl: string, count: number
     for (const c of clients) {
       await c.query({ ...CLAIM, values: [wireValue(now), wireValue(now), 0, false] });
       await c.query({ ...SUBMITTED, values: [[], [], [], []].map(wireValue) });
-      await c.query({ ...FINAL, values: [[], [], [], [], []].map(wireValue) });
+      await c.query({ ...FINAL, values: [[], [], [], [], [], [], [], []].map(wireValue) });
     }
     // The service's drain found a table without dead rows (or only the REST runs'); this one finds
     // the drains' before it, whose stale queue-index entries every claim would walk past.
