@@ -503,7 +503,10 @@ export function createDispatcher(opts: DispatcherOptions): Dispatcher {
         }
         // Written with their final states when the reports come within the hold; a carrier that
         // reports per segment matches its receipts by the segments' ids, which are written at once.
-        const later = submissionHoldMs > 0 ? accepted.filter((d) => !d.segmentIds?.length) : [];
+        // Not while the database holds a backlog: a held message stays Processing under its claim,
+        // in the queue index, and every claim of the backlog walks past it (a heap visit each), so
+        // the drain writes its submissions at once and the rows leave the queue.
+        const later = submissionHoldMs > 0 && !backlog ? accepted.filter((d) => !d.segmentIds?.length) : [];
         heldSubmissions.hold(later);
         await recordSubmitted(later.length === 0 ? accepted : accepted.filter((d) => d.segmentIds?.length));
         const failed = outcomes.find((o) => o.status === "rejected");

@@ -11,7 +11,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import type { Carrier, CarrierEvents, OutboundSms } from "../../src/delivery/carrier.js";
 import { dbKind } from "../support/db.js";
-import { ADMIN_TOKEN, createTenant, createTestApp, type Tenant, type TestApp } from "../support/harness.js";
+import { ADMIN_TOKEN, createTenant, createTestApp, type Tenant, type TestApp, type TestEngineOptions } from "../support/harness.js";
 
 const T0 = new Date("2026-11-22T12:00:00Z");
 const secs = (d: Date) => Math.floor(d.getTime() / 1000);
@@ -43,9 +43,14 @@ describe(`submissions held for their report (${dbKind()})`, () => {
     t = undefined;
   });
 
-  async function app(submissionHoldMs: number): Promise<{ t: TestApp; tenant: Tenant; carrier: ToldCarrier }> {
+  async function app(submissionHoldMs: number, engine: TestEngineOptions = {}): Promise<{ t: TestApp; tenant: Tenant; carrier: ToldCarrier }> {
     const carrier = new ToldCarrier();
-    t = await createTestApp({ now: T0, carrier, engine: { claimAtAccept: true, dispatcher: { submissionHoldMs } }, config: { sendRateLimit: 0 } });
+    t = await createTestApp({
+      now: T0,
+      carrier,
+      engine: { claimAtAccept: true, ...engine, dispatcher: { submissionHoldMs, ...engine.dispatcher } },
+      config: { sendRateLimit: 0 },
+    });
     const admin = { authorization: `Bearer ${ADMIN_TOKEN}` };
     const card = await t.app.inject({
       method: "PUT",
@@ -176,6 +181,21 @@ describe(`submissions held for their report (${dbKind()})`, () => {
     await t.engine!.stop();
     expect(await record(tenant, sid)).toMatchObject({ Status: "Submitted", Submitted: secs(submittedAt), Carrier: "held-test" });
     expect(await row(sid)).toEqual({ carrier_ref: `ref-${sid}`, cost: "12500", claimed: false, updates: 1 });
+  });
+
+  it("while the database holds a backlog (a claim came back full) the round's submissions are written at once; after it, held again", async () => {
+    // Stored unclaimed, claimed from the database two per round.
+    const { t, tenant } = await app(60_000, { claimAtAccept: false, dispatcher: { batchSize: 2 } });
+    const sids = [await send(tenant), await send(tenant), await send(tenant)];
+    expect(await t.engine!.dispatcher.tick()).toBe(2);
+    expect(t.engine!.dispatcher.held.size()).toBe(0);
+    const first = await Promise.all(sids.map(async (sid) => (await record(tenant, sid)).Status));
+    expect(first.filter((s) => s === "Submitted")).toHaveLength(2);
+    // The last one: the claim is not full, no backlog, so it waits for its report.
+    expect(await t.engine!.dispatcher.tick()).toBe(1);
+    expect(t.engine!.dispatcher.held.size()).toBe(1);
+    const last = sids[first.findIndex((s) => s !== "Submitted")];
+    expect(await record(tenant, last)).toMatchObject({ Status: "Processing", Submitted: 0 });
   });
 
   it("SUBMISSION_HOLD_MS=0: each round's submissions are written at once (three writes per delivered message)", async () => {
