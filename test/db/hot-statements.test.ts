@@ -224,7 +224,7 @@ describe(`hot statements (${dbKind()})`, () => {
     };
     // Plain SQL functions the planner inlines into the statements that call them (a setting would
     // stop that: sb_claimable, sb_sms_off, the rate and cost lookups), and the charge and refund (their statements reach rows by key).
-    const plain = ["sb_charge", "sb_claimable", "sb_rate_for", "sb_rate_for_batch", "sb_refund", "sb_sms_off", "sb_submission_cost"];
+    const plain = ["sb_charge", "sb_claimable", "sb_rate_for", "sb_rate_for_batch", "sb_refund", "sb_sms_off", "sb_submission_cost", "sb_submission_on_final"];
     expect(rows.map((r) => r.proname)).toEqual([...Object.keys(settings), ...plain].sort());
     for (const r of rows) {
       if (plain.includes(r.proname)) {

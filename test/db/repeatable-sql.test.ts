@@ -36,6 +36,7 @@ describe(`repeatable SQL files (${dbKind()})`, () => {
       "src/messaging/sql/sb_send_facts.sql",
       "src/messaging/sql/sb_sms_status.sql",
       "src/messaging/sql/sb_submission_cost.sql",
+      "src/messaging/sql/sb_submission_on_final.sql",
     ]);
     const rows = await executeBound<{ name: string; hash: string }>(db.orm.em.fork(), "select name, hash from repeatable_sql order by name", []);
     expect(rows).toEqual(files.map((f) => ({ name: f.name, hash: f.hash })));

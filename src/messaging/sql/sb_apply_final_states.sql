@@ -24,13 +24,9 @@ begin
   return query
   update messages m
      set status = v.status, delivered_at = v.delivered_at, error_code = v.error_code, carrier_error = v.carrier_error, claimed_until = null,
-         -- A submission the dispatcher held until this report (src/delivery/held-submissions.ts): recorded
-         -- with the final state, as sb_record_submissions would (one write fewer); one recorded already stays.
-         submitted_at = case when v.submitted_at is null or m.submitted_at is not null then m.submitted_at else least(v.submitted_at, v.delivered_at) end,
-         carrier_ref = case when v.submitted_at is null or m.submitted_at is not null then m.carrier_ref else coalesce(v.carrier_ref, m.carrier_ref) end,
-         carrier = case when v.carrier is null or m.submitted_at is not null then m.carrier else v.carrier end,
-         cost = case when v.carrier is null or m.submitted_at is not null then m.cost
-                     else (select c.cost from sb_submission_cost(v.carrier, m.recipient::text, v.submitted_at, m.num_segments) c) end
+         -- A submission the dispatcher held until this report, recorded with the final state (sb_submission_on_final.sql).
+         (submitted_at, carrier_ref, carrier, cost) = (select h.* from sb_submission_on_final(m.submitted_at, m.carrier_ref, m.carrier, m.cost,
+           v.submitted_at, v.carrier_ref, v.carrier, v.delivered_at, m.recipient::text, m.num_segments) h)
     from unnest(p_sids, p_statuses, p_delivered_at, p_error_codes, p_carrier_errors, p_carrier_refs, p_submitted_ats, p_carriers)
       as v(sid, status, delivered_at, error_code, carrier_error, carrier_ref, submitted_at, carrier)
    where m.sid = v.sid and m.direction = 'Transmit' and m.status in ('Processing', 'Submitted')

@@ -5,7 +5,7 @@
 -- range (src/common/money.ts MAX_MICROS; a refused update would lose the submissions written with
 -- it). The carrier is found by its name (carriers_name_key): one probe. Every statement that
 -- records a submission computes the cost here: sb_record_submissions, and the final states that
--- carry a submission held until its report (sb_apply_final_states, sb_apply_plain_final_states), as
+-- carry a submission held until its report (through sb_submission_on_final), as
 -- a scalar subquery `(select c.cost from sb_submission_cost(...) c)`: a plain SQL function returning
 -- a table (stable, no SET clause), so the planner inlines it and each row's cost is two index
 -- probes (carriers_name_key, rates_pkey), which the statement's plan shows.
