@@ -2,8 +2,8 @@ import type { MikroORM } from "@mikro-orm/sql";
 import type { Logger } from "pino";
 import { type Carrier, CarrierError, type OutboundSms } from "./carrier.js";
 import type { Clock } from "../common/clock.js";
-import { isDatabaseUnavailable } from "../common/pg-errors.js";
-import { failUnsubmitted, recordSubmissions, type Submission } from "./receipts.js";
+import { failUnsubmitted } from "./receipts.js";
+import { type AcceptedSubmission, createSubmissionWriter } from "./submission-writer.js";
 import {
   claimFair,
   claimHeldMessages,
@@ -17,7 +17,6 @@ import {
 import { createHandOff } from "./hand-off.js";
 import { createHeldSubmissions, type HeldSubmissions } from "./held-submissions.js";
 import type { AcceptClaims } from "../messaging/claim-at-accept.js";
-import { recordSegments } from "./segment-store.js";
 import type { SharedAllowance } from "../limits/shared-allowance.js";
 import { createPacing } from "./dispatch-pacing.js";
 import type { DestinationConfig } from "../config.js";
@@ -132,6 +131,7 @@ export function carrierBackoffMs(attempt: number): number {
 export function createDispatcher(opts: DispatcherOptions): Dispatcher {
   const batchSize = opts.batchSize ?? 500;
   const claimMs = opts.claimMs ?? 60_000;
+  const recordSubmitted = createSubmissionWriter({ orm: opts.orm, clock: opts.clock, claimMs, log: opts.log });
   const databasePollMs = opts.databasePollMs ?? 250;
   const retryWindowMs = opts.retryWindowMs ?? 3_600_000;
   // Read afresh: a router's carriers (and so the longest wait among them) change while it runs.
@@ -152,7 +152,7 @@ export function createDispatcher(opts: DispatcherOptions): Dispatcher {
   });
 
   /** Hands one message to the carrier: its reference, or undefined when the carrier refused it (already handled). */
-  async function submitOne(row: ClaimedRow, sms: OutboundSms): Promise<(Submission & { segmentIds?: string[]; startedAt?: Date }) | undefined> {
+  async function submitOne(row: ClaimedRow, sms: OutboundSms): Promise<AcceptedSubmission | undefined> {
     // Before the carrier writes anything: no receipt heard earlier can be for this submission's ids.
     const startedAt = opts.clock.now();
     try {
@@ -161,42 +161,6 @@ export function createDispatcher(opts: DispatcherOptions): Dispatcher {
     } catch (err) {
       await carrierRefused(opts.orm.em.fork(), row, err);
       return undefined;
-    }
-  }
-
-  /**
-   * Records the submissions of a round in one statement. A database error here is not the
-   * carrier's refusal: the carrier holds these messages, so keep trying to record that while the
-   * claims last (the database may be back in a moment); if the claims run out first, the messages
-   * are in doubt and handled as after a crash. The carrier's report may have landed first (the
-   * message is already Submitted, Delivered or Failed): recordSubmissions keeps that status but
-   * still records when it was submitted.
-   */
-  async function recordSubmitted(done: (Submission & { segmentIds?: string[]; startedAt?: Date })[]): Promise<void> {
-    if (done.length === 0) return;
-    const deadline = performance.now() + claimMs / 2;
-    // A carrier that reports per segment: the segments' ids are committed with the submissions.
-    const segmented = done.flatMap((d) =>
-      d.segmentIds && d.segmentIds.length > 0
-        ? [{ messageSid: d.messageSid, segmentIds: d.segmentIds, at: d.at, startedAt: d.startedAt, carrier: d.carrier ?? "" }]
-        : [],
-    );
-    for (let attempt = 1; ; attempt++) {
-      try {
-        if (segmented.length === 0) await recordSubmissions(opts.orm.em.fork(), done);
-        else {
-          await opts.orm.em.fork().transactional(async (tx) => {
-            await recordSubmissions(tx, done);
-            await recordSegments(tx, segmented, opts.clock.now());
-          });
-        }
-        return;
-      } catch (err) {
-        const wait = Math.min(5000, 250 * 2 ** attempt);
-        if (!isDatabaseUnavailable(err) || performance.now() + wait > deadline) throw err;
-        opts.log?.warn({ count: done.length, attempt, err }, "could not record submissions the carrier accepted; retrying");
-        await new Promise((r) => setTimeout(r, wait));
-      }
     }
   }
 
